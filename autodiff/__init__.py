@@ -1,0 +1,28 @@
+"""autodiff: composable function transforms (grad, vjp, jvp, vmap) for NumPy code.
+
+>>> import numpy as np
+>>> from autodiff import grad, vmap
+>>> per_example = vmap(grad(lambda w, x: np.sum(np.tanh(x @ w))), in_dims=(None, 0))
+>>> per_example(np.ones(3), np.zeros((4, 3))).shape
+(4, 3)
+"""
+
+from autodiff import errors
+from autodiff import numpy
+from autodiff._batching import vmap
+from autodiff._forward import jvp
+from autodiff._reverse import grad, grad_and_value, no_grad, stop_gradient, value_and_grad, vjp
+
+__all__ = [
+    "errors",
+    "grad",
+    "grad_and_value",
+    "jvp",
+    "no_grad",
+    "numpy",
+    "stop_gradient",
+    "value_and_grad",
+    "vjp",
+    "vmap",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,302 @@
+"""Batching: BatchInterpreter, BatchedTensor, vmap.
+
+A BatchedTensor holds a value with one extra axis, ``bdim``, that runs over
+the batch; everything else sees only its logical (per-example) shape.  Each
+primitive applied to one calls the primitive's batching rule with the
+unwrapped values and their batch axes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from autodiff._args import check_callable, is_array
+from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
+from autodiff._tracer import Tracer
+from autodiff.errors import ConcretizationError, TransformTypeError, TransformValueError
+from autodiff.rules import shape as _shape_rules
+
+__all__ = ["BatchInterpreter", "BatchedTensor", "vmap"]
+
+
+class BatchInterpreter(Interpreter):
+    __slots__ = ("size",)
+    transform = "vmap"
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+
+class BatchedTensor(Tracer):
+    """A value under ``vmap``: the batched value and its batch axis."""
+
+    __slots__ = ("bdim", "value")
+
+    def __init__(self, interp, value, bdim) -> None:
+        self._interp = interp
+        self.value = value
+        self.bdim = bdim  # None: the same for every example (a lifted constant)
+
+    @property
+    def shape(self):
+        shape = np.shape(self.value) if not hasattr(self.value, "shape") else self.value.shape
+        if self.bdim is None:
+            return shape
+        return shape[: self.bdim] + shape[self.bdim + 1 :]
+
+    @property
+    def dtype(self):
+        return np.result_type(self.value) if not hasattr(self.value, "dtype") else self.value.dtype
+
+    def _concrete(self, what):
+        raise ConcretizationError(
+            f"{what} needs a concrete value, but this value is batched by "
+            f"{self._interp.describe()} and differs across the batch. Python control "
+            f"flow (if/while/and/or, float(), int(), .item(), np.asarray()) cannot "
+            f"depend on a batched value: use anp.where(cond, x, y) to choose "
+            f"elementwise, or compute the condition outside vmap."
+        )
+
+
+BatchInterpreter.tracer_class = BatchedTensor
+
+
+@dispatch
+def lift(interp: BatchInterpreter, x: object):
+    return BatchedTensor(interp, x, None)
+
+
+@dispatch
+def process(interp: BatchInterpreter, prim: Primitive, args: tuple, params: dict):
+    if prim.batch is None:
+        raise prim.missing("batching", interp)
+    values = [arg.value for arg in args]
+    dims = [arg.bdim for arg in args]
+    out, out_dim = prim.batch(values, dims, **params)
+    if prim.multiple_results:
+        return tuple(_wrap(interp, o, d) for o, d in zip(out, out_dim))
+    return _wrap(interp, out, out_dim)
+
+
+def _wrap(interp: BatchInterpreter, value: Any, bdim: int | None) -> Any:
+    return value if bdim is None else BatchedTensor(interp, value, bdim)
+
+
+# --- vmap ------------------------------------------------------------------------
+
+
+def _check_dims_spec(spec: Any, name: str) -> None:
+    for leaf in optree.tree_leaves(spec, none_is_leaf=True):
+        if leaf is not None and (not isinstance(leaf, (int, np.integer)) or isinstance(leaf, bool)):
+            raise TransformTypeError(
+                f"vmap(func, {name}=...): every entry of {name} must be an int or None, "
+                f"got {type(leaf).__name__} {leaf!r:.40} in {spec!r:.80}."
+            )
+
+
+def _broadcast_prefix(spec: Any, tree: Any, what: str, name: str) -> list:
+    """One dim per leaf of ``tree``, from ``spec``, a pytree prefix of ``tree``."""
+    prefix = optree.tree_structure(spec, none_is_leaf=True)
+    try:
+        subtrees = prefix.flatten_up_to(tree)
+    except ValueError as e:
+        raise TransformValueError(
+            f"vmap: {name} {spec!r:.80} does not match the structure of {what} "
+            f"({optree.tree_structure(tree)}); give one entry per leaf or a prefix "
+            f"of its structure ({e})."
+        ) from None
+    dims = optree.tree_leaves(spec, none_is_leaf=True)
+    return [d for d, sub in zip(dims, subtrees) for _ in optree.tree_leaves(sub)]
+
+
+def _flatten_inputs(args: tuple, in_dims: Any):
+    if isinstance(in_dims, (tuple, list)):
+        if len(in_dims) != len(args):
+            raise TransformValueError(
+                f"vmap: in_dims has {len(in_dims)} entries but the function was called "
+                f"with {len(args)} positional arguments; give one in_dims entry per "
+                f"positional argument (keyword arguments are never batched)."
+            )
+        dims = []
+        for i, (spec, arg) in enumerate(zip(in_dims, args)):
+            dims += _broadcast_prefix(spec, arg, f"argument {i}", f"in_dims[{i}]")
+    else:
+        dims = _broadcast_prefix(in_dims, args, "the arguments", "in_dims")
+    flat, tree = optree.tree_flatten(args)
+    paths = [_path_name(p) for p in optree.tree_flatten_with_path(args)[0]]
+    out_dims = []
+    for leaf, dim, path in zip(flat, dims, paths):
+        if dim is None:
+            out_dims.append(None)
+            continue
+        if not is_array(leaf):
+            raise TransformValueError(
+                f"vmap: {path} is a {type(leaf).__name__} but in_dims maps it over "
+                f"axis {dim}; only arrays can be batched. Use in_dims=None for it."
+            )
+        ndim = len(leaf.shape)
+        if not -ndim <= dim < ndim:
+            raise TransformValueError(
+                f"vmap: in_dims for {path} is {dim}, but that input has shape "
+                f"{tuple(leaf.shape)} ({ndim} dims); in_dims must be in "
+                f"[{-ndim}, {ndim}) or None."
+            )
+        out_dims.append(int(dim) % ndim)
+    return flat, out_dims, tree, paths
+
+
+def _path_name(path: tuple) -> str:
+    return f"argument {path[0]}" + "".join(f"[{p!r}]" for p in path[1:])
+
+
+def _batch_size(flat: list, dims: list, paths: list) -> int:
+    sizes = {path: leaf.shape[d] for leaf, d, path in zip(flat, dims, paths) if d is not None}
+    if not sizes:
+        raise TransformValueError(
+            "vmap: no input is batched (every in_dims entry is None, or there are no "
+            "array inputs); at least one input must be mapped over an axis."
+        )
+    if len(set(sizes.values())) > 1:
+        listing = ", ".join(f"{path} has size {size}" for path, size in sizes.items())
+        raise TransformValueError(
+            f"vmap: inconsistent batch sizes along the mapped axes: {listing}. All "
+            f"mapped inputs must have the same size along their in_dims axis."
+        )
+    return next(iter(sizes.values()))
+
+
+def _out_dims_for(out: Any, out_dims: Any) -> list:
+    if isinstance(out_dims, (int, np.integer)) or out_dims is None:
+        return [out_dims] * len(optree.tree_leaves(out))
+    return _broadcast_prefix(out_dims, out, "the function's output", "out_dims")
+
+
+def _unbatch_output(interp: BatchInterpreter, leaf: Any, out_dim: int | None, i: int) -> Any:
+    if isinstance(leaf, BatchedTensor) and leaf._interp is interp:
+        value, bdim = leaf.value, leaf.bdim
+    else:
+        value, bdim = leaf, None
+    if out_dim is None:
+        if bdim is not None:
+            raise TransformValueError(
+                f"vmap: out_dims is None for output {i}, but that output depends on "
+                f"the batched inputs; give it an integer out_dim."
+            )
+        return value
+    if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
+        value = np.asarray(value)
+    if not is_array(value):
+        raise TransformTypeError(
+            f"vmap: output {i} of func is a {type(value).__name__}, not an array; "
+            f"give it out_dims=None to pass it through unbatched."
+        )
+    ndim = len(value.shape) + (bdim is None)
+    if not -ndim <= out_dim < ndim:
+        raise TransformValueError(
+            f"vmap: out_dims {out_dim} is out of range for output {i}, which has "
+            f"{ndim} dims once batched; out_dims must be in [{-ndim}, {ndim})."
+        )
+    out_dim %= ndim
+    if bdim is None:  # the same for every example: broadcast it
+        value = _shape_rules.expand_dims(value, out_dim)
+        shape = list(value.shape)
+        shape[out_dim] = interp.size
+        return _shape_rules.broadcast_to(value, tuple(shape))
+    return _shape_rules.moveaxis(value, bdim, out_dim)
+
+
+def _vmap_call(func, flat, dims, tree, size, out_dims, kwargs):
+    interp = BatchInterpreter(size)
+    with new_interpreter(interp):
+        leaves = [x if d is None else BatchedTensor(interp, x, d) for x, d in zip(flat, dims)]
+        out = func(*optree.tree_unflatten(tree, leaves), **kwargs)
+        out_flat, out_tree = optree.tree_flatten(out)
+        dims_out = _out_dims_for(out, out_dims)
+        results = [
+            _unbatch_output(interp, leaf, d, i)
+            for i, (leaf, d) in enumerate(zip(out_flat, dims_out))
+        ]
+    return optree.tree_unflatten(out_tree, results)
+
+
+def _take(x: Any, dim: int, index: Any) -> Any:
+    return x[(slice(None),) * dim + (index,)]
+
+
+def _chunked_call(func, flat, dims, tree, size, out_dims, kwargs, chunk_size):
+    outs = []
+    for start in range(0, size, chunk_size):
+        if chunk_size == 1:  # a plain loop: vmap's constraints don't apply
+            leaves = [x if d is None else _take(x, d, start) for x, d in zip(flat, dims)]
+            outs.append(func(*optree.tree_unflatten(tree, leaves), **kwargs))
+        else:
+            piece = slice(start, start + chunk_size)
+            leaves = [x if d is None else _take(x, d, piece) for x, d in zip(flat, dims)]
+            n = min(chunk_size, size - start)
+            outs.append(_vmap_call(func, leaves, dims, tree, n, out_dims, kwargs))
+    first_flat, out_tree = optree.tree_flatten(outs[0])
+    dims_out = _out_dims_for(outs[0], out_dims)
+    columns = zip(*(optree.tree_leaves(o) for o in outs))
+    joined = []
+    for leaves, d in zip(columns, dims_out):
+        if d is None:
+            joined.append(leaves[0])
+        elif chunk_size == 1:
+            joined.append(_shape_rules.stack(leaves, axis=d))
+        else:
+            joined.append(_shape_rules.concatenate(leaves, axis=d))
+    return optree.tree_unflatten(out_tree, joined)
+
+
+def vmap(
+    func: Callable,
+    in_dims: Any = 0,
+    out_dims: Any = 0,
+    *,
+    chunk_size: int | None = None,
+) -> Callable:
+    """Vectorise ``func`` over an axis of its inputs.
+
+    ``in_dims`` is an int (the axis of every input), ``None`` (not batched), or
+    a tuple with one entry per positional argument, each an int, ``None`` or a
+    pytree prefix of that argument (e.g. ``{"w": None, "b": 0}``).  Negative
+    axes count from the end.  Keyword arguments are never batched.  ``out_dims``
+    says where the batch axis goes in each output (int, ``None`` for an output
+    that does not depend on the batch, or a pytree prefix).  An output that
+    ignores the batched inputs is broadcast along the batch.  ``chunk_size=k``
+    runs ``k`` examples at a time (``1`` is a plain Python loop).
+
+    Inside ``func``, values batched by ``vmap`` have their per-example shape.
+    Python control flow cannot depend on them; use ``anp.where``.
+
+    >>> import numpy as np
+    >>> from autodiff import vmap
+    >>> vmap(lambda row: row.sum())(np.arange(6.0).reshape(2, 3))
+    array([ 3., 12.])
+    """
+    check_callable(func, "vmap")
+    _check_dims_spec(in_dims, "in_dims")
+    _check_dims_spec(out_dims, "out_dims")
+    if chunk_size is not None and (
+        not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool) or chunk_size < 1
+    ):
+        raise TransformValueError(
+            f"vmap(..., chunk_size={chunk_size!r}): chunk_size must be None or a "
+            f"positive int."
+        )
+
+    @functools.wraps(func)
+    def batched(*args, **kwargs):
+        flat, dims, tree, paths = _flatten_inputs(args, in_dims)
+        size = _batch_size(flat, dims, paths)
+        if chunk_size is not None and chunk_size < size:
+            return _chunked_call(func, flat, dims, tree, size, out_dims, kwargs, chunk_size)
+        return _vmap_call(func, flat, dims, tree, size, out_dims, kwargs)
+
+    return batched

@@ -1,0 +1,162 @@
+"""Forward mode: JvpInterpreter, DualTensor, jvp.
+
+A DualTensor carries a primal value and its tangent.  Each primitive applied
+to one computes its output with the primitive itself and the output tangent
+with the primitive's JVP rule.  A tangent of ``None`` is a symbolic zero: no
+work is done for it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from autodiff._args import as_input_array, check_callable, check_flag, is_array, leaf_paths, split_aux
+from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
+from autodiff._tracer import Tracer
+from autodiff.errors import TransformTypeError, TransformValueError
+
+__all__ = ["DualTensor", "JvpInterpreter", "jvp"]
+
+
+class JvpInterpreter(Interpreter):
+    __slots__ = ()
+    transform = "jvp"
+
+
+class DualTensor(Tracer):
+    """A value under forward mode: primal and tangent (None: zero)."""
+
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, interp, primal, tangent) -> None:
+        self._interp = interp
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def shape(self):
+        return np.shape(self.primal) if not hasattr(self.primal, "shape") else self.primal.shape
+
+    @property
+    def dtype(self):
+        return np.result_type(self.primal) if not hasattr(self.primal, "dtype") else self.primal.dtype
+
+    def _concrete(self, what):
+        primal = self.primal
+        return primal._concrete_value(what) if isinstance(primal, Tracer) else primal
+
+
+JvpInterpreter.tracer_class = DualTensor
+
+
+@dispatch
+def lift(interp: JvpInterpreter, x: object):
+    return DualTensor(interp, x, None)
+
+
+@dispatch
+def process(interp: JvpInterpreter, prim: Primitive, args: tuple, params: dict):
+    primals = tuple(arg.primal for arg in args)
+    ans = prim.bind(*primals, **params)
+    if not prim.differentiable:
+        return ans
+    if prim.jvp is None:
+        raise prim.missing("JVP", interp)
+    tangents = tuple(arg.tangent for arg in args)
+    tangent = prim.jvp(tangents, ans, primals, params)
+    if prim.multiple_results:
+        return tuple(
+            a if t is None else DualTensor(interp, a, t) for a, t in zip(ans, tangent)
+        )
+    return ans if tangent is None else DualTensor(interp, ans, tangent)
+
+
+def _shape_of(x: Any) -> tuple:
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
+    """Evaluate ``func(*primals)`` and its directional derivative along ``tangents``.
+
+    ``primals`` and ``tangents`` are tuples (or lists) with one entry per
+    positional argument of ``func``; entries may be pytrees, and each tangent
+    must match its primal's structure and shapes.  Returns
+    ``(output, tangent_out)``, or ``(output, tangent_out, aux)`` with
+    ``has_aux=True``.  Outputs that do not depend on the primals get zero
+    tangents.
+
+    >>> import numpy as np
+    >>> from autodiff import jvp
+    >>> out, t = jvp(np.sin, (0.0,), (2.0,))
+    >>> float(out), float(t)
+    (0.0, 2.0)
+    """
+    check_callable(func, "jvp")
+    check_flag(has_aux, "has_aux", "jvp")
+    for name, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, (tuple, list)):
+            raise TransformTypeError(
+                f"jvp(func, primals, tangents): {name} must be a tuple (or list) with "
+                f"one entry per positional argument of func, got "
+                f"{type(value).__name__}. For one argument write ({name[:-1]},)."
+            )
+    flat_p, tree_p = optree.tree_flatten(tuple(primals))
+    flat_t, tree_t = optree.tree_flatten(tuple(tangents))
+    if tree_p != tree_t:
+        raise TransformValueError(
+            f"jvp: tangents must have the same structure as primals, got primals "
+            f"{tree_p} and tangents {tree_t}."
+        )
+    paths = leaf_paths(tuple(primals))
+    flat_p = [
+        as_input_array(p, f"primal {path}", "jvp", differentiable=True)
+        for p, path in zip(flat_p, paths)
+    ]
+    flat_t = [
+        as_input_array(t, f"tangent {path}", "jvp", differentiable=True)
+        for t, path in zip(flat_t, paths)
+    ]
+    for p, t, path in zip(flat_p, flat_t, paths):
+        if _shape_of(p) != _shape_of(t):
+            raise TransformValueError(
+                f"jvp: tangent {path} has shape {_shape_of(t)} but its primal has "
+                f"shape {_shape_of(p)}; each tangent must match its primal's shape."
+            )
+    interp = JvpInterpreter()
+    with new_interpreter(interp):
+        duals = [DualTensor(interp, p, t) for p, t in zip(flat_p, flat_t)]
+        out = func(*optree.tree_unflatten(tree_p, duals))
+        aux = None
+        if has_aux:
+            out, aux = split_aux(out, "jvp")
+            aux = optree.tree_map(functools.partial(_primal, interp), aux)
+        out_flat, out_tree = optree.tree_flatten(out)
+        primals_out, tangents_out = [], []
+        for i, leaf in enumerate(out_flat):
+            if isinstance(leaf, DualTensor) and leaf._interp is interp:
+                primal, tangent = leaf.primal, leaf.tangent
+            else:
+                primal, tangent = leaf, None
+            if isinstance(primal, (int, float, complex)) and not isinstance(primal, bool):
+                primal = np.asarray(primal)
+            if not is_array(primal):
+                raise TransformTypeError(
+                    f"jvp: output {i} of func is a {type(primal).__name__}, not an "
+                    f"array. Return other values as aux (has_aux=True)."
+                )
+            primals_out.append(primal)
+            tangents_out.append(np.zeros_like(primal) if tangent is None else tangent)
+    result = (
+        optree.tree_unflatten(out_tree, primals_out),
+        optree.tree_unflatten(out_tree, tangents_out),
+    )
+    return (*result, aux) if has_aux else result
+
+
+def _primal(interp: JvpInterpreter, x: Any) -> Any:
+    return x.primal if isinstance(x, DualTensor) and x._interp is interp else x

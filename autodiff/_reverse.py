@@ -1,0 +1,457 @@
+"""Reverse mode: GradInterpreter, GradTensor, the tape, vjp / grad / no_grad.
+
+Under ``vjp`` every primitive applied to a GradTensor records a ``Node``: the
+primitive, its parameters, its inputs and output (the residuals its VJP rule
+reads), and the nodes of the inputs that need a cotangent.  ``vjp_fn`` walks
+the nodes from the outputs back to the inputs in reverse topological order,
+calling VJP rules.  The walk runs ordinary primitives after the level ended,
+so outer transforms (a surrounding ``grad`` or ``vmap``) record or batch it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import optree
+
+from autodiff._args import (
+    as_input_array,
+    check_argnums_type,
+    check_callable,
+    check_flag,
+    is_array,
+    leaf_paths,
+    normalize_argnums,
+    split_aux,
+)
+from autodiff._core import Interpreter, Primitive, current_interpreters, dispatch, new_interpreter
+from autodiff._tracer import Tracer
+from autodiff.errors import TransformTypeError, TransformValueError
+from autodiff.rules.elementwise import stop_gradient as _stop
+
+__all__ = [
+    "GradInterpreter",
+    "GradTensor",
+    "grad",
+    "grad_and_value",
+    "no_grad",
+    "stop_gradient",
+    "value_and_grad",
+    "vjp",
+]
+
+# Grad levels at or below this one record nothing (see no_grad).
+_no_grad_below: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "autodiff_no_grad_below", default=0
+)
+
+
+class Node:
+    """One recorded primitive application (or, with ``prim=None``, an input)."""
+
+    __slots__ = ("ans", "params", "parents", "prim", "primals")
+
+    def __init__(self, prim, params, primals, ans, parents) -> None:
+        self.prim: Primitive | None = prim
+        self.params: dict = params
+        self.primals: tuple = primals
+        self.ans: Any = ans
+        # (argument position, parent node, parent's output index or None)
+        self.parents: tuple[tuple[int, Node, int | None], ...] = parents
+
+
+class GradInterpreter(Interpreter):
+    __slots__ = ("name",)
+    transform = "grad"
+
+    def __init__(self, name: str = "grad") -> None:
+        super().__init__()
+        self.name = name
+
+    def describe(self) -> str:
+        return f"{self.name} (level {self.level})"
+
+
+class GradTensor(Tracer):
+    """A value under reverse mode: its value and the tape node that made it."""
+
+    __slots__ = ("index", "node", "value")
+
+    def __init__(self, interp, value, node, index=None) -> None:
+        self._interp = interp
+        self.value = value
+        self.node = node  # None: a constant at this level
+        self.index = index  # output position, for multiple-result primitives
+
+    @property
+    def shape(self):
+        return np.shape(self.value) if not hasattr(self.value, "shape") else self.value.shape
+
+    @property
+    def dtype(self):
+        return np.result_type(self.value) if not hasattr(self.value, "dtype") else self.value.dtype
+
+    def _concrete(self, what):
+        value = self.value
+        return value._concrete_value(what) if isinstance(value, Tracer) else value
+
+
+GradInterpreter.tracer_class = GradTensor
+
+
+@dispatch
+def lift(interp: GradInterpreter, x: object):
+    return GradTensor(interp, x, None)
+
+
+@dispatch
+def process(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    values = tuple(arg.value for arg in args)
+    ans = prim.bind(*values, **params)
+    if not prim.differentiable or interp.level <= _no_grad_below.get():
+        return ans
+    if prim.vjp is None:
+        raise prim.missing("VJP", interp)
+    parents = tuple(
+        (i, arg.node, arg.index) for i, arg in enumerate(args) if arg.node is not None
+    )
+    node = Node(prim, params, values, ans, parents)
+    if prim.multiple_results:
+        return tuple(GradTensor(interp, a, node, i) for i, a in enumerate(ans))
+    return GradTensor(interp, ans, node)
+
+
+# --- the backward pass ---------------------------------------------------------
+
+
+def _toposort(roots: list[Node]) -> list[Node]:
+    """Nodes reachable from ``roots``, every node before its parents."""
+    order: list[Node] = []
+    visited: set[int] = set()
+    for root in roots:
+        if id(root) in visited:
+            continue
+        visited.add(id(root))
+        stack = [(root, iter(root.parents))]
+        while stack:  # iterative DFS: long chains must not hit the recursion limit
+            node, parents = stack[-1]
+            for _, parent, _ in parents:
+                if id(parent) not in visited:
+                    visited.add(id(parent))
+                    stack.append((parent, iter(parent.parents)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    order.reverse()
+    return order
+
+
+def _accumulate(cts: dict, node: Node, index: int | None, ct: Any) -> None:
+    if index is None:
+        old = cts.get(node)
+        cts[node] = ct if old is None else old + ct
+    else:
+        slots = cts.setdefault(node, [None] * len(node.ans))
+        slots[index] = ct if slots[index] is None else slots[index] + ct
+
+
+def backward(seeds: list[tuple[Node, int | None, Any]]) -> dict[Node, Any]:
+    """Propagate cotangents from ``seeds``; returns the cotangent of every input node."""
+    cts: dict[Node, Any] = {}
+    for node, index, ct in seeds:
+        _accumulate(cts, node, index, ct)
+    inputs = {}
+    for node in _toposort([node for node, _, _ in seeds]):
+        ct = cts.pop(node, None)
+        if ct is None:
+            continue
+        if node.prim is None:
+            inputs[node] = ct
+            continue
+        if node.prim.multiple_results:
+            ct = tuple(np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans))
+        argnums = [argnum for argnum, _, _ in node.parents]
+        arg_cts = node.prim.vjp(ct, node.ans, node.primals, node.params, argnums)
+        for (_, parent, index), arg_ct in zip(node.parents, arg_cts):
+            if arg_ct is not None:
+                _accumulate(cts, parent, index, arg_ct)
+    return inputs
+
+
+# --- vjp -------------------------------------------------------------------------
+
+
+def _shape_of(x: Any) -> tuple:
+    return x.shape if hasattr(x, "shape") else np.shape(x)
+
+
+class _VJPFunction:
+    """The ``vjp_fn`` returned by :func:`vjp`; callable many times, any time."""
+
+    def __init__(self, transform, in_tree, in_nodes, in_values, out_tree, out_meta):
+        self._transform = transform
+        self._in_tree = in_tree
+        self._in_nodes = in_nodes
+        self._in_values = in_values
+        self._out_tree = out_tree
+        self._out_meta = out_meta  # per output leaf: (node, index, shape, dtype)
+
+    def __call__(self, cotangents: Any, *extra: Any) -> tuple:
+        if extra:
+            raise TransformTypeError(
+                f"vjp_fn takes exactly one argument (the cotangents, structured like "
+                f"the output), got {1 + len(extra)}. Pass a tuple for tuple outputs."
+            )
+        flat, tree = optree.tree_flatten(cotangents)
+        if tree != self._out_tree:
+            raise TransformValueError(
+                f"vjp_fn: the cotangent structure {tree} does not match the structure "
+                f"of the function's output {self._out_tree}; pass one cotangent per "
+                f"output, in the same containers."
+            )
+        seeds = []
+        for i, (ct, (node, index, shape, _)) in enumerate(zip(flat, self._out_meta)):
+            if isinstance(ct, (int, float, complex)) and not isinstance(ct, bool):
+                ct = np.asarray(ct)
+            if not is_array(ct):
+                raise TransformTypeError(
+                    f"vjp_fn: cotangent {i} is a {type(ct).__name__}, not an array."
+                )
+            if tuple(_shape_of(ct)) != tuple(shape):
+                raise TransformValueError(
+                    f"vjp_fn: cotangent {i} has shape {tuple(_shape_of(ct))} but the "
+                    f"output it belongs to has shape {tuple(shape)}."
+                )
+            if node is not None:
+                seeds.append((node, index, ct))
+        input_cts = backward(seeds) if seeds else {}
+        grads = []
+        for node, value in zip(self._in_nodes, self._in_values):
+            ct = input_cts.get(node)
+            if ct is None:
+                ct = np.zeros_like(value)
+            elif ct.dtype != value.dtype:
+                ct = ct.astype(value.dtype)  # e.g. float64 constants met float32 input
+            grads.append(ct)
+        return optree.tree_unflatten(self._in_tree, grads)
+
+
+def _vjp(func: Callable, primals: tuple, has_aux: bool, transform: str):
+    flat, in_tree = optree.tree_flatten(primals)
+    paths = leaf_paths(primals)
+    flat = [
+        as_input_array(x, f"input {path}", transform, differentiable=True)
+        for x, path in zip(flat, paths)
+    ]
+    interp = GradInterpreter(transform)
+    with new_interpreter(interp):
+        in_nodes = [Node(None, {}, (), None, ()) for _ in flat]
+        tracers = [GradTensor(interp, x, node) for x, node in zip(flat, in_nodes)]
+        out = func(*optree.tree_unflatten(in_tree, tracers))
+        aux = None
+        if has_aux:
+            out, aux = split_aux(out, transform)
+            aux = optree.tree_map(functools.partial(_unwrap, interp), aux)
+        out_flat, out_tree = optree.tree_flatten(out)
+        values, meta = [], []
+        for i, leaf in enumerate(out_flat):
+            if isinstance(leaf, GradTensor) and leaf._interp is interp:
+                value, node, index = leaf.value, leaf.node, leaf.index
+            else:
+                value, node, index = leaf, None, None
+            if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
+                value = np.asarray(value)
+            if not is_array(value) or np.dtype(value.dtype).kind not in "fc":
+                what = type(value).__name__ if not is_array(value) else f"dtype {value.dtype}"
+                raise TransformTypeError(
+                    f"{transform}: output {i} of func is {what}; outputs must be "
+                    f"floating-point arrays. Return other values as aux (has_aux=True)."
+                )
+            values.append(value)
+            meta.append((node, index, _shape_of(value), value.dtype))
+    vjp_fn = _VJPFunction(transform, in_tree, in_nodes, flat, out_tree, meta)
+    return optree.tree_unflatten(out_tree, values), vjp_fn, aux
+
+
+def _unwrap(interp: GradInterpreter, x: Any) -> Any:
+    return x.value if isinstance(x, GradTensor) and x._interp is interp else x
+
+
+def vjp(func: Callable, *primals: Any, has_aux: bool = False):
+    """Evaluate ``func(*primals)`` and return a function computing its VJP.
+
+    Returns ``(output, vjp_fn)``, or ``(output, vjp_fn, aux)`` with
+    ``has_aux=True`` (``func`` then returns ``(output, aux)``; ``aux`` is not
+    differentiated).  ``primals`` and the output may be pytrees (tuples, lists,
+    dicts, ...).  ``vjp_fn(cotangents)`` takes exactly one argument structured
+    like the output and returns a tuple with one cotangent per primal.  It may
+    be called many times, after ``vjp`` returned, and under other transforms:
+    ``vmap(vjp_fn)(basis)`` gives a Jacobian.
+
+    >>> import numpy as np
+    >>> from autodiff import vjp
+    >>> out, vjp_fn = vjp(lambda x, y: x * y, np.array(2.0), np.array(3.0))
+    >>> [float(g) for g in vjp_fn(np.array(1.0))]
+    [3.0, 2.0]
+    """
+    check_callable(func, "vjp")
+    check_flag(has_aux, "has_aux", "vjp")
+    out, vjp_fn, aux = _vjp(func, primals, has_aux, "vjp")
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _grad_and_value_impl(func, argnums, has_aux, transform):
+    check_callable(func, transform)
+    check_argnums_type(argnums, transform)
+    check_flag(has_aux, "has_aux", transform)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        positions = normalize_argnums(argnums, len(args), transform)
+
+        def partial_func(*diff_args):
+            full = list(args)
+            for i, arg in zip(positions, diff_args):
+                full[i] = arg
+            return func(*full, **kwargs)
+
+        diff_args = tuple(args[i] for i in positions)
+        out, vjp_fn, aux = _vjp(partial_func, diff_args, has_aux, transform)
+        _check_scalar_output(out, transform, has_aux)
+        grads = vjp_fn(np.ones_like(out))
+        grads = grads[0] if isinstance(argnums, (int, np.integer)) else grads
+        return grads, ((out, aux) if has_aux else out)
+
+    return wrapper
+
+
+def _check_scalar_output(out: Any, transform: str, has_aux: bool) -> None:
+    if not is_array(out):
+        hint = "" if has_aux else " (if it returns (output, aux), pass has_aux=True)"
+        raise TransformTypeError(
+            f"{transform}(func): func must return a single scalar, but it returned a "
+            f"{type(out).__name__}{hint}. For several outputs use vjp or jacrev."
+        )
+    shape = tuple(out.shape)
+    if shape != ():
+        hint = (
+            ": index it (out[0]) or sum it (out.sum())"
+            if shape == (1,)
+            else ": reduce it (e.g. .sum() or .mean()), or use vjp/jacrev for non-scalar outputs"
+        )
+        raise TransformValueError(
+            f"{transform}(func): func must return a scalar (shape ()), but it returned "
+            f"shape {shape}{hint}."
+        )
+    if np.dtype(out.dtype).kind == "c":
+        raise TransformTypeError(
+            f"{transform}(func): func returned a complex scalar; {transform} needs a "
+            f"real output. Use vjp for complex outputs, or take .real or abs()."
+        )
+
+
+def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False):
+    """Like :func:`grad`, but the wrapped function returns ``(gradient, value)``.
+
+    With ``has_aux=True`` it returns ``(gradient, (value, aux))`` (torch.func's
+    convention).
+
+    >>> from autodiff import grad_and_value
+    >>> g, v = grad_and_value(lambda x: x**2)(3.0)
+    >>> float(g), float(v)
+    (6.0, 9.0)
+    """
+    return _grad_and_value_impl(func, argnums, has_aux, "grad_and_value")
+
+
+def value_and_grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False):
+    """Like :func:`grad`, but returns ``(value, gradient)`` (JAX's order).
+
+    With ``has_aux=True`` it returns ``((value, aux), gradient)``.
+
+    >>> from autodiff import value_and_grad
+    >>> v, g = value_and_grad(lambda x: x**2)(3.0)
+    >>> float(v), float(g)
+    (9.0, 6.0)
+    """
+    inner = _grad_and_value_impl(func, argnums, has_aux, "value_and_grad")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        grads, value = inner(*args, **kwargs)
+        return value, grads
+
+    return wrapper
+
+
+def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False):
+    """The gradient of a scalar-valued ``func`` with respect to ``argnums``.
+
+    ``argnums`` is an int (the gradient comes back bare) or a tuple of ints (a
+    tuple of gradients, even for one entry); negative positions count from
+    the end.  Gradients have the structure of their argument (a dict of
+    parameters gives a dict).  With ``has_aux=True``, ``func`` returns
+    ``(output, aux)`` and the wrapper returns ``(gradient, aux)``.  ``grad``
+    nests and composes: ``grad(grad(f))``, ``vmap(grad(f))``.
+
+    >>> import numpy as np
+    >>> from autodiff import grad
+    >>> float(grad(np.sin)(0.0))
+    1.0
+    >>> float(grad(grad(np.sin))(0.0))
+    -0.0
+    """
+    inner = _grad_and_value_impl(func, argnums, has_aux, "grad")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        grads, value = inner(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    return wrapper
+
+
+# --- no_grad and stop_gradient ---------------------------------------------------
+
+
+@contextlib.contextmanager
+def no_grad() -> Iterator[None]:
+    """Inside a function: don't differentiate what is computed in this block.
+
+    It applies to every ``grad``/``vjp`` active when the block is entered.  A
+    transform *called* inside the block still differentiates its own function
+    (a function transform's result must not depend on context outside it).
+
+    >>> from autodiff import grad, no_grad
+    >>> def f(x):
+    ...     with no_grad():
+    ...         c = x**2
+    ...     return x - c
+    >>> float(grad(f)(3.0))
+    1.0
+    """
+    stack = current_interpreters()
+    level = max(stack[-1].level if stack else 0, _no_grad_below.get())
+    token = _no_grad_below.set(level)
+    try:
+        yield
+    finally:
+        _no_grad_below.reset(token)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` as a constant for every transform's derivative (pytree-aware).
+
+    Values still flow (and are batched by ``vmap``); derivatives do not.
+
+    >>> from autodiff import grad, stop_gradient
+    >>> float(grad(lambda x: x * stop_gradient(x))(3.0))
+    3.0
+    """
+    return optree.tree_map(lambda leaf: _stop(leaf) if is_array(leaf) else leaf, x)

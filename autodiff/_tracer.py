@@ -1,0 +1,260 @@
+"""The tracer base class: operator overloading and NumPy's protocols, once.
+
+``GradTensor``, ``DualTensor`` and ``BatchedTensor`` subclass :class:`Tracer`.
+Every operator and ndarray-style method is routed through the same table that
+``__array_ufunc__`` and ``__array_function__`` use, keyed by the NumPy function
+it stands for: ``x + y`` means ``np.add(x, y)`` and ``x.sum()`` means
+``np.sum(x)``.  The rule modules fill that table (``register_numpy``); a NumPy
+function with no entry raises ``UnsupportedFunctionError`` rather than being
+silently treated as a constant.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedFunctionError
+
+__all__ = ["Tracer", "leaked_error", "numpy_overrides", "register_numpy"]
+
+
+def _function_name(func: Any) -> str:
+    if isinstance(func, tuple):  # (ufunc, method)
+        return f"numpy.{func[0].__name__}.{func[1]}"
+    if func is operator.getitem:
+        return "indexing (x[...])"
+    module = getattr(func, "__module__", None) or "numpy"
+    module = "numpy" if module.startswith("numpy") else module
+    return f"{module}.{getattr(func, '__name__', func)}"
+
+
+class _Overrides(dict):
+    """NumPy function -> autodiff implementation; a missing key is an error."""
+
+    def __missing__(self, func: Any) -> Callable:
+        raise UnsupportedFunctionError(
+            f"{_function_name(func)} has no autodiff rule, so it cannot be applied "
+            f"to a traced value (it would silently lose derivatives or batching). "
+            f"Use a function from autodiff.numpy, or define a primitive for it "
+            f"(see autodiff/rules/README.md)."
+        )
+
+
+numpy_overrides: dict[Any, Callable] = _Overrides()
+
+
+def register_numpy(*numpy_funcs: Any) -> Callable[[Callable], Callable]:
+    """Decorator: ``fn`` implements ``numpy_funcs`` when they meet a tracer."""
+
+    def register(fn: Callable) -> Callable:
+        for func in numpy_funcs:
+            numpy_overrides[func] = fn
+        return fn
+
+    return register
+
+
+def leaked_error(tracer: Tracer) -> LeakedTracerError:
+    return LeakedTracerError(
+        f"{type(tracer).__name__} of {tracer._interp.describe()} used after that "
+        f"transform ended. Traced values must not escape the function being "
+        f"transformed (through a global, a closure, an attribute, a generator or "
+        f"a side output); return them from the function instead."
+    )
+
+
+def _binary(ufunc: Any) -> tuple[Callable, Callable]:
+    def forward(self, other):
+        return numpy_overrides[ufunc](self, other)
+
+    def reflected(self, other):
+        return numpy_overrides[ufunc](other, self)
+
+    forward.__name__ = reflected.__name__ = ufunc.__name__
+    return forward, reflected
+
+
+def _unary(func: Any) -> Callable:
+    def method(self):
+        return numpy_overrides[func](self)
+
+    method.__name__ = func.__name__
+    return method
+
+
+def _method(func: Any) -> Callable:
+    def method(self, *args, **kwargs):
+        return numpy_overrides[func](self, *args, **kwargs)
+
+    method.__name__ = func.__name__
+    method.__doc__ = f"Like ndarray.{func.__name__}; see autodiff.numpy."
+    return method
+
+
+class Tracer:
+    """A value being transformed; behaves like an ndarray of its logical shape.
+
+    Subclasses define ``shape``, ``dtype`` and ``_concrete`` (the concrete
+    NumPy value, or an error if there is none, as under ``vmap``).
+    """
+
+    __slots__ = ("_interp",)
+    # Make ``ndarray <op> tracer`` defer to the tracer (legacy protocol; the
+    # __array_ufunc__ below is what NumPy consults first).
+    __array_priority__ = 1000
+    __hash__ = None  # type: ignore[assignment]  # mutable array semantics, like ndarray
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def _concrete(self, what: str) -> Any:
+        raise NotImplementedError
+
+    def _concrete_value(self, what: str) -> Any:
+        if not self._interp.active:
+            raise leaked_error(self)
+        return self._concrete(what)
+
+    # --- array attributes -----------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def T(self):
+        return numpy_overrides[np.transpose](self)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d traced value)")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d traced value")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self._interp.describe()}, "
+            f"shape={self.shape}, dtype={self.dtype})"
+        )
+
+    # --- operators ----------------------------------------------------------
+    __add__, __radd__ = _binary(np.add)
+    __sub__, __rsub__ = _binary(np.subtract)
+    __mul__, __rmul__ = _binary(np.multiply)
+    __truediv__, __rtruediv__ = _binary(np.true_divide)
+    __floordiv__, __rfloordiv__ = _binary(np.floor_divide)
+    __mod__, __rmod__ = _binary(np.remainder)
+    __pow__, __rpow__ = _binary(np.power)
+    __matmul__, __rmatmul__ = _binary(np.matmul)
+    __and__, __rand__ = _binary(np.bitwise_and)
+    __or__, __ror__ = _binary(np.bitwise_or)
+    __xor__, __rxor__ = _binary(np.bitwise_xor)
+    __lt__, _ = _binary(np.less)
+    __le__, _ = _binary(np.less_equal)
+    __gt__, _ = _binary(np.greater)
+    __ge__, _ = _binary(np.greater_equal)
+    __eq__, _ = _binary(np.equal)  # type: ignore[assignment]
+    __ne__, _ = _binary(np.not_equal)  # type: ignore[assignment]
+    del _
+    __neg__ = _unary(np.negative)
+    __pos__ = _unary(np.positive)
+    __abs__ = _unary(np.absolute)
+    __invert__ = _unary(np.invert)
+
+    def __getitem__(self, index):
+        return numpy_overrides[operator.getitem](self, index)
+
+    # --- ndarray methods ----------------------------------------------------
+    sum = _method(np.sum)
+    mean = _method(np.mean)
+    max = _method(np.max)
+    min = _method(np.min)
+    argmax = _method(np.argmax)
+    argmin = _method(np.argmin)
+    dot = _method(np.dot)
+    ravel = _method(np.ravel)
+    squeeze = _method(np.squeeze)
+    clip = _method(np.clip)
+    astype = _method(np.astype)
+
+    def reshape(self, *shape, order="C"):
+        """Like ndarray.reshape: ``x.reshape(2, 3)`` or ``x.reshape((2, 3))``."""
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return numpy_overrides[np.reshape](self, shape, order=order)
+
+    def transpose(self, *axes):
+        """Like ndarray.transpose: ``x.transpose(1, 0)`` or ``x.transpose((1, 0))``."""
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = axes[0]
+        return numpy_overrides[np.transpose](self, axes or None)
+
+    def flatten(self):
+        return numpy_overrides[np.reshape](self, (-1,))
+
+    # --- NumPy protocols ------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if kwargs:
+            name = sorted(kwargs)[0]
+            raise UnsupportedFunctionError(
+                f"numpy.{ufunc.__name__}(..., {name}=...) is not supported on traced "
+                f"values" + (
+                    ": out= would write a traced value into a plain array; use the "
+                    "returned value instead."
+                    if name == "out"
+                    else f"; call it without {name}=."
+                )
+            )
+        if method != "__call__":
+            return numpy_overrides[(ufunc, method)](*inputs)
+        return numpy_overrides[ufunc](*inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return numpy_overrides[func](*args, **kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        self._concrete_value("np.asarray()")  # a batched or leaked value raises here
+        raise ConcretizationError(
+            f"np.asarray()/np.array() on a {type(self).__name__} of "
+            f"{self._interp.describe()} would silently drop its derivative. Use "
+            f"autodiff.numpy (anp) functions, which accept traced values; build "
+            f"arrays with anp.stack/anp.concatenate/anp.where instead of writing "
+            f"into a NumPy array; or, to use the value as a constant on purpose, "
+            f"convert autodiff.stop_gradient(x). (NumPy also converts the argument "
+            f"of ndarray methods: write a @ x or anp.dot(a, x), not a.dot(x).)"
+        )
+
+    # --- concrete Python values (control flow) ---------------------------------
+    def __bool__(self) -> bool:
+        return bool(self._concrete_value("bool()"))
+
+    def __float__(self) -> float:
+        return float(self._concrete_value("float()"))
+
+    def __int__(self) -> int:
+        return int(self._concrete_value("int()"))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete_value("complex()"))
+
+    def __index__(self) -> int:
+        return operator.index(self._concrete_value("use as an index"))
+
+    def item(self, *args):
+        return self._concrete_value(".item()").item(*args)
+
+    def tolist(self):
+        return self._concrete_value(".tolist()").tolist()

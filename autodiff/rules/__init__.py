@@ -1,0 +1,12 @@
+"""Primitive families: each module declares its primitives, one block each
+(implementation + VJP + JVP + batching rule), and the public functions that
+``autodiff.numpy`` re-exports.  See ``README.md`` in this folder."""
+
+from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
+    creation,
+    elementwise,
+    indexing,
+    linalg,
+    reductions,
+    shape,
+)

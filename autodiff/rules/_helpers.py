@@ -1,0 +1,216 @@
+"""Shared shapes of rule: elementwise families, broadcasting, axes, batch axes.
+
+Rule modules declare primitives through these helpers so that each primitive
+is one short, table-like block.  Everything here is written with primitives,
+so the helpers are differentiable and batchable themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from autodiff._core import Primitive
+from autodiff._tracer import register_numpy
+
+__all__ = [
+    "batch_size_of",
+    "bring_to_front",
+    "broadcasting",
+    "move_to_front",
+    "ndim_of",
+    "normalize_axes",
+    "shape_of",
+    "to_front_padded",
+    "unary",
+    "unbroadcast",
+]
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    """The (logical) shape of an array, tracer or Python scalar."""
+    shape = getattr(x, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(x)
+
+
+def ndim_of(x: Any) -> int:
+    return len(shape_of(x))
+
+
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (None, int or tuple; negatives allowed) as sorted non-negative ints."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(int(a), ndim)
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"duplicate value in 'axis': {axis}")
+    return tuple(sorted(out))
+
+
+def unbroadcast(x: Any, shape: tuple[int, ...]) -> Any:
+    """Sum ``x`` down to ``shape``: the VJP of broadcasting to ``x``'s shape."""
+    x_shape = shape_of(x)
+    if x_shape == tuple(shape):
+        return x
+    lead = len(x_shape) - len(shape)
+    if lead:
+        x = _red.sum(x, axis=tuple(range(lead)))
+    kept = tuple(i for i, n in enumerate(shape) if n == 1 and x_shape[lead + i] != 1)
+    if kept:
+        x = _red.sum(x, axis=kept, keepdims=True)
+    return x
+
+
+def move_to_front(x: Any, bdim: int) -> Any:
+    return x if bdim == 0 else _shp.moveaxis(x, bdim, 0)
+
+
+def to_front_padded(x: Any, bdim: int, pad: int) -> Any:
+    """Batch axis first, then ``pad`` new unit axes, so ``x`` broadcasts per example."""
+    x = move_to_front(x, bdim)
+    return _shp.expand_dims(x, tuple(range(1, 1 + pad))) if pad else x
+
+
+def bring_to_front(x: Any, bdim: int | None, size: int) -> Any:
+    """``x`` with its batch axis first; an unbatched ``x`` is broadcast to ``size``."""
+    if bdim is None:
+        return _shp.broadcast_to(_shp.expand_dims(x, 0), (size, *shape_of(x)))
+    return move_to_front(x, bdim)
+
+
+def batch_size_of(args: Sequence[Any], dims: Sequence[int | None]) -> int:
+    return next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+
+
+# --- elementwise families ----------------------------------------------------------
+
+
+def _broadcasting_batch(prim: Primitive) -> Callable:
+    def batch(args, dims, **params):
+        ndims = [ndim_of(a) - (d is not None) for a, d in zip(args, dims)]
+        out_ndim = max(ndims)
+        bdims = {d for d in dims if d is not None}
+        if len(bdims) == 1:
+            # Fast path: one shared batch axis that no unbatched operand reaches.
+            (bdim,) = bdims
+            if all(
+                nd == out_ndim if d is not None else nd <= out_ndim - bdim
+                for nd, d in zip(ndims, dims)
+            ):
+                return prim.bind(*args, **params), bdim
+        moved = [
+            a if d is None else to_front_padded(a, d, out_ndim - nd)
+            for a, d, nd in zip(args, dims, ndims)
+        ]
+        return prim.bind(*moved, **params), 0
+
+    return batch
+
+
+def _unbroadcast_vjp(rule: Callable, argnum: int) -> Callable:
+    def vjp(ct, ans, *args, **params):
+        return unbroadcast(rule(ct, ans, *args, **params), shape_of(args[argnum]))
+
+    return vjp
+
+
+def _broadcast_jvp(rule: Callable) -> Callable:
+    def jvp(t, ans, *args, **params):
+        out = rule(t, ans, *args, **params)
+        shape = shape_of(ans)
+        return out if shape_of(out) == shape else _shp.broadcast_to(out, shape)
+
+    return jvp
+
+
+def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -> Callable:
+    bind = prim.bind
+    if nargs == 1:
+
+        def fn(x, /):
+            return bind(x)
+    elif nargs == 2:
+
+        def fn(x1, x2, /):
+            return bind(x1, x2)
+    else:
+
+        def fn(*args):
+            if len(args) != nargs:
+                raise TypeError(f"{prim.name}() takes {nargs} arguments ({len(args)} given)")
+            return bind(*args)
+
+    fn.__name__ = fn.__qualname__ = prim.name
+    fn.__doc__ = doc
+    fn.primitive = prim  # type: ignore[attr-defined]
+    return register_numpy(*numpy_funcs)(fn)
+
+
+def _doc(name: str, numpy_funcs: Sequence[Any], differentiable: bool) -> str:
+    like = f"numpy.{numpy_funcs[0].__name__}" if numpy_funcs else name
+    how = (
+        "Differentiable (grad, vjp, jvp) and batchable (vmap)."
+        if differentiable
+        else "Not differentiable (its output carries no derivative); batchable (vmap)."
+    )
+    return f"Elementwise {name}, like {like}, with broadcasting. {how}"
+
+
+def broadcasting(
+    name: str,
+    impl: Callable,
+    *derivs: Callable | None,
+    nargs: int | None = None,
+    numpy: Sequence[Any] = (),
+    differentiable: bool = True,
+) -> Callable:
+    """Declare an elementwise primitive of several arguments, with broadcasting.
+
+    ``derivs`` has one entry per argument: ``deriv(g, ans, *args)`` maps a
+    per-element perturbation ``g`` of that argument to the output's (``None``
+    for an argument with no derivative).  An elementwise Jacobian is diagonal,
+    so the same map serves as JVP (broadcast up to the output) and as VJP
+    (summed back down to the argument's shape).  Returns the public function.
+    """
+    nargs = nargs or len(derivs)
+    prim = Primitive(name, impl, differentiable=differentiable)
+    if differentiable:
+        prim.def_vjp([d and _unbroadcast_vjp(d, i) for i, d in enumerate(derivs)])
+        prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
+    prim.def_batch(_broadcasting_batch(prim))
+    return _public(prim, nargs, numpy, _doc(name, numpy, differentiable))
+
+
+def unary(
+    name: str,
+    impl: Callable,
+    deriv: Callable | None = None,
+    *,
+    numpy: Sequence[Any] = (),
+    differentiable: bool = True,
+) -> Callable:
+    """Declare an elementwise primitive of one argument.
+
+    ``deriv(g, ans, x)`` maps a perturbation ``g`` of ``x`` to the output's; it
+    serves as both VJP and JVP.  Returns the public function.
+    """
+    prim = Primitive(name, impl, differentiable=differentiable)
+    if differentiable:
+        prim.def_vjp([deriv])
+        prim.def_jvp([deriv])
+    prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
+    return _public(prim, 1, numpy, _doc(name, numpy, differentiable))
+
+
+# The structural primitives these helpers call are declared with the helpers'
+# own utilities, so they are imported last (a cycle that is safe because
+# neither side uses the other before both modules are complete).
+from autodiff.rules import reductions as _red  # noqa: E402
+from autodiff.rules import shape as _shp  # noqa: E402
