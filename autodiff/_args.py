@@ -125,7 +125,14 @@ def unwrap_tree(tree: Any, unwrap_leaf: Callable[[Any], Any]) -> Any:
     return optree.tree_map(unwrap_leaf, tree)
 
 
-def leaf_paths(tree: Any) -> list[str]:
-    """Readable paths of the leaves of ``tree`` (e.g. ``[0]['w']``)."""
-    paths, _, _ = optree.tree_flatten_with_path(tree)
-    return ["".join(f"[{p!r}]" for p in path) for path in paths]
+def leaf_paths(args: tuple, positions: Sequence[int] | None = None) -> list[str]:
+    """Readable names of the leaves of an argument tuple: ``argument 1['w']``.
+
+    ``positions`` maps entries of ``args`` to the caller's argument positions.
+    """
+    paths, _, _ = optree.tree_flatten_with_path(args)
+    names = []
+    for path in paths:
+        position = path[0] if positions is None else positions[path[0]]
+        names.append(f"argument {position}" + "".join(f"[{p!r}]" for p in path[1:]))
+    return names

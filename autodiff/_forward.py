@@ -114,17 +114,17 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
         )
     paths = leaf_paths(tuple(primals))
     flat_p = [
-        as_input_array(p, f"primal {path}", "jvp", differentiable=True)
+        as_input_array(p, f"the primal for {path}", "jvp", differentiable=True)
         for p, path in zip(flat_p, paths)
     ]
     flat_t = [
-        as_input_array(t, f"tangent {path}", "jvp", differentiable=True)
+        as_input_array(t, f"the tangent for {path}", "jvp", differentiable=True)
         for t, path in zip(flat_t, paths)
     ]
     for p, t, path in zip(flat_p, flat_t, paths):
         if _shape_of(p) != _shape_of(t):
             raise TransformValueError(
-                f"jvp: tangent {path} has shape {_shape_of(t)} but its primal has "
+                f"jvp: the tangent for {path} has shape {_shape_of(t)} but its primal has "
                 f"shape {_shape_of(p)}; each tangent must match its primal's shape."
             )
     interp = JvpInterpreter()

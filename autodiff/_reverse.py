@@ -242,12 +242,11 @@ class _VJPFunction:
         return optree.tree_unflatten(self._in_tree, grads)
 
 
-def _vjp(func: Callable, primals: tuple, has_aux: bool, transform: str):
+def _vjp(func: Callable, primals: tuple, has_aux: bool, transform: str, positions=None):
     flat, in_tree = optree.tree_flatten(primals)
-    paths = leaf_paths(primals)
     flat = [
-        as_input_array(x, f"input {path}", transform, differentiable=True)
-        for x, path in zip(flat, paths)
+        as_input_array(x, what, transform, differentiable=True)
+        for x, what in zip(flat, leaf_paths(primals, positions))
     ]
     interp = GradInterpreter(transform)
     with new_interpreter(interp):
@@ -322,7 +321,7 @@ def _grad_and_value_impl(func, argnums, has_aux, transform):
             return func(*full, **kwargs)
 
         diff_args = tuple(args[i] for i in positions)
-        out, vjp_fn, aux = _vjp(partial_func, diff_args, has_aux, transform)
+        out, vjp_fn, aux = _vjp(partial_func, diff_args, has_aux, transform, positions)
         _check_scalar_output(out, transform, has_aux)
         grads = vjp_fn(np.ones_like(out))
         grads = grads[0] if isinstance(argnums, (int, np.integer)) else grads

@@ -11,8 +11,10 @@ silently treated as a constant.
 
 from __future__ import annotations
 
+import dis
 import math
 import operator
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -66,6 +68,22 @@ def leaked_error(tracer: Tracer) -> LeakedTracerError:
         f"transformed (through a global, a closure, an attribute, a generator or "
         f"a side output); return them from the function instead."
     )
+
+
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+
+
+def _numpy_is_storing(depth: int) -> bool:
+    """Is the Python frame ``depth`` levels up assigning into a container?
+
+    ``plain_array[i] = tracer`` makes NumPy convert the tracer with float()
+    (or int(), bool(), complex()) itself, which would silently drop its
+    derivative.  A user's own ``float(x)`` is a call, not a store, so looking
+    at the instruction the frame is executing tells the two apart.
+    """
+    frame = sys._getframe(depth + 1)
+    lasti = frame.f_lasti
+    return lasti >= 0 and frame.f_code.co_code[lasti] == _STORE_SUBSCR
 
 
 def _binary(ufunc: Any) -> tuple[Callable, Callable]:
@@ -226,29 +244,47 @@ class Tracer:
         return numpy_overrides[func](*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        self._concrete_value("np.asarray()")  # a batched or leaked value raises here
+        hint = (
+            " NumPy also converts traced values it can't hand to autodiff: the index "
+            "in plain_array[i] and the argument of ndarray methods like a.dot(x); "
+            "write anp.getitem(plain_array, i) and a @ x or anp.dot(a, x) instead."
+        )
+        try:
+            self._concrete_value("np.asarray()")  # batched or leaked values raise here
+        except ConcretizationError as e:
+            raise ConcretizationError(str(e) + hint) from None
         raise ConcretizationError(
             f"np.asarray()/np.array() on a {type(self).__name__} of "
             f"{self._interp.describe()} would silently drop its derivative. Use "
             f"autodiff.numpy (anp) functions, which accept traced values; build "
             f"arrays with anp.stack/anp.concatenate/anp.where instead of writing "
             f"into a NumPy array; or, to use the value as a constant on purpose, "
-            f"convert autodiff.stop_gradient(x). (NumPy also converts the argument "
-            f"of ndarray methods: write a @ x or anp.dot(a, x), not a.dot(x).)"
+            f"convert autodiff.stop_gradient(x)." + hint
         )
 
     # --- concrete Python values (control flow) ---------------------------------
+    def _scalar(self, what: str) -> Any:
+        if _numpy_is_storing(2):
+            raise ConcretizationError(
+                f"writing a {type(self).__name__} of {self._interp.describe()} into a "
+                f"plain NumPy array (out[i] = x) would silently drop its derivative. "
+                f"Build the result functionally instead: anp.stack([...]) of the "
+                f"pieces, anp.where(mask, x, out), or an index update on a traced "
+                f"array."
+            )
+        return self._concrete_value(what)
+
     def __bool__(self) -> bool:
-        return bool(self._concrete_value("bool()"))
+        return bool(self._scalar("bool()"))
 
     def __float__(self) -> float:
-        return float(self._concrete_value("float()"))
+        return float(self._scalar("float()"))
 
     def __int__(self) -> int:
-        return int(self._concrete_value("int()"))
+        return int(self._scalar("int()"))
 
     def __complex__(self) -> complex:
-        return complex(self._concrete_value("complex()"))
+        return complex(self._scalar("complex()"))
 
     def __index__(self) -> int:
         return operator.index(self._concrete_value("use as an index"))

@@ -23,6 +23,7 @@ __all__ = [
     "absolute",
     "add",
     "astype",
+    "clip",
     "cos",
     "divide",
     "equal",
@@ -129,6 +130,25 @@ minimum = broadcasting(
     lambda g, a, x, y: _won(g, x, y),
     numpy=[np.minimum],
 )
+
+
+@register_numpy(np.clip)
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    """Like numpy.clip: ``minimum(maximum(a, a_min), a_max)``; either bound may be None.
+
+    At a bound the derivative is split like maximum/minimum ties (0.5).
+    """
+    if out is not None:
+        raise NotImplementedError("clip(..., out=...) is not supported; use the returned value")
+    low = a_min if a_min is not None else min
+    high = a_max if a_max is not None else max
+    if low is not None:
+        a = maximum(a, low)
+    if high is not None:
+        a = minimum(a, high)
+    return a
+
+
 where = broadcasting(
     "where",
     np.where,

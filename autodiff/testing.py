@@ -1,0 +1,161 @@
+"""Numerical checkers for derivatives and batching.
+
+``check_grads`` compares forward and reverse mode against central finite
+differences (in inner-product form, so it costs a few evaluations whatever
+the size) and against each other, recursively to the given order.
+``check_vmap`` compares ``vmap`` against a Python loop.  Both raise
+``AssertionError`` with the offending numbers.
+
+>>> import numpy as np
+>>> from autodiff.testing import check_grads, check_vmap
+>>> check_grads(np.sin, (np.array([0.1, 0.2]),), order=2)
+>>> check_vmap(lambda x: x.sum(), (np.ones((3, 2)),))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import optree
+
+from autodiff._batching import vmap
+from autodiff._forward import jvp
+from autodiff._reverse import vjp
+
+__all__ = ["check_grads", "check_vmap"]
+
+
+def _random_like(tree: Any, rng: np.random.Generator) -> Any:
+    def draw(x):
+        x = np.asarray(x)
+        out = rng.standard_normal(x.shape)
+        if x.dtype.kind == "c":
+            out = out + 1j * rng.standard_normal(x.shape)
+        return out.astype(x.dtype)
+
+    return optree.tree_map(draw, tree)
+
+
+def _inner(a: Any, b: Any) -> float:
+    pairs = zip(optree.tree_leaves(a), optree.tree_leaves(b))
+    return float(sum(np.real(np.vdot(np.asarray(x), np.asarray(y))) for x, y in pairs))
+
+
+def _axpy(t: float, v: Any, x: Any) -> Any:
+    return optree.tree_map(lambda vi, xi: xi + t * vi, v, x)
+
+
+def _precision(tree: Any) -> float:
+    """Machine epsilon of the least precise floating dtype among the leaves."""
+    dtypes = [np.asarray(x).dtype for x in optree.tree_leaves(tree)]
+    return max((np.finfo(d).eps for d in dtypes if d.kind in "fc"), default=np.finfo(float).eps)
+
+
+def check_grads(
+    f: Callable,
+    args: Sequence[Any],
+    order: int = 2,
+    modes: Sequence[str] = ("fwd", "rev"),
+    *,
+    eps: float | None = None,
+    rtol: float | None = None,
+    seed: int = 0,
+) -> None:
+    """Check ``f``'s derivatives at ``args`` up to ``order``.
+
+    At each order: the reverse-mode VJP ``<vjp(ct), v>`` and the forward-mode
+    JVP ``<ct, jvp(v)>`` (for random directions ``v`` and cotangents ``ct``)
+    must match the central difference of ``<ct, f(x + t v)>`` to ``rtol``
+    (beyond the difference's own round-off, which is estimated), and each
+    other to ``rtol / 1000``.  Higher orders apply the same checks to the
+    functions ``x -> vjp(ct)`` and ``x -> jvp(v)``.  ``eps`` and ``rtol``
+    default by dtype: 1e-6 and 1e-6 in float64, 1e-3 and 2e-3 in float32.
+    """
+    args = tuple(args)
+    single = _precision(args) > 1e-10
+    eps = (1e-3 if single else 1e-6) if eps is None else eps
+    rtol = (2e-3 if single else 1e-6) if rtol is None else rtol
+    rng = np.random.default_rng(seed)
+    v = _random_like(args, rng)
+    out = f(*args)
+    ct = _random_like(out, rng)
+
+    def along(t):
+        return _inner(ct, f(*_axpy(t, v, args)))
+
+    plus, minus = along(eps), along(-eps)
+    numeric = (plus - minus) / (2 * eps)
+    # Round-off in the difference quotient, and a floor for values that cancel to ~0.
+    noise = 10 * _precision((args, out)) * (abs(plus) + abs(minus)) / eps
+    floor = rtol * 1e-3 * float(np.sqrt(_inner(ct, ct) * _inner(v, v)))
+    found = {}
+    if "rev" in modes:
+        found["reverse mode <vjp(ct), v>"] = _inner(vjp(f, *args)[1](ct), v)
+    if "fwd" in modes:
+        found["forward mode <ct, jvp(v)>"] = _inner(ct, jvp(f, args, v)[1])
+    values = list(found.values())
+    bad = [
+        x for x in values if abs(x - numeric) > rtol * max(abs(x), abs(numeric)) + noise + floor
+    ] + [
+        x for x in values[1:]
+        if abs(x - values[0]) > rtol * 1e-3 * max(abs(x), abs(values[0])) + floor
+    ]
+    if bad:
+        report = ", ".join(f"{k} = {x:.12g}" for k, x in found.items())
+        raise AssertionError(
+            f"check_grads: derivatives of {getattr(f, '__name__', f)} disagree "
+            f"({order} order(s) from the top; eps={eps}, rtol={rtol}): {report}, "
+            f"central differences = {numeric:.12g} (round-off ~{noise:.2g})"
+        )
+    if order > 1:
+        kw = {"eps": eps, "rtol": rtol}
+        if "rev" in modes:
+            check_grads(lambda *a: vjp(f, *a)[1](ct), args, order - 1, modes, seed=seed + 1, **kw)
+        if "fwd" in modes:
+            check_grads(lambda *a: jvp(f, a, v)[1], args, order - 1, modes, seed=seed + 2, **kw)
+
+
+def _take(x: Any, axis: int, i: int | slice) -> Any:
+    return np.asarray(x)[(slice(None),) * (axis % np.ndim(x)) + (i,)]
+
+
+def check_vmap(
+    f: Callable,
+    args: Sequence[Any],
+    in_dims: Any = 0,
+    *,
+    rtol: float = 1e-7,
+    atol: float = 1e-9,
+) -> None:
+    """Check ``vmap(f, in_dims)(*args)`` against a Python loop over the batch.
+
+    ``args`` are plain arrays (not pytrees); ``in_dims`` an int, None or one
+    entry per argument.  The batch of size 1 is checked too.
+    """
+    args = tuple(args)
+    dims = tuple(in_dims) if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+    size = next(np.shape(a)[d] for a, d in zip(args, dims) if d is not None)
+
+    def example(i):
+        return f(*[a if d is None else _take(a, d, i) for a, d in zip(args, dims)])
+
+    def expect(n):
+        outs = [example(i) for i in range(n)]
+        return optree.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
+
+    for n in sorted({size, 1}):
+        sliced = [a if d is None else _take(a, d, slice(0, n)) for a, d in zip(args, dims)]
+        got = vmap(f, in_dims=in_dims)(*sliced)
+        want = expect(n)
+        got_leaves, want_leaves = optree.tree_leaves(got), optree.tree_leaves(want)
+        for k, (g, w) in enumerate(zip(got_leaves, want_leaves)):
+            g = np.asarray(g)
+            if g.shape != w.shape or not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+                raise AssertionError(
+                    f"check_vmap: output {k} of vmap({getattr(f, '__name__', f)}, "
+                    f"in_dims={in_dims}) at batch size {n} differs from a loop: got "
+                    f"shape {g.shape}, expected {w.shape}; max abs difference "
+                    f"{np.max(np.abs(g - w)) if g.shape == w.shape else 'n/a'}"
+                )
