@@ -7,8 +7,7 @@
 (4, 3)
 """
 
-from autodiff import errors
-from autodiff import numpy
+from autodiff import errors, numpy
 from autodiff._batching import vmap
 from autodiff._forward import jvp
 from autodiff._reverse import grad, grad_and_value, no_grad, stop_gradient, value_and_grad, vjp

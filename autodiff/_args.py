@@ -47,12 +47,11 @@ def check_argnums_type(argnums: Any, transform: str) -> None:
             f"{transform}(func, argnums=...): argnums must be an int or a tuple of "
             f"ints, got {argnums!r:.60}."
         )
-    if isinstance(argnums, (tuple, list)):
-        if not argnums:
-            raise TransformValueError(
-                f"{transform}(func, argnums=()): argnums must name at least one "
-                f"argument to differentiate with respect to."
-            )
+    if isinstance(argnums, (tuple, list)) and not argnums:
+        raise TransformValueError(
+            f"{transform}(func, argnums=()): argnums must name at least one "
+            f"argument to differentiate with respect to."
+        )
 
 
 def normalize_argnums(argnums: int | Sequence[int], nargs: int, transform: str) -> tuple[int, ...]:
@@ -87,9 +86,7 @@ def is_array(x: Any) -> bool:
 
 def as_input_array(x: Any, what: str, transform: str, *, differentiable: bool) -> Any:
     """Check one input leaf; Python scalars become NumPy values."""
-    if isinstance(x, (bool, np.bool_)) or (
-        isinstance(x, (int, np.integer)) and differentiable
-    ):
+    if isinstance(x, (bool, np.bool_)) or (isinstance(x, (int, np.integer)) and differentiable):
         raise TransformTypeError(
             f"{transform}: {what} is the {type(x).__name__} {x!r}; {transform} needs "
             f"floating-point inputs. Pass a float (e.g. {float(x)!r}) instead."

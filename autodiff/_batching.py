@@ -130,7 +130,7 @@ def _flatten_inputs(args: tuple, in_dims: Any):
         dims = _broadcast_prefix(in_dims, args, "the arguments", "in_dims")
     flat, tree = optree.tree_flatten(args)
     paths = [_path_name(p) for p in optree.tree_flatten_with_path(args)[0]]
-    out_dims = []
+    out_dims: list[int | None] = []
     for leaf, dim, path in zip(flat, dims, paths):
         if dim is None:
             out_dims.append(None)
@@ -240,7 +240,7 @@ def _chunked_call(func, flat, dims, tree, size, out_dims, kwargs, chunk_size):
             leaves = [x if d is None else _take(x, d, piece) for x, d in zip(flat, dims)]
             n = min(chunk_size, size - start)
             outs.append(_vmap_call(func, leaves, dims, tree, n, out_dims, kwargs))
-    first_flat, out_tree = optree.tree_flatten(outs[0])
+    _first_flat, out_tree = optree.tree_flatten(outs[0])
     dims_out = _out_dims_for(outs[0], out_dims)
     columns = zip(*(optree.tree_leaves(o) for o in outs))
     joined = []
@@ -284,11 +284,12 @@ def vmap(
     _check_dims_spec(in_dims, "in_dims")
     _check_dims_spec(out_dims, "out_dims")
     if chunk_size is not None and (
-        not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool) or chunk_size < 1
+        not isinstance(chunk_size, (int, np.integer))
+        or isinstance(chunk_size, bool)
+        or chunk_size < 1
     ):
         raise TransformValueError(
-            f"vmap(..., chunk_size={chunk_size!r}): chunk_size must be None or a "
-            f"positive int."
+            f"vmap(..., chunk_size={chunk_size!r}): chunk_size must be None or a positive int."
         )
 
     @functools.wraps(func)

@@ -67,7 +67,7 @@ class Interpreter:
     transforms.
     """
 
-    __slots__ = ("active", "level", "__weakref__")
+    __slots__ = ("__weakref__", "active", "level")
     transform = "transform"
     tracer_class: type[Tracer] = Tracer
 
@@ -137,8 +137,7 @@ def find_top(args: Sequence[Any]) -> Interpreter | None:
 def _per_argument_vjp(rules: Sequence[Callable | None]) -> Callable:
     def vjp(ct, ans, primals, params, argnums):
         return [
-            None if rules[i] is None else rules[i](ct, ans, *primals, **params)
-            for i in argnums
+            None if rules[i] is None else rules[i](ct, ans, *primals, **params) for i in argnums
         ]
 
     return vjp
@@ -167,9 +166,7 @@ def _per_argument_jvp(rules: Sequence[Callable | None]) -> Callable:
 def _whole_jvp(rule: Callable) -> Callable:
     def jvp(tangents, ans, primals, params):
         # np.zeros_like dispatches on the primal's type (tracer, CuPy, Dask...).
-        tangents = [
-            np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals)
-        ]
+        tangents = [np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals)]
         return rule(tangents, ans, *primals, **params)
 
     return jvp
@@ -242,12 +239,16 @@ class Primitive:
             self.def_batch(batch)
 
     def def_vjp(self, rule: Callable | Sequence[Callable | None]) -> None:
-        is_seq = isinstance(rule, (list, tuple))
-        self.vjp = _per_argument_vjp(rule) if is_seq else _whole_vjp(rule)
+        if isinstance(rule, (list, tuple)):
+            self.vjp = _per_argument_vjp(rule)
+        else:
+            self.vjp = _whole_vjp(rule)  # type: ignore[arg-type]
 
     def def_jvp(self, rule: Callable | Sequence[Callable | None]) -> None:
-        is_seq = isinstance(rule, (list, tuple))
-        self.jvp = _per_argument_jvp(rule) if is_seq else _whole_jvp(rule)
+        if isinstance(rule, (list, tuple)):
+            self.jvp = _per_argument_jvp(rule)
+        else:
+            self.jvp = _whole_jvp(rule)  # type: ignore[arg-type]
 
     def def_batch(self, rule: Callable) -> None:
         self.batch = rule
@@ -257,8 +258,7 @@ class Primitive:
         if top is None:
             return self.impl(*args, **params)
         args = tuple(
-            arg if getattr(arg, "_interp", None) is top else lift(top, arg)
-            for arg in args
+            arg if getattr(arg, "_interp", None) is top else lift(top, arg) for arg in args
         )
         return process(top, self, args, params)
 
@@ -281,12 +281,12 @@ class Primitive:
 
 
 @dispatch
-def lift(interp: Interpreter, x: object):  # noqa: ARG001
+def lift(interp: Interpreter, x: object):
     """Wrap ``x`` (a constant or a lower-level tracer) as a tracer of ``interp``."""
     raise NotImplementedError(f"{type(interp).__name__} registers no lift method")
 
 
 @dispatch
-def process(interp: Interpreter, prim: Primitive, args: tuple, params: dict):  # noqa: ARG001
+def process(interp: Interpreter, prim: Primitive, args: tuple, params: dict):
     """Apply ``prim`` to ``args`` (tracers of ``interp``) under its transform."""
     raise NotImplementedError(f"{type(interp).__name__} registers no process method")

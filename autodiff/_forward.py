@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff._args import as_input_array, check_callable, check_flag, is_array, leaf_paths, split_aux
+from autodiff._args import (
+    as_input_array,
+    check_callable,
+    check_flag,
+    is_array,
+    leaf_paths,
+    split_aux,
+)
 from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
 from autodiff._tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
@@ -44,7 +51,9 @@ class DualTensor(Tracer):
 
     @property
     def dtype(self):
-        return np.result_type(self.primal) if not hasattr(self.primal, "dtype") else self.primal.dtype
+        return (
+            np.result_type(self.primal) if not hasattr(self.primal, "dtype") else self.primal.dtype
+        )
 
     def _concrete(self, what):
         primal = self.primal
@@ -70,9 +79,7 @@ def process(interp: JvpInterpreter, prim: Primitive, args: tuple, params: dict):
     tangents = tuple(arg.tangent for arg in args)
     tangent = prim.jvp(tangents, ans, primals, params)
     if prim.multiple_results:
-        return tuple(
-            a if t is None else DualTensor(interp, a, t) for a, t in zip(ans, tangent)
-        )
+        return tuple(a if t is None else DualTensor(interp, a, t) for a, t in zip(ans, tangent))
     return ans if tangent is None else DualTensor(interp, ans, tangent)
 
 

@@ -117,9 +117,7 @@ def process(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict)
         return ans
     if prim.vjp is None:
         raise prim.missing("VJP", interp)
-    parents = tuple(
-        (i, arg.node, arg.index) for i, arg in enumerate(args) if arg.node is not None
-    )
+    parents = tuple((i, arg.node, arg.index) for i, arg in enumerate(args) if arg.node is not None)
     node = Node(prim, params, values, ans, parents)
     if prim.multiple_results:
         return tuple(GradTensor(interp, a, node, i) for i, a in enumerate(ans))
@@ -171,13 +169,14 @@ def backward(seeds: list[tuple[Node, int | None, Any]]) -> dict[Node, Any]:
         ct = cts.pop(node, None)
         if ct is None:
             continue
-        if node.prim is None:
+        prim = node.prim
+        if prim is None:
             inputs[node] = ct
             continue
-        if node.prim.multiple_results:
+        if prim.multiple_results:
             ct = tuple(np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans))
         argnums = [argnum for argnum, _, _ in node.parents]
-        arg_cts = node.prim.vjp(ct, node.ans, node.primals, node.params, argnums)
+        arg_cts = prim.vjp(ct, node.ans, node.primals, node.params, argnums)  # type: ignore[misc]
         for (_, parent, index), arg_ct in zip(node.parents, arg_cts):
             if arg_ct is not None:
                 _accumulate(cts, parent, index, arg_ct)

@@ -127,6 +127,7 @@ class Tracer:
     __array_priority__ = 1000
     __hash__ = None  # type: ignore[assignment]  # mutable array semantics, like ndarray
 
+    _interp: Any  # the Interpreter that owns this tracer (set by subclasses)
     shape: tuple[int, ...]
     dtype: np.dtype
 
@@ -229,7 +230,8 @@ class Tracer:
             name = sorted(kwargs)[0]
             raise UnsupportedFunctionError(
                 f"numpy.{ufunc.__name__}(..., {name}=...) is not supported on traced "
-                f"values" + (
+                f"values"
+                + (
                     ": out= would write a traced value into a plain array; use the "
                     "returned value instead."
                     if name == "out"

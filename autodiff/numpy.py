@@ -24,6 +24,4 @@ from autodiff.rules.reductions import __all__ as _reductions
 from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
 
-__all__ = sorted(
-    [*_creation, *_elementwise, *_indexing, *_linalg, *_reductions, *_shape]
-)
+__all__ = sorted([*_creation, *_elementwise, *_indexing, *_linalg, *_reductions, *_shape])

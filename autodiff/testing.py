@@ -99,7 +99,8 @@ def check_grads(
     bad = [
         x for x in values if abs(x - numeric) > rtol * max(abs(x), abs(numeric)) + noise + floor
     ] + [
-        x for x in values[1:]
+        x
+        for x in values[1:]
         if abs(x - values[0]) > rtol * 1e-3 * max(abs(x), abs(values[0])) + floor
     ]
     if bad:

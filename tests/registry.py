@@ -63,9 +63,7 @@ class Sample:
 
     def __post_init__(self):
         if self.diff is None:
-            self.diff = tuple(
-                i for i, a in enumerate(self.args) if np.asarray(a).dtype.kind == "f"
-            )
+            self.diff = tuple(i for i, a in enumerate(self.args) if np.asarray(a).dtype.kind == "f")
         if not self.differentiable:
             self.diff = ()
 
@@ -81,7 +79,7 @@ def sample(name, fn, *args, **kw):
     SAMPLES.append(Sample(name, fn, tuple(args), **kw))
 
 
-# --- elementwise ------------------------------------------------------------------------
+# --- elementwise ----------------------------------------------------------------------
 for op in ["add", "subtract", "multiply"]:
     f = getattr(anp, op)
     sample(f"{op}[same]", f, real(3, 4), real(3, 4))
@@ -111,22 +109,31 @@ sample("where[bcast]", anp.where, mask(4), real(2, 4), real())
 sample("astype[float32->float64]", lambda x: anp.astype(x, np.float64), real(3).astype(np.float32))
 sample("floor_divide", anp.floor_divide, positive(3, 2) * 4, positive(2), differentiable=False)
 for op in ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]:
-    sample(op, getattr(anp, op), ints(3, 3, 4).astype(float), ints(3, 4).astype(float),
-           differentiable=False)
+    sample(
+        op,
+        getattr(anp, op),
+        ints(3, 3, 4).astype(float),
+        ints(3, 4).astype(float),
+        differentiable=False,
+    )
 sample("sign", anp.sign, away_from_zero(5), differentiable=False)
 sample("stop_gradient", anp.stop_gradient, real(3), differentiable=False)
 sample("astype[int]", lambda x: anp.astype(x, np.int64), real(3) * 4, differentiable=False)
 sample("zeros_like", anp.zeros_like, real(2, 3), differentiable=False)
 sample("ones_like", anp.ones_like, real(2, 3), differentiable=False)
 
-# --- reductions -------------------------------------------------------------------------------
+# --- reductions -----------------------------------------------------------------------
 for axis in [None, 0, -1, (0, 2)]:
     for keepdims in [False, True]:
         tag = f"axis={axis},keepdims={keepdims}"
-        sample(f"sum[{tag}]", lambda x, a=axis, k=keepdims: anp.sum(x, a, keepdims=k),
-               real(2, 3, 4))
-        sample(f"max[{tag}]", lambda x, a=axis, k=keepdims: anp.max(x, a, keepdims=k),
-               distinct(2, 3, 4))
+        sample(
+            f"sum[{tag}]", lambda x, a=axis, k=keepdims: anp.sum(x, a, keepdims=k), real(2, 3, 4)
+        )
+        sample(
+            f"max[{tag}]",
+            lambda x, a=axis, k=keepdims: anp.max(x, a, keepdims=k),
+            distinct(2, 3, 4),
+        )
 sample("mean", anp.mean, real(3, 4))
 sample("mean[axis=1]", lambda x: anp.mean(x, axis=1), real(3, 4))
 sample("min[axis=0]", lambda x: anp.min(x, axis=0), distinct(3, 4))
@@ -134,11 +141,15 @@ sample("min", anp.min, distinct(5))
 sample("sum[0-d]", anp.sum, real())
 sample("argmax", anp.argmax, distinct(3, 4), differentiable=False)
 sample("argmax[axis=1]", lambda x: anp.argmax(x, axis=1), distinct(3, 4), differentiable=False)
-sample("argmax[axis=0,keepdims]", lambda x: anp.argmax(x, axis=0, keepdims=True),
-       distinct(3, 4), differentiable=False)
+sample(
+    "argmax[axis=0,keepdims]",
+    lambda x: anp.argmax(x, axis=0, keepdims=True),
+    distinct(3, 4),
+    differentiable=False,
+)
 sample("argmin[axis=-1]", lambda x: anp.argmin(x, axis=-1), distinct(3, 4), differentiable=False)
 
-# --- shape ------------------------------------------------------------------------------------------
+# --- shape ----------------------------------------------------------------------------
 sample("reshape", lambda x: anp.reshape(x, (4, -1)), real(2, 3, 4))
 sample("ravel", anp.ravel, real(2, 3))
 sample("transpose", anp.transpose, real(2, 3, 4))
@@ -155,7 +166,7 @@ sample("concatenate[axis=-1]", lambda *xs: anp.concatenate(xs, axis=-1), real(2,
 sample("stack", lambda *xs: anp.stack(xs), real(2, 3), real(2, 3))
 sample("stack[axis=2]", lambda *xs: anp.stack(xs, axis=2), real(2, 3), real(2, 3), real(2, 3))
 
-# --- indexing ------------------------------------------------------------------------------------
+# --- indexing -------------------------------------------------------------------------
 for label, index in [
     ("int", 1),
     ("negative int", -1),
@@ -178,16 +189,34 @@ for label, index in [
 # when x is a plain ndarray (in_dims None), NumPy would convert a traced index
 # itself instead of handing the operation to autodiff.
 sample("getitem[batched index]", lambda x, i: anp.getitem(x, i), real(5, 2), ints(5, 3))
-sample("getitem[:, batched index]", lambda x, i: anp.getitem(x, (slice(None), i)),
-       real(2, 5, 3), ints(5, 4))
-sample("getitem[a, :, b]", lambda x, i, j: anp.getitem(x, (i, slice(None), j)),
-       real(4, 2, 3), ints(4, 2), ints(3, 2))
-sample("getitem[:, a, b]", lambda x, i, j: anp.getitem(x, (slice(None), i, j)),
-       real(2, 4, 3), ints(4, 2), ints(3, 2))
-sample("getitem[1:, int, a]", lambda x, i: anp.getitem(x, (slice(1, None), 0, i)),
-       real(3, 2, 4), ints(4, 5))
+sample(
+    "getitem[:, batched index]",
+    lambda x, i: anp.getitem(x, (slice(None), i)),
+    real(2, 5, 3),
+    ints(5, 4),
+)
+sample(
+    "getitem[a, :, b]",
+    lambda x, i, j: anp.getitem(x, (i, slice(None), j)),
+    real(4, 2, 3),
+    ints(4, 2),
+    ints(3, 2),
+)
+sample(
+    "getitem[:, a, b]",
+    lambda x, i, j: anp.getitem(x, (slice(None), i, j)),
+    real(2, 4, 3),
+    ints(4, 2),
+    ints(3, 2),
+)
+sample(
+    "getitem[1:, int, a]",
+    lambda x, i: anp.getitem(x, (slice(1, None), 0, i)),
+    real(3, 2, 4),
+    ints(4, 5),
+)
 
-# --- linear algebra -----------------------------------------------------------------------------------
+# --- linear algebra -------------------------------------------------------------------
 for label, (sa, sb) in {
     "vec@vec": ((3,), (3,)),
     "vec@mat": ((3,), (3, 4)),
@@ -206,9 +235,10 @@ sample("dot[N-d]", anp.dot, real(2, 3), real(4, 3, 2))
 sample("dot[scalar]", anp.dot, real(), real(3))
 sample("@[operator]", lambda a, b: a @ b, real(2, 3), real(3))
 
-# --- composites that exercise several rules together ----------------------------------------------------
+# --- composites that exercise several rules together ----------------------------------
 sample("clip", lambda x: anp.clip(x, -0.5, 0.5), distinct(6) / 3 + 0.011)
 sample("clip[method]", lambda x: x.clip(None, 0.2), distinct(6) / 3 + 0.011)
 sample("mlp", lambda w, x: anp.tanh(x @ w).sum(), real(3, 2), real(4, 3))
-sample("softmax-ish", lambda x: anp.exp(x - anp.max(x, axis=-1, keepdims=True)).sum(-1),
-       distinct(3, 4))
+sample(
+    "softmax-ish", lambda x: anp.exp(x - anp.max(x, axis=-1, keepdims=True)).sum(-1), distinct(3, 4)
+)

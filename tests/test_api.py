@@ -17,7 +17,7 @@ def f2(x, y):
     return anp.sum(x * x * y)  # d/dx = 2xy, d/dy = x^2
 
 
-# --- grad: argnums -------------------------------------------------------------------------
+# --- grad: argnums --------------------------------------------------------------------
 
 
 def test_argnums_int_gives_bare_gradient():
@@ -37,7 +37,7 @@ def test_argnums_tuple_gives_tuple_even_of_one():
 
 def test_negative_argnums_count_from_the_end():
     np.testing.assert_allclose(grad(f2, argnums=-1)(x3, 3.0), np.sum(x3**2))
-    gy, gx = grad(f2, argnums=(-1, 0))(x3, 3.0)
+    _gy, gx = grad(f2, argnums=(-1, 0))(x3, 3.0)
     np.testing.assert_allclose(gx, 6.0 * x3)
 
 
@@ -53,7 +53,7 @@ def test_keyword_arguments_are_passed_and_not_differentiated():
     np.testing.assert_allclose(grad(f)(x3, scale=2.5), np.full(3, 2.5))
 
 
-# --- grad: pytrees -------------------------------------------------------------------------------
+# --- grad: pytrees --------------------------------------------------------------------
 
 
 def test_gradient_of_dict_of_params_has_same_structure():
@@ -79,7 +79,7 @@ def test_gradient_of_nested_tuple_list_namedtuple():
     np.testing.assert_array_equal(g[0].b, [4.0, 4.0])
 
 
-# --- grad_and_value / value_and_grad ---------------------------------------------------------------
+# --- grad_and_value / value_and_grad --------------------------------------------------
 
 
 def test_grad_and_value_order_and_aux():
@@ -102,7 +102,7 @@ def test_has_aux_values_are_unwrapped():
     assert type(aux["x"]) is np.ndarray and aux["sq"] == 9.0
 
 
-# --- dtypes ------------------------------------------------------------------------------------------
+# --- dtypes ---------------------------------------------------------------------------
 
 
 def test_float32_inputs_get_float32_gradients():
@@ -112,25 +112,25 @@ def test_float32_inputs_get_float32_gradients():
     np.testing.assert_array_equal(g, [2.0, 2.0])
 
 
-# --- vjp ------------------------------------------------------------------------------------------------
+# --- vjp ------------------------------------------------------------------------------
 
 
 def test_vjp_fn_can_be_called_many_times_and_later():
-    out, vjp_fn = vjp(lambda x: anp.sin(x) * 2.0, x3)
+    _out, vjp_fn = vjp(lambda x: anp.sin(x) * 2.0, x3)
     for ct in (np.ones(3), np.arange(3.0)):
         np.testing.assert_allclose(vjp_fn(ct)[0], 2.0 * np.cos(x3) * ct)
 
 
 def test_vmap_of_vjp_fn_gives_the_jacobian():
     W = rng.standard_normal((2, 3))
-    out, vjp_fn = vjp(lambda x: anp.tanh(W @ x), x3)
+    _out, vjp_fn = vjp(lambda x: anp.tanh(W @ x), x3)
     jac = vmap(vjp_fn)(np.eye(2))[0]
     np.testing.assert_allclose(jac, (1 - np.tanh(W @ x3) ** 2)[:, None] * W)
 
 
 def test_vjp_returns_one_entry_per_primal_with_pytree_primals():
     p = {"a": np.array(2.0), "b": np.array([1.0, 3.0])}
-    out, vjp_fn = vjp(lambda p, s: p["a"] * anp.sum(p["b"]) * s, p, 4.0)
+    _out, vjp_fn = vjp(lambda p, s: p["a"] * anp.sum(p["b"]) * s, p, 4.0)
     gp, gs = vjp_fn(1.0)
     assert gp["a"] == 16.0 and gs == 8.0
     np.testing.assert_array_equal(gp["b"], [8.0, 8.0])
@@ -148,7 +148,7 @@ def test_vjp_under_grad_is_differentiable():
     np.testing.assert_allclose(g, -np.sin(0.3))
 
 
-# --- jvp --------------------------------------------------------------------------------------------------
+# --- jvp ------------------------------------------------------------------------------
 
 
 def test_jvp_with_pytree_primals_and_lists():
@@ -160,7 +160,7 @@ def test_jvp_with_pytree_primals_and_lists():
 
 
 def test_jvp_outputs_independent_of_input_get_zero_tangents():
-    out, tout = jvp(lambda x: (x * 2.0, np.ones(2)), (1.0,), (1.0,))
+    _out, tout = jvp(lambda x: (x * 2.0, np.ones(2)), (1.0,), (1.0,))
     assert tout[0] == 2.0
     np.testing.assert_array_equal(tout[1], np.zeros(2))
 
@@ -171,7 +171,7 @@ def test_jvp_with_aux():
     assert type(aux) is not type(out) or isinstance(aux, np.ndarray)
 
 
-# --- vmap ---------------------------------------------------------------------------------------------------
+# --- vmap -----------------------------------------------------------------------------
 
 
 def test_in_dims_negative_and_per_argument():

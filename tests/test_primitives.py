@@ -93,8 +93,9 @@ def test_vmap_of_grad_against_loop(s):
     for i in range(3):
         want = g(batched[0][i], *args[1:])
         for gi, wi in zip(got, want):
-            np.testing.assert_allclose(gi[i] if np.ndim(gi) > np.ndim(wi) else gi, wi,
-                                       rtol=1e-7, atol=1e-9)
+            np.testing.assert_allclose(
+                gi[i] if np.ndim(gi) > np.ndim(wi) else gi, wi, rtol=1e-7, atol=1e-9
+            )
 
 
 def _all_primitives():
@@ -124,15 +125,23 @@ def test_every_primitive_has_all_rules_or_is_declared_nondifferentiable():
 
 # Public names that are aliases or queries rather than primitives with samples.
 _ALIASES = {
-    "absolute": "abs", "true_divide": "divide", "mod": "remainder", "amax": "max",
-    "amin": "min", "getitem": "getitem", "shape": None, "ndim": None, "size": None,
+    "absolute": "abs",
+    "true_divide": "divide",
+    "mod": "remainder",
+    "amax": "max",
+    "amin": "min",
+    "getitem": "getitem",
+    "shape": None,
+    "ndim": None,
+    "size": None,
 }
 
 
 def test_every_public_function_has_a_registry_sample():
     names = {s.name.split("[")[0] for s in SAMPLES}
     missing = [
-        n for n in anp.__all__ if n not in names and _ALIASES.get(n, n) not in names
-        and n not in _ALIASES
+        n
+        for n in anp.__all__
+        if n not in names and _ALIASES.get(n, n) not in names and n not in _ALIASES
     ]
     assert not missing, f"functions without a sample in tests/registry.py: {missing}"

@@ -12,7 +12,7 @@ from autodiff.errors import ConcretizationError, LeakedTracerError
 ys = np.array([1.0, 2.0, 3.0])
 
 
-# --- perturbation confusion -------------------------------------------------------------------
+# --- perturbation confusion -----------------------------------------------------------
 
 
 def test_perturbation_confusion_product():
@@ -42,7 +42,7 @@ def test_sibling_transforms_at_same_depth_do_not_share_levels():
     assert grad(f)(3.0) == 24.0
 
 
-# --- closures across transforms --------------------------------------------------------------
+# --- closures across transforms -------------------------------------------------------
 
 
 def test_grad_of_vmap_closure():
@@ -53,7 +53,7 @@ def test_vmap_of_grad_closure():
     np.testing.assert_array_equal(vmap(lambda y: grad(lambda x: x * y)(2.0))(ys), ys)
 
 
-# --- vmap outputs ----------------------------------------------------------------------------
+# --- vmap outputs ---------------------------------------------------------------------
 
 
 def test_vmap_constant_output_is_broadcast():
@@ -72,7 +72,7 @@ def test_nested_vmap_with_different_in_dims():
     np.testing.assert_array_equal(out, b[:, None] * a[None, :])
 
 
-# --- zero gradients ----------------------------------------------------------------------------
+# --- zero gradients -------------------------------------------------------------------
 
 
 def test_grad_of_function_ignoring_input_is_zeros():
@@ -84,13 +84,13 @@ def test_grad_of_function_ignoring_input_is_zeros():
 
 def test_vjp_of_function_ignoring_input_is_zeros():
     x, y = np.ones(3), np.ones(2)
-    out, vjp_fn = vjp(lambda x, y: x * 2.0, x, y)
+    _out, vjp_fn = vjp(lambda x, y: x * 2.0, x, y)
     gx, gy = vjp_fn(np.ones(3))
     np.testing.assert_array_equal(gx, 2.0)
     np.testing.assert_array_equal(gy, np.zeros(2))
 
 
-# --- stop_gradient ----------------------------------------------------------------------------------
+# --- stop_gradient --------------------------------------------------------------------
 
 
 def test_stop_gradient_stops_every_level():
@@ -109,7 +109,7 @@ def test_stop_gradient_is_pytree_aware_and_keeps_values():
     np.testing.assert_array_equal(g["b"], 0.0)
 
 
-# --- control flow -------------------------------------------------------------------------------------
+# --- control flow ---------------------------------------------------------------------
 
 
 def _branchy(t):
@@ -130,7 +130,7 @@ def test_python_control_flow_under_jvp():
     assert jvp(_branchy, (2.0,), (1.0,))[1] == 4.0
 
 
-# --- forward over reverse ----------------------------------------------------------------------------
+# --- forward over reverse -------------------------------------------------------------
 
 
 def test_hessian_vector_product_by_jvp_of_grad():
@@ -152,7 +152,7 @@ def test_grad_through_argmax_index():
     )
 
 
-# --- leaked tracers ---------------------------------------------------------------------------------
+# --- leaked tracers -------------------------------------------------------------------
 
 
 def test_value_leaked_from_one_grad_raises_in_a_later_grad():
@@ -192,7 +192,7 @@ def test_leak_detected_for_every_tracer_kind(transform):
         anp.sin(leaked[0])
 
 
-# --- errors leave the library usable -----------------------------------------------------------------
+# --- errors leave the library usable --------------------------------------------------
 
 
 @pytest.mark.parametrize(

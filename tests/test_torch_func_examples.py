@@ -10,7 +10,7 @@ from autodiff import grad, no_grad, vjp, vmap
 rng = np.random.default_rng(7)
 
 
-# --- torch.func.grad ---------------------------------------------------------------------
+# --- torch.func.grad ------------------------------------------------------------------
 
 
 def test_grad_of_sin_is_cos():
@@ -80,7 +80,7 @@ def test_no_grad_outside_grad_is_ignored_by_grad():
         assert grad(lambda x: x**2)(2.5) == 5.0
 
 
-# --- torch.func.vjp -----------------------------------------------------------------------------
+# --- torch.func.vjp -------------------------------------------------------------------
 
 
 def test_vjp_of_sin_sum_equals_grad():

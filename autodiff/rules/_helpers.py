@@ -132,24 +132,25 @@ def _broadcast_jvp(rule: Callable) -> Callable:
 
 def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -> Callable:
     bind = prim.bind
+    fn: Callable[..., Any]
     if nargs == 1:
 
-        def fn(x, /):
+        def fn(x, /):  # type: ignore[misc]
             return bind(x)
     elif nargs == 2:
 
-        def fn(x1, x2, /):
+        def fn(x1, x2, /):  # type: ignore[misc]
             return bind(x1, x2)
     else:
 
-        def fn(*args):
+        def fn(*args):  # type: ignore[misc]
             if len(args) != nargs:
                 raise TypeError(f"{prim.name}() takes {nargs} arguments ({len(args)} given)")
             return bind(*args)
 
     fn.__name__ = fn.__qualname__ = prim.name
     fn.__doc__ = doc
-    fn.primitive = prim  # type: ignore[attr-defined]
+    fn.primitive = prim  # type: ignore[attr-defined,union-attr]
     return register_numpy(*numpy_funcs)(fn)
 
 

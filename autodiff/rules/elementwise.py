@@ -54,7 +54,7 @@ __all__ = [
     "where",
 ]
 
-# --- arithmetic -------------------------------------------------------------------------------
+# --- arithmetic -----------------------------------------------------------------------
 add = broadcasting("add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g, numpy=[np.add])
 subtract = broadcasting(
     "subtract", np.subtract, lambda g, a, x, y: g, lambda g, a, x, y: -g, numpy=[np.subtract]
@@ -98,14 +98,14 @@ floor_divide = broadcasting(
     "floor_divide", np.floor_divide, nargs=2, numpy=[np.floor_divide], differentiable=False
 )
 
-# --- exponentials and trigonometry ------------------------------------------------------------
+# --- exponentials and trigonometry ----------------------------------------------------
 exp = unary("exp", np.exp, lambda g, a, x: g * a, numpy=[np.exp])
 log = unary("log", np.log, lambda g, a, x: g / x, numpy=[np.log])
 sin = unary("sin", np.sin, lambda g, a, x: g * cos(x), numpy=[np.sin])
 cos = unary("cos", np.cos, lambda g, a, x: -g * sin(x), numpy=[np.cos])
 tanh = unary("tanh", np.tanh, lambda g, a, x: g * (1 - a * a), numpy=[np.tanh])
 
-# --- piecewise ----------------------------------------------------------------------------------
+# --- piecewise ------------------------------------------------------------------------
 absolute = unary("absolute", np.absolute, lambda g, a, x: g * sign(x), numpy=[np.absolute])
 abs = absolute
 
@@ -158,7 +158,7 @@ where = broadcasting(
     numpy=[np.where],
 )
 
-# --- not differentiable -------------------------------------------------------------------------
+# --- not differentiable ---------------------------------------------------------------
 sign = unary("sign", np.sign, numpy=[np.sign], differentiable=False)
 equal = broadcasting("equal", np.equal, nargs=2, numpy=[np.equal], differentiable=False)
 not_equal = broadcasting(
@@ -176,7 +176,7 @@ stop_gradient = unary("stop_gradient", lambda x: x, differentiable=False)
 stop_gradient.__doc__ = "``x`` as a constant for every derivative; values and batching still flow."
 
 
-# --- astype ---------------------------------------------------------------------------------------
+# --- astype ---------------------------------------------------------------------------
 
 
 def _astype_impl(x, *, dtype):

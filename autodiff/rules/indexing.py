@@ -53,9 +53,7 @@ def _normalize_index(shape: tuple[int, ...], index: Any) -> tuple[tuple, list]:
     out: list = []
     arrays: list = []
     consumed = sum(
-        ndim_of(c) if _is_mask(c) else 1
-        for c in comps
-        if c is not None and c is not Ellipsis
+        ndim_of(c) if _is_mask(c) else 1 for c in comps if c is not None and c is not Ellipsis
     )
     if consumed > len(shape):
         raise IndexError(
@@ -149,7 +147,7 @@ def _iota(size: int, nd: int) -> np.ndarray:
     return np.arange(size).reshape((size,) + (1,) * nd)
 
 
-# --- getitem ---------------------------------------------------------------------------------
+# --- getitem --------------------------------------------------------------------------
 
 
 def _getitem_batch(args, dims, *, index):
@@ -192,7 +190,7 @@ def getitem(x, index):
     return getitem_p.bind(x, *arrays, index=index)
 
 
-# --- index_add: out = x; out[index] += y (repeated positions accumulate) ---------------------------
+# --- index_add: out = x; out[index] += y (repeated positions accumulate) --------------
 
 
 def _index_add_impl(x, y, *arrays, index):

@@ -41,7 +41,7 @@ def _check_supported(name, out=None, initial=None, where=None):
             raise NotImplementedError(f"{name}(..., {kw}=...) is not supported on traced values")
 
 
-# --- sum ---------------------------------------------------------------------------------
+# --- sum ------------------------------------------------------------------------------
 
 sum_p = Primitive(
     "sum",
@@ -76,7 +76,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return sum(a, axis, dtype=dtype, keepdims=keepdims) / count
 
 
-# --- max and min ----------------------------------------------------------------------------
+# --- max and min ----------------------------------------------------------------------
 
 
 def _tie_weights(x, ans, axis, keepdims):
@@ -90,8 +90,9 @@ def _chooser(name, impl):
         name,
         impl,
         vjp=[
-            lambda ct, ans, x, *, axis, keepdims: _expand_reduced(ct, axis, keepdims)
-            * _tie_weights(x, ans, axis, keepdims)
+            lambda ct, ans, x, *, axis, keepdims: (
+                _expand_reduced(ct, axis, keepdims) * _tie_weights(x, ans, axis, keepdims)
+            )
         ],
         jvp=[
             lambda t, ans, x, *, axis, keepdims: sum(
@@ -124,7 +125,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 amax, amin = max, min
 
 
-# --- argmax and argmin (not differentiable) ---------------------------------------------------
+# --- argmax and argmin (not differentiable) -------------------------------------------
 
 
 def _arg_batch(prim):

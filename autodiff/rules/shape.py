@@ -130,14 +130,20 @@ def transpose(a, axes=None):
 def moveaxis(a, source, destination):
     """Like numpy.moveaxis: move axes to new positions, keeping the others' order."""
     n = ndim_of(a)
-    source = normalize_axes(source, n) if isinstance(source, (list, tuple)) else (
-        _axis_param(source, n),
+    source = (
+        normalize_axes(source, n)
+        if isinstance(source, (list, tuple))
+        else (_axis_param(source, n),)
     )
-    destination = normalize_axes(destination, n) if isinstance(destination, (list, tuple)) else (
-        _axis_param(destination, n),
+    destination = (
+        normalize_axes(destination, n)
+        if isinstance(destination, (list, tuple))
+        else (_axis_param(destination, n),)
     )
     if len(source) != len(destination):
-        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+        raise ValueError(
+            "`source` and `destination` arguments must have the same number of elements"
+        )
     order = [i for i in range(n) if i not in source]
     for dest, src in sorted(zip(destination, source)):
         order.insert(dest, src)
@@ -183,7 +189,7 @@ def broadcast_to(array, shape, subok=False):
     return broadcast_to_p.bind(array, shape=shape)
 
 
-# --- expand_dims and squeeze ------------------------------------------------------------
+# --- expand_dims and squeeze ----------------------------------------------------------
 
 
 def _shifted_batch(prim):
@@ -235,7 +241,7 @@ def squeeze(a, axis=None):
     return squeeze_p.bind(a, axis=axis) if axis else a
 
 
-# --- concatenate and stack ---------------------------------------------------------------
+# --- concatenate and stack ------------------------------------------------------------
 
 
 def _concatenate_vjp(ct, ans, *xs, axis):
@@ -316,7 +322,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return stack_p.bind(*arrays, axis=axis)
 
 
-# --- shape queries (logical shapes of traced values) ----------------------------------------
+# --- shape queries (logical shapes of traced values) ----------------------------------
 
 
 @register_numpy(np.shape)
