@@ -17,7 +17,7 @@ import optree
 
 from autodiff._args import check_callable, is_array
 from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
-from autodiff._tracer import Tracer
+from autodiff._tracer import Tracer, check_live
 from autodiff.errors import ConcretizationError, TransformTypeError, TransformValueError
 from autodiff.rules import shape as _shape_rules
 
@@ -178,7 +178,7 @@ def _out_dims_for(out: Any, out_dims: Any) -> list:
 
 
 def _unbatch_output(interp: BatchInterpreter, leaf: Any, out_dim: int | None, i: int) -> Any:
-    if isinstance(leaf, BatchedTensor) and leaf._interp is interp:
+    if isinstance(check_live(leaf), BatchedTensor) and leaf._interp is interp:
         value, bdim = leaf.value, leaf.bdim
     else:
         value, bdim = leaf, None

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from plum import Dispatcher
 
-from autodiff._tracer import Tracer
-from autodiff.errors import LeakedTracerError, MissingRuleError
+from autodiff._tracer import Tracer, leaked_error
+from autodiff.errors import MissingRuleError
 
 __all__ = [
     "Interpreter",
@@ -107,19 +107,14 @@ def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
 def find_top(args: Sequence[Any]) -> Interpreter | None:
     """The highest-level interpreter owning a tracer in ``args``, or None.
 
-    Raises LeakedTracerError for a tracer whose transform has ended.
+    Raises ``LeakedTracerError`` for a tracer whose transform has ended.
     """
     top = None
     for arg in args:
         if isinstance(arg, Tracer):
             interp = arg._interp
             if not interp.active:
-                raise LeakedTracerError(
-                    f"{type(arg).__name__} of {interp.describe()} used after that "
-                    f"transform ended. Traced values must not escape the function "
-                    f"being transformed (through a global, a closure, an attribute "
-                    f"or a side output); return them from the function instead."
-                )
+                raise leaked_error(arg)
             if top is None or interp.level > top.level:
                 top = interp
     return top
@@ -195,6 +190,10 @@ class Primitive:
     differentiable
         False for primitives whose outputs carry no derivative (comparisons,
         ``argmax``, ``stop_gradient``): transforms then skip vjp/jvp.
+    multiple_results
+        True if ``impl`` returns a tuple of arrays.  Cotangents and tangents are
+        then tuples too (zeros filled in), the JVP rule is one function, and
+        the batching rule returns a tuple of batch axes.
 
     >>> import numpy as np
     >>> from autodiff._core import Primitive
@@ -246,6 +245,11 @@ class Primitive:
 
     def def_jvp(self, rule: Callable | Sequence[Callable | None]) -> None:
         if isinstance(rule, (list, tuple)):
+            if self.multiple_results:
+                raise TypeError(
+                    f"primitive '{self.name}' has multiple results: give its JVP as one "
+                    f"function jvp(tangents, ans, *primals) returning a tuple"
+                )
             self.jvp = _per_argument_jvp(rule)
         else:
             self.jvp = _whole_jvp(rule)  # type: ignore[arg-type]
@@ -263,12 +267,17 @@ class Primitive:
         return process(top, self, args, params)
 
     def missing(self, rule: str, interp: Interpreter) -> MissingRuleError:
-        """The error for a rule this primitive lacks, naming how to add it."""
+        """The error for a rule (``"VJP"``, ``"JVP"``, ``"batching"``) this primitive lacks."""
+        method = {"VJP": "def_vjp", "JVP": "def_jvp", "batching": "def_batch"}[rule]
+        alternative = (
+            ""
+            if rule == "batching"
+            else ", or declare it with differentiable=False if it has no derivative"
+        )
         return MissingRuleError(
             f"primitive '{self.name}' has no {rule} rule, which {interp.describe()} "
-            f"needs. Add one with {self.name}_p.def_{rule.lower()}(...) (see "
-            f"autodiff/rules/README.md), or declare the primitive with "
-            f"differentiable=False if it has no derivative."
+            f"needs. Add one with {self.name}_p.{method}(...) (see "
+            f"autodiff/rules/README.md){alternative}."
         )
 
     def __repr__(self) -> str:

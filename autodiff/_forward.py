@@ -24,7 +24,7 @@ from autodiff._args import (
     split_aux,
 )
 from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
-from autodiff._tracer import Tracer
+from autodiff._tracer import Tracer, check_live
 from autodiff.errors import TransformTypeError, TransformValueError
 
 __all__ = ["DualTensor", "JvpInterpreter", "jvp"]
@@ -145,7 +145,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
         out_flat, out_tree = optree.tree_flatten(out)
         primals_out, tangents_out = [], []
         for i, leaf in enumerate(out_flat):
-            if isinstance(leaf, DualTensor) and leaf._interp is interp:
+            if isinstance(check_live(leaf), DualTensor) and leaf._interp is interp:
                 primal, tangent = leaf.primal, leaf.tangent
             else:
                 primal, tangent = leaf, None

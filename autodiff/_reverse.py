@@ -30,7 +30,7 @@ from autodiff._args import (
     split_aux,
 )
 from autodiff._core import Interpreter, Primitive, current_interpreters, dispatch, new_interpreter
-from autodiff._tracer import Tracer
+from autodiff._tracer import Tracer, check_live
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules.elementwise import stop_gradient as _stop
 
@@ -259,7 +259,7 @@ def _vjp(func: Callable, primals: tuple, has_aux: bool, transform: str, position
         out_flat, out_tree = optree.tree_flatten(out)
         values, meta = [], []
         for i, leaf in enumerate(out_flat):
-            if isinstance(leaf, GradTensor) and leaf._interp is interp:
+            if isinstance(check_live(leaf), GradTensor) and leaf._interp is interp:
                 value, node, index = leaf.value, leaf.node, leaf.index
             else:
                 value, node, index = leaf, None, None

@@ -22,7 +22,7 @@ import numpy as np
 
 from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedFunctionError
 
-__all__ = ["Tracer", "leaked_error", "numpy_overrides", "register_numpy"]
+__all__ = ["Tracer", "check_live", "leaked_error", "numpy_overrides", "register_numpy"]
 
 
 def _function_name(func: Any) -> str:
@@ -59,6 +59,13 @@ def register_numpy(*numpy_funcs: Any) -> Callable[[Callable], Callable]:
         return fn
 
     return register
+
+
+def check_live(x: Any) -> Any:
+    """``x``, unless it is a tracer whose transform has ended."""
+    if isinstance(x, Tracer) and not x._interp.active:
+        raise leaked_error(x)
+    return x
 
 
 def leaked_error(tracer: Tracer) -> LeakedTracerError:

@@ -295,16 +295,17 @@ def test_float_of_a_grad_tracer_stored_in_a_list_still_works():
 
 
 @pytest.mark.parametrize(
-    ("transform", "rule"),
+    ("transform", "rule", "name", "method"),
     [
-        (lambda f: grad(f)(1.0), "VJP"),
-        (lambda f: jvp(f, (1.0,), (1.0,)), "JVP"),
-        (lambda f: vmap(f)(x3), "batching"),
+        (lambda f: grad(f)(1.0), "VJP", "grad", "def_vjp"),
+        (lambda f: jvp(f, (1.0,), (1.0,)), "JVP", "jvp", "def_jvp"),
+        (lambda f: vmap(f)(x3), "batching", "vmap", "def_batch"),
     ],
 )
-def test_missing_rule_names_primitive_rule_and_transform(transform, rule):
+def test_missing_rule_names_primitive_rule_transform_and_fix(transform, rule, name, method):
     mystery_p = Primitive("mystery", np.sin)
-    with pytest.raises(MissingRuleError, match=rf"'mystery' has no {rule} rule.*(grad|jvp|vmap)"):
+    pattern = rf"'mystery' has no {rule} rule, which {name} \(level \d+\).*mystery_p\.{method}"
+    with pytest.raises(MissingRuleError, match=pattern):
         transform(lambda x: mystery_p.bind(x))
 
 

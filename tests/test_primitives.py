@@ -56,14 +56,17 @@ def test_jvp_vjp_transposition(s):
     assert np.isclose(lhs, rhs, rtol=1e-10 if double else 1e-5, atol=1e-10)
 
 
-def _batched(arg, dim, size=3):
-    """``size`` different examples of ``arg`` stacked along ``dim`` (same domain)."""
+def _variant(arg, k):
+    """The k-th example like ``arg``, in the same input domain."""
     arg = np.asarray(arg)
     if arg.dtype.kind == "f":
-        copies = [arg * (1 + 0.05 * k) for k in range(size)]
-    else:  # index arrays and masks: permute the entries, keeping them valid
-        copies = [np.roll(arg.ravel(), k).reshape(arg.shape) for k in range(size)]
-    return np.stack(copies, axis=dim)
+        return arg * (1 + 0.05 * k)
+    return np.roll(arg.ravel(), k).reshape(arg.shape)  # index arrays, masks: stay valid
+
+
+def _batched(arg, dim, size=3, start=0):
+    """``size`` different examples of ``arg`` stacked along ``dim``."""
+    return np.stack([_variant(arg, start + k) for k in range(size)], axis=dim)
 
 
 def _in_dims_cases():
@@ -77,6 +80,20 @@ def _in_dims_cases():
 def test_vmap_against_loop(s, in_dims):
     args = [a if d is None else _batched(a, d) for a, d in zip(s.args, in_dims)]
     check_vmap(s.fn, args, in_dims=in_dims)
+
+
+@pytest.mark.parametrize("s", SAMPLES, ids=lambda s: s.id)
+@pytest.mark.parametrize("inner_dim", [0, -1])
+def test_vmap_of_vmap_against_double_loop(s, inner_dim):
+    """Two batch axes on the first argument: outer at 0, inner at ``inner_dim``."""
+    rest = (None,) * (len(s.args) - 1)
+    x = np.stack([_batched(s.args[0], inner_dim, start=3 * i) for i in range(2)])
+    got = vmap(vmap(s.fn, in_dims=(inner_dim, *rest)), in_dims=(0, *rest))(x, *s.args[1:])
+    for i in range(2):
+        for j in range(3):
+            example = np.take(x[i], j, axis=inner_dim)
+            want = s.fn(example, *s.args[1:])
+            np.testing.assert_allclose(np.asarray(got)[i, j], want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("s", DIFFERENTIABLE, ids=lambda s: s.id)
@@ -93,9 +110,7 @@ def test_vmap_of_grad_against_loop(s):
     for i in range(3):
         want = g(batched[0][i], *args[1:])
         for gi, wi in zip(got, want):
-            np.testing.assert_allclose(
-                gi[i] if np.ndim(gi) > np.ndim(wi) else gi, wi, rtol=1e-7, atol=1e-9
-            )
+            np.testing.assert_allclose(gi[i], wi, rtol=1e-7, atol=1e-9)
 
 
 def _all_primitives():

@@ -217,3 +217,59 @@ def test_stack_is_empty_after_an_error_and_next_call_is_correct(transform):
     assert current_interpreters() == ()
     assert grad(lambda x: x**3)(2.0) == 12.0
     np.testing.assert_array_equal(vmap(lambda x: x * 2.0)(ys), 2 * ys)
+
+
+def test_tracer_leaked_from_an_inner_transform_and_returned_raises_at_once():
+    def f(x):
+        inner = []
+        vmap(lambda y: inner.append(y) or y)(np.ones(2))
+        return x * 2.0, inner[0]  # the inner vmap's tracer escapes through the output
+
+    with pytest.raises(LeakedTracerError, match="BatchedTensor of vmap"):
+        jvp(f, (1.0,), (1.0,))
+
+
+# --- primitives with several results -----------------------------------------------------
+
+
+def _sincos():
+    from autodiff._core import Primitive
+
+    prim = Primitive(
+        "sincos",
+        lambda x: (np.sin(x), np.cos(x)),
+        multiple_results=True,
+        vjp=[lambda cts, ans, x: cts[0] * anp.cos(x) - cts[1] * anp.sin(x)],
+        jvp=lambda ts, ans, x: (ts[0] * anp.cos(x), -ts[0] * anp.sin(x)),
+        batch=lambda args, dims: (prim.bind(*args), (dims[0], dims[0])),
+    )
+    return prim
+
+
+def test_multiple_results_primitive_under_every_transform():
+    from autodiff.testing import check_grads, check_vmap
+
+    sincos_p = _sincos()
+    x = np.array([0.3, -1.2, 2.0])
+    check_grads(lambda x: sincos_p.bind(x), (x,), order=2)
+    check_vmap(lambda x: sincos_p.bind(x), (np.stack([x, 2 * x]),))
+    # Only one of the results used: the other gets a zero cotangent.
+    np.testing.assert_allclose(grad(lambda x: anp.sum(sincos_p.bind(x)[1]))(x), -np.sin(x))
+    # d/dt sin(t) cos(t) = cos(2t), per example
+    product = vmap(grad(lambda t: sincos_p.bind(t)[0] * sincos_p.bind(t)[1]))(x)
+    np.testing.assert_allclose(product, np.cos(2 * x))
+
+
+def test_multiple_results_primitive_rejects_per_argument_jvp():
+    from autodiff._core import Primitive
+
+    with pytest.raises(TypeError, match="one function"):
+        Primitive("pair", lambda x: (x, x), multiple_results=True, jvp=[lambda t, a, x: t])
+
+
+def test_vmap_of_jvp_over_tangents_gives_forward_mode_jacobian():
+    W = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]])
+    x = np.array([0.1, 0.2, -0.3])
+    f = lambda x: anp.tanh(W @ x)
+    jac_t = vmap(lambda t: jvp(f, (x,), (t,))[1])(np.eye(3))  # rows: J e_i
+    np.testing.assert_allclose(jac_t.T, (1 - np.tanh(W @ x) ** 2)[:, None] * W)
