@@ -44,15 +44,15 @@ class BatchedTensor(Tracer):
         self.bdim = bdim  # None: the same for every example (a lifted constant)
 
     @property
+    def _inner(self):
+        return self.value
+
+    @property
     def shape(self):
-        shape = np.shape(self.value) if not hasattr(self.value, "shape") else self.value.shape
+        shape = super().shape
         if self.bdim is None:
             return shape
         return shape[: self.bdim] + shape[self.bdim + 1 :]
-
-    @property
-    def dtype(self):
-        return np.result_type(self.value) if not hasattr(self.value, "dtype") else self.value.dtype
 
     def _concrete(self, what):
         raise ConcretizationError(

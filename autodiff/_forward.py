@@ -46,18 +46,8 @@ class DualTensor(Tracer):
         self.tangent = tangent
 
     @property
-    def shape(self):
-        return np.shape(self.primal) if not hasattr(self.primal, "shape") else self.primal.shape
-
-    @property
-    def dtype(self):
-        return (
-            np.result_type(self.primal) if not hasattr(self.primal, "dtype") else self.primal.dtype
-        )
-
-    def _concrete(self, what):
-        primal = self.primal
-        return primal._concrete_value(what) if isinstance(primal, Tracer) else primal
+    def _inner(self):
+        return self.primal
 
 
 JvpInterpreter.tracer_class = DualTensor

@@ -89,16 +89,8 @@ class GradTensor(Tracer):
         self.index = index  # output position, for multiple-result primitives
 
     @property
-    def shape(self):
-        return np.shape(self.value) if not hasattr(self.value, "shape") else self.value.shape
-
-    @property
-    def dtype(self):
-        return np.result_type(self.value) if not hasattr(self.value, "dtype") else self.value.dtype
-
-    def _concrete(self, what):
-        value = self.value
-        return value._concrete_value(what) if isinstance(value, Tracer) else value
+    def _inner(self):
+        return self.value
 
 
 GradInterpreter.tracer_class = GradTensor

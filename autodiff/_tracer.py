@@ -124,8 +124,10 @@ def _method(func: Any) -> Callable:
 class Tracer:
     """A value being transformed; behaves like an ndarray of its logical shape.
 
-    Subclasses define ``shape``, ``dtype`` and ``_concrete`` (the concrete
-    NumPy value, or an error if there is none, as under ``vmap``).
+    Subclasses define ``_inner``: the lower-level value they stand for, whose
+    shape, dtype and concrete value are the tracer's.  ``BatchedTensor``
+    overrides ``shape`` (its value has an extra batch axis) and ``_concrete``
+    (a batched value has no single concrete value).
     """
 
     __slots__ = ("_interp",)
@@ -135,11 +137,24 @@ class Tracer:
     __hash__ = None  # type: ignore[assignment]  # mutable array semantics, like ndarray
 
     _interp: Any  # the Interpreter that owns this tracer (set by subclasses)
-    shape: tuple[int, ...]
-    dtype: np.dtype
+
+    @property
+    def _inner(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        inner = self._inner
+        return inner.shape if hasattr(inner, "shape") else np.shape(inner)
+
+    @property
+    def dtype(self) -> np.dtype:
+        inner = self._inner
+        return inner.dtype if hasattr(inner, "dtype") else np.result_type(inner)
 
     def _concrete(self, what: str) -> Any:
-        raise NotImplementedError
+        inner = self._inner
+        return inner._concrete_value(what) if isinstance(inner, Tracer) else inner
 
     def _concrete_value(self, what: str) -> Any:
         if not self._interp.active:
