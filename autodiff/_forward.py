@@ -118,12 +118,19 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
         as_input_array(t, f"the tangent for {path}", "jvp", differentiable=True)
         for t, path in zip(flat_t, paths)
     ]
-    for p, t, path in zip(flat_p, flat_t, paths):
+    for i, (p, t, path) in enumerate(zip(flat_p, flat_t, paths)):
         if _shape_of(p) != _shape_of(t):
             raise TransformValueError(
                 f"jvp: the tangent for {path} has shape {_shape_of(t)} but its primal has "
                 f"shape {_shape_of(p)}; each tangent must match its primal's shape."
             )
+        if t.dtype != p.dtype:
+            if t.dtype.kind == "c" and p.dtype.kind != "c":
+                raise TransformTypeError(
+                    f"jvp: the tangent for {path} is complex ({t.dtype}) but its primal is "
+                    f"real ({p.dtype}); a real value only has real tangents."
+                )
+            flat_t[i] = t.astype(p.dtype)  # e.g. a Python float tangent for a float32 primal
     interp = JvpInterpreter()
     with new_interpreter(interp):
         duals = [DualTensor(interp, p, t) for p, t in zip(flat_p, flat_t)]

@@ -169,10 +169,22 @@ def backward(seeds: list[tuple[Node, int | None, Any]]) -> dict[Node, Any]:
             ct = tuple(np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans))
         argnums = [argnum for argnum, _, _ in node.parents]
         arg_cts = prim.vjp(ct, node.ans, node.primals, node.params, argnums)  # type: ignore[misc]
-        for (_, parent, index), arg_ct in zip(node.parents, arg_cts):
+        for (argnum, parent, index), arg_ct in zip(node.parents, arg_cts):
             if arg_ct is not None:
+                arg_ct = _match_realness(arg_ct, node.primals[argnum])
                 _accumulate(cts, parent, index, arg_ct)
     return inputs
+
+
+def _is_complex(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and dtype.kind == "c"
+
+
+def _match_realness(ct: Any, primal: Any) -> Any:
+    """The cotangent of a real value is real: drop the imaginary part a rule
+    produced where a real value met complex ones (JAX's convention)."""
+    return np.real(ct) if _is_complex(ct) and not _is_complex(primal) else ct
 
 
 # --- vjp -------------------------------------------------------------------------
@@ -228,7 +240,8 @@ class _VJPFunction:
             if ct is None:
                 ct = np.zeros_like(value)
             elif ct.dtype != value.dtype:
-                ct = ct.astype(value.dtype)  # e.g. float64 constants met float32 input
+                # e.g. float64 constants met a float32 input: gradients keep the input's dtype
+                ct = _match_realness(ct, value).astype(value.dtype)
             grads.append(ct)
         return optree.tree_unflatten(self._in_tree, grads)
 

@@ -39,8 +39,11 @@ def _random_like(tree: Any, rng: np.random.Generator) -> Any:
 
 
 def _inner(a: Any, b: Any) -> float:
+    """Re sum(a * b): bilinear, not conjugating.  With JAX's convention for
+    complex numbers (which autodiff follows) <ct, J v> = <vjp(ct), v> holds in
+    this pairing, and finite differences of <ct, f(x + t v)> give <ct, J v>."""
     pairs = zip(optree.tree_leaves(a), optree.tree_leaves(b))
-    return float(sum(np.real(np.vdot(np.asarray(x), np.asarray(y))) for x, y in pairs))
+    return float(sum(np.real(np.sum(np.asarray(x) * np.asarray(y))) for x, y in pairs))
 
 
 def _axpy(t: float, v: Any, x: Any) -> Any:
@@ -133,7 +136,8 @@ def check_vmap(
     """Check ``vmap(f, in_dims)(*args)`` against a Python loop over the batch.
 
     ``args`` are plain arrays (not pytrees); ``in_dims`` an int, None or one
-    entry per argument.  The batch of size 1 is checked too.
+    entry per argument.  Batches of size 1 and 0 (the first examples of
+    ``args``) are checked too; for size 0 only shapes and dtypes can be.
     """
     args = tuple(args)
     dims = tuple(in_dims) if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
@@ -143,17 +147,20 @@ def check_vmap(
         return f(*[a if d is None else _take(a, d, i) for a, d in zip(args, dims)])
 
     def expect(n):
+        if n == 0:  # nothing to loop over: the per-example result, with 0 examples
+            return optree.tree_map(lambda x: np.asarray(x)[np.newaxis][:0], example(0))
         outs = [example(i) for i in range(n)]
         return optree.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
 
-    for n in sorted({size, 1}):
+    for n in sorted({size, 1, 0}):
         sliced = [a if d is None else _take(a, d, slice(0, n)) for a, d in zip(args, dims)]
         got = vmap(f, in_dims=in_dims)(*sliced)
         want = expect(n)
         got_leaves, want_leaves = optree.tree_leaves(got), optree.tree_leaves(want)
         for k, (g, w) in enumerate(zip(got_leaves, want_leaves)):
             g = np.asarray(g)
-            if g.shape != w.shape or not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+            same = g.shape == w.shape and (n > 0 or g.dtype == w.dtype)
+            if not same or not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
                 raise AssertionError(
                     f"check_vmap: output {k} of vmap({getattr(f, '__name__', f)}, "
                     f"in_dims={in_dims}) at batch size {n} differs from a loop: got "

@@ -5,8 +5,10 @@
 from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     creation,
     elementwise,
+    fft,
     indexing,
     linalg,
+    products,
     reductions,
     shape,
 )

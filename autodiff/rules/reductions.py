@@ -134,7 +134,8 @@ def _arg_batch(prim):
         if axis is None:  # over all logical axes: flatten each example
             x = move_to_front(x, d)
             shape = shape_of(x)
-            out = prim.bind(_shp.reshape(x, (shape[0], -1)), axis=1, keepdims=False)
+            flat = _shp.reshape(x, (shape[0], math.prod(shape[1:])))  # no -1: B may be 0
+            out = prim.bind(flat, axis=1, keepdims=False)
             if keepdims:
                 out = _shp.reshape(out, (shape[0],) + (1,) * (len(shape) - 1))
             return out, 0

@@ -11,17 +11,20 @@ operators or ndarray methods meet a traced value.
 0.8414709848078965
 """
 
+from autodiff.numpy import fft, linalg
 from autodiff.rules.creation import *  # noqa: F403
 from autodiff.rules.creation import __all__ as _creation
 from autodiff.rules.elementwise import *  # noqa: F403
 from autodiff.rules.elementwise import __all__ as _elementwise
 from autodiff.rules.indexing import *  # noqa: F403
 from autodiff.rules.indexing import __all__ as _indexing
-from autodiff.rules.linalg import *  # noqa: F403
-from autodiff.rules.linalg import __all__ as _linalg
+from autodiff.rules.products import *  # noqa: F403
+from autodiff.rules.products import __all__ as _products
 from autodiff.rules.reductions import *  # noqa: F403
 from autodiff.rules.reductions import __all__ as _reductions
 from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
 
-__all__ = sorted([*_creation, *_elementwise, *_indexing, *_linalg, *_reductions, *_shape])
+__all__ = sorted(
+    [*_creation, *_elementwise, *_indexing, *_products, *_reductions, *_shape, "fft", "linalg"]
+)
