@@ -22,7 +22,15 @@ import numpy as np
 
 from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedFunctionError
 
-__all__ = ["Tracer", "check_live", "leaked_error", "numpy_overrides", "register_numpy"]
+__all__ = [
+    "INDEX_UPDATE",
+    "SET_ITEM",
+    "Tracer",
+    "check_live",
+    "leaked_error",
+    "numpy_overrides",
+    "register_numpy",
+]
 
 
 def _function_name(func: Any) -> str:
@@ -102,6 +110,19 @@ def _binary(ufunc: Any) -> tuple[Callable, Callable]:
 
     forward.__name__ = reflected.__name__ = ufunc.__name__
     return forward, reflected
+
+
+def _inplace(ufunc: Any) -> Callable:
+    def method(self, other):
+        return self._rebind(numpy_overrides[ufunc](self, other))
+
+    method.__name__ = f"i{ufunc.__name__}"
+    return method
+
+
+# Keys of numpy_overrides for the index-update API, which has no NumPy function.
+INDEX_UPDATE = "ndarray.at"
+SET_ITEM = operator.setitem
 
 
 def _unary(func: Any) -> Callable:
@@ -210,6 +231,14 @@ class Tracer:
     __eq__, _ = _binary(np.equal)  # type: ignore[assignment]
     __ne__, _ = _binary(np.not_equal)  # type: ignore[assignment]
     del _
+    # In-place operators rebind this tracer to the result (see _rebind), so an
+    # alias of ``x`` sees ``x += y`` as it would for an ndarray.
+    __iadd__ = _inplace(np.add)
+    __isub__ = _inplace(np.subtract)
+    __imul__ = _inplace(np.multiply)
+    __itruediv__ = _inplace(np.true_divide)
+    __ipow__ = _inplace(np.power)
+    __imatmul__ = _inplace(np.matmul)
     __neg__ = _unary(np.negative)
     __pos__ = _unary(np.positive)
     __abs__ = _unary(np.absolute)
@@ -217,6 +246,36 @@ class Tracer:
 
     def __getitem__(self, index):
         return numpy_overrides[operator.getitem](self, index)
+
+    def __setitem__(self, index, value):
+        """``x[index] = value``: ``x`` becomes ``x.at[index].set(value)``.
+
+        Tracers are values, not memory: slices of a tracer are copies, so
+        writing into a slice does not change the tracer it came from.
+        """
+        updated = numpy_overrides[SET_ITEM](self, index, value)
+        if self._rebind(updated) is not self:
+            raise TypeError(
+                f"x[...] = value: value is traced by a transform running inside the "
+                f"one that traces x ({self._interp.describe()}), so x cannot hold the "
+                f"result; write x = x.at[...].set(value) instead."
+            )
+
+    @property
+    def at(self):
+        """Functional index updates: ``x.at[idx].set(v)``, ``.add(v)``,
+        ``.multiply(v)``, ``.min(v)``, ``.max(v)``, ``.get()`` return new values."""
+        return numpy_overrides[INDEX_UPDATE](self)
+
+    def _rebind(self, new: Any) -> Any:
+        """Make this tracer stand for ``new`` if it can (same transform level)."""
+        if type(new) is not type(self) or new._interp is not self._interp:
+            return new
+        for cls in type(self).__mro__:
+            for slot in getattr(cls, "__slots__", ()):
+                if slot != "__weakref__":
+                    setattr(self, slot, getattr(new, slot))
+        return self
 
     # --- ndarray methods ----------------------------------------------------
     sum = _method(np.sum)

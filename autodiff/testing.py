@@ -46,6 +46,10 @@ def _inner(a: Any, b: Any) -> float:
     return float(sum(np.real(np.sum(np.asarray(x) * np.asarray(y))) for x, y in pairs))
 
 
+def _conj(tree: Any) -> Any:
+    return optree.tree_map(np.conj, tree)
+
+
 def _axpy(t: float, v: Any, x: Any) -> Any:
     return optree.tree_map(lambda vi, xi: xi + t * vi, v, x)
 
@@ -92,7 +96,7 @@ def check_grads(
     numeric = (plus - minus) / (2 * eps)
     # Round-off in the difference quotient, and a floor for values that cancel to ~0.
     noise = 10 * _precision((args, out)) * (abs(plus) + abs(minus)) / eps
-    floor = rtol * 1e-3 * float(np.sqrt(_inner(ct, ct) * _inner(v, v)))
+    floor = rtol * 1e-3 * float(np.sqrt(_inner(ct, _conj(ct)) * _inner(v, _conj(v))))
     found = {}
     if "rev" in modes:
         found["reverse mode <vjp(ct), v>"] = _inner(vjp(f, *args)[1](ct), v)

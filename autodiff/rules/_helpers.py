@@ -151,7 +151,15 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
     fn.__name__ = fn.__qualname__ = prim.name
     fn.__doc__ = doc
     fn.primitive = prim  # type: ignore[attr-defined,union-attr]
+    if nargs == 2:  # ufunc.outer(a, b): every pair, a's axes first
+        for ufunc in numpy_funcs:
+            register_numpy((ufunc, "outer"))(lambda a, b, fn=fn: fn(_outer_left(a, b), b))
     return register_numpy(*numpy_funcs)(fn)
+
+
+def _outer_left(a: Any, b: Any) -> Any:
+    n = ndim_of(b)
+    return _shp.expand_dims(a, tuple(range(ndim_of(a), ndim_of(a) + n))) if n else a
 
 
 def _doc(name: str, numpy_funcs: Sequence[Any], differentiable: bool) -> str:
@@ -194,17 +202,21 @@ def unary(
     impl: Callable,
     deriv: Callable | None = None,
     *,
+    vjp: Callable | None = None,
     numpy: Sequence[Any] = (),
     differentiable: bool = True,
 ) -> Callable:
     """Declare an elementwise primitive of one argument.
 
     ``deriv(g, ans, x)`` maps a perturbation ``g`` of ``x`` to the output's; it
-    serves as both VJP and JVP.  Returns the public function.
+    serves as the JVP and, unless ``vjp(ct, ans, x)`` is given, as the VJP
+    (a separate VJP is needed only where real and complex values meet: the
+    JVP of ``real`` is ``real(t)`` but its VJP makes ``ct`` complex).
+    Returns the public function.
     """
     prim = Primitive(name, impl, differentiable=differentiable)
     if differentiable:
-        prim.def_vjp([deriv])
+        prim.def_vjp([vjp or deriv])
         prim.def_jvp([deriv])
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
     return _public(prim, 1, numpy, _doc(name, numpy, differentiable))

@@ -6,11 +6,24 @@
 since an elementwise Jacobian is diagonal; the helper handles broadcasting
 (sum back down in the VJP) and batching.
 
-Sub-gradient conventions at kinks: ``abs`` has derivative ``sign(x)`` (0 at
-0); ``maximum``/``minimum`` split ties equally (0.5 each).
+Complex numbers follow JAX's convention: for a holomorphic function the VJP
+and the JVP are both multiplication by f'(z), and ``grad`` of a real function
+of ``z`` is the conjugate of df/dz̄ times 2 (``grad(abs(z)**2)(z) == 2 conj(z)``).
+Only the functions where real and complex meet (``abs``, ``real``, ``imag``,
+``angle``) need separate rules.
+
+Sub-gradient conventions at kinks (pinned by tests/test_primitives.py):
+``abs``/``fabs``/``copysign`` use ``sign(x)`` (0 at 0); ties in
+``maximum``/``minimum``/``fmax``/``fmin``/``clip`` split the derivative
+equally (0.5 each); ``sinc`` has derivative 0 at 0; ``sqrt``, ``log`` and
+``power`` give inf at 0 where the true derivative is unbounded; the
+exponent-derivative of ``x**y`` is taken as 0 at ``x == 0``;
+``nan_to_num`` passes derivatives only where ``x`` is finite.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -19,42 +32,39 @@ from autodiff._tracer import register_numpy
 from autodiff.rules._helpers import broadcasting, unary
 
 __all__ = [
-    "abs",
-    "absolute",
-    "add",
-    "astype",
-    "clip",
-    "cos",
-    "divide",
-    "equal",
-    "exp",
-    "floor_divide",
-    "greater",
-    "greater_equal",
-    "less",
-    "less_equal",
-    "log",
-    "maximum",
-    "minimum",
-    "mod",
-    "multiply",
-    "negative",
-    "not_equal",
-    "positive",
-    "power",
-    "remainder",
-    "sign",
-    "sin",
-    "sqrt",
-    "square",
-    "stop_gradient",
-    "subtract",
-    "tanh",
-    "true_divide",
-    "where",
-]
+    # arithmetic
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder",
+    "mod", "fmod", "power", "float_power", "negative", "positive", "reciprocal", "square",
+    "sqrt", "cbrt", "absolute", "abs", "fabs",
+    # exponentials and logarithms
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2",
+    # trigonometric and hyperbolic
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh",
+    "tanh", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "degrees", "radians",
+    "sinc",
+    # piecewise and selection
+    "maximum", "minimum", "fmax", "fmin", "clip", "where", "copysign", "nan_to_num",
+    # complex
+    "real", "imag", "conj", "conjugate", "angle",
+    # not differentiable
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
+    "isfinite", "signbit", "sign", "floor", "ceil", "rint", "trunc", "fix", "round",
+    "around", "heaviside",
+    # dtype
+    "astype", "stop_gradient",
+]  # fmt: skip
 
-# --- arithmetic -----------------------------------------------------------------------
+
+def _dtype_of(x):
+    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
+
+
+def _is_complex(x):
+    return _dtype_of(x).kind == "c"
+
+
+# --- arithmetic -------------------------------------------------------------------------
 add = broadcasting("add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g, numpy=[np.add])
 subtract = broadcasting(
     "subtract", np.subtract, lambda g, a, x, y: g, lambda g, a, x, y: -g, numpy=[np.subtract]
@@ -68,8 +78,10 @@ divide = broadcasting(
 true_divide = divide
 negative = unary("negative", np.negative, lambda g, a, x: -g, numpy=[np.negative])
 positive = unary("positive", np.positive, lambda g, a, x: g, numpy=[np.positive])
+reciprocal = unary("reciprocal", np.reciprocal, lambda g, a, x: -g * a * a, numpy=[np.reciprocal])
 square = unary("square", np.square, lambda g, a, x: g * (2 * x), numpy=[np.square])
 sqrt = unary("sqrt", np.sqrt, lambda g, a, x: g / (2 * a), numpy=[np.sqrt])
+cbrt = unary("cbrt", np.cbrt, lambda g, a, x: g / (3 * a * a), numpy=[np.cbrt])
 
 
 def _power_dx(g, ans, x, y):
@@ -86,6 +98,9 @@ def _power_dy(g, ans, x, y):
 
 
 power = broadcasting("power", np.power, _power_dx, _power_dy, numpy=[np.power])
+float_power = broadcasting(
+    "float_power", np.float_power, _power_dx, _power_dy, numpy=[np.float_power]
+)
 remainder = broadcasting(
     "remainder",
     np.remainder,
@@ -94,26 +109,108 @@ remainder = broadcasting(
     numpy=[np.remainder],
 )
 mod = remainder
+fmod = broadcasting(
+    "fmod", np.fmod, lambda g, a, x, y: g, lambda g, a, x, y: -g * trunc(x / y), numpy=[np.fmod]
+)
 floor_divide = broadcasting(
     "floor_divide", np.floor_divide, nargs=2, numpy=[np.floor_divide], differentiable=False
 )
 
-# --- exponentials and trigonometry ----------------------------------------------------
+
+# --- absolute values (where real and complex meet) ---------------------------------------
+def _unit(z, ans):
+    """z / |z|, and 0 at 0; differentiable, unlike sign(), so second derivatives work."""
+    at_zero = equal(ans, 0)
+    return where(at_zero, 0.0, z / where(at_zero, 1.0, ans))
+
+
+def _abs_jvp(g, ans, x):
+    if _is_complex(x):  # d|z| = Re(conj(z)/|z| dz)
+        return real(g * conj(_unit(x, ans)))
+    return g * sign(x)
+
+
+def _abs_vjp(ct, ans, x):
+    return ct * conj(_unit(x, ans)) if _is_complex(x) else ct * sign(x)
+
+
+absolute = unary("absolute", np.absolute, _abs_jvp, vjp=_abs_vjp, numpy=[np.absolute])
+abs = absolute
+fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fabs])
+
+# --- exponentials and logarithms ----------------------------------------------------------
+_LN2, _LN10 = math.log(2), math.log(10)  # Python floats: they keep float32 float32
 exp = unary("exp", np.exp, lambda g, a, x: g * a, numpy=[np.exp])
+exp2 = unary("exp2", np.exp2, lambda g, a, x: g * (a * _LN2), numpy=[np.exp2])
+expm1 = unary("expm1", np.expm1, lambda g, a, x: g * (a + 1), numpy=[np.expm1])
 log = unary("log", np.log, lambda g, a, x: g / x, numpy=[np.log])
+log2 = unary("log2", np.log2, lambda g, a, x: g / (x * _LN2), numpy=[np.log2])
+log10 = unary("log10", np.log10, lambda g, a, x: g / (x * _LN10), numpy=[np.log10])
+log1p = unary("log1p", np.log1p, lambda g, a, x: g / (1 + x), numpy=[np.log1p])
+logaddexp = broadcasting(
+    "logaddexp",
+    np.logaddexp,
+    lambda g, a, x, y: g * exp(x - a),
+    lambda g, a, x, y: g * exp(y - a),
+    numpy=[np.logaddexp],
+)
+logaddexp2 = broadcasting(
+    "logaddexp2",
+    np.logaddexp2,
+    lambda g, a, x, y: g * exp2(x - a),
+    lambda g, a, x, y: g * exp2(y - a),
+    numpy=[np.logaddexp2],
+)
+
+# --- trigonometric and hyperbolic ----------------------------------------------------------
 sin = unary("sin", np.sin, lambda g, a, x: g * cos(x), numpy=[np.sin])
 cos = unary("cos", np.cos, lambda g, a, x: -g * sin(x), numpy=[np.cos])
+tan = unary("tan", np.tan, lambda g, a, x: g * (1 + a * a), numpy=[np.tan])
+arcsin = unary("arcsin", np.arcsin, lambda g, a, x: g / sqrt(1 - x * x), numpy=[np.arcsin])
+arccos = unary("arccos", np.arccos, lambda g, a, x: -g / sqrt(1 - x * x), numpy=[np.arccos])
+arctan = unary("arctan", np.arctan, lambda g, a, x: g / (1 + x * x), numpy=[np.arctan])
+arctan2 = broadcasting(
+    "arctan2",
+    np.arctan2,
+    lambda g, a, y, x: g * x / (x * x + y * y),
+    lambda g, a, y, x: -g * y / (x * x + y * y),
+    numpy=[np.arctan2],
+)
+hypot = broadcasting(
+    "hypot", np.hypot, lambda g, a, x, y: g * x / a, lambda g, a, x, y: g * y / a, numpy=[np.hypot]
+)
+sinh = unary("sinh", np.sinh, lambda g, a, x: g * cosh(x), numpy=[np.sinh])
+cosh = unary("cosh", np.cosh, lambda g, a, x: g * sinh(x), numpy=[np.cosh])
 tanh = unary("tanh", np.tanh, lambda g, a, x: g * (1 - a * a), numpy=[np.tanh])
+arcsinh = unary("arcsinh", np.arcsinh, lambda g, a, x: g / sqrt(x * x + 1), numpy=[np.arcsinh])
+arccosh = unary("arccosh", np.arccosh, lambda g, a, x: g / sqrt(x * x - 1), numpy=[np.arccosh])
+arctanh = unary("arctanh", np.arctanh, lambda g, a, x: g / (1 - x * x), numpy=[np.arctanh])
+_DEG = math.pi / 180
+deg2rad = unary("deg2rad", np.deg2rad, lambda g, a, x: g * _DEG, numpy=[np.deg2rad, np.radians])
+rad2deg = unary("rad2deg", np.rad2deg, lambda g, a, x: g / _DEG, numpy=[np.rad2deg, np.degrees])
+radians, degrees = deg2rad, rad2deg
 
-# --- piecewise ------------------------------------------------------------------------
-absolute = unary("absolute", np.absolute, lambda g, a, x: g * sign(x), numpy=[np.absolute])
-abs = absolute
+
+def _sinc_deriv(g, ans, x):
+    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, which tends to 0 at 0.
+    at_zero = equal(x, 0)
+    safe = where(at_zero, 1.0, x)
+    return g * where(at_zero, 0.0, (cos(math.pi * safe) - sinc(safe)) / safe)
 
 
+sinc = unary("sinc", np.sinc, _sinc_deriv, numpy=[np.sinc])
+
+
+# --- piecewise and selection ------------------------------------------------------------------
 def _won(g, x, y):
     """``g`` where x beats y, half of it on ties, 0 where y wins."""
     dtype = _dtype_of(g)  # comparisons give constants: no derivative flows through them
     return g * (astype(greater(x, y), dtype) + 0.5 * astype(equal(x, y), dtype))
+
+
+def _won_ignoring_nan(g, x, y):
+    """Like _won for fmax/fmin: a NaN loses to any number."""
+    return where(isnan(y), where(isnan(x), 0.0, g), where(isnan(x), 0.0, _won(g, x, y)))
 
 
 maximum = broadcasting(
@@ -130,6 +227,20 @@ minimum = broadcasting(
     lambda g, a, x, y: _won(g, x, y),
     numpy=[np.minimum],
 )
+fmax = broadcasting(
+    "fmax",
+    np.fmax,
+    lambda g, a, x, y: _won_ignoring_nan(g, x, y),
+    lambda g, a, x, y: _won_ignoring_nan(g, y, x),
+    numpy=[np.fmax],
+)
+fmin = broadcasting(
+    "fmin",
+    np.fmin,
+    lambda g, a, x, y: _won_ignoring_nan(-g, -x, -y) * -1.0,
+    lambda g, a, x, y: _won_ignoring_nan(-g, -y, -x) * -1.0,
+    numpy=[np.fmin],
+)
 
 
 @register_numpy(np.clip)
@@ -137,6 +248,10 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
     """Like numpy.clip: ``minimum(maximum(a, a_min), a_max)``; either bound may be None.
 
     At a bound the derivative is split like maximum/minimum ties (0.5).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.clip(np.array([-2.0, 0.5, 3.0]), -1.0, 1.0)
+    array([-1. ,  0.5,  1. ])
     """
     if out is not None:
         raise NotImplementedError("clip(..., out=...) is not supported; use the returned value")
@@ -157,41 +272,140 @@ where = broadcasting(
     lambda g, a, c, x, y: where(c, 0.0, g),
     numpy=[np.where],
 )
+copysign = broadcasting(
+    "copysign",
+    np.copysign,
+    lambda g, a, x, y: g * (copysign(1.0, x) * copysign(1.0, y)),
+    None,  # the sign of y is piecewise constant: no derivative
+    numpy=[np.copysign],
+)
 
-# --- not differentiable ---------------------------------------------------------------
-sign = unary("sign", np.sign, numpy=[np.sign], differentiable=False)
-equal = broadcasting("equal", np.equal, nargs=2, numpy=[np.equal], differentiable=False)
-not_equal = broadcasting(
-    "not_equal", np.not_equal, nargs=2, numpy=[np.not_equal], differentiable=False
+_nan_to_num_p = Primitive(
+    "nan_to_num",
+    lambda x, *, nan, posinf, neginf: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
+    vjp=[lambda ct, a, x, **_: where(isfinite(x), ct, 0.0)],
+    jvp=[lambda t, a, x, **_: where(isfinite(x), t, 0.0)],
+    batch=lambda args, dims, **p: (_nan_to_num_p.bind(args[0], **p), dims[0]),
 )
-less = broadcasting("less", np.less, nargs=2, numpy=[np.less], differentiable=False)
-less_equal = broadcasting(
-    "less_equal", np.less_equal, nargs=2, numpy=[np.less_equal], differentiable=False
+
+
+@register_numpy(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Like numpy.nan_to_num; the replaced entries are constants (no derivative).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.nan_to_num(np.array([1.0, np.nan, np.inf]), posinf=9.0)
+    array([1., 0., 9.])
+    """
+    return _nan_to_num_p.bind(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+nan_to_num.primitive = _nan_to_num_p  # type: ignore[attr-defined]
+
+
+# --- complex ----------------------------------------------------------------------------------
+def _to_dtype_of(ct, ans, x):
+    """``ct`` as x's dtype (a real cotangent for a complex input becomes complex)."""
+    return astype(ct, _dtype_of(x))
+
+
+real = unary("real", np.real, lambda g, a, x: real(g), vjp=_to_dtype_of, numpy=[np.real])
+imag = unary(
+    "imag",
+    np.imag,
+    lambda g, a, x: imag(g),
+    vjp=lambda ct, a, x: -1j * ct if _is_complex(x) else ct * 0.0,
+    numpy=[np.imag],
 )
-greater = broadcasting("greater", np.greater, nargs=2, numpy=[np.greater], differentiable=False)
-greater_equal = broadcasting(
-    "greater_equal", np.greater_equal, nargs=2, numpy=[np.greater_equal], differentiable=False
-)
+conj = unary("conj", np.conj, lambda g, a, x: conj(g), numpy=[np.conj, np.conjugate])
+conjugate = conj
+
+
+def _angle_jvp(g, ans, x):
+    # d angle(z) = Im(conj(z) dz) / |z|^2; a real x has constant angle (0 or pi)
+    return imag(conj(x) * g) / real(x * conj(x)) if _is_complex(x) else g * 0.0
+
+
+def _angle_vjp(ct, ans, x):
+    return -1j * ct * conj(x) / real(x * conj(x)) if _is_complex(x) else ct * 0.0
+
+
+angle = unary("angle", np.angle, _angle_jvp, vjp=_angle_vjp, numpy=[np.angle])
+
+
+# --- not differentiable -------------------------------------------------------------------------
+def _nondiff(name, impl, nargs, *numpy_funcs):
+    return broadcasting(name, impl, nargs=nargs, numpy=numpy_funcs, differentiable=False)
+
+
+equal = _nondiff("equal", np.equal, 2, np.equal)
+not_equal = _nondiff("not_equal", np.not_equal, 2, np.not_equal)
+less = _nondiff("less", np.less, 2, np.less)
+less_equal = _nondiff("less_equal", np.less_equal, 2, np.less_equal)
+greater = _nondiff("greater", np.greater, 2, np.greater)
+greater_equal = _nondiff("greater_equal", np.greater_equal, 2, np.greater_equal)
+logical_and = _nondiff("logical_and", np.logical_and, 2, np.logical_and)
+logical_or = _nondiff("logical_or", np.logical_or, 2, np.logical_or)
+logical_xor = _nondiff("logical_xor", np.logical_xor, 2, np.logical_xor)
+heaviside = _nondiff("heaviside", np.heaviside, 2, np.heaviside)
+logical_not = _nondiff("logical_not", np.logical_not, 1, np.logical_not)
+isnan = _nondiff("isnan", np.isnan, 1, np.isnan)
+isinf = _nondiff("isinf", np.isinf, 1, np.isinf)
+isfinite = _nondiff("isfinite", np.isfinite, 1, np.isfinite)
+signbit = _nondiff("signbit", np.signbit, 1, np.signbit)
+sign = _nondiff("sign", np.sign, 1, np.sign)
+floor = _nondiff("floor", np.floor, 1, np.floor)
+ceil = _nondiff("ceil", np.ceil, 1, np.ceil)
+rint = _nondiff("rint", np.rint, 1, np.rint)
+trunc = _nondiff("trunc", np.trunc, 1, np.trunc, np.fix)
+fix = trunc
 stop_gradient = unary("stop_gradient", lambda x: x, differentiable=False)
 stop_gradient.__doc__ = "``x`` as a constant for every derivative; values and batching still flow."
 
+_round_p = Primitive(
+    "round",
+    lambda x, *, decimals: np.round(x, decimals),
+    differentiable=False,
+    batch=lambda args, dims, *, decimals: (_round_p.bind(args[0], decimals=decimals), dims[0]),
+)
 
-# --- astype ---------------------------------------------------------------------------
+
+@register_numpy(np.round, np.around)
+def round(a, decimals=0, out=None):
+    """Like numpy.round (not differentiable: piecewise constant).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.round(np.array([0.26, 1.5]), 1)
+    array([0.3, 1.5])
+    """
+    if out is not None:
+        raise NotImplementedError("round(..., out=...) is not supported; use the returned value")
+    return _round_p.bind(a, decimals=int(decimals))
+
+
+round.primitive = _round_p  # type: ignore[attr-defined]
+around = round
+
+
+# --- astype -------------------------------------------------------------------------------------
 
 
 def _astype_impl(x, *, dtype):
     return x.astype(dtype) if hasattr(x, "astype") else np.asarray(x, dtype=dtype)
 
 
-def _dtype_of(x):
-    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
+def _cast_like(t, dtype):
+    """``t`` as ``dtype``; complex to real keeps the real part (no ComplexWarning)."""
+    if _is_complex(t) and np.dtype(dtype).kind != "c":
+        t = real(t)
+    return astype(t, dtype)
 
 
 astype_p = Primitive(
     "astype",
     _astype_impl,
-    vjp=[lambda ct, ans, x, *, dtype: astype(ct, _dtype_of(x))],
-    jvp=[lambda t, ans, x, *, dtype: astype_p.bind(t, dtype=dtype)],
+    vjp=[lambda ct, ans, x, *, dtype: _cast_like(ct, _dtype_of(x))],
+    jvp=[lambda t, ans, x, *, dtype: _cast_like(t, dtype)],
     batch=lambda args, dims, *, dtype: (astype_p.bind(args[0], dtype=dtype), dims[0]),
 )
 # Casting to an integer or bool type rounds: no derivative flows through it.
@@ -205,9 +419,22 @@ astype_discrete_p = Primitive(
 
 @register_numpy(np.astype)
 def astype(x, dtype, /, *, copy=True, device=None):
-    """Like ``x.astype(dtype)``; differentiable to floating dtypes only."""
+    """Like ``x.astype(dtype)``; differentiable to floating dtypes only.
+
+    Complex to real keeps the real part (its derivative too).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.astype(np.array([1.7, 2.2]), np.int64)
+    array([1, 2])
+    """
     dtype = np.dtype(dtype)
-    if dtype == _dtype_of(x):
+    source = _dtype_of(x)
+    if dtype == source:
         return x
+    if source.kind == "c" and dtype.kind == "f":
+        return astype(real(x), dtype)
     prim = astype_p if dtype.kind in "fc" else astype_discrete_p
     return prim.bind(x, dtype=dtype)
+
+
+astype.primitive = astype_p  # type: ignore[attr-defined]

@@ -12,13 +12,14 @@ and in front otherwise; the batching rules below track that.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
 import numpy as np
 
 from autodiff._core import Primitive
-from autodiff._tracer import Tracer, register_numpy
+from autodiff._tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
 from autodiff.rules._helpers import (
     batch_size_of,
     bring_to_front,
@@ -28,7 +29,7 @@ from autodiff.rules._helpers import (
     to_front_padded,
 )
 
-__all__ = ["getitem"]
+__all__ = ["at", "getitem"]
 
 
 class _ArraySlot:
@@ -190,54 +191,279 @@ def getitem(x, index):
     return getitem_p.bind(x, *arrays, index=index)
 
 
-# --- index_add: out = x; out[index] += y (repeated positions accumulate) --------------
+# --- scatters: out = x.copy(); out[index] (op)= y ----------------------------------------
+#
+# One primitive per update mode.  The public entry is ``x.at[index].<mode>(y)``;
+# ``y`` is first broadcast to the shape of ``x[index]`` and cast to x's dtype.
 
 
-def _index_add_impl(x, y, *arrays, index):
-    out = x.copy()
-    position = _rebuild(index, arrays)
-    if arrays:
-        np.add.at(out, position, y)
+def _scatter_impl(write):
+    def impl(x, y, *arrays, index):
+        out = x.copy()
+        write(out, _rebuild(index, arrays), y, bool(arrays))
+        return out
+
+    return impl
+
+
+def _scatter_batch(prim):
+    """Scatter into x batched at the front, y laid out like getitem's batched result."""
+
+    def batch(args, dims, *, index):
+        (x, y, *arrays), (xd, yd, *adims) = args, dims
+        size = batch_size_of(args, dims)
+        x = bring_to_front(x, xd, size)
+        y = bring_to_front(y, yd, size)
+        nd = _advanced_ndim(arrays, adims)
+        first, adjacent = _advanced(index) if arrays else (0, True)
+        if all(d is None for d in adims):
+            if not adjacent:
+                y = _shp.moveaxis(y, 0, nd)
+            return prim.bind(x, y, *arrays, index=(slice(None), *index)), 0
+        arrays = _batched_arrays(arrays, adims, nd)
+        if adjacent and first:
+            perm = _front_perm(nd, first, ndim_of(y))
+            y = _shp.transpose(y, tuple(int(i) for i in np.argsort(perm)))
+        return prim.bind(x, y, _iota(size, nd), *arrays, index=(ARRAY, *index)), 0
+
+    return batch
+
+
+def _scatter(name, write, vjp, jvp):
+    prim = Primitive(name, _scatter_impl(write), vjp=vjp, jvp=jvp)
+    prim.def_batch(_scatter_batch(prim))
+    return prim
+
+
+def _get(x, arrays, index):
+    return getitem_p.bind(x, *arrays, index=index)
+
+
+def _last_writes(x, y, arrays, index):
+    """Where repeated indices write one position several times, NumPy keeps the
+    last value: a mask of the elements of ``y`` that survive."""
+    if not arrays:
+        return None  # slices and ints never repeat a position
+    ids = np.arange(math.prod(shape_of(y))).reshape(shape_of(y))
+    owner = index_set_p.bind(_cre.zeros_like(x, dtype=np.intp) - 1, ids, *arrays, index=index)
+    return _elt.equal(_get(owner, arrays, index), ids)
+
+
+def _masked(value, mask):
+    return value if mask is None else _elt.where(mask, value, 0.0)
+
+
+def _set_write(out, position, y, has_arrays):
+    out[position] = y
+
+
+index_set_p = _scatter(
+    "index_set",
+    _set_write,
+    vjp=[
+        lambda ct, ans, x, y, *arrays, index: index_set_p.bind(
+            ct, _cre.zeros_like(y), *arrays, index=index
+        ),
+        lambda ct, ans, x, y, *arrays, index: _masked(
+            _get(ct, arrays, index), _last_writes(x, y, arrays, index)
+        ),
+    ],
+    jvp=[
+        lambda t, ans, x, y, *arrays, index: index_set_p.bind(
+            t, _cre.zeros_like(y), *arrays, index=index
+        ),
+        lambda t, ans, x, y, *arrays, index: index_set_p.bind(
+            _cre.zeros_like(x),
+            _masked(t, _last_writes(x, y, arrays, index)),
+            *arrays,
+            index=index,
+        ),
+    ],
+)
+
+
+def _add_write(out, position, y, has_arrays):
+    if has_arrays:
+        np.add.at(out, position, y)  # repeated positions accumulate
     else:
         out[position] += y
-    return out
 
 
-def _index_add_batch(args, dims, *, index):
-    (x, y, *arrays), (xd, yd, *adims) = args, dims
-    size = batch_size_of(args, dims)
-    x = bring_to_front(x, xd, size)
-    y = bring_to_front(y, yd, size)  # laid out like getitem's batched result
-    nd = _advanced_ndim(arrays, adims)
-    first, adjacent = _advanced(index) if arrays else (0, True)
-    if all(d is None for d in adims):
-        if not adjacent:
-            y = _shp.moveaxis(y, 0, nd)
-        return index_add_p.bind(x, y, *arrays, index=(slice(None), *index)), 0
-    arrays = _batched_arrays(arrays, adims, nd)
-    if adjacent and first:
-        perm = _front_perm(nd, first, ndim_of(y))
-        y = _shp.transpose(y, tuple(int(i) for i in np.argsort(perm)))
-    return index_add_p.bind(x, y, _iota(size, nd), *arrays, index=(ARRAY, *index)), 0
-
-
-index_add_p = Primitive(
+index_add_p = _scatter(
     "index_add",
-    _index_add_impl,
-    vjp=lambda ct, ans, x, y, *arrays, index: (
-        ct,
-        getitem_p.bind(ct, *arrays, index=index),
-        *[None] * len(arrays),
-    ),
+    _add_write,
+    vjp=[
+        lambda ct, ans, x, y, *arrays, index: ct,
+        lambda ct, ans, x, y, *arrays, index: _get(ct, arrays, index),
+    ],
     jvp=[
         lambda t, ans, x, y, *arrays, index: t,
         lambda t, ans, x, y, *arrays, index: index_add_p.bind(
             _cre.zeros_like(x), t, *arrays, index=index
         ),
     ],
-    batch=_index_add_batch,
 )
 
 
+def _mul_write(out, position, y, has_arrays):
+    if has_arrays:
+        np.multiply.at(out, position, y)
+    else:
+        out[position] *= y
+
+
+def _require_unique(arrays, index, shape):
+    """The derivative of a multiplying scatter in y is only simple without repeats."""
+    if not arrays:
+        return
+    concrete = [
+        a._concrete_value("checking for repeated indices")
+        if isinstance(a, Tracer)
+        else np.asarray(a)
+        for a in arrays
+    ]
+    dummy = np.arange(math.prod(shape)).reshape(shape)
+    positions = dummy[_rebuild(index, concrete)].ravel()
+    if len(np.unique(positions)) != len(positions):
+        raise NotImplementedError(
+            "the derivative of x.at[index].multiply(y) with respect to y is implemented "
+            "only when index names every position at most once; combine repeated "
+            "factors first (e.g. multiply them with anp.prod) and scatter once."
+        )
+
+
+def _mul_vjp_y(ct, ans, x, y, *arrays, index):
+    _require_unique(arrays, index, shape_of(x))
+    return _get(ct * x, arrays, index)
+
+
+def _mul_jvp_y(t, ans, x, y, *arrays, index):
+    _require_unique(arrays, index, shape_of(x))
+    return index_add_p.bind(_cre.zeros_like(x), _get(x, arrays, index) * t, *arrays, index=index)
+
+
+index_mul_p = _scatter(
+    "index_mul",
+    _mul_write,
+    vjp=[
+        lambda ct, ans, x, y, *arrays, index: index_mul_p.bind(ct, y, *arrays, index=index),
+        _mul_vjp_y,
+    ],
+    jvp=[
+        lambda t, ans, x, y, *arrays, index: index_mul_p.bind(t, y, *arrays, index=index),
+        _mul_jvp_y,
+    ],
+)
+
+
+def _chooser_scatter(name, ufunc):
+    """min/max scatters: the derivative goes to the winners, shared equally on ties."""
+
+    def write(out, position, y, has_arrays):
+        if has_arrays:
+            ufunc.at(out, position, y)
+        else:
+            out[position] = ufunc(out[position], y)
+
+    def weights(ans, x, y, arrays, index):
+        x_wins = _elt.astype(_elt.equal(x, ans), ans.dtype)
+        y_wins = _elt.astype(_elt.equal(y, _get(ans, arrays, index)), ans.dtype)
+        count = x_wins + index_add_p.bind(_cre.zeros_like(x_wins), y_wins, *arrays, index=index)
+        # count >= 1 wherever x_wins or y_wins is 1; elsewhere the weight is 0 anyway
+        return x_wins / _elt.maximum(count, 1.0), y_wins, _elt.maximum(count, 1.0)
+
+    def vjp_x(ct, ans, x, y, *arrays, index):
+        return ct * weights(ans, x, y, arrays, index)[0]
+
+    def vjp_y(ct, ans, x, y, *arrays, index):
+        _, y_wins, count = weights(ans, x, y, arrays, index)
+        return _get(ct / count, arrays, index) * y_wins
+
+    def jvp_y(t, ans, x, y, *arrays, index):
+        _, y_wins, count = weights(ans, x, y, arrays, index)
+        spread = index_add_p.bind(_cre.zeros_like(x), t * y_wins, *arrays, index=index)
+        return spread / count
+
+    return _scatter(
+        name,
+        write,
+        vjp=[vjp_x, vjp_y],
+        jvp=[lambda t, ans, x, y, *arrays, index: vjp_x(t, ans, x, y, *arrays, index=index), jvp_y],
+    )
+
+
+index_min_p = _chooser_scatter("index_min", np.minimum)
+index_max_p = _chooser_scatter("index_max", np.maximum)
+
+
+def _target_shape(shape, index, arrays):
+    """The shape of x[index], computed on a zero-strided stand-in for x."""
+    stand_in = np.broadcast_to(np.zeros((), dtype=bool), shape)
+    return stand_in[_rebuild(index, [np.zeros(shape_of(a), np.intp) for a in arrays])].shape
+
+
+class _IndexUpdate:
+    """``x.at[index]``: functional updates returning new values (JAX's API)."""
+
+    __slots__ = ("index", "x")
+
+    def __init__(self, x, index):
+        self.x, self.index = x, index
+
+    def _apply(self, prim, value):
+        static, arrays = _normalize_index(shape_of(self.x), self.index)
+        target = _target_shape(shape_of(self.x), static, arrays)
+        value = _elt.astype(value, self.x.dtype)
+        value = _shp.broadcast_to(value, target)
+        return prim.bind(self.x, value, *arrays, index=static)
+
+    def get(self):
+        """``x[index]``."""
+        return getitem(self.x, self.index)
+
+    def set(self, value):
+        """``x`` with ``x[index] = value``."""
+        return self._apply(index_set_p, value)
+
+    def add(self, value):
+        """``x`` with ``x[index] += value``; repeated positions accumulate."""
+        return self._apply(index_add_p, value)
+
+    def multiply(self, value):
+        """``x`` with ``x[index] *= value``; repeated positions multiply."""
+        return self._apply(index_mul_p, value)
+
+    def min(self, value):
+        """``x`` with ``x[index] = minimum(x[index], value)``."""
+        return self._apply(index_min_p, value)
+
+    def max(self, value):
+        """``x`` with ``x[index] = maximum(x[index], value)``."""
+        return self._apply(index_max_p, value)
+
+
+class at:
+    """``anp.at(x)[index].set(v)``: index updates for any array (traced values
+    also have them as ``x.at[index]``).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.at(np.zeros(3))[1].add(5.0)
+    array([0., 5., 0.])
+    """
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, index):
+        return _IndexUpdate(self.x, index)
+
+
+register_numpy(INDEX_UPDATE)(at)
+register_numpy(SET_ITEM)(lambda x, index, value: at(x)[index].set(value))
+
+
 from autodiff.rules import creation as _cre  # noqa: E402
+from autodiff.rules import elementwise as _elt  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402

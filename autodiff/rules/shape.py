@@ -130,16 +130,9 @@ def transpose(a, axes=None):
 def moveaxis(a, source, destination):
     """Like numpy.moveaxis: move axes to new positions, keeping the others' order."""
     n = ndim_of(a)
-    source = (
-        normalize_axes(source, n)
-        if isinstance(source, (list, tuple))
-        else (_axis_param(source, n),)
-    )
-    destination = (
-        normalize_axes(destination, n)
-        if isinstance(destination, (list, tuple))
-        else (_axis_param(destination, n),)
-    )
+    # In order, not sorted: source[i] goes to destination[i].
+    source = tuple(_axis_param(ax, n) for ax in np.atleast_1d(source).tolist())
+    destination = tuple(_axis_param(ax, n) for ax in np.atleast_1d(destination).tolist())
     if len(source) != len(destination):
         raise ValueError(
             "`source` and `destination` arguments must have the same number of elements"

@@ -1,0 +1,129 @@
+"""The registry of primitive samples: one ``OpInfo`` record per public function.
+
+Each record names a public function (``"sin"``, ``"linalg.solve"``,
+``"fft.rfft"``, ``"special.erf"``), says whether it is differentiable and
+which NumPy/SciPy function a user would call instead, and lists samples:
+arguments drawn from a named input domain (``tests/registry/domains.py``),
+static keyword arguments, and the differentiable argument positions.
+
+``tests/test_primitives.py`` runs every sample through every transform, with
+``autodiff.numpy`` and with plain NumPy calls on traced values;
+``tests/coverage.py`` turns the registry into ``docs/coverage.md``.  Adding a
+function means adding its record to the family module here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import autodiff.numpy as anp
+
+FAMILIES = [
+    "creation",
+    "elementwise",
+    "reductions",
+    "shape",
+    "indexing",
+    "products",
+    "linalg",
+    "fft",
+    "special",
+]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Positional arguments are arrays (transforms batch and differentiate
+    them); static parameters (axes, shapes, dtypes, bounds) are keywords."""
+
+    args: tuple
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+    diff: tuple[int, ...] | None = None  # None: every floating-point argument
+    rtol: float | None = None  # check_grads tolerance, for ill-conditioned samples
+
+    def __post_init__(self):
+        args = tuple(np.asarray(a) for a in self.args)
+        bad = [a.dtype for a in args if a.dtype.kind not in "biufc"]
+        assert not bad, f"sample {self.label!r}: non-array positional argument ({bad})"
+        object.__setattr__(self, "args", args)
+
+    def diff_positions(self) -> tuple[int, ...]:
+        if self.diff is not None:
+            return self.diff
+        return tuple(i for i, a in enumerate(self.args) if np.asarray(a).dtype.kind in "fc")
+
+
+@dataclass
+class OpInfo:
+    """One public function and its samples.
+
+    ``call(lib, *args, **kwargs)`` applies the function from ``lib`` (the
+    ``autodiff.numpy`` module or the ``numpy`` module); by default it looks up
+    ``name`` in ``lib`` (``numpy_name`` for NumPy, when it differs).
+    ``numpy_name=None`` means there is no NumPy counterpart to call.
+    """
+
+    name: str
+    samples: list[Sample]
+    differentiable: bool = True
+    numpy_name: str | None = "="
+    call: Callable | None = None
+    keeps_float32: bool = True
+    kind: str = ""  # filled in: "primitive" or "composition"
+
+    def function(self, lib: str) -> Callable:
+        if self.call is not None:
+            module = anp if lib == "anp" else np
+            return lambda *args, **kwargs: self.call(module, *args, **kwargs)
+        return resolve(self.name if lib == "anp" else self.numpy_name_resolved, lib)
+
+    @property
+    def numpy_name_resolved(self) -> str | None:
+        return self.name if self.numpy_name == "=" else self.numpy_name
+
+    @property
+    def has_numpy(self) -> bool:
+        return self.numpy_name_resolved is not None
+
+    def bound(self, sample: Sample, lib: str = "anp") -> Callable:
+        fn = self.function(lib)
+        kwargs = dict(sample.kwargs)
+        return lambda *args: fn(*args, **kwargs)
+
+
+def resolve(dotted: str, lib: str) -> Callable:
+    """``"linalg.solve"`` in ``autodiff.numpy`` or ``numpy``; ``"special.erf"``
+    in ``autodiff.scipy.special`` or ``scipy.special``."""
+    if dotted.startswith("special."):
+        module = importlib.import_module(
+            "autodiff.scipy.special" if lib == "anp" else "scipy.special"
+        )
+        return getattr(module, dotted.split(".", 1)[1])
+    obj: Any = anp if lib == "anp" else np
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _load() -> list[OpInfo]:
+    ops = []
+    for family in FAMILIES:
+        module = importlib.import_module(f"tests.registry.{family}")
+        ops += module.OPS
+    for op in ops:
+        fn = op.function("anp")
+        op.kind = "primitive" if hasattr(fn, "primitive") else "composition"
+    return ops
+
+
+OPS: list[OpInfo] = _load()
+
+# (function name, test) -> reason.  Listed failures run with xfail(strict=True):
+# one that starts passing fails the suite, so this list stays honest.
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {}

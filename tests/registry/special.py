@@ -1,0 +1,5 @@
+"""Registry records: scipy.special (``autodiff.scipy.special``)."""
+
+from __future__ import annotations
+
+OPS: list = []
