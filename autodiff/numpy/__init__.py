@@ -11,7 +11,8 @@ operators or ndarray methods meet a traced value.
 0.8414709848078965
 """
 
-from autodiff.numpy import fft, linalg
+from autodiff.numpy import fft as fft
+from autodiff.numpy import linalg as linalg
 from autodiff.rules.creation import *  # noqa: F403
 from autodiff.rules.creation import __all__ as _creation
 from autodiff.rules.elementwise import *  # noqa: F403

@@ -12,3 +12,10 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     reductions,
     shape,
 )
+
+try:
+    import scipy.special  # noqa: F401
+except ImportError:  # SciPy is optional; autodiff.scipy.special says so when imported
+    pass
+else:
+    from autodiff.rules import special  # noqa: F401

@@ -91,7 +91,8 @@ BINARY = {
 NONDIFF_UNARY = ["isnan", "isinf", "isfinite", "signbit", "sign", "floor", "ceil", "rint",
                  "trunc", "fix", "logical_not"]  # fmt: skip
 NONDIFF_BINARY = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-                  "logical_and", "logical_or", "logical_xor", "floor_divide", "heaviside"]  # fmt: skip
+                  "logical_and", "logical_or", "logical_xor", "floor_divide",
+                  "heaviside"]  # fmt: skip
 
 OPS = []
 for name, (domain, complex_ok) in UNARY.items():
