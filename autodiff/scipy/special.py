@@ -11,5 +11,5 @@ except ImportError as error:  # SciPy is an optional dependency
         "pip install 'autodiff[scipy]' (or pip install scipy)"
     ) from error
 
-from autodiff.rules.special import *  # noqa: E402, F403
-from autodiff.rules.special import __all__ as __all__  # noqa: E402
+from autodiff.rules.special import *  # noqa: F403
+from autodiff.rules.special import __all__ as __all__
