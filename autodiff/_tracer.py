@@ -307,6 +307,8 @@ class Tracer:
 
     # --- NumPy protocols ------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__":  # reduce, accumulate, outer: keywords such as axis=
+            return numpy_overrides[(ufunc, method)](*inputs, **kwargs)
         if kwargs:
             name = sorted(kwargs)[0]
             raise UnsupportedFunctionError(
@@ -319,8 +321,6 @@ class Tracer:
                     else f"; call it without {name}=."
                 )
             )
-        if method != "__call__":
-            return numpy_overrides[(ufunc, method)](*inputs)
         return numpy_overrides[ufunc](*inputs)
 
     def __array_function__(self, func, types, args, kwargs):

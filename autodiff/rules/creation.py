@@ -12,7 +12,7 @@ import numpy as np
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
 
-__all__ = ["ones_like", "zeros_like"]
+__all__ = ["empty_like", "full_like", "ones_like", "zeros_like"]
 
 
 def _like(name, numpy_func):
@@ -36,3 +36,23 @@ def _like(name, numpy_func):
 
 zeros_like = _like("zeros_like", np.zeros_like)
 ones_like = _like("ones_like", np.ones_like)
+
+
+@register_numpy(np.full_like)
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """Like numpy.full_like; a traced ``fill_value`` stays differentiable.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.full_like(np.zeros(2), 3.5)
+    array([3.5, 3.5])
+    """
+    from autodiff.rules.elementwise import astype
+
+    target = np.dtype(dtype) if dtype is not None else a.dtype
+    return astype(zeros_like(a, dtype=target, shape=shape) + fill_value, target)
+
+
+@register_numpy(np.empty_like)
+def empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """Like numpy.empty_like; the entries are zeros (NumPy leaves them unspecified)."""
+    return zeros_like(a, dtype=dtype, shape=shape)

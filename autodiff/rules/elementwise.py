@@ -43,7 +43,7 @@ __all__ = [
     "tanh", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "degrees", "radians",
     "sinc",
     # piecewise and selection
-    "maximum", "minimum", "fmax", "fmin", "clip", "where", "copysign", "nan_to_num",
+    "maximum", "minimum", "fmax", "fmin", "clip", "where", "select", "copysign", "nan_to_num",
     # complex
     "real", "imag", "conj", "conjugate", "angle",
     # not differentiable
@@ -262,6 +262,23 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
     if high is not None:
         a = minimum(a, high)
     return a
+
+
+@register_numpy(np.select)
+def select(condlist, choicelist, default=0):
+    """Like numpy.select: the choice of the first true condition (``default`` if none).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> x = np.array([-1.0, 0.5, 2.0])
+    >>> anp.select([x < 0, x > 1], [-x, x * 10], default=x)
+    array([ 1. ,  0.5, 20. ])
+    """
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    result = default
+    for cond, choice in reversed(list(zip(condlist, choicelist))):
+        result = where(cond, choice, result)
+    return result
 
 
 where = broadcasting(

@@ -1,5 +1,7 @@
 """Shape primitives: reshape, transpose, broadcast_to, expand_dims, squeeze,
-concatenate, stack; and the compositions moveaxis, swapaxes, ravel.
+concatenate, stack, pad; and compositions of them and of indexing (moveaxis,
+swapaxes, ravel, flip, roll, rot90, tile, repeat, the *stack and *split
+functions, diag, diagonal, trace, triu, tril).
 
 Each block: the primitive (implementation + VJP + JVP + batching rule), then
 the public function, which normalises arguments (axes non-negative, shapes
@@ -9,6 +11,7 @@ these are linear, so each JVP is the primitive applied to the tangent.
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
@@ -27,20 +30,12 @@ from autodiff.rules._helpers import (
 )
 
 __all__ = [
-    "broadcast_to",
-    "concatenate",
-    "expand_dims",
-    "moveaxis",
-    "ndim",
-    "ravel",
-    "reshape",
-    "shape",
-    "size",
-    "squeeze",
-    "stack",
-    "swapaxes",
-    "transpose",
-]
+    "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
+    "broadcast_to", "column_stack", "concatenate", "diag", "diagflat", "diagonal", "dstack",
+    "expand_dims", "flip", "fliplr", "flipud", "hstack", "moveaxis", "ndim", "pad", "ravel",
+    "repeat", "reshape", "roll", "rot90", "shape", "size", "split", "squeeze", "stack",
+    "swapaxes", "tile", "trace", "transpose", "tril", "triu", "vstack",
+]  # fmt: skip
 
 
 def _axis_param(axis: Any, ndim: int) -> int:
@@ -315,6 +310,344 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return stack_p.bind(*arrays, axis=axis)
 
 
+# --- pad (constant mode) ----------------------------------------------------------------
+
+
+def _unpad(x, pad_width):
+    """The inverse of padding: the middle of ``x``."""
+    return _idx.getitem(x, tuple(slice(lo, n - hi) for (lo, hi), n in zip(pad_width, shape_of(x))))
+
+
+def _pad_batch(args, dims, *, pad_width, constant_values):
+    d = dims[0]
+    widths = (*pad_width[:d], (0, 0), *pad_width[d:])
+    return pad_p.bind(args[0], pad_width=widths, constant_values=constant_values), d
+
+
+pad_p = Primitive(
+    "pad",
+    lambda x, *, pad_width, constant_values: np.pad(x, pad_width, constant_values=constant_values),
+    vjp=[lambda ct, ans, x, *, pad_width, constant_values: _unpad(ct, pad_width)],
+    jvp=[
+        lambda t, ans, x, *, pad_width, constant_values: pad_p.bind(
+            t, pad_width=pad_width, constant_values=0
+        )
+    ],
+    batch=_pad_batch,
+)
+
+
+@register_numpy(np.pad)
+def pad(array, pad_width, mode="constant", *, constant_values=0):
+    """Like numpy.pad in ``mode="constant"`` (the padding is a constant: no derivative).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.pad(np.array([1.0, 2.0]), 1)
+    array([0., 1., 2., 0.])
+    """
+    if mode != "constant":
+        raise NotImplementedError(f"pad(mode={mode!r}): only mode='constant' is supported")
+    if not np.isscalar(constant_values):
+        raise NotImplementedError("pad(constant_values=...): only a scalar is supported")
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (ndim_of(array), 2))
+    widths = tuple((int(lo), int(hi)) for lo, hi in widths)
+    return pad_p.bind(array, pad_width=widths, constant_values=constant_values)
+
+
+# --- compositions: flips, rolls, tiles --------------------------------------------------------
+
+
+def _along(axis, n_dims, index):
+    """An index applying ``index`` along ``axis`` only."""
+    return (slice(None),) * axis + (index,) + (slice(None),) * (n_dims - axis - 1)
+
+
+@register_numpy(np.flip)
+def flip(m, axis=None):
+    """Like numpy.flip: reverse the order of entries along ``axis`` (all axes for None).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.flip(np.array([1.0, 2.0, 3.0]))
+    array([3., 2., 1.])
+    """
+    n = ndim_of(m)
+    axes = normalize_axes(axis, n)
+    return _idx.getitem(
+        m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(n))
+    )
+
+
+@register_numpy(np.fliplr)
+def fliplr(m):
+    """Like numpy.fliplr: flip axis 1."""
+    return flip(m, 1)
+
+
+@register_numpy(np.flipud)
+def flipud(m):
+    """Like numpy.flipud: flip axis 0."""
+    return flip(m, 0)
+
+
+@register_numpy(np.roll)
+def roll(a, shift, axis=None):
+    """Like numpy.roll: shift entries along ``axis`` cyclically (``None``: flattened).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.roll(np.array([1.0, 2.0, 3.0]), 1)
+    array([3., 1., 2.])
+    """
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), shape_of(a))
+    shifts = np.broadcast_to(shift, np.shape(axis)).tolist() if np.ndim(axis) else [shift]
+    axes = np.atleast_1d(axis).tolist()
+    for s, ax in zip(shifts, axes):
+        ax = _axis_param(ax, ndim_of(a))
+        n = shape_of(a)[ax]
+        if n:
+            a = _idx.getitem(a, _along(ax, ndim_of(a), (np.arange(n) - int(s)) % n))
+    return a
+
+
+@register_numpy(np.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    """Like numpy.rot90: rotate by 90 degrees ``k`` times in the plane of ``axes``."""
+    n = ndim_of(m)
+    a0, a1 = (_axis_param(ax, n) for ax in axes)
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, a0), a1)
+    perm = list(range(n))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    return transpose(flip(m, a1), perm) if k == 1 else flip(transpose(m, perm), a1)
+
+
+@register_numpy(np.tile)
+def tile(A, reps):
+    """Like numpy.tile: repeat the whole array ``reps`` times along each axis.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.tile(np.array([1.0, 2.0]), 2)
+    array([1., 2., 1., 2.])
+    """
+    reps = tuple(np.atleast_1d(reps).tolist())
+    n = max(len(reps), ndim_of(A))
+    reps = (1,) * (n - len(reps)) + reps
+    A = reshape(A, (1,) * (n - ndim_of(A)) + shape_of(A))
+    shape = shape_of(A)
+    # (r0, s0, r1, s1, ...): a broadcast copy per repetition, then merged.
+    interleaved = tuple(v for pair in zip(reps, shape) for v in pair)
+    expanded = broadcast_to(reshape(A, tuple(v for s in shape for v in (1, s))), interleaved)
+    return reshape(expanded, tuple(r * s for r, s in zip(reps, shape)))
+
+
+@register_numpy(np.repeat)
+def repeat(a, repeats, axis=None):
+    """Like numpy.repeat: repeat each entry ``repeats`` times (an int or, per entry, ints).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.repeat(np.array([1.0, 2.0]), 2)
+    array([1., 1., 2., 2.])
+    """
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _axis_param(axis, ndim_of(a))
+    positions = np.repeat(np.arange(shape_of(a)[axis]), repeats)
+    return _idx.getitem(a, _along(axis, ndim_of(a), positions))
+
+
+# --- atleast, stacks and splits ----------------------------------------------------------------
+
+
+def _atleast(n, arrays):
+    def one(a):
+        shape = shape_of(a)
+        if len(shape) >= n:
+            return a
+        if n == 3 and len(shape) == 2:
+            return reshape(a, (*shape, 1))
+        if n == 3 and len(shape) == 1:
+            return reshape(a, (1, *shape, 1))
+        return reshape(a, (1,) * (n - len(shape)) + shape)
+
+    out = [one(a) for a in arrays]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@register_numpy(np.atleast_1d)
+def atleast_1d(*arys):
+    """Like numpy.atleast_1d."""
+    return _atleast(1, arys)
+
+
+@register_numpy(np.atleast_2d)
+def atleast_2d(*arys):
+    """Like numpy.atleast_2d (new axes go in front)."""
+    return _atleast(2, arys)
+
+
+@register_numpy(np.atleast_3d)
+def atleast_3d(*arys):
+    """Like numpy.atleast_3d (a 1-D array becomes (1, n, 1), a 2-D one (m, n, 1))."""
+    return _atleast(3, arys)
+
+
+@register_numpy(np.broadcast_arrays)
+def broadcast_arrays(*args, subok=False):
+    """Like numpy.broadcast_arrays: every argument broadcast to their common shape."""
+    shape = np.broadcast_shapes(*(shape_of(a) for a in args))
+    return tuple(broadcast_to(a, shape) for a in args)
+
+
+@register_numpy(np.hstack)
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    """Like numpy.hstack: concatenate along axis 1 (axis 0 for 1-D arrays).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.hstack([np.ones(2), np.zeros(1)])
+    array([1., 1., 0.])
+    """
+    arrays = [_atleast(1, [a]) for a in tup]
+    axis = 0 if ndim_of(arrays[0]) == 1 else 1
+    return concatenate(arrays, axis=axis, dtype=dtype)
+
+
+@register_numpy(np.vstack)
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    """Like numpy.vstack: concatenate along axis 0 after atleast_2d."""
+    return concatenate([_atleast(2, [a]) for a in tup], axis=0, dtype=dtype)
+
+
+@register_numpy(np.dstack)
+def dstack(tup):
+    """Like numpy.dstack: concatenate along axis 2 after atleast_3d."""
+    return concatenate([_atleast(3, [a]) for a in tup], axis=2)
+
+
+@register_numpy(np.column_stack)
+def column_stack(tup):
+    """Like numpy.column_stack: 1-D arrays become columns, then hstack."""
+    columns = [reshape(a, (shape_of(a)[0], 1)) if ndim_of(a) == 1 else a for a in tup]
+    return concatenate(columns, axis=1)
+
+
+@register_numpy(np.array_split)
+def array_split(ary, indices_or_sections, axis=0):
+    """Like numpy.array_split: a list of sub-arrays (sections may differ in size by one)."""
+    axis = _axis_param(axis, ndim_of(ary))
+    n = shape_of(ary)[axis]
+    if np.ndim(indices_or_sections) == 0:
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        sizes = [n // sections + 1] * (n % sections) + [n // sections] * (sections - n % sections)
+        bounds = np.cumsum([0, *sizes]).tolist()
+    else:
+        bounds = [0, *np.asarray(indices_or_sections, dtype=int).tolist(), n]
+    return [
+        _idx.getitem(ary, _along(axis, ndim_of(ary), slice(lo, hi)))
+        for lo, hi in zip(bounds[:-1], bounds[1:])
+    ]
+
+
+@register_numpy(np.split)
+def split(ary, indices_or_sections, axis=0):
+    """Like numpy.split: like array_split, but sections must divide the axis evenly.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> [p.tolist() for p in anp.split(np.arange(4.0), 2)]
+    [[0.0, 1.0], [2.0, 3.0]]
+    """
+    if np.ndim(indices_or_sections) == 0:
+        n = shape_of(ary)[_axis_param(axis, ndim_of(ary))]
+        if n % int(indices_or_sections):
+            raise ValueError("array split does not result in an equal division")
+    return array_split(ary, indices_or_sections, axis)
+
+
+# --- diagonals and triangles -------------------------------------------------------------------
+
+
+def _diagonal_positions(rows, cols, offset):
+    """Row and column positions of diagonal ``offset`` of a rows x cols matrix."""
+    start_row, start_col = (0, offset) if offset >= 0 else (-offset, 0)
+    length = max(0, min(rows - start_row, cols - start_col))
+    return np.arange(length) + start_row, np.arange(length) + start_col
+
+
+@register_numpy(np.diagonal)
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """Like numpy.diagonal: the diagonal of the (axis1, axis2) planes, as a new last axis.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.diagonal(np.arange(4.0).reshape(2, 2))
+    array([0., 3.])
+    """
+    n = ndim_of(a)
+    a1, a2 = _axis_param(axis1, n), _axis_param(axis2, n)
+    a = moveaxis(a, (a1, a2), (n - 2, n - 1))
+    rows, cols = _diagonal_positions(*shape_of(a)[-2:], offset)
+    return _idx.getitem(a, (Ellipsis, rows, cols))
+
+
+@register_numpy(np.trace)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """Like numpy.trace: the sum of a diagonal.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> float(anp.trace(np.arange(4.0).reshape(2, 2)))
+    3.0
+    """
+    if out is not None:
+        raise NotImplementedError("trace(..., out=...) is not supported; use the returned value")
+    return _red.sum(diagonal(a, offset, axis1, axis2), -1, dtype=dtype)
+
+
+@register_numpy(np.diag)
+def diag(v, k=0):
+    """Like numpy.diag: a 2-D array's diagonal ``k``, or a square matrix with 1-D ``v`` on it.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.diag(np.array([1.0, 2.0]))
+    array([[1., 0.],
+           [0., 2.]])
+    """
+    if ndim_of(v) == 2:
+        return diagonal(v, k)
+    if ndim_of(v) != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = shape_of(v)[0] + builtins.abs(k)
+    rows, cols = _diagonal_positions(n, n, k)
+    square = _cre.zeros_like(broadcast_to(_idx.getitem(v, (slice(0, 1),)), (n * n,)))
+    return _idx.at(reshape(square, (n, n)))[rows, cols].set(v)
+
+
+@register_numpy(np.diagflat)
+def diagflat(v, k=0):
+    """Like numpy.diagflat: ``diag(ravel(v), k)``."""
+    return diag(ravel(v), k)
+
+
+def _triangle(m, k, lower):
+    rows, cols = shape_of(m)[-2:]
+    keep = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1, dtype=bool)
+    return _elt.where(keep, m, 0.0 * m)
+
+
+@register_numpy(np.tril)
+def tril(m, k=0):
+    """Like numpy.tril: zero the entries above diagonal ``k`` (of the last two axes)."""
+    return _triangle(m, k, lower=True)
+
+
+@register_numpy(np.triu)
+def triu(m, k=0):
+    """Like numpy.triu: zero the entries below diagonal ``k`` (of the last two axes)."""
+    return _triangle(m, k, lower=False)
+
+
 # --- shape queries (logical shapes of traced values) ----------------------------------
 
 
@@ -338,4 +671,7 @@ def size(a, axis=None):
 
 
 # Slicing cotangents needs the indexing primitives, which are built on these.
+from autodiff.rules import creation as _cre  # noqa: E402
+from autodiff.rules import elementwise as _elt  # noqa: E402
 from autodiff.rules import indexing as _idx  # noqa: E402
+from autodiff.rules import reductions as _red  # noqa: E402

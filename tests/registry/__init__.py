@@ -75,6 +75,9 @@ class OpInfo:
     numpy_name: str | None = "="
     call: Callable | None = None
     keeps_float32: bool = True
+    # Positions NumPy's __array_function__ dispatcher looks at (None: all).  With
+    # plain arrays there, NumPy never asks a traced value in another position.
+    numpy_dispatch: tuple[int, ...] | None = None
     kind: str = ""  # filled in: "primitive" or "composition"
 
     def function(self, lib: str) -> Callable:

@@ -9,3 +9,17 @@ OPS = [
     OpInfo("zeros_like", [Sample((real(2, 3),))], differentiable=False),
     OpInfo("ones_like", [Sample((real(2, 3),))], differentiable=False),
 ]
+OPS += [
+    OpInfo(
+        "full_like",
+        [Sample((real(2, 3),), {"fill_value": 2.5}, label="constant")],
+        differentiable=False,
+    ),
+    OpInfo(
+        "full_like",
+        [Sample((real(2, 3), real()), label="traced fill")],
+        call=lambda lib, a, v: lib.full_like(a, v),
+        numpy_dispatch=(0,),
+    ),
+    OpInfo("empty_like", [Sample((real(2, 3),))], differentiable=False, numpy_name=None),
+]

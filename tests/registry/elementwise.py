@@ -176,3 +176,12 @@ for name in NONDIFF_BINARY:
             differentiable=False,
         )
     )
+
+OPS += [
+    OpInfo(
+        "select",
+        [s(mask(3, 4), mask(4), real(3, 4), real(3, 4), real(4))],
+        call=lambda lib, c1, c2, x1, x2, d: lib.select([c1, c2], [x1, x2], d),
+        numpy_dispatch=(0, 1, 2, 3),
+    ),
+]

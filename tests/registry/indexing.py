@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+import autodiff.numpy as anp
 from tests.registry import OpInfo, Sample
-from tests.registry.domains import ints, real
+from tests.registry.domains import distinct, ints, real
 
 
 def s(*args, label="", **kwargs):
@@ -75,5 +76,70 @@ OPS = [
         [s(real(4, 3, 3), where=index, label=f"x[{label}]") for label, index in STATIC_INDICES],
         call=lambda lib, x, where: x[where],
         numpy_name=None,
+    ),
+]
+
+
+def _update(mode):
+    """x.at[where].<mode>(y), through anp.at so plain arrays work too."""
+
+    def call(lib, x, y, *arrays, where):
+        it = iter(arrays)
+        index = tuple(next(it) if w is None else w for w in where) if arrays else where
+        return getattr(anp.at(x)[index], mode)(y)
+
+    return call
+
+
+OPS += [
+    OpInfo(
+        f"at.{mode}",
+        [
+            s(real(5), real(2), where=(np.array([1, 3]),), label="array"),
+            s(real(5), real(3), where=(np.array([1, 3, 1]),), label="repeated"),
+            s(real(4, 3), real(2, 3), where=(slice(1, 3),), label="slice"),
+            s(real(4, 3), real(3), where=(None,), label="broadcast"),
+            s(real(6, 2), real(2), ints(6, 2), where=(None, 0), label="batched index"),
+        ]
+        if mode != "multiply"
+        else [
+            s(real(5), real(2), where=(np.array([1, 3]),), label="array"),
+            s(real(4, 3), real(2, 3), where=(slice(1, 3),), label="slice"),
+        ],
+        call=_update(mode),
+        numpy_name=None,
+    )
+    for mode in ["set", "add", "multiply", "min", "max"]
+]
+OPS += [
+    OpInfo("take", [s(real(5), indices=[4, 0, 0]), s(real(3, 4), indices=[[1], [3]], axis=1)]),
+    OpInfo(
+        "take",
+        [s(real(5, 2), ints(5, 3), axis=0, label="traced indices")],
+        call=lambda lib, a, i, **kw: lib.take(a, i, **kw),
+        numpy_dispatch=(0,),
+    ),
+    OpInfo(
+        "take_along_axis",
+        [
+            s(real(3, 4), ints(4, 3, 2), axis=1),
+            s(real(3, 4), ints(3, 2, 4), axis=0, label="axis=0"),
+        ],
+        call=lambda lib, a, i, **kw: lib.take_along_axis(a, i, **kw),
+    ),
+    OpInfo("sort", [s(distinct(5)), s(distinct(3, 4), axis=0), s(distinct(2, 3), axis=None)]),
+    OpInfo("argsort", [s(distinct(5)), s(distinct(3, 4), axis=0)], differentiable=False),
+    OpInfo(
+        "searchsorted",
+        [
+            s(np.sort(real(6)), real(4)),
+            s(
+                np.array([1.0, 2.0, 2.0, 3.0]),
+                np.array([2.0, 0.5]),
+                side="right",
+                label="right, ties",
+            ),
+        ],
+        differentiable=False,
     ),
 ]

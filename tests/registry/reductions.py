@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from tests.registry import OpInfo, Sample
-from tests.registry.domains import cplx, distinct, real
+from tests.registry.domains import cplx, distinct, mask, positive, real
 
 
 def s(*args, label="", **kwargs):
@@ -40,4 +42,120 @@ OPS = [
         differentiable=False,
     ),
     OpInfo("argmin", [s(distinct(3, 4), axis=-1)], differentiable=False),
+]
+
+
+def _ufunc_method(ufunc, method):
+    """np.add.reduce and friends: only NumPy spells them, for traced values too."""
+    return lambda lib, *xs, **kw: getattr(getattr(np, ufunc), method)(*xs, **kw)
+
+
+OPS += [
+    OpInfo(
+        "prod",
+        [
+            *_axis_samples(positive, keepdims=False),
+            s(np.array([2.0, 0.0, 3.0, 0.5]), label="a zero"),
+            s(np.array([[2.0, 0.0], [0.0, 3.0]]), axis=1, keepdims=True, label="zeros,kd"),
+            s(cplx(2, 3) * 0.7, axis=0, label="complex"),
+        ],
+    ),
+    OpInfo(
+        "cumsum",
+        [
+            s(real(3, 4)),
+            s(real(3, 4), axis=1),
+            s(real(2, 3, 4), axis=-2),
+            s(cplx(4), label="complex"),
+        ],
+    ),
+    OpInfo(
+        "cumprod",
+        [
+            s(positive(5)),
+            s(real(3, 4), axis=0),
+            s(np.array([1.5, 0.0, 2.0, -1.0, 0.5]), label="a zero"),
+        ],
+    ),
+    OpInfo(
+        "var",
+        [
+            s(real(3, 4)),
+            s(real(3, 4), axis=1, ddof=1, label="ddof=1"),
+            s(real(2, 3, 4), axis=(0, 2), keepdims=True),
+            s(cplx(5), label="complex"),
+        ],
+    ),
+    OpInfo("std", [s(real(3, 4), axis=0), s(real(5), ddof=1, label="ddof=1")]),
+    OpInfo(
+        "average",
+        [
+            s(real(3, 4)),
+            s(real(3, 4), positive(4), axis=1, label="1-d weights"),
+            s(real(3, 4), positive(3, 4), label="full weights"),
+        ],
+        call=lambda lib, a, w=None, **kw: lib.average(a, weights=w, **kw),
+    ),
+    OpInfo("ptp", [s(distinct(3, 4)), s(distinct(3, 4), axis=1, keepdims=True)]),
+    OpInfo("nansum", [s(np.array([[1.0, np.nan], [2.0, 3.0]]), axis=0), s(real(3, 4))]),
+    OpInfo("nanmean", [s(np.array([[1.0, np.nan], [2.0, 3.0]]), axis=1), s(real(3, 4))]),
+    OpInfo("all", [s(mask(3, 4)), s(mask(3, 4), axis=1)], differentiable=False),
+    OpInfo("any", [s(mask(3, 4), axis=0, keepdims=True)], differentiable=False),
+    OpInfo(
+        "add.reduce",
+        [s(real(3, 4)), s(real(2, 3, 4), axis=(0, 2))],
+        call=_ufunc_method("add", "reduce"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "multiply.reduce",
+        [s(positive(3, 4), axis=1)],
+        call=_ufunc_method("multiply", "reduce"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "maximum.reduce",
+        [s(distinct(3, 4))],
+        call=_ufunc_method("maximum", "reduce"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "minimum.reduce",
+        [s(distinct(3, 4), axis=1)],
+        call=_ufunc_method("minimum", "reduce"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "add.accumulate",
+        [s(real(3, 4), axis=1)],
+        call=_ufunc_method("add", "accumulate"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "multiply.accumulate",
+        [s(positive(5))],
+        call=_ufunc_method("multiply", "accumulate"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "maximum.accumulate",
+        [s(distinct(6)), s(distinct(3, 4), axis=1)],
+        call=_ufunc_method("maximum", "accumulate"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "minimum.accumulate",
+        [s(distinct(6))],
+        call=_ufunc_method("minimum", "accumulate"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "add.outer", [s(real(3), real(2, 2))], call=_ufunc_method("add", "outer"), numpy_name=None
+    ),
+    OpInfo(
+        "multiply.outer",
+        [s(real(3), real(4))],
+        call=_ufunc_method("multiply", "outer"),
+        numpy_name=None,
+    ),
 ]

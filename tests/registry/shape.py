@@ -40,3 +40,59 @@ OPS = [
         call=lambda lib, *xs, **kw: lib.stack(xs, **kw),
     ),
 ]
+
+
+def _seq(name):
+    """Functions taking a sequence of arrays, called with the sample's arrays."""
+    return lambda lib, *xs, **kw: getattr(lib, name)(list(xs), **kw)
+
+
+OPS += [
+    OpInfo(
+        "pad",
+        [s(real(2, 3), pad_width=((1, 0), (2, 1))), s(real(3), pad_width=2, constant_values=1.5)],
+    ),
+    OpInfo("flip", [s(real(2, 3)), s(real(2, 3, 4), axis=(0, 2))]),
+    OpInfo("fliplr", [s(real(2, 3))]),
+    OpInfo("flipud", [s(real(2, 3))]),
+    OpInfo(
+        "roll",
+        [
+            s(real(5), shift=2),
+            s(real(3, 4), shift=-1, axis=1),
+            s(real(3, 4), shift=(1, 2), axis=(0, 1), label="tuple"),
+        ],
+    ),
+    OpInfo("rot90", [s(real(2, 3)), s(real(2, 3, 4), k=3, axes=(1, 2))]),
+    OpInfo("tile", [s(real(3), reps=2), s(real(2, 3), reps=(2, 1, 2))]),
+    OpInfo("repeat", [s(real(3), repeats=2), s(real(2, 3), repeats=[1, 0, 2], axis=1)]),
+    OpInfo("atleast_1d", [s(real())]),
+    OpInfo("atleast_2d", [s(real(3))]),
+    OpInfo("atleast_3d", [s(real(3)), s(real(2, 3), label="2-d")]),
+    OpInfo("broadcast_arrays", [s(real(3, 1), real(4))]),
+    OpInfo(
+        "hstack", [s(real(2), real(3)), s(real(2, 3), real(2, 1), label="2-d")], call=_seq("hstack")
+    ),
+    OpInfo(
+        "vstack", [s(real(3), real(3)), s(real(2, 3), real(1, 3), label="2-d")], call=_seq("vstack")
+    ),
+    OpInfo("dstack", [s(real(2, 3), real(2, 3))], call=_seq("dstack")),
+    OpInfo("column_stack", [s(real(3), real(3, 2))], call=_seq("column_stack")),
+    OpInfo(
+        "split",
+        [
+            s(real(4, 3), indices_or_sections=2),
+            s(real(2, 5), indices_or_sections=[1, 3], axis=1, label="indices"),
+        ],
+    ),
+    OpInfo("array_split", [s(real(5, 2), indices_or_sections=3)]),
+    OpInfo(
+        "diagonal",
+        [s(real(3, 3)), s(real(3, 4), offset=1), s(real(2, 3, 4), offset=-1, axis1=2, axis2=0)],
+    ),
+    OpInfo("trace", [s(real(3, 3)), s(real(2, 3, 4), offset=1, axis1=1, axis2=2)]),
+    OpInfo("diag", [s(real(3)), s(real(3), k=-1, label="k=-1"), s(real(3, 4), k=1, label="2-d")]),
+    OpInfo("diagflat", [s(real(2, 2))]),
+    OpInfo("tril", [s(real(3, 3)), s(real(2, 3, 4), k=1)]),
+    OpInfo("triu", [s(real(3, 4), k=-1)]),
+]
