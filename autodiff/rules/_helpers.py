@@ -19,6 +19,7 @@ __all__ = [
     "batch_size_of",
     "bring_to_front",
     "broadcasting",
+    "implements",
     "move_to_front",
     "ndim_of",
     "normalize_axes",
@@ -83,6 +84,17 @@ def bring_to_front(x: Any, bdim: int | None, size: int) -> Any:
     if bdim is None:
         return _shp.broadcast_to(_shp.expand_dims(x, 0), (size, *shape_of(x)))
     return move_to_front(x, bdim)
+
+
+def implements(prim: Primitive, *numpy_funcs: Any) -> Callable[[Callable], Callable]:
+    """Decorator for the public function that binds ``prim``: it records the
+    primitive on the function and routes ``numpy_funcs`` on traced values to it."""
+
+    def decorate(fn: Callable) -> Callable:
+        fn.primitive = prim  # type: ignore[attr-defined]
+        return register_numpy(*numpy_funcs)(fn)
+
+    return decorate
 
 
 def batch_size_of(args: Sequence[Any], dims: Sequence[int | None]) -> int:

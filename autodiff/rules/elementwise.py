@@ -29,7 +29,7 @@ import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import broadcasting, unary
+from autodiff.rules._helpers import broadcasting, implements, unary
 
 __all__ = [
     # arithmetic
@@ -306,7 +306,7 @@ _nan_to_num_p = Primitive(
 )
 
 
-@register_numpy(np.nan_to_num)
+@implements(_nan_to_num_p, np.nan_to_num)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """Like numpy.nan_to_num; the replaced entries are constants (no derivative).
 
@@ -315,9 +315,6 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     array([1., 0., 9.])
     """
     return _nan_to_num_p.bind(x, nan=nan, posinf=posinf, neginf=neginf)
-
-
-nan_to_num.primitive = _nan_to_num_p  # type: ignore[attr-defined]
 
 
 # --- complex ----------------------------------------------------------------------------------
@@ -387,7 +384,7 @@ _round_p = Primitive(
 )
 
 
-@register_numpy(np.round, np.around)
+@implements(_round_p, np.round, np.around)
 def round(a, decimals=0, out=None):
     """Like numpy.round (not differentiable: piecewise constant).
 
@@ -400,7 +397,6 @@ def round(a, decimals=0, out=None):
     return _round_p.bind(a, decimals=int(decimals))
 
 
-round.primitive = _round_p  # type: ignore[attr-defined]
 around = round
 
 
@@ -434,7 +430,7 @@ astype_discrete_p = Primitive(
 )
 
 
-@register_numpy(np.astype)
+@implements(astype_p, np.astype)
 def astype(x, dtype, /, *, copy=True, device=None):
     """Like ``x.astype(dtype)``; differentiable to floating dtypes only.
 
@@ -452,6 +448,3 @@ def astype(x, dtype, /, *, copy=True, device=None):
         return astype(real(x), dtype)
     prim = astype_p if dtype.kind in "fc" else astype_discrete_p
     return prim.bind(x, dtype=dtype)
-
-
-astype.primitive = astype_p  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from autodiff._tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
 from autodiff.rules._helpers import (
     batch_size_of,
     bring_to_front,
+    implements,
     move_to_front,
     ndim_of,
     normalize_axes,
@@ -184,7 +185,7 @@ getitem_p = Primitive(
 )
 
 
-@register_numpy(operator.getitem)
+@implements(getitem_p, operator.getitem)
 def getitem(x, index):
     """``x[index]`` with NumPy's basic and advanced indexing (ints, slices,
     ``None``, ``...``, integer arrays, boolean masks)."""
@@ -512,7 +513,7 @@ def take_along_axis(arr, indices, axis=-1):
     return getitem(arr, tuple(grids))
 
 
-# --- sorting: argsort and searchsorted (not differentiable), sort ----------------------------------
+# --- sorting: argsort and searchsorted (not differentiable), sort ----------------------
 
 
 def _argsort_batch(args, dims, *, axis, stable):
@@ -528,7 +529,7 @@ argsort_p = Primitive(
 )
 
 
-@register_numpy(np.argsort)
+@implements(argsort_p, np.argsort)
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """Like numpy.argsort (not differentiable; batchable).
 
@@ -580,7 +581,7 @@ searchsorted_p = Primitive(
 )
 
 
-@register_numpy(np.searchsorted)
+@implements(searchsorted_p, np.searchsorted)
 def searchsorted(a, v, side="left", sorter=None):
     """Like numpy.searchsorted for a sorted 1-D ``a`` (not differentiable; batchable).
 

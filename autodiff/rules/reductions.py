@@ -18,7 +18,7 @@ import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import move_to_front, ndim_of, normalize_axes, shape_of
+from autodiff.rules._helpers import implements, move_to_front, ndim_of, normalize_axes, shape_of
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "cumprod", "cumsum", "max",
@@ -64,7 +64,7 @@ sum_p = Primitive(
 sum_p.def_batch(_reduction_batch(sum_p))
 
 
-@register_numpy(np.sum)
+@implements(sum_p, np.sum)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.sum over ``axis`` (None, int or tuple; negatives allowed)."""
     _check_supported("sum", out, initial, where)
@@ -116,14 +116,14 @@ max_p = _chooser("max", lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdi
 min_p = _chooser("min", lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims))
 
 
-@register_numpy(np.max, np.amax)
+@implements(max_p, np.max, np.amax)
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.max; tied maxima share the derivative equally."""
     _check_supported("max", out, initial, where)
     return max_p.bind(a, axis=normalize_axes(axis, ndim_of(a)), keepdims=bool(keepdims))
 
 
-@register_numpy(np.min, np.amin)
+@implements(min_p, np.min, np.amin)
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.min; tied minima share the derivative equally."""
     _check_supported("min", out, initial, where)
@@ -171,14 +171,14 @@ def _arg_axis(a, axis):
     return None if axis is None else normalize_axes(axis, ndim_of(a))[0]
 
 
-@register_numpy(np.argmax)
+@implements(argmax_p, np.argmax)
 def argmax(a, axis=None, out=None, *, keepdims=False):
     """Like numpy.argmax (not differentiable; batchable)."""
     _check_supported("argmax", out)
     return argmax_p.bind(a, axis=_arg_axis(a, axis), keepdims=bool(keepdims))
 
 
-@register_numpy(np.argmin)
+@implements(argmin_p, np.argmin)
 def argmin(a, axis=None, out=None, *, keepdims=False):
     """Like numpy.argmin (not differentiable; batchable)."""
     _check_supported("argmin", out)
@@ -195,7 +195,7 @@ def _prod_of_others(x, axis):
     kept = [i for i in range(len(shape)) if i not in axis]
     perm = (*kept, *axis)
     group = math.prod(shape[i] for i in axis)
-    flat = _shp.reshape(_shp.transpose(x, perm), tuple(shape[i] for i in kept) + (group,))
+    flat = _shp.reshape(_shp.transpose(x, perm), (*tuple(shape[i] for i in kept), group))
     before = _exclusive_cumprod(flat)
     after = _shp.flip(_exclusive_cumprod(_shp.flip(flat, -1)), -1)
     others = _shp.reshape(before * after, tuple(shape[i] for i in perm))
@@ -225,7 +225,7 @@ prod_p = Primitive(
 prod_p.def_batch(_reduction_batch(prod_p))
 
 
-@register_numpy(np.prod)
+@implements(prod_p, np.prod)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.prod; exact derivatives also where entries are 0.
 
@@ -270,7 +270,7 @@ def _scan_axis(a, axis):
     return a, normalize_axes(axis, ndim_of(a))[0]
 
 
-@register_numpy(np.cumsum)
+@implements(cumsum_p, np.cumsum)
 def cumsum(a, axis=None, dtype=None, out=None):
     """Like numpy.cumsum (``axis=None`` flattens first).
 

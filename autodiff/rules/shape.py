@@ -12,6 +12,7 @@ these are linear, so each JVP is the primitive applied to the tangent.
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 from typing import Any
 
@@ -21,6 +22,7 @@ from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
 from autodiff.rules._helpers import (
     bring_to_front,
+    implements,
     move_to_front,
     ndim_of,
     normalize_axes,
@@ -72,7 +74,7 @@ def _resolve_shape(shape: Any, size: int) -> tuple[int, ...]:
     return shape
 
 
-@register_numpy(np.reshape)
+@implements(reshape_p, np.reshape)
 def reshape(a, shape=None, order="C", *, copy=None):
     """Like numpy.reshape (C order); ``-1`` infers one dimension."""
     if order != "C":
@@ -108,7 +110,7 @@ transpose_p = Primitive(
 )
 
 
-@register_numpy(np.transpose, np.permute_dims)
+@implements(transpose_p, np.transpose, np.permute_dims)
 def transpose(a, axes=None):
     """Like numpy.transpose: reverse the axes, or permute them by ``axes``."""
     n = ndim_of(a)
@@ -165,7 +167,7 @@ broadcast_to_p = Primitive(
 )
 
 
-@register_numpy(np.broadcast_to)
+@implements(broadcast_to_p, np.broadcast_to)
 def broadcast_to(array, shape, subok=False):
     """Like numpy.broadcast_to (the result is a read-only view for NumPy arrays)."""
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
@@ -199,7 +201,7 @@ expand_dims_p = Primitive(
 expand_dims_p.def_batch(_shifted_batch(expand_dims_p))
 
 
-@register_numpy(np.expand_dims)
+@implements(expand_dims_p, np.expand_dims)
 def expand_dims(a, axis):
     """Like numpy.expand_dims: insert unit axes at ``axis`` (int or tuple)."""
     n_new = len(axis) if isinstance(axis, (tuple, list)) else 1
@@ -216,7 +218,7 @@ squeeze_p = Primitive(
 squeeze_p.def_batch(_shifted_batch(squeeze_p))
 
 
-@register_numpy(np.squeeze)
+@implements(squeeze_p, np.squeeze)
 def squeeze(a, axis=None):
     """Like numpy.squeeze: remove unit axes (all of them, or those in ``axis``)."""
     shape = shape_of(a)
@@ -266,7 +268,7 @@ def _check_no_out(name: str, out: Any) -> None:
         raise NotImplementedError(f"{name}(..., out=...) is not supported; use the returned value")
 
 
-@register_numpy(np.concatenate, np.concat)
+@implements(concatenate_p, np.concatenate, np.concat)
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """Like numpy.concatenate: join arrays along an existing axis (``None``: flatten first)."""
     _check_no_out("concatenate", out)
@@ -294,7 +296,7 @@ stack_p = Primitive(
 stack_p.def_batch(_joining_batch(stack_p))
 
 
-@register_numpy(np.stack)
+@implements(stack_p, np.stack)
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """Like numpy.stack: join equally shaped arrays along a new axis."""
     _check_no_out("stack", out)
@@ -337,7 +339,7 @@ pad_p = Primitive(
 )
 
 
-@register_numpy(np.pad)
+@implements(pad_p, np.pad)
 def pad(array, pad_width, mode="constant", *, constant_values=0):
     """Like numpy.pad in ``mode="constant"`` (the padding is a constant: no derivative).
 
@@ -548,7 +550,7 @@ def array_split(ary, indices_or_sections, axis=0):
         bounds = [0, *np.asarray(indices_or_sections, dtype=int).tolist(), n]
     return [
         _idx.getitem(ary, _along(axis, ndim_of(ary), slice(lo, hi)))
-        for lo, hi in zip(bounds[:-1], bounds[1:])
+        for lo, hi in itertools.pairwise(bounds)
     ]
 
 
