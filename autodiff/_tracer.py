@@ -142,6 +142,13 @@ def _method(func: Any) -> Callable:
     return method
 
 
+def _copy_slots(source: Tracer, target: Tracer) -> None:
+    for cls in type(source).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if slot != "__weakref__":
+                setattr(target, slot, getattr(source, slot))
+
+
 class Tracer:
     """A value being transformed; behaves like an ndarray of its logical shape.
 
@@ -271,10 +278,7 @@ class Tracer:
         """Make this tracer stand for ``new`` if it can (same transform level)."""
         if type(new) is not type(self) or new._interp is not self._interp:
             return new
-        for cls in type(self).__mro__:
-            for slot in getattr(cls, "__slots__", ()):
-                if slot != "__weakref__":
-                    setattr(self, slot, getattr(new, slot))
+        _copy_slots(new, self)
         return self
 
     # --- ndarray methods ----------------------------------------------------
@@ -289,6 +293,39 @@ class Tracer:
     squeeze = _method(np.squeeze)
     clip = _method(np.clip)
     astype = _method(np.astype)
+    prod = _method(np.prod)
+    cumsum = _method(np.cumsum)
+    cumprod = _method(np.cumprod)
+    var = _method(np.var)
+    std = _method(np.std)
+    any = _method(np.any)
+    all = _method(np.all)
+    argsort = _method(np.argsort)
+    round = _method(np.round)
+    conj = conjugate = _method(np.conj)
+    trace = _method(np.trace)
+    diagonal = _method(np.diagonal)
+    repeat = _method(np.repeat)
+    take = _method(np.take)
+    swapaxes = _method(np.swapaxes)
+
+    @property
+    def real(self):
+        return numpy_overrides[np.real](self)
+
+    @property
+    def imag(self):
+        return numpy_overrides[np.imag](self)
+
+    def copy(self):
+        """A new handle on the same value (values are immutable; updates rebind)."""
+        new = object.__new__(type(self))
+        _copy_slots(self, new)
+        return new
+
+    def sort(self, axis=-1, kind=None, order=None):
+        """In place, like ndarray.sort: this tracer becomes the sorted value."""
+        self._rebind(numpy_overrides[np.sort](self, axis, kind, order))
 
     def reshape(self, *shape, order="C"):
         """Like ndarray.reshape: ``x.reshape(2, 3)`` or ``x.reshape((2, 3))``."""

@@ -68,7 +68,32 @@ def markdown() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     lines += ["| " + " | ".join(row) + " |" for row in table]
+    lines += ["", *CONVENTIONS.strip().splitlines()]
     return "\n".join(lines) + "\n"
+
+
+# Pinned by tests/test_primitives.py::test_subgradient_conventions.
+CONVENTIONS = """
+## Conventions at kinks, ties and domain edges
+
+- `abs`, `fabs` and `copysign` use `sign(x)`: derivative 0 at 0.
+- Ties share the derivative equally: `maximum`/`minimum`/`fmax`/`fmin` (0.5 each),
+  `clip` at a bound (0.5), and `max`/`min` reductions (1/k for k tied entries).
+  `fmax`/`fmin` give a NaN argument derivative 0.
+- `sqrt` and `x**0.5` at 0, `log` at 0: infinite derivative (as the limit).
+- `x**y`: the derivative in `x` is 0 where `y == 0`; the derivative in `y` is taken
+  as 0 at `x == 0` (the limit for `y > 0`).
+- `sinc` has derivative 0 at 0. `nan_to_num` passes derivatives only where `x` is
+  finite (the replaced entries are constants).
+- `sort` passes each sorted entry's derivative to the entry it came from; `prod`
+  and `cumprod` are exact where entries are 0.
+- Piecewise-constant functions (`sign`, `floor`, `round`, comparisons, `argmax`,
+  `argsort`, `searchsorted`, casts to integers) are declared not differentiable.
+- Complex numbers follow JAX: `grad` of a real-valued `f` of complex `z` is
+  `2 ∂f/∂z` (the conjugate of the steepest-ascent direction):
+  `grad(lambda z: abs(z)**2)(z) == 2 * conj(z)`. VJPs are the non-conjugating
+  transpose of the JVP, so `Re sum(ct * jvp(v)) == Re sum(vjp(ct) * v)`.
+"""
 
 
 def main() -> None:

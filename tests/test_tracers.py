@@ -97,6 +97,24 @@ METHODS = {
     "astype": lambda x: x.astype(np.float32),
     "argmax": lambda x: x.argmax(),
     "getitem": lambda x: x[1:, [0, 2]],
+    "prod": lambda x: x.prod(axis=1),
+    "cumsum": lambda x: x.cumsum(axis=0),
+    "cumprod": lambda x: x.cumprod(),
+    "var": lambda x: x.var(ddof=1),
+    "std": lambda x: x.std(axis=0),
+    "any": lambda x: (x > 1).any(axis=1),
+    "all": lambda x: (x > 0).all(),
+    "argsort": lambda x: x.argsort(axis=0),
+    "round": lambda x: x.round(1),
+    "conj": lambda x: x.conj(),
+    "real": lambda x: x.real,
+    "imag": lambda x: x.imag,
+    "trace": lambda x: x.trace(),
+    "diagonal": lambda x: x.diagonal(1),
+    "repeat": lambda x: x.repeat(2, axis=0),
+    "take": lambda x: x.take([0, 3], axis=1),
+    "swapaxes": lambda x: x.swapaxes(0, 1),
+    "copy": lambda x: x.copy(),
 }
 
 
@@ -168,3 +186,16 @@ def test_array_priority_makes_ndarray_operators_defer():
     assert Tracer.__array_priority__ > np.ndarray(0).__array_priority__
     g = grad(lambda x: anp.sum(A @ x))(np.ones(4))  # ndarray @ tracer
     np.testing.assert_allclose(g, A.sum(0))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_in_place_sort_and_copy_semantics(kind):
+    def f(x):
+        y = x.copy()
+        alias = x
+        x.sort(axis=1)  # in place: x and its alias become the sorted value
+        return alias + 0.0 * y, y
+
+    sorted_x, original = _under(kind, lambda x: f(x)[0], A), _under(kind, lambda x: f(x)[1], A)
+    np.testing.assert_allclose(sorted_x, np.sort(A, axis=1))
+    np.testing.assert_allclose(original, A)  # the copy kept the old value
