@@ -1,5 +1,402 @@
-"""FFT primitives (filled in below)."""
+"""Discrete Fourier transforms (``autodiff.numpy.fft``), differentiable and batchable.
+
+Four primitives; the public functions are thin wrappers that normalise NumPy's
+parameters (``n``/``s``, ``axis``/``axes``, ``norm``) and bind them:
+
+``fft_c2c``
+    The complex-to-complex DFT over given axes (``inverse`` flag), for
+    fft/ifft/fft2/ifft2/fftn/ifftn.  The DFT matrix is symmetric, so in the
+    non-conjugating convention of the package (``<ct, J v> = Re sum(ct * J v)``,
+    see ``elementwise.py``) the VJP is the same transform with the same
+    ``norm``; the JVP too (it is linear).
+``rfft`` (real input ``x`` of length ``n``, ``m = n//2 + 1`` complex bins)
+    ``y_k = c sum_j x_j w^(jk)`` with ``w = exp(-2 pi i / n)`` and ``c`` the
+    norm's scale.  For a real ``x`` only the real part of the pairing counts:
+    ``Re sum_k ct_k y_k = sum_j x_j Re(c sum_{k<m} ct_k w^(jk))``, so the VJP is
+    ``real(fft(pad(ct, n)))`` with the same ``norm``.
+``irfft`` (``m`` complex bins in, ``n`` real values out)
+    ``x_j = c Re sum_{k<m} d_k z_k w^(-jk)`` with ``d_k = 2`` for the bins that
+    stand for a conjugate pair and ``d_k = 1`` for bin 0 and, for even ``n``,
+    bin ``n/2`` (whose imaginary parts irfft ignores).  Hence
+    ``z̄_k = c d_k sum_j ct_j w^(-jk) = d_k conj(rfft(ct))_k``, where this rfft
+    carries the same scale ``c`` (the "dual" norm: backward <-> forward).
+``fft_resize``
+    Zero-padding or cropping one axis to ``n`` (NumPy's ``n``/``s``); its
+    transpose resizes back.  ``fftshift`` is a roll (transpose: the opposite roll).
+
+Batching keeps the batch axis where it is and remaps the transformed axes.
+float32/complex64 stay single precision (as NumPy >= 2 does).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from autodiff._core import Primitive
+from autodiff.rules._helpers import implements, ndim_of, normalize_axes, shape_of
+from autodiff.rules.elementwise import conj, real
+from autodiff.rules.indexing import getitem
+from autodiff.rules.shape import concatenate
+
+__all__ = [
+    "fft",
+    "ifft",
+    "rfft",
+    "irfft",
+    "fft2",
+    "ifft2",
+    "fftn",
+    "ifftn",
+    "fftshift",
+    "ifftshift",
+]
+
+_NORMS = ("backward", "ortho", "forward")
+# The norm whose scale is the same as the given one's for the opposite direction.
+_DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _physical(axis: int, bdim: int) -> int:
+    """A logical axis of one example as an axis of the batched array."""
+    return axis + (axis >= bdim)
+
+
+def _is_complex(x: Any) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return (dtype if dtype is not None else np.result_type(x)).kind == "c"
+
+
+# --- pad-or-crop one axis ---------------------------------------------------------------
+
+
+def _resize_impl(x, *, axis, n):
+    length = x.shape[axis]
+    if n <= length:
+        return x[(slice(None),) * axis + (slice(0, n),)]
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, n - length)
+    return np.pad(x, widths)
+
+
+resize_p = Primitive(
+    "fft_resize",
+    _resize_impl,
+    vjp=[lambda ct, ans, x, *, axis, n: resize_p.bind(ct, axis=axis, n=shape_of(x)[axis])],
+    jvp=[lambda t, ans, x, *, axis, n: resize_p.bind(t, axis=axis, n=n)],
+    batch=lambda args, dims, *, axis, n: (
+        resize_p.bind(args[0], axis=_physical(axis, dims[0]), n=n),
+        dims[0],
+    ),
+)
+
+
+def _resize(x: Any, axis: int, n: int | None) -> Any:
+    """``x`` zero-padded or cropped to length ``n`` along ``axis`` (None: as it is)."""
+    if n is None:
+        return x
+    n = _points(n)
+    return x if n == shape_of(x)[axis] else resize_p.bind(x, axis=axis, n=n)
+
+
+# --- complex-to-complex over axes -------------------------------------------------------
+
+
+def _c2c_impl(x, *, axes, inverse, norm):
+    return (np.fft.ifftn if inverse else np.fft.fftn)(x, axes=axes, norm=norm)
+
+
+def _c2c_linear(t, ans, x, *, axes, inverse, norm):
+    return c2c_p.bind(t, axes=axes, inverse=inverse, norm=norm)
+
+
+c2c_p = Primitive(
+    "fft_c2c",
+    _c2c_impl,
+    vjp=[_c2c_linear],  # the DFT matrix is symmetric: its transpose is itself
+    jvp=[_c2c_linear],
+    batch=lambda args, dims, *, axes, inverse, norm: (
+        c2c_p.bind(
+            args[0],
+            axes=tuple(_physical(a, dims[0]) for a in axes),
+            inverse=inverse,
+            norm=norm,
+        ),
+        dims[0],
+    ),
+)
+
+
+# --- real-to-complex and complex-to-real along one axis -----------------------------------
+
+
+def _rfft_vjp(ct, ans, x, *, axis, norm):
+    n = shape_of(x)[axis]
+    return real(c2c_p.bind(_resize(ct, axis, n), axes=(axis,), inverse=False, norm=norm))
+
+
+rfft_p = Primitive(
+    "rfft",
+    lambda x, *, axis, norm: np.fft.rfft(x, axis=axis, norm=norm),
+    vjp=[_rfft_vjp],
+    jvp=[lambda t, ans, x, *, axis, norm: rfft_p.bind(t, axis=axis, norm=norm)],
+    batch=lambda args, dims, *, axis, norm: (
+        rfft_p.bind(args[0], axis=_physical(axis, dims[0]), norm=norm),
+        dims[0],
+    ),
+)
+
+
+def _double_paired_bins(z: Any, axis: int, n: int) -> Any:
+    """``z`` (``n//2 + 1`` bins along ``axis``) with the bins that stand for a
+    conjugate pair (1 .. (n-1)//2) doubled; bin 0 and bin n/2 stay as they are."""
+    last = (n - 1) // 2
+
+    def part(start, stop):
+        return getitem(z, (slice(None),) * axis + (slice(start, stop),))
+
+    pieces = [part(0, 1), part(1, last + 1) * 2.0]
+    if n % 2 == 0:
+        pieces.append(part(last + 1, last + 2))
+    return concatenate(pieces, axis=axis) if last > 0 else z
+
+
+def _irfft_vjp(ct, ans, z, *, axis, n, norm):
+    if _is_complex(ct):  # the output is real, so is its cotangent
+        ct = real(ct)
+    spectrum = conj(rfft_p.bind(ct, axis=axis, norm=_DUAL[norm]))
+    return _double_paired_bins(spectrum, axis, n)
+
+
+irfft_p = Primitive(
+    "irfft",
+    lambda z, *, axis, n, norm: np.fft.irfft(z, n=n, axis=axis, norm=norm),
+    vjp=[_irfft_vjp],
+    jvp=[lambda t, ans, z, *, axis, n, norm: irfft_p.bind(t, axis=axis, n=n, norm=norm)],
+    batch=lambda args, dims, *, axis, n, norm: (
+        irfft_p.bind(args[0], axis=_physical(axis, dims[0]), n=n, norm=norm),
+        dims[0],
+    ),
+)
+
+
+# --- roll (fftshift) ---------------------------------------------------------------------
+
+roll_p = Primitive(
+    "fftshift",
+    lambda x, *, shifts, axes: np.roll(x, shifts, axes),
+    vjp=[
+        lambda ct, ans, x, *, shifts, axes: roll_p.bind(
+            ct, shifts=tuple(-s for s in shifts), axes=axes
+        )
+    ],
+    jvp=[lambda t, ans, x, *, shifts, axes: roll_p.bind(t, shifts=shifts, axes=axes)],
+    batch=lambda args, dims, *, shifts, axes: (
+        roll_p.bind(args[0], shifts=shifts, axes=tuple(_physical(a, dims[0]) for a in axes)),
+        dims[0],
+    ),
+)
+
+
+# --- parameter normalisation ---------------------------------------------------------------
+
+
+def _norm(norm: str | None) -> str:
+    if norm is None:
+        return "backward"
+    if norm not in _NORMS:
+        raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
+    return norm
+
+
+def _points(n: Any) -> int:
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
+    return n
+
+
+def _check_no_out(name: str, out: Any) -> None:
+    if out is not None:
+        raise NotImplementedError(f"fft.{name}(..., out=...) is not supported; use the result")
+
+
+def _axis(a: Any, axis: Any) -> int:
+    return normalize_axes(int(axis), ndim_of(a))[0]
+
+
+def _c2c(x: Any, axes: Sequence[int], inverse: bool, norm: str) -> Any:
+    if not axes:  # like NumPy: no axes, no transform
+        return x
+    return c2c_p.bind(x, axes=tuple(sorted(axes)), inverse=inverse, norm=norm)
+
+
+def _transform_1d(a, n, axis, norm, inverse):
+    axis = _axis(a, axis)
+    return _c2c(_resize(a, axis, n), (axis,), inverse, _norm(norm))
+
+
+def _transform_nd(a, s, axes, norm, inverse):
+    """NumPy's fftn/ifftn: ``s`` and ``axes`` paired, -1 in ``s`` keeps a length."""
+    norm = _norm(norm)
+    shape = shape_of(a)
+    if axes is None:  # all axes; with s alone, the last len(s) axes
+        axes = range(len(shape)) if s is None else range(-len(s), 0)
+    axes = [normalize_axes(int(ax), len(shape))[0] for ax in np.atleast_1d(axes)]
+    if s is None:
+        s = [shape[ax] for ax in axes]
+    else:
+        if len(s) != len(axes):
+            raise ValueError("Shape and axes have different lengths.")
+        s = [shape[ax] if int(k) == -1 else _points(k) for k, ax in zip(s, axes)]
+    if len(set(axes)) == len(axes):
+        for k, ax in zip(s, axes):
+            a = _resize(a, ax, k)
+        return _c2c(a, axes, inverse, norm)
+    # Repeated axes: one 1-D transform per entry, last first (as NumPy does).
+    for k, ax in reversed(list(zip(s, axes))):
+        a = _c2c(_resize(a, ax, k), (ax,), inverse, norm)
+    return a
+
+
+# --- public functions -------------------------------------------------------------------------
+
+
+@implements(c2c_p, np.fft.fft)
+def fft(a, n=None, axis=-1, norm=None, out=None):
+    """Like numpy.fft.fft: the DFT along ``axis``, ``a`` padded/cropped to ``n``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.fft(np.array([1.0, 0.0, 0.0, 0.0]))
+    array([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
+    """
+    _check_no_out("fft", out)
+    return _transform_1d(a, n, axis, norm, inverse=False)
+
+
+@implements(c2c_p, np.fft.ifft)
+def ifft(a, n=None, axis=-1, norm=None, out=None):
+    """Like numpy.fft.ifft: the inverse DFT along ``axis``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.ifft(np.array([4.0, 4.0, 4.0, 4.0]))
+    array([4.+0.j, 0.+0.j, 0.+0.j, 0.+0.j])
+    """
+    _check_no_out("ifft", out)
+    return _transform_1d(a, n, axis, norm, inverse=True)
+
+
+@implements(rfft_p, np.fft.rfft)
+def rfft(a, n=None, axis=-1, norm=None, out=None):
+    """Like numpy.fft.rfft: the ``n//2 + 1`` non-negative frequency bins of a real ``a``.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> anp.fft.rfft(np.array([1.0, 1.0, 1.0, 1.0]))
+    array([4.+0.j, 0.+0.j, 0.+0.j])
+    >>> autodiff.grad(lambda x: anp.real(anp.fft.rfft(x)[0]))(np.array([1.0, 2.0]))
+    array([1., 1.])
+    """
+    _check_no_out("rfft", out)
+    axis = _axis(a, axis)
+    return rfft_p.bind(_resize(a, axis, n), axis=axis, norm=_norm(norm))
+
+
+@implements(irfft_p, np.fft.irfft)
+def irfft(a, n=None, axis=-1, norm=None, out=None):
+    """Like numpy.fft.irfft: the real signal of length ``n`` (default ``2 (m - 1)``)
+    whose half-spectrum is ``a``; the imaginary parts of bin 0 and (for even
+    ``n``) bin ``n/2`` are ignored, so they get no derivative.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.irfft(np.array([4.0, 0.0, 0.0]))
+    array([1., 1., 1., 1.])
+    """
+    _check_no_out("irfft", out)
+    axis = _axis(a, axis)
+    n = _points(2 * (shape_of(a)[axis] - 1) if n is None else n)
+    return irfft_p.bind(_resize(a, axis, n // 2 + 1), axis=axis, n=n, norm=_norm(norm))
+
+
+@implements(c2c_p, np.fft.fftn)
+def fftn(a, s=None, axes=None, norm=None, out=None):
+    """Like numpy.fft.fftn: the DFT over ``axes`` (default all), each padded/cropped to ``s``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.fftn(np.ones((2, 2))).real
+    array([[4., 0.],
+           [0., 0.]])
+    """
+    _check_no_out("fftn", out)
+    return _transform_nd(a, s, axes, norm, inverse=False)
+
+
+@implements(c2c_p, np.fft.ifftn)
+def ifftn(a, s=None, axes=None, norm=None, out=None):
+    """Like numpy.fft.ifftn: the inverse DFT over ``axes`` (default all).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.ifftn(np.full((2, 2), 4.0)).real
+    array([[4., 0.],
+           [0., 0.]])
+    """
+    _check_no_out("ifftn", out)
+    return _transform_nd(a, s, axes, norm, inverse=True)
+
+
+@implements(c2c_p, np.fft.fft2)
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """Like numpy.fft.fft2: fftn over the last two axes by default.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.fft2(np.ones((2, 2))).real
+    array([[4., 0.],
+           [0., 0.]])
+    """
+    _check_no_out("fft2", out)
+    return _transform_nd(a, s, axes, norm, inverse=False)
+
+
+@implements(c2c_p, np.fft.ifft2)
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """Like numpy.fft.ifft2: ifftn over the last two axes by default.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.ifft2(np.full((2, 2), 4.0)).real
+    array([[4., 0.],
+           [0., 0.]])
+    """
+    _check_no_out("ifft2", out)
+    return _transform_nd(a, s, axes, norm, inverse=True)
+
+
+def _shift(x: Any, axes: Any, sign: int) -> Any:
+    shape = shape_of(x)
+    axes = normalize_axes(axes, len(shape))
+    if not axes:
+        return x
+    shifts = tuple(sign * (shape[ax] // 2) for ax in axes)
+    return roll_p.bind(x, shifts=shifts, axes=axes)
+
+
+@implements(roll_p, np.fft.fftshift)
+def fftshift(x, axes=None):
+    """Like numpy.fft.fftshift: roll the zero frequency to the centre of ``axes``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.fftshift(np.array([0.0, 1.0, 2.0, -2.0, -1.0]))
+    array([-2., -1.,  0.,  1.,  2.])
+    """
+    return _shift(x, axes, 1)
+
+
+@implements(roll_p, np.fft.ifftshift)
+def ifftshift(x, axes=None):
+    """Like numpy.fft.ifftshift: the inverse of fftshift.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.ifftshift(np.array([-2.0, -1.0, 0.0, 1.0, 2.0]))
+    array([ 0.,  1.,  2., -2., -1.])
+    """
+    return _shift(x, axes, -1)

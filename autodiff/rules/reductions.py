@@ -293,9 +293,8 @@ def _scan(combine, x, axis, pad):
     lead = (slice(None),) * axis
     shift = 1
     while shift < n:
-        shifted = _shp.concatenate(
-            [pad(x[(*lead, slice(0, shift))]), x[(*lead, slice(0, n - shift))]], axis=axis
-        )
+        head, body = (*lead, slice(0, shift)), (*lead, slice(0, n - shift))
+        shifted = _shp.concatenate([pad(x[head]), x[body]], axis=axis)
         x = combine(x, shifted)
         shift *= 2
     return x

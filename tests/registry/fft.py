@@ -2,4 +2,112 @@
 
 from __future__ import annotations
 
-OPS: list = []
+import numpy as np
+
+from tests.registry import OpInfo, Sample
+
+_rng = np.random.default_rng(2024)  # local: these draws don't shift other families'
+
+
+def real(*shape):
+    return _rng.standard_normal(shape)
+
+
+def cplx(*shape):
+    return _rng.standard_normal(shape) + 1j * _rng.standard_normal(shape)
+
+
+def s(*args, label="", **kwargs):
+    return Sample(tuple(args), kwargs, label)
+
+
+def _one_axis(domain, label):
+    """fft/ifft samples: n cropping and padding, axes, every norm, real and complex input."""
+    return [
+        s(domain(8), label=f"{label}"),
+        s(domain(6), n=4, label=f"{label},n=4<6"),
+        s(domain(5), n=8, label=f"{label},n=8>5"),
+        s(domain(3, 4), axis=0, label=f"{label},2-d,axis=0"),
+        s(domain(2, 3, 4), axis=1, norm="ortho", label=f"{label},3-d,axis=1,ortho"),
+        s(domain(6), norm="forward", label=f"{label},forward"),
+        s(domain(6), norm="backward", label=f"{label},backward"),
+        s(domain(2, 5), n=7, axis=-1, norm="ortho", label=f"{label},2-d,n=7,ortho"),
+    ]
+
+
+def _many_axes(default_axes_ndim):
+    """fftn/fft2 samples; ``default_axes_ndim``: the dimension for the default axes."""
+    shape = (3, 4) if default_axes_ndim == 2 else (2, 3, 4)
+    return [
+        s(cplx(*shape), label="complex"),
+        s(real(*shape), label="real"),
+        s(cplx(2, 3, 4), axes=(0, 2), label="3-d,axes=(0,2)"),
+        s(cplx(3, 5), s=(2, 6), axes=(0, 1), label="s crops and pads"),
+        s(cplx(2, 3, 4), s=(4, -1), axes=(-1, 0), label="s=(4,-1),axes=(-1,0)"),
+        s(cplx(3, 4), axes=(0, 1), norm="ortho", label="ortho"),
+        s(cplx(3, 4), axes=(1, 0), norm="forward", label="forward"),
+        s(cplx(3, 4), axes=(0, 1), norm="backward", label="backward"),
+    ]
+
+
+_RFFT = [
+    s(real(8), label="even"),
+    s(real(7), label="odd"),
+    s(real(6), n=4, label="n=4<6"),
+    s(real(5), n=8, label="n=8>5"),
+    s(real(5), n=7, label="n=7>5,odd"),
+    s(real(3, 4), axis=0, label="2-d,axis=0"),
+    s(real(2, 3, 5), axis=1, norm="ortho", label="3-d,axis=1,ortho"),
+    s(real(6), norm="forward", label="forward"),
+    s(real(7), norm="ortho", label="odd,ortho"),
+    s(real(6), norm="backward", label="backward"),
+]
+
+_IRFFT = [
+    s(cplx(5), label="default n=8"),
+    s(cplx(5), n=9, label="n=9,odd"),
+    s(cplx(5), n=6, label="n=6,crop"),
+    s(cplx(3), n=10, label="n=10,pad"),
+    s(cplx(3), n=1, label="n=1"),
+    s(cplx(4, 3), axis=0, label="2-d,axis=0"),
+    s(cplx(2, 4, 3), axis=1, norm="ortho", label="3-d,axis=1,ortho"),
+    s(cplx(4), n=7, norm="forward", label="odd,forward"),
+    s(cplx(4), norm="forward", label="forward"),
+    s(cplx(4), n=6, norm="backward", label="backward"),
+    s(real(4), label="real input"),
+]
+
+_SHIFT = [
+    s(real(5), label="odd"),
+    s(real(4, 5), label="2-d"),
+    s(cplx(3, 4), axes=1, label="complex,axes=1"),
+    s(real(4, 5), axes=(0,), label="axes=(0,)"),
+    s(real(2, 3, 4), axes=(0, 2), label="3-d,axes=(0,2)"),
+]
+
+OPS = [
+    OpInfo("fft.fft", [*_one_axis(cplx, "complex"), *_one_axis(real, "real")[:3]]),
+    OpInfo("fft.ifft", [*_one_axis(cplx, "complex"), *_one_axis(real, "real")[:3]]),
+    OpInfo("fft.rfft", _RFFT),
+    OpInfo("fft.irfft", _IRFFT),
+    OpInfo("fft.fft2", _many_axes(2)),
+    OpInfo("fft.ifft2", _many_axes(2)),
+    OpInfo(
+        "fft.fftn",
+        [
+            *_many_axes(3),
+            s(cplx(3, 4), axes=(1,), label="one axis"),
+            s(cplx(3, 4), s=(3, 5), axes=(1, 1), label="repeated axis"),
+        ],
+    ),
+    OpInfo(
+        "fft.ifftn",
+        [
+            *_many_axes(3),
+            s(cplx(3, 4), axes=(1,), label="one axis"),
+            s(cplx(3, 4), s=(3, 5), axes=(1, 1), label="repeated axis"),
+        ],
+    ),
+    OpInfo("fft.fftshift", _SHIFT),
+    OpInfo("fft.ifftshift", _SHIFT),
+]

@@ -1,0 +1,43 @@
+"""SciPy is optional: autodiff works without it, and importing
+``autodiff.scipy.special`` then says to install the ``scipy`` extra."""
+
+import importlib
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_import_error_names_the_scipy_extra(monkeypatch):
+    for name in [m for m in sys.modules if m == "scipy" or m.startswith("scipy.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "scipy", None)  # `import scipy...` now fails
+    monkeypatch.delitem(sys.modules, "autodiff.scipy.special", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'autodiff\[scipy\]'"):
+        importlib.import_module("autodiff.scipy.special")
+
+
+def test_autodiff_imports_without_scipy():
+    """In a fresh interpreter: autodiff.numpy works; autodiff.scipy.special explains."""
+    code = (
+        "import sys; sys.modules['scipy'] = None\n"
+        "import numpy as np, autodiff, autodiff.numpy as anp\n"
+        "assert float(autodiff.grad(anp.sin)(0.0)) == 1.0\n"
+        "try:\n"
+        "    import autodiff.scipy.special\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "pip install 'autodiff[scipy]'" in result.stdout
