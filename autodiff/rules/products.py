@@ -1,17 +1,31 @@
 """Products: matmul (every ndim case, with stack broadcasting), and dot
-(a composition of matmul and reshapes, with NumPy's ``dot`` semantics)."""
+(a composition of matmul and reshapes, with NumPy's ``dot`` semantics);
+einsum (a primitive for any subscripts: ``...`` broadcasting, repeated indices,
+any number of operands, implicit output), and the compositions vdot, inner,
+outer, tensordot and kron.
+
+einsum is linear in each operand, so its JVP and VJP are einsums again.  The
+cotangent of an operand whose subscripts repeat an index (``'ii->i'``) is
+spread back onto the diagonal by identity matrices; indices that only that
+operand has (summed over in the forward pass) are broadcast back.  Complex
+operands follow JAX's convention: the VJP is the plain (non-conjugating)
+transpose."""
 
 from __future__ import annotations
 
 import math
+import operator
+import string
+from collections import Counter
+from typing import Any
 
 import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import move_to_front, ndim_of, shape_of, unbroadcast
+from autodiff.rules._helpers import implements, move_to_front, ndim_of, shape_of, unbroadcast
 
-__all__ = ["dot", "matmul"]
+__all__ = ["dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot"]
 
 
 def _as_matrices(a, b):
@@ -86,7 +100,7 @@ matmul_p = Primitive(
 )
 
 
-@register_numpy(np.matmul)
+@implements(matmul_p, np.matmul)
 def matmul(x1, x2, /):
     """Like numpy.matmul (``@``): matrix products with broadcasting over stacks;
     1-D operands act as row/column vectors."""
@@ -113,6 +127,347 @@ def dot(a, b, out=None):
     b_mat = _shp.reshape(_shp.moveaxis(b, -2, 0), (n, math.prod(kept)))
     out = matmul(_shp.reshape(a, (math.prod(shape_of(a)[:-1]), n)), b_mat)
     return _shp.reshape(out, shape_of(a)[:-1] + shape_of(b)[:-2] + shape_of(b)[-1:])
+
+
+# --- einsum ------------------------------------------------------------------------
+#
+# The primitive sees canonical subscripts: explicit output, letters only (no
+# '...', no spaces), and no broadcasting of unit axes (the public function
+# squeezes them away), so every index has one size across the operands.
+
+# The labels np.einsum accepts; in the sublist form, integer k is _LABELS[k].
+_LABELS = string.ascii_uppercase + string.ascii_lowercase
+_MAX_OPERANDS = 64  # NumPy's limit on the number of einsum operands
+
+
+def _split(subscripts: str) -> tuple[list[str], str]:
+    """Canonical ``'ab,bc->ac'`` as ``(['ab', 'bc'], 'ac')``."""
+    ins, out = subscripts.split("->")
+    return ins.split(","), out
+
+
+def _fresh(used: str, count: int = 1) -> str:
+    """``count`` labels that do not occur in ``used``."""
+    free = [c for c in _LABELS if c not in used]
+    if len(free) < count:
+        raise ValueError("einsum: too many distinct indices (NumPy allows 52 letters)")
+    return "".join(free[:count])
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
+
+
+def _real_dtype(x: Any) -> np.dtype:
+    dtype = _dtype_of(x)
+    return np.finfo(dtype).dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
+def _internal_optimize(n_operands: int) -> Any:
+    return "greedy" if n_operands > 2 else False
+
+
+def _einsum_jvp(k: int):
+    def jvp(t, ans, *operands, subscripts, optimize):
+        ops = list(operands)
+        ops[k] = t
+        return einsum_p.bind(*ops, subscripts=subscripts, optimize=optimize)
+
+    return jvp
+
+
+def _einsum_vjp(k: int):
+    """Cotangent of operand ``k``: the einsum of the cotangent with the other operands."""
+
+    def vjp(ct, ans, *operands, subscripts, optimize):
+        terms, out = _split(subscripts)
+        term, shape = terms[k], shape_of(operands[k])
+        in_terms = [t for j, t in enumerate(terms) if j != k] + [out]
+        in_ops = [o for j, o in enumerate(operands) if j != k] + [ct]
+        # A repeated index ('ii') becomes a fresh one tied to the first by an identity
+        # matrix: the cotangent lives on the diagonal only.
+        fresh = iter(_fresh(subscripts, len(term) - len(set(term))))
+        target = ""
+        for c, n in zip(term, shape):
+            if c in target:
+                f = next(fresh)
+                in_terms.append(c + f)
+                in_ops.append(np.eye(n, dtype=_real_dtype(ct)))
+                target += f
+            else:
+                target += c
+        # Indices no other operand has were summed over: the cotangent is constant
+        # along them, so it is broadcast back.
+        have = set("".join(in_terms))
+        spread = tuple(i for i, c in enumerate(target) if c not in have)
+        kept = "".join(c for c in target if c in have)
+        if len(in_ops) == 1 and in_terms[0] == kept:
+            g = ct
+        else:
+            g = einsum_p.bind(
+                *in_ops,
+                subscripts=",".join(in_terms) + "->" + kept,
+                optimize=_internal_optimize(len(in_ops)),
+            )
+        if spread:
+            g = _shp.broadcast_to(_shp.expand_dims(g, spread), shape)
+        return g
+
+    return vjp
+
+
+def _einsum_batch(args, dims, *, subscripts, optimize):
+    """A fresh index for the batch axis, on every batched operand and the output."""
+    terms, out = _split(subscripts)
+    b = _fresh(subscripts)
+    terms = [t if d is None else t[:d] + b + t[d:] for t, d in zip(terms, dims)]
+    spec = ",".join(terms) + "->" + b + out
+    return einsum_p.bind(*args, subscripts=spec, optimize=optimize), 0
+
+
+einsum_p = Primitive(
+    "einsum",
+    lambda *operands, subscripts, optimize: np.einsum(subscripts, *operands, optimize=optimize),
+    vjp=[_einsum_vjp(k) for k in range(_MAX_OPERANDS)],
+    jvp=[_einsum_jvp(k) for k in range(_MAX_OPERANDS)],
+    batch=_einsum_batch,
+)
+
+
+def _from_sublists(args: tuple) -> tuple[str, list]:
+    """``einsum(op0, sublist0, op1, sublist1, ..., [sublistout])`` as a subscripts string."""
+
+    def labels(sub: Any) -> str:
+        out = ""
+        for s in sub:
+            if s is Ellipsis:
+                out += "..."
+            elif 0 <= int(s) < len(_LABELS):
+                out += _LABELS[int(s)]
+            else:
+                raise ValueError(f"einsum: subscript {s} is not within the valid range [0, 52)")
+        return out
+
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = ops.pop() if len(args) % 2 else None
+    spec = ",".join(labels(s) for s in subs)
+    return (spec if out is None else spec + "->" + labels(out)), ops
+
+
+def _canonical_einsum(subscripts: str, operands: list) -> tuple[str, list]:
+    """Explicit, letters-only subscripts; unit axes that broadcast are squeezed away."""
+    spec = subscripts.replace(" ", "")
+    ins, arrow, out = spec.partition("->")
+    terms = ins.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(
+            f"einsum: the subscripts '{subscripts}' name {len(terms)} operands, "
+            f"but {len(operands)} were given"
+        )
+    for t in [*terms, out]:
+        bad = [c for c in t.replace("...", "", 1) if c not in _LABELS]
+        if bad:
+            raise ValueError(f"einsum: invalid subscript {bad[0]!r} in '{subscripts}'")
+    shapes = [shape_of(op) for op in operands]
+    n_ell = []
+    for t, shape in zip(terms, shapes):
+        extra = len(shape) - (len(t) - 3 * ("..." in t))
+        if extra < 0 or (extra and "..." not in t):
+            raise ValueError(
+                f"einsum: operand of shape {shape} does not match its subscripts '{t}'"
+            )
+        n_ell.append(extra)
+    width = max(n_ell, default=0)
+    ell = _fresh(spec, width)
+    # Ellipsis axes align from the right, like broadcasting.
+    terms = [t.replace("...", ell[width - e :]) for t, e in zip(terms, n_ell)]
+    if not arrow:  # implicit output: '...' first, then the indices used once, sorted
+        counts = Counter("".join(terms))
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    elif "..." in out:
+        out = out.replace("...", ell)
+    elif width:
+        raise ValueError(
+            "output has more dimensions than subscripts given in einstein sum, but no "
+            "'...' ellipsis provided to broadcast the extra dimensions."
+        )
+    if len(set(out)) != len(out) or any(c not in "".join(terms) for c in out):
+        raise ValueError(f"einsum: invalid output subscripts in '{subscripts}'")
+    sizes: dict[str, int] = {}
+    for t, shape in zip(terms, shapes):
+        for c in set(t):
+            within = {n for ci, n in zip(t, shape) if ci == c}
+            if len(within) > 1:
+                raise ValueError(
+                    f"einsum: dimensions in single operand for collapsing index '{c}' "
+                    f"don't match ({shape})"
+                )
+        for c, n in zip(t, shape):
+            if n != 1 and sizes.setdefault(c, n) != n:
+                raise ValueError(
+                    f"einsum: operands could not be broadcast together: index '{c}' "
+                    f"has sizes {sizes[c]} and {n}"
+                )
+    new_terms, new_ops = [], []
+    for t, op, shape in zip(terms, operands, shapes):
+        drop = tuple(i for i, (c, n) in enumerate(zip(t, shape)) if n == 1 and sizes.get(c, 1) != 1)
+        if drop:
+            op = _shp.squeeze(op, drop)
+            t = "".join(c for i, c in enumerate(t) if i not in drop)
+        new_terms.append(t)
+        new_ops.append(op)
+    return ",".join(new_terms) + "->" + out, new_ops
+
+
+@implements(einsum_p, np.einsum)
+def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe"):
+    """Like numpy.einsum: any subscripts (``...`` broadcasting, repeated indices such
+    as ``'ii->i'``, implicit output), any number of operands, or the sublist form
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> a = np.arange(4.0).reshape(2, 2)
+    >>> anp.einsum("ij,jk->ik", a, a).tolist()
+    [[2.0, 3.0], [6.0, 11.0]]
+    >>> float(anp.einsum("ii", a))
+    3.0
+    >>> autodiff.grad(lambda x: anp.einsum("ii->", x))(a).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    if out is not None:
+        raise NotImplementedError("einsum(..., out=...) is not supported; use the returned value")
+    if not operands:
+        raise ValueError("einsum: no operands given")
+    if isinstance(operands[0], str):
+        subscripts, ops = operands[0], list(operands[1:])
+    else:
+        subscripts, ops = _from_sublists(operands)
+    if dtype is not None:
+        ops = [_elt.astype(op, dtype) for op in ops]
+    spec, ops = _canonical_einsum(subscripts, ops)
+    return einsum_p.bind(*ops, subscripts=spec, optimize=optimize)
+
+
+# --- compositions: vdot, inner, outer, tensordot, kron --------------------------------
+
+
+@register_numpy(np.vdot)
+def vdot(a, b, /):
+    """Like numpy.vdot: the dot product of the flattened arrays, conjugating ``a``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> complex(anp.vdot(np.array([1j, 2.0]), np.array([1j, 3.0])))
+    (7+0j)
+    """
+    a, b = _shp.ravel(a), _shp.ravel(b)
+    if shape_of(a) != shape_of(b):
+        raise ValueError("vdot: vectors have different lengths")
+    if _dtype_of(a).kind == "c":
+        a = _elt.conj(a)
+    return matmul(a, b)
+
+
+@register_numpy(np.inner)
+def inner(a, b, /):
+    """Like numpy.inner: sums of products over the last axes of ``a`` and ``b``
+    (the result has ``a``'s other axes, then ``b``'s).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.inner(np.ones((2, 3)), np.arange(3.0)).tolist()
+    [3.0, 3.0]
+    """
+    na, nb = ndim_of(a), ndim_of(b)
+    if na == 0 or nb == 0:
+        return _elt.multiply(a, b)
+    if shape_of(a)[-1] != shape_of(b)[-1]:
+        raise ValueError(
+            f"inner: shapes {shape_of(a)} and {shape_of(b)} not aligned in the last axis"
+        )
+    la, lb, c = _LABELS[: na - 1], _LABELS[na - 1 : na + nb - 2], _LABELS[na + nb - 2]
+    return einsum(f"{la}{c},{lb}{c}->{la}{lb}", a, b)
+
+
+@register_numpy(np.outer)
+def outer(a, b, out=None):
+    """Like numpy.outer: ``ravel(a)[:, None] * ravel(b)[None, :]``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.outer(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0])).shape
+    (2, 3)
+    """
+    if out is not None:
+        raise NotImplementedError("outer(..., out=...) is not supported; use the returned value")
+    return _elt.multiply(_shp.expand_dims(_shp.ravel(a), 1), _shp.ravel(b))
+
+
+def _axes_list(axes: Any, ndim: int) -> list[int]:
+    axes = [axes] if np.ndim(axes) == 0 else list(axes)
+    out = []
+    for ax in axes:
+        ax = int(ax)
+        if not -ndim <= ax < ndim:
+            raise np.exceptions.AxisError(ax, ndim)
+        out.append(ax % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"tensordot: repeated axis in {axes}")
+    return out
+
+
+@register_numpy(np.tensordot)
+def tensordot(a, b, axes=2):
+    """Like numpy.tensordot: ``axes=N`` sums over ``a``'s last N and ``b``'s first N
+    axes; ``axes=(axes_a, axes_b)`` names the summed axes pairwise.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.tensordot(np.ones((2, 3, 4)), np.ones((3, 4, 5))).shape
+    (2, 5)
+    >>> float(anp.tensordot(np.ones((2, 3)), np.ones((3, 2)), axes=([0, 1], [1, 0])))
+    6.0
+    """
+    na, nb = ndim_of(a), ndim_of(b)
+    try:
+        axes_a, axes_b = axes
+    except TypeError:  # an int n: a's last n axes with b's first n
+        n = operator.index(axes)
+        if n < 0 or n > min(na, nb):
+            raise ValueError(
+                f"tensordot: axes={n} does not fit arrays with {na} and {nb} dims"
+            ) from None
+        axes_a, axes_b = list(range(na - n, na)), list(range(n))
+    axes_a, axes_b = _axes_list(axes_a, na), _axes_list(axes_b, nb)
+    if len(axes_a) != len(axes_b) or any(
+        shape_of(a)[i] != shape_of(b)[j] for i, j in zip(axes_a, axes_b)
+    ):
+        raise ValueError("shape-mismatch for sum")
+    la = _LABELS[:na]
+    extra = iter(_LABELS[na:])
+    lb = "".join(la[axes_a[axes_b.index(j)]] if j in axes_b else next(extra) for j in range(nb))
+    out = "".join(c for i, c in enumerate(la) if i not in axes_a)
+    out += "".join(c for j, c in enumerate(lb) if j not in axes_b)
+    return einsum(f"{la},{lb}->{out}", a, b)
+
+
+@register_numpy(np.kron)
+def kron(a, b):
+    """Like numpy.kron: the Kronecker product (block ``[i, j]`` is ``a[i, j] * b``);
+    the operand with fewer dimensions gets leading unit axes.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.kron(np.array([1.0, 2.0]), np.array([1.0, 10.0])).tolist()
+    [1.0, 10.0, 2.0, 20.0]
+    """
+    na, nb = ndim_of(a), ndim_of(b)
+    if na == 0 or nb == 0:
+        return _elt.multiply(a, b)
+    nd = max(na, nb)
+    if na < nd:
+        a = _shp.expand_dims(a, tuple(range(nd - na)))
+    if nb < nd:
+        b = _shp.expand_dims(b, tuple(range(nd - nb)))
+    shape = tuple(x * y for x, y in zip(shape_of(a), shape_of(b)))
+    a = _shp.expand_dims(a, tuple(range(1, 2 * nd, 2)))
+    b = _shp.expand_dims(b, tuple(range(0, 2 * nd, 2)))
+    return _shp.reshape(_elt.multiply(a, b), shape)
 
 
 from autodiff.rules import elementwise as _elt  # noqa: E402

@@ -1,5 +1,274 @@
-"""Registry records: numpy.linalg (``anp.linalg``)."""
+"""Registry records: numpy.linalg (``anp.linalg``).
+
+Eigenvectors and singular vectors are unique up to a sign (real) or a phase
+(complex).  Real samples check the raw vectors (LAPACK's sign choice is locally
+constant); complex samples go through gauge-invariant functions of them.
+"""
 
 from __future__ import annotations
 
-OPS: list = []
+import numpy as np
+
+from tests.registry import OpInfo, Sample
+from tests.registry.domains import (
+    away_from_zero,
+    cplx,
+    distinct_spectrum,
+    real,
+    spd,
+    well_conditioned,
+)
+
+_rng = np.random.default_rng(4321)
+
+
+def s(*args, label="", **kwargs):
+    diff = kwargs.pop("diff", None)
+    return Sample(tuple(args), kwargs, label, diff)
+
+
+# --- local input domains --------------------------------------------------------------
+
+
+def _unitary(n, *batch, complex_=False):
+    a = _rng.standard_normal((*batch, n, n))
+    if complex_:
+        a = a + 1j * _rng.standard_normal((*batch, n, n))
+    q, _ = np.linalg.qr(a)
+    return q
+
+
+def separated(m, n, *batch, complex_=False):
+    """m x n matrices with well-separated singular values in [1, 3.5] (svd, qr, pinv)."""
+    k = min(m, n)
+    s_ = np.linspace(3.5, 1.0, k) + _rng.uniform(0, 0.1, k)
+    u = _unitary(m, *batch, complex_=complex_)[..., :k]
+    v = _unitary(n, *batch, complex_=complex_)[..., :k]
+    return (u * s_) @ np.conj(np.swapaxes(v, -1, -2))
+
+
+def cwell(n, *batch):
+    """Complex square matrices with singular values in [1, 3]."""
+    u, v = _unitary(n, *batch, complex_=True), _unitary(n, *batch, complex_=True)
+    return (u * _rng.uniform(1.0, 3.0, (*batch, n))[..., None, :]) @ v
+
+
+def hpd(n, *batch):
+    """Hermitian positive definite complex matrices, well conditioned."""
+    a = _rng.standard_normal((*batch, n, n)) + 1j * _rng.standard_normal((*batch, n, n))
+    return a @ np.conj(np.swapaxes(a, -1, -2)) / n + np.eye(n)
+
+
+def hermitian_distinct(n, *batch):
+    """Hermitian complex matrices with well-separated eigenvalues."""
+    q = _unitary(n, *batch, complex_=True)
+    w = np.arange(1, n + 1) * 1.5 + _rng.uniform(0, 0.2, n)
+    return (q * w) @ np.conj(np.swapaxes(q, -1, -2))
+
+
+# --- gauge-invariant views of eigenvectors and singular vectors -------------------------
+
+
+def _abs2(lib, x):
+    return lib.real(x * lib.conj(x))
+
+
+def _eigh_gauge(lib, a, **kw):
+    w, v = lib.linalg.eigh(a, **kw)
+    return w, _abs2(lib, v), (v * w[..., None, :]) @ lib.conj(lib.swapaxes(v, -1, -2))
+
+
+def _svd_gauge(lib, a, **kw):
+    u, sv, vh = lib.linalg.svd(a, full_matrices=False, **kw)
+    return _abs2(lib, u), sv, _abs2(lib, vh), u @ vh
+
+
+def _eigh_project(lib, a):
+    """The projector onto the top eigenvector: smooth, gauge invariant."""
+    _, v = lib.linalg.eigh(a)
+    top = v[..., -1:]
+    return top @ lib.conj(lib.swapaxes(top, -1, -2))
+
+
+OPS = [
+    # --- solve, inv, det, slogdet ---------------------------------------------------------
+    OpInfo(
+        "linalg.solve",
+        [
+            s(well_conditioned(3), real(3), label="vector b"),
+            s(well_conditioned(3), real(3, 2), label="matrix b"),
+            s(well_conditioned(3, 2), real(2, 3, 2), label="stacks"),
+            s(well_conditioned(3, 2), real(3), label="stack a, vector b"),
+            s(well_conditioned(3, 2), real(3, 2), label="stack a, matrix b"),
+            s(well_conditioned(3), real(2, 3, 1), label="matrix a, stack b"),
+            s(cwell(3), cplx(3), label="complex vector b"),
+            s(cwell(3), cplx(3, 2), label="complex matrix b"),
+        ],
+    ),
+    OpInfo(
+        "linalg.inv",
+        [
+            s(well_conditioned(3), label="matrix"),
+            s(well_conditioned(3, 2), label="stack"),
+            s(cwell(3), label="complex"),
+        ],
+    ),
+    OpInfo(
+        "linalg.det",
+        [
+            s(well_conditioned(3), label="matrix"),
+            s(well_conditioned(3, 2), label="stack"),
+            s(cwell(3), label="complex"),
+        ],
+    ),
+    OpInfo(
+        "linalg.slogdet",
+        [
+            s(well_conditioned(3), label="matrix"),
+            s(well_conditioned(3, 2), label="stack"),
+            s(cwell(3), label="complex"),
+        ],
+    ),
+    # --- cholesky, eigh ------------------------------------------------------------------
+    OpInfo(
+        "linalg.cholesky",
+        [
+            s(spd(3), label="matrix"),
+            s(spd(3, 2), label="stack"),
+            s(spd(3), upper=True, label="upper"),
+            s(hpd(3), label="complex"),
+            s(hpd(3), upper=True, label="complex upper"),
+        ],
+    ),
+    OpInfo(
+        "linalg.eigh",
+        [
+            s(distinct_spectrum(3), label="matrix"),
+            s(distinct_spectrum(3, 2), label="stack"),
+            s(distinct_spectrum(3), UPLO="U", label="UPLO=U"),
+        ],
+    ),
+    OpInfo(
+        "linalg.eigh",
+        [
+            s(hermitian_distinct(3), label="complex"),
+            s(hermitian_distinct(3, 2), UPLO="U", label="complex stack UPLO=U"),
+            s(distinct_spectrum(3), label="real"),
+        ],
+        call=_eigh_gauge,
+    ),
+    OpInfo("linalg.eigh", [s(distinct_spectrum(3), label="projector")], call=_eigh_project),
+    # --- svd ------------------------------------------------------------------------------
+    OpInfo(
+        "linalg.svd",
+        [
+            s(separated(3, 3), label="square"),
+            s(separated(3, 3), full_matrices=False, label="square reduced"),
+            s(separated(3, 2), full_matrices=False, label="tall"),
+            s(separated(2, 3), full_matrices=False, label="wide"),
+            s(separated(3, 2, 2), full_matrices=False, label="stack"),
+            s(separated(3, 2), compute_uv=False, label="values tall"),
+            s(separated(2, 3, 2), compute_uv=False, label="values stack"),
+            s(separated(3, 3, complex_=True), compute_uv=False, label="values complex"),
+            s(distinct_spectrum(3), hermitian=True, label="hermitian"),
+            s(distinct_spectrum(3), hermitian=True, compute_uv=False, label="values hermitian"),
+        ],
+    ),
+    OpInfo(
+        "linalg.svd",
+        [
+            s(separated(3, 3, complex_=True), label="complex"),
+            s(separated(3, 2, complex_=True), label="complex tall"),
+            s(separated(2, 3, 2, complex_=True), label="complex wide stack"),
+        ],
+        call=_svd_gauge,
+    ),
+    # full_matrices=True of a non-square matrix: values and batching only (its
+    # derivatives raise NotImplementedError: the extra vectors are not unique).
+    OpInfo(
+        "linalg.svd",
+        [s(separated(3, 2), label="full tall"), s(separated(2, 3, 2), label="full wide stack")],
+        differentiable=False,
+    ),
+    # --- qr -------------------------------------------------------------------------------
+    OpInfo(
+        "linalg.qr",
+        [
+            s(separated(3, 3), label="square"),
+            s(separated(3, 2), label="tall"),
+            s(separated(2, 3), label="wide"),
+            s(separated(3, 2, 2), label="stack"),
+            s(separated(2, 3), mode="complete", label="complete wide"),
+            s(separated(3, 2), mode="r", label="r"),
+            s(separated(3, 3, complex_=True), label="complex"),
+            s(separated(3, 2, complex_=True), label="complex tall"),
+            s(separated(2, 3, complex_=True), label="complex wide"),
+        ],
+    ),
+    OpInfo(
+        "linalg.qr",
+        [s(separated(3, 2), mode="complete", label="complete tall")],
+        differentiable=False,
+    ),
+    # --- pinv, matrix_power -----------------------------------------------------------------
+    OpInfo(
+        "linalg.pinv",
+        [
+            s(well_conditioned(3), label="square"),
+            s(separated(3, 2), label="tall"),
+            s(separated(2, 3), label="wide"),
+            s(separated(3, 2, 2), label="stack"),
+            s(separated(3, 2), rcond=1e-10, label="rcond"),
+            s(spd(3), hermitian=True, label="hermitian"),
+            s(separated(2, 3, complex_=True), label="complex wide"),
+        ],
+    ),
+    OpInfo(
+        "linalg.matrix_power",
+        [s(well_conditioned(3), n=k, label=f"n={k}") for k in (0, 1, 2, 3, 5, -1, -3)]
+        + [s(well_conditioned(3, 2), n=4, label="stack"), s(cwell(3), n=2, label="complex")],
+    ),
+]
+
+# --- norm -------------------------------------------------------------------------------
+
+_VECTOR_ORDS = [None, 2, 1, -1, np.inf, -np.inf, 3, 0.5, -2.5]
+_MATRIX_ORDS = [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]
+
+OPS += [
+    OpInfo(
+        "linalg.norm",
+        [s(away_from_zero(4), ord=o, label=f"vector ord={o}") for o in _VECTOR_ORDS]
+        + [s(real(3, 4), label="matrix default"), s(real(2, 3, 2), label="3-d default")]
+        + [s(real(2, 3), keepdims=True, label="default keepdims")]
+        + [s(away_from_zero(2, 3), ord=o, axis=1, label=f"axis=1 ord={o}") for o in _VECTOR_ORDS]
+        + [
+            s(away_from_zero(2, 3), ord=3, axis=0, keepdims=True, label="axis=0 ord=3 keepdims"),
+            s(away_from_zero(2, 3, 2), ord=1, axis=-2, label="axis=-2 ord=1"),
+            s(away_from_zero(2, 3), ord=np.inf, axis=-1, keepdims=True, label="inf keepdims"),
+        ]
+        + [s(separated(3, 3), ord=o, label=f"matrix ord={o}") for o in _MATRIX_ORDS]
+        + [s(separated(3, 2, 2), ord=o, axis=(1, 2), label=f"stack ord={o}") for o in _MATRIX_ORDS]
+        + [
+            s(real(3, 2, 2), ord="fro", axis=(2, 0), keepdims=True, label="axis=(2,0) keepdims"),
+            s(separated(3, 2, 2), ord=2, axis=(-1, -2), keepdims=True, label="2 keepdims"),
+            s(real(2, 3, 2), ord=1, axis=(0, 2), label="1 axis=(0,2)"),
+            s(real(2, 3, 2), ord=np.inf, axis=(2, 1), label="inf axis=(2,1)"),
+            s(cplx(4), label="complex vector"),
+            s(cplx(4), ord=1, label="complex vector ord=1"),
+            s(cplx(4), ord=3, label="complex vector ord=3"),
+            s(cplx(3, 3), ord="fro", label="complex fro"),
+            s(separated(3, 3, complex_=True), ord="nuc", label="complex nuc"),
+            s(separated(3, 3, complex_=True), ord=2, label="complex 2"),
+        ],
+    ),
+    # ord=0 counts the nonzero entries: no derivative.
+    OpInfo(
+        "linalg.norm",
+        [
+            s(real(4), ord=0, label="ord=0"),
+            s(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]]), ord=0, axis=1, label="ord=0 axis"),
+        ],
+        differentiable=False,
+    ),
+]

@@ -45,3 +45,107 @@ OPS = [
         ],
     ),
 ]
+
+
+def _einsum(lib, *operands, subscripts):
+    return lib.einsum(subscripts, *operands)
+
+
+EINSUM = {
+    "ij,jk->ik": ((2, 3), (3, 4)),
+    "bij,bjk->bik": ((2, 2, 3), (2, 3, 2)),
+    "ii->": ((3, 3),),
+    "ii->i": ((3, 3),),
+    "ii": ((3, 3),),
+    "iij->j": ((2, 2, 3),),
+    "ij->j": ((2, 3),),
+    "ij->ji": ((2, 3),),
+    "i,j->ij": ((2,), (3,)),
+    "i,i": ((3,), (3,)),
+    "ij,jk": ((2, 3), (3, 2)),
+    "ij,j->": ((2, 3), (3,)),
+    "...ij,...jk->...ik": ((2, 1, 2, 3), (3, 3, 2)),
+    "...ii->...i": ((2, 3, 3),),
+    "i...,...i": ((2, 3), (3, 2)),
+    "...ij,jk": ((2, 2, 3), (3, 2)),
+    "ij,jk,kl->il": ((2, 3), (3, 2), (2, 2)),
+    "ij,ij,ij->i": ((2, 3), (2, 3), (2, 3)),
+    "i,ij,j": ((2,), (2, 3), (3,)),
+    "ij, j k -> k i": ((2, 3), (3, 2)),
+}
+
+OPS += [
+    OpInfo(
+        "einsum",
+        [
+            s(*(real(*shape) for shape in shapes), subscripts=k, label=k)
+            for k, shapes in EINSUM.items()
+        ]
+        + [
+            s(cplx(2, 3), cplx(3, 2), subscripts="ij,jk->ik", label="complex"),
+            s(cplx(3, 3), subscripts="ii->i", label="complex diagonal"),
+            s(real(2, 3), cplx(3), subscripts="ij,j->i", label="real,complex"),
+        ],
+        call=_einsum,
+    ),
+    OpInfo(
+        "einsum",
+        [
+            s(real(2, 3), real(3, 2), label="sublists"),
+            s(real(3), real(3), label="sublists implicit"),
+        ],
+        call=lambda lib, a, b: (
+            lib.einsum(a, [0, 1], b, [1, 2], [0, 2])
+            if a.ndim == 2
+            else lib.einsum(a, [Ellipsis, 0], b, [0])
+        ),
+    ),
+    OpInfo(
+        "vdot",
+        [
+            s(real(3), real(3), label="vec"),
+            s(real(2, 3), real(3, 2), label="flattened"),
+            s(cplx(3), cplx(3), label="complex"),
+        ],
+    ),
+    OpInfo(
+        "inner",
+        [
+            s(real(3), real(3), label="vec"),
+            s(real(2, 3), real(4, 3), label="mat"),
+            s(real(2, 2, 3), real(3), label="3-d,vec"),
+            s(real(), real(3), label="scalar"),
+            s(cplx(2, 3), cplx(3), label="complex"),
+        ],
+    ),
+    OpInfo(
+        "outer",
+        [
+            s(real(3), real(2), label="vec"),
+            s(real(2, 2), real(3), label="flattened"),
+            s(cplx(2), cplx(3), label="complex"),
+        ],
+    ),
+    OpInfo(
+        "tensordot",
+        [
+            s(real(2, 3, 2), real(3, 2, 2), label="axes=2"),
+            s(real(2, 3), real(3, 2), axes=1, label="axes=1"),
+            s(real(2), real(3), axes=0, label="axes=0"),
+            s(real(2, 3), real(3, 2), axes=([0, 1], [1, 0]), label="pairs"),
+            s(real(2, 3, 2), real(2, 2), axes=([2], [0]), label="pair of ints"),
+            s(real(2, 3, 2), real(2, 3), axes=(-1, 0), label="negative"),
+            s(cplx(2, 3), cplx(3, 2), axes=1, label="complex"),
+        ],
+    ),
+    OpInfo(
+        "kron",
+        [
+            s(real(2), real(3), label="1-d"),
+            s(real(2, 2), real(2, 3), label="2-d"),
+            s(real(2), real(2, 2), label="1-d,2-d"),
+            s(real(), real(2, 2), label="scalar"),
+            s(cplx(2, 2), cplx(2), label="complex"),
+        ],
+    ),
+]
