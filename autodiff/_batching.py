@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import optree
@@ -25,12 +25,13 @@ __all__ = ["BatchInterpreter", "BatchedTensor", "vmap"]
 
 
 class BatchInterpreter(Interpreter):
-    __slots__ = ("size",)
+    __slots__ = ("randomness", "size")
     transform = "vmap"
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, randomness: str = "error") -> None:
         super().__init__()
         self.size = size
+        self.randomness = randomness  # what anp.random functions do (see vmap)
 
 
 class BatchedTensor(Tracer):
@@ -211,13 +212,23 @@ def _unbatch_output(interp: BatchInterpreter, leaf: Any, out_dim: int | None, i:
     return _shape_rules.moveaxis(value, bdim, out_dim)
 
 
-def _vmap_call(func, flat, dims, tree, size, out_dims, kwargs):
-    interp = BatchInterpreter(size)
+class _Call(NamedTuple):
+    """What one call of a vmapped function needs besides its flattened inputs."""
+
+    func: Callable
+    tree: Any  # the treedef of the positional arguments
+    out_dims: Any
+    kwargs: dict
+    randomness: str
+
+
+def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
+    interp = BatchInterpreter(size, call.randomness)
     with new_interpreter(interp):
         leaves = [x if d is None else BatchedTensor(interp, x, d) for x, d in zip(flat, dims)]
-        out = func(*optree.tree_unflatten(tree, leaves), **kwargs)
+        out = call.func(*optree.tree_unflatten(call.tree, leaves), **call.kwargs)
         out_flat, out_tree = optree.tree_flatten(out)
-        dims_out = _out_dims_for(out, out_dims)
+        dims_out = _out_dims_for(out, call.out_dims)
         results = [
             _unbatch_output(interp, leaf, d, i)
             for i, (leaf, d) in enumerate(zip(out_flat, dims_out))
@@ -229,19 +240,17 @@ def _take(x: Any, dim: int, index: Any) -> Any:
     return x[(slice(None),) * dim + (index,)]
 
 
-def _chunked_call(func, flat, dims, tree, size, out_dims, kwargs, chunk_size):
+def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: int) -> Any:
     outs = []
     for start in range(0, size, chunk_size):
         if chunk_size == 1:  # a plain loop: vmap's constraints don't apply
             leaves = [x if d is None else _take(x, d, start) for x, d in zip(flat, dims)]
-            outs.append(func(*optree.tree_unflatten(tree, leaves), **kwargs))
+            outs.append(call.func(*optree.tree_unflatten(call.tree, leaves), **call.kwargs))
         else:
             piece = slice(start, start + chunk_size)
             leaves = [x if d is None else _take(x, d, piece) for x, d in zip(flat, dims)]
-            n = min(chunk_size, size - start)
-            outs.append(_vmap_call(func, leaves, dims, tree, n, out_dims, kwargs))
-    _first_flat, out_tree = optree.tree_flatten(outs[0])
-    dims_out = _out_dims_for(outs[0], out_dims)
+            outs.append(_vmap_call(call, leaves, dims, min(chunk_size, size - start)))
+    dims_out = _out_dims_for(outs[0], call.out_dims)
     columns = zip(*(optree.tree_leaves(o) for o in outs))
     joined = []
     for leaves, d in zip(columns, dims_out):
@@ -251,7 +260,10 @@ def _chunked_call(func, flat, dims, tree, size, out_dims, kwargs, chunk_size):
             joined.append(_shape_rules.stack(leaves, axis=d))
         else:
             joined.append(_shape_rules.concatenate(leaves, axis=d))
-    return optree.tree_unflatten(out_tree, joined)
+    return optree.tree_unflatten(optree.tree_structure(outs[0]), joined)
+
+
+RANDOMNESS = ("error", "different", "same")
 
 
 def vmap(
@@ -259,6 +271,7 @@ def vmap(
     in_dims: Any = 0,
     out_dims: Any = 0,
     *,
+    randomness: str = "error",
     chunk_size: int | None = None,
 ) -> Callable:
     """Vectorise ``func`` over an axis of its inputs.
@@ -269,8 +282,15 @@ def vmap(
     axes count from the end.  Keyword arguments are never batched.  ``out_dims``
     says where the batch axis goes in each output (int, ``None`` for an output
     that does not depend on the batch, or a pytree prefix).  An output that
-    ignores the batched inputs is broadcast along the batch.  ``chunk_size=k``
-    runs ``k`` examples at a time (``1`` is a plain Python loop).
+    ignores the batched inputs is broadcast along the batch.
+
+    ``randomness`` says what ``autodiff.numpy.random`` functions do inside:
+    ``"error"`` raises, ``"different"`` draws independently for each example
+    (for one random call, exactly the draws a Python loop over the batch
+    makes, in order), ``"same"`` draws once for the whole batch.
+    ``chunk_size=k`` runs ``k`` examples at a time with the same result;
+    ``chunk_size=1`` is a plain Python loop (data-dependent control flow
+    works, and random functions draw as in a loop).
 
     Inside ``func``, values batched by ``vmap`` have their per-example shape.
     Python control flow cannot depend on them; use ``anp.where``.
@@ -283,6 +303,10 @@ def vmap(
     check_callable(func, "vmap")
     _check_dims_spec(in_dims, "in_dims")
     _check_dims_spec(out_dims, "out_dims")
+    if randomness not in RANDOMNESS:
+        raise TransformValueError(
+            f"vmap(..., randomness={randomness!r}): randomness must be one of {RANDOMNESS}."
+        )
     if chunk_size is not None and (
         not isinstance(chunk_size, (int, np.integer))
         or isinstance(chunk_size, bool)
@@ -296,8 +320,9 @@ def vmap(
     def batched(*args, **kwargs):
         flat, dims, tree, paths = _flatten_inputs(args, in_dims)
         size = _batch_size(flat, dims, paths)
+        call = _Call(func, tree, out_dims, kwargs, randomness)
         if chunk_size is not None and chunk_size < size:
-            return _chunked_call(func, flat, dims, tree, size, out_dims, kwargs, chunk_size)
-        return _vmap_call(func, flat, dims, tree, size, out_dims, kwargs)
+            return _chunked_call(call, flat, dims, size, chunk_size)
+        return _vmap_call(call, flat, dims, size)
 
     return batched
