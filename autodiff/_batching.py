@@ -253,13 +253,13 @@ def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: in
     dims_out = _out_dims_for(outs[0], call.out_dims)
     columns = zip(*(optree.tree_leaves(o) for o in outs))
     joined = []
-    for leaves, d in zip(columns, dims_out):
+    for column, d in zip(columns, dims_out):
         if d is None:
-            joined.append(leaves[0])
+            joined.append(column[0])
         elif chunk_size == 1:
-            joined.append(_shape_rules.stack(leaves, axis=d))
+            joined.append(_shape_rules.stack(column, axis=d))
         else:
-            joined.append(_shape_rules.concatenate(leaves, axis=d))
+            joined.append(_shape_rules.concatenate(column, axis=d))
     return optree.tree_unflatten(optree.tree_structure(outs[0]), joined)
 
 

@@ -9,7 +9,7 @@ the size) and against each other, recursively to the given order.
 >>> import numpy as np
 >>> from autodiff.testing import check_grads, check_vmap
 >>> check_grads(np.sin, (np.array([0.1, 0.2]),), order=2)
->>> check_vmap(lambda x: x.sum(), (np.ones((3, 2)),))
+>>> check_vmap(lambda x: x.sum(), 0, (np.ones((3, 2)),))
 """
 
 from __future__ import annotations
@@ -131,8 +131,8 @@ def _take(x: Any, axis: int, i: int | slice) -> Any:
 
 def check_vmap(
     f: Callable,
+    in_dims: Any,
     args: Sequence[Any],
-    in_dims: Any = 0,
     *,
     rtol: float = 1e-7,
     atol: float = 1e-9,

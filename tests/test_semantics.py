@@ -252,7 +252,7 @@ def test_multiple_results_primitive_under_every_transform():
     sincos_p = _sincos()
     x = np.array([0.3, -1.2, 2.0])
     check_grads(lambda x: sincos_p.bind(x), (x,), order=2)
-    check_vmap(lambda x: sincos_p.bind(x), (np.stack([x, 2 * x]),))
+    check_vmap(lambda x: sincos_p.bind(x), 0, (np.stack([x, 2 * x]),))
     # Only one of the results used: the other gets a zero cotangent.
     np.testing.assert_allclose(grad(lambda x: anp.sum(sincos_p.bind(x)[1]))(x), -np.sin(x))
     # d/dt sin(t) cos(t) = cos(2t), per example

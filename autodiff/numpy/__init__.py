@@ -13,6 +13,7 @@ operators or ndarray methods meet a traced value.
 
 from autodiff.numpy import fft as fft
 from autodiff.numpy import linalg as linalg
+from autodiff.numpy import random as random
 from autodiff.rules.creation import *  # noqa: F403
 from autodiff.rules.creation import __all__ as _creation
 from autodiff.rules.elementwise import *  # noqa: F403
@@ -27,5 +28,15 @@ from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
 
 __all__ = sorted(
-    [*_creation, *_elementwise, *_indexing, *_products, *_reductions, *_shape, "fft", "linalg"]
+    [
+        *_creation,
+        *_elementwise,
+        *_indexing,
+        *_products,
+        *_reductions,
+        *_shape,
+        "fft",
+        "linalg",
+        "random",
+    ]
 )
