@@ -9,14 +9,26 @@
 
 from autodiff import errors, numpy
 from autodiff._batching import vmap
+from autodiff._checkpoint import checkpoint
+from autodiff._custom import custom_jvp, custom_vjp
+from autodiff._derived import hessian, jacfwd, jacrev, linearize
 from autodiff._forward import jvp
 from autodiff._reverse import grad, grad_and_value, no_grad, stop_gradient, value_and_grad, vjp
+from autodiff._validate import debug_rules
 
 __all__ = [
+    "checkpoint",
+    "custom_jvp",
+    "custom_vjp",
+    "debug_rules",
     "errors",
     "grad",
     "grad_and_value",
+    "hessian",
+    "jacfwd",
+    "jacrev",
     "jvp",
+    "linearize",
     "no_grad",
     "numpy",
     "stop_gradient",

@@ -17,7 +17,9 @@ import optree
 
 from autodiff._args import check_callable, is_array
 from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
+from autodiff._custom import batch_by_loop
 from autodiff._tracer import Tracer, check_live
+from autodiff._validate import checking, validate_batch
 from autodiff.errors import ConcretizationError, TransformTypeError, TransformValueError
 from autodiff.rules import shape as _shape_rules
 
@@ -75,11 +77,12 @@ def lift(interp: BatchInterpreter, x: object):
 
 @dispatch
 def process(interp: BatchInterpreter, prim: Primitive, args: tuple, params: dict):
-    if prim.batch is None:
-        raise prim.missing("batching", interp)
+    batch_rule = prim.batch if prim.batch is not None else batch_by_loop(prim)
     values = [arg.value for arg in args]
     dims = [arg.bdim for arg in args]
-    out, out_dim = prim.batch(values, dims, **params)
+    out, out_dim = batch_rule(values, dims, **params)
+    if checking.get():
+        validate_batch(prim, out, out_dim, values, dims, params, interp.size)
     if prim.multiple_results:
         return tuple(_wrap(interp, o, d) for o, d in zip(out, out_dim))
     return _wrap(interp, out, out_dim)

@@ -29,6 +29,7 @@ import numpy as np
 from plum import Dispatcher
 
 from autodiff._tracer import Tracer, leaked_error
+from autodiff._validate import check_arity
 from autodiff.errors import MissingRuleError
 
 __all__ = [
@@ -203,6 +204,7 @@ class Primitive:
     """
 
     __slots__ = (
+        "__weakref__",
         "batch",
         "differentiable",
         "impl",
@@ -237,13 +239,16 @@ class Primitive:
         if batch is not None:
             self.def_batch(batch)
 
-    def def_vjp(self, rule: Callable | Sequence[Callable | None]) -> None:
+    def def_vjp(self, rule: Callable | Sequence[Callable | None]) -> Any:
+        check_arity(self, "VJP", rule)
         if isinstance(rule, (list, tuple)):
             self.vjp = _per_argument_vjp(rule)
         else:
             self.vjp = _whole_vjp(rule)  # type: ignore[arg-type]
+        return rule
 
-    def def_jvp(self, rule: Callable | Sequence[Callable | None]) -> None:
+    def def_jvp(self, rule: Callable | Sequence[Callable | None]) -> Any:
+        check_arity(self, "JVP", rule)
         if isinstance(rule, (list, tuple)):
             if self.multiple_results:
                 raise TypeError(
@@ -253,9 +258,11 @@ class Primitive:
             self.jvp = _per_argument_jvp(rule)
         else:
             self.jvp = _whole_jvp(rule)  # type: ignore[arg-type]
+        return rule
 
-    def def_batch(self, rule: Callable) -> None:
+    def def_batch(self, rule: Callable) -> Callable:
         self.batch = rule
+        return rule
 
     def bind(self, *args: Any, **params: Any) -> Any:
         top = find_top(args)
@@ -267,17 +274,14 @@ class Primitive:
         return process(top, self, args, params)
 
     def missing(self, rule: str, interp: Interpreter) -> MissingRuleError:
-        """The error for a rule (``"VJP"``, ``"JVP"``, ``"batching"``) this primitive lacks."""
-        method = {"VJP": "def_vjp", "JVP": "def_jvp", "batching": "def_batch"}[rule]
-        alternative = (
-            ""
-            if rule == "batching"
-            else ", or declare it with differentiable=False if it has no derivative"
-        )
+        """The error for a missing derivative rule (``"VJP"`` or ``"JVP"``): either
+        one would do, since each is derived from the other when absent."""
+        other = "JVP" if rule == "VJP" else "VJP"
         return MissingRuleError(
-            f"primitive '{self.name}' has no {rule} rule, which {interp.describe()} "
-            f"needs. Add one with {self.name}_p.{method}(...) (see "
-            f"autodiff/rules/README.md){alternative}."
+            f"primitive '{self.name}' has no {rule} rule (nor a {other} rule to transpose "
+            f"into one), which {interp.describe()} needs. Add one with "
+            f"{self.name}_p.def_{rule.lower()}(...) (see autodiff/rules/README.md), or "
+            f"declare it with differentiable=False if it has no derivative."
         )
 
     def __repr__(self) -> str:

@@ -24,7 +24,9 @@ from autodiff._args import (
     split_aux,
 )
 from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
+from autodiff._custom import jvp_rule_of
 from autodiff._tracer import Tracer, check_live
+from autodiff._validate import checking, validate_jvp
 from autodiff.errors import TransformTypeError, TransformValueError
 
 __all__ = ["DualTensor", "JvpInterpreter", "jvp"]
@@ -61,13 +63,15 @@ def lift(interp: JvpInterpreter, x: object):
 @dispatch
 def process(interp: JvpInterpreter, prim: Primitive, args: tuple, params: dict):
     primals = tuple(arg.primal for arg in args)
-    ans = prim.bind(*primals, **params)
     if not prim.differentiable:
-        return ans
-    if prim.jvp is None:
+        return prim.bind(*primals, **params)
+    if prim.jvp is None and prim.vjp is None:  # one is enough: the other is its transpose
         raise prim.missing("JVP", interp)
+    ans = prim.bind(*primals, **params)
     tangents = tuple(arg.tangent for arg in args)
-    tangent = prim.jvp(tangents, ans, primals, params)
+    tangent = jvp_rule_of(prim)(tangents, ans, primals, params)
+    if checking.get():
+        validate_jvp(prim, tangent, ans)
     if prim.multiple_results:
         return tuple(a if t is None else DualTensor(interp, a, t) for a, t in zip(ans, tangent))
     return ans if tangent is None else DualTensor(interp, ans, tangent)

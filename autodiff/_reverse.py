@@ -30,7 +30,9 @@ from autodiff._args import (
     split_aux,
 )
 from autodiff._core import Interpreter, Primitive, current_interpreters, dispatch, new_interpreter
+from autodiff._custom import CustomVJPPrimitive, vjp_rule_of
 from autodiff._tracer import Tracer, check_live
+from autodiff._validate import checking, validate_vjp
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules.elementwise import stop_gradient as _stop
 
@@ -104,16 +106,29 @@ def lift(interp: GradInterpreter, x: object):
 @dispatch
 def process(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
     values = tuple(arg.value for arg in args)
-    ans = prim.bind(*values, **params)
     if not prim.differentiable or interp.level <= _no_grad_below.get():
-        return ans
-    if prim.vjp is None:
+        return prim.bind(*values, **params)
+    if prim.vjp is None and prim.jvp is None:  # one is enough: the other is its transpose
         raise prim.missing("VJP", interp)
+    ans = prim.bind(*values, **params)
     parents = tuple((i, arg.node, arg.index) for i, arg in enumerate(args) if arg.node is not None)
     node = Node(prim, params, values, ans, parents)
     if prim.multiple_results:
         return tuple(GradTensor(interp, a, node, i) for i, a in enumerate(ans))
     return GradTensor(interp, ans, node)
+
+
+# A second method of the same plum function, so it must share the name.
+@dispatch  # type: ignore[no-redef]
+def process(interp: GradInterpreter, prim: CustomVJPPrimitive, args: tuple, params: dict):  # noqa: F811
+    """A custom_vjp function: run its fwd, keep its residuals for its bwd."""
+    values = tuple(arg.value for arg in args)
+    if interp.level <= _no_grad_below.get():
+        return prim.bind(*values, **params)
+    outs, residuals = prim.fwd(*values)
+    parents = tuple((i, arg.node, arg.index) for i, arg in enumerate(args) if arg.node is not None)
+    node = Node(prim, {"residuals": residuals}, values, outs, parents)
+    return tuple(GradTensor(interp, out, node, i) for i, out in enumerate(outs))
 
 
 # --- the backward pass ---------------------------------------------------------
@@ -168,7 +183,9 @@ def backward(seeds: list[tuple[Node, int | None, Any]]) -> dict[Node, Any]:
         if prim.multiple_results:
             ct = tuple(np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans))
         argnums = [argnum for argnum, _, _ in node.parents]
-        arg_cts = prim.vjp(ct, node.ans, node.primals, node.params, argnums)  # type: ignore[misc]
+        arg_cts = vjp_rule_of(prim)(ct, node.ans, node.primals, node.params, argnums)
+        if checking.get():
+            validate_vjp(prim, arg_cts, node.primals, argnums)
         for (argnum, parent, index), arg_ct in zip(node.parents, arg_cts):
             if arg_ct is not None:
                 arg_ct = _match_realness(arg_ct, node.primals[argnum])

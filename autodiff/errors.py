@@ -16,9 +16,11 @@ from __future__ import annotations
 
 __all__ = [
     "AutodiffError",
+    "AutodiffWarning",
     "ConcretizationError",
     "LeakedTracerError",
     "MissingRuleError",
+    "RuleError",
     "TransformTypeError",
     "TransformValueError",
     "UnsupportedFunctionError",
@@ -65,5 +67,13 @@ class MissingRuleError(AutodiffError, NotImplementedError):
     """A primitive lacks the rule (VJP, JVP or batching) a transform needs."""
 
 
+class RuleError(AutodiffError, ValueError):
+    """A primitive's rule is malformed or returned the wrong structure or shape."""
+
+
 class UnsupportedFunctionError(AutodiffError, TypeError):
     """A NumPy function, ufunc method or keyword has no autodiff rule."""
+
+
+class AutodiffWarning(UserWarning):
+    """Something works but not as well as it could (e.g. a batching loop)."""

@@ -1,6 +1,8 @@
 """Misuse gets an exception that names what was wrong and what to do, and the
 exception classes subclass the matching built-ins."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from autodiff import grad, jvp, value_and_grad, vjp, vmap
 from autodiff._core import Primitive
 from autodiff.errors import (
     AutodiffError,
+    AutodiffWarning,
     ConcretizationError,
     MissingRuleError,
     TransformTypeError,
@@ -295,18 +298,32 @@ def test_float_of_a_grad_tracer_stored_in_a_list_still_works():
 
 
 @pytest.mark.parametrize(
-    ("transform", "rule", "name", "method"),
+    ("transform", "rule", "other", "name"),
     [
-        (lambda f: grad(f)(1.0), "VJP", "grad", "def_vjp"),
-        (lambda f: jvp(f, (1.0,), (1.0,)), "JVP", "jvp", "def_jvp"),
-        (lambda f: vmap(f)(x3), "batching", "vmap", "def_batch"),
+        (lambda f: grad(f)(1.0), "VJP", "JVP", "grad"),
+        (lambda f: jvp(f, (1.0,), (1.0,)), "JVP", "VJP", "jvp"),
     ],
 )
-def test_missing_rule_names_primitive_rule_transform_and_fix(transform, rule, name, method):
-    mystery_p = Primitive("mystery", np.sin)
-    pattern = rf"'mystery' has no {rule} rule, which {name} \(level \d+\).*mystery_p\.{method}"
+def test_missing_derivative_rules_name_primitive_rule_transform_and_fix(
+    transform, rule, other, name
+):
+    mystery_p = Primitive("mystery", np.sin)  # neither a VJP nor a JVP rule
+    pattern = (
+        rf"'mystery' has no {rule} rule \(nor a {other} rule to transpose into one\), "
+        rf"which {name} \(level \d+\) needs\. Add one with mystery_p\.def_{rule.lower()}"
+    )
     with pytest.raises(MissingRuleError, match=pattern):
         transform(lambda x: mystery_p.bind(x))
+
+
+def test_missing_batching_rule_loops_and_warns_once_naming_the_fix():
+    lonely_p = Primitive("lonely", np.sin, differentiable=False)
+    with pytest.warns(AutodiffWarning, match=r"'lonely' has no batching rule.*lonely_p\.def_batch"):
+        out = vmap(lambda x: lonely_p.bind(x))(x3)
+    np.testing.assert_array_equal(out, np.sin(x3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a second use does not warn again
+        vmap(lambda x: lonely_p.bind(x))(x3)
 
 
 def test_numpy_function_without_rule_raises_naming_it():

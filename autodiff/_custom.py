@@ -1,0 +1,372 @@
+"""Rules a primitive was not given, and Python functions with custom rules.
+
+A VJP and a JVP are transposes of each other (in the bilinear pairing
+``Re sum(a * b)`` of the package's complex convention), and both are linear.
+So a missing one is derived from the other by running reverse mode through
+it: exact whenever the given rule is written with primitives.  A missing
+batching rule becomes a Python loop over the batch, with a warning naming
+the primitive (once per primitive).
+
+``custom_vjp`` and ``custom_jvp`` turn a Python function into a primitive
+whose rules are the user's; every transform then treats it like any other
+primitive: ``jvp`` of a ``custom_vjp`` function transposes its backward
+function, ``vmap`` maps the function and its rules, and higher orders
+differentiate the rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from autodiff._args import check_callable
+from autodiff._core import Primitive
+from autodiff.errors import AutodiffWarning, TransformTypeError
+
+__all__ = [
+    "batch_by_loop",
+    "custom_jvp",
+    "custom_vjp",
+    "jvp_from_vjp",
+    "jvp_rule_of",
+    "vjp_from_jvp",
+    "vjp_rule_of",
+]
+
+
+def _zeros_for(values: Any) -> Any:
+    return (
+        tuple(np.zeros_like(v) for v in values)
+        if isinstance(values, tuple)
+        else np.zeros_like(values)
+    )
+
+
+def _filled(cts: list, primals: tuple, argnums: list) -> tuple:
+    """Cotangents for ``argnums``, zeros where a rule returned None."""
+    return tuple(np.zeros_like(primals[i]) if c is None else c for c, i in zip(cts, argnums))
+
+
+def vjp_rule_of(prim: Primitive) -> Callable:
+    """The primitive's VJP rule, or one derived from its JVP rule."""
+    if prim.vjp is not None:
+        return prim.vjp
+    if prim.jvp is None:
+        raise TypeError(f"primitive '{prim.name}' has neither a VJP nor a JVP rule")
+    return vjp_from_jvp(prim.jvp)
+
+
+def jvp_rule_of(prim: Primitive) -> Callable:
+    """The primitive's JVP rule, or one derived from its VJP rule."""
+    if prim.jvp is not None:
+        return prim.jvp
+    if prim.vjp is None:
+        raise TypeError(f"primitive '{prim.name}' has neither a JVP nor a VJP rule")
+    return jvp_from_vjp(prim.vjp)
+
+
+def jvp_from_vjp(vjp_rule: Callable) -> Callable:
+    """A JVP rule (normalised form) from a VJP rule, by transposition."""
+    from autodiff._reverse import vjp
+
+    def jvp(tangents, ans, primals, params):
+        argnums = [i for i, t in enumerate(tangents) if t is not None]
+
+        def pullback(ct):
+            return _filled(vjp_rule(ct, ans, primals, params, argnums), primals, argnums)
+
+        _, transpose = vjp(pullback, _zeros_for(ans))
+        return transpose(tuple(tangents[i] for i in argnums))[0]
+
+    return jvp
+
+
+def vjp_from_jvp(jvp_rule: Callable) -> Callable:
+    """A VJP rule (normalised form) from a JVP rule, by transposition."""
+    from autodiff._reverse import vjp
+
+    def vjp_rule(ct, ans, primals, params, argnums):
+        def pushforward(*tangents):
+            full: list = [None] * len(primals)
+            for i, t in zip(argnums, tangents):
+                full[i] = t
+            return jvp_rule(tuple(full), ans, primals, params)
+
+        _, transpose = vjp(pushforward, *(np.zeros_like(primals[i]) for i in argnums))
+        return list(transpose(ct))
+
+    return vjp_rule
+
+
+_warned: weakref.WeakSet[Primitive] = weakref.WeakSet()
+
+
+def batch_by_loop(prim: Primitive) -> Callable:
+    """A batching rule that loops over the batch (for primitives without one)."""
+    from autodiff.rules.shape import stack
+
+    def batch(args, dims, **params):
+        size = next(np.shape(a)[d] if not hasattr(a, "shape") else a.shape[d]
+                    for a, d in zip(args, dims) if d is not None)  # fmt: skip
+        if prim not in _warned:
+            _warned.add(prim)
+            warnings.warn(
+                f"primitive '{prim.name}' has no batching rule, so vmap runs it in a Python "
+                f"loop over the batch ({size} calls here). Add one with "
+                f"{prim.name}_p.def_batch(rule) (see autodiff/rules/README.md).",
+                AutodiffWarning,
+                stacklevel=2,
+            )
+        if size == 0:  # run one stand-in example for the result's shape and dtype
+            example = prim.bind(*(a if d is None else _zero_example(a, d)
+                                  for a, d in zip(args, dims)), **params)  # fmt: skip
+            empty = tuple(_empty_batch(o) for o in example) if prim.multiple_results else None
+            if empty is not None:
+                return empty, (0,) * len(empty)
+            return _empty_batch(example), 0
+        outs = [
+            prim.bind(*(a if d is None else _example(a, d, i) for a, d in zip(args, dims)),
+                      **params)
+            for i in range(size)
+        ]  # fmt: skip
+        if prim.multiple_results:
+            return tuple(stack(list(col)) for col in zip(*outs)), (0,) * len(outs[0])
+        return stack(outs), 0
+
+    return batch
+
+
+def _example(x: Any, bdim: int, i: int) -> Any:
+    return x[(slice(None),) * bdim + (i,)]
+
+
+def _zero_example(x: Any, bdim: int) -> Any:
+    shape = tuple(x.shape)
+    return np.zeros(shape[:bdim] + shape[bdim + 1 :], dtype=x.dtype)
+
+
+def _empty_batch(example: Any) -> Any:
+    return np.zeros((0, *np.shape(example)), dtype=np.result_type(example))
+
+
+# --- custom_vjp and custom_jvp ---------------------------------------------------------
+
+
+def _flat_function(fn: Callable, in_tree: Any, out_cell: list) -> Callable:
+    """``fn`` as a function of flat array leaves returning a tuple of leaves."""
+
+    def flat(*leaves):
+        out = fn(*optree.tree_unflatten(in_tree, list(leaves)))
+        out_leaves, out_tree = optree.tree_flatten(out)
+        out_cell[:] = [out_tree]
+        return tuple(out_leaves)
+
+    return flat
+
+
+def _check_args(name: str, args: tuple, kwargs: dict) -> tuple[list, Any]:
+    if kwargs:
+        raise TransformTypeError(
+            f"{name}: functions with custom rules take positional arguments only (got "
+            f"{sorted(kwargs)}); bind keyword arguments with functools.partial first."
+        )
+    leaves, tree = optree.tree_flatten(args)
+    for leaf in leaves:
+        if not hasattr(leaf, "shape") and not isinstance(leaf, (int, float, complex)):
+            raise TransformTypeError(
+                f"{name}: every argument leaf must be an array, got {type(leaf).__name__}; "
+                f"pass other values through a closure."
+            )
+    return leaves, tree
+
+
+class CustomVJPPrimitive(Primitive):
+    """A ``custom_vjp`` function: under ``grad`` its ``fwd`` runs and ``bwd``
+    is the VJP (see ``_reverse``'s process for this class)."""
+
+    __slots__ = ("bwd", "fwd")
+    fwd: Callable  # (*args) -> (outputs, residuals)
+    bwd: Callable  # (residuals, cotangents) -> cotangents of the arguments
+
+
+def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Callable):
+    """fun, fwd, bwd on flat leaves: fwd -> (outs, residuals); bwd(residuals, cts) -> cts."""
+    prim = CustomVJPPrimitive(name, fun, multiple_results=True)
+    prim.fwd, prim.bwd = fwd, bwd
+
+    def vjp_rule(cts, ans, primals, params, argnums):
+        residuals = params["residuals"] if "residuals" in params else fwd(*primals)[1]
+        cts_in = bwd(residuals, tuple(cts))
+        return [cts_in[i] for i in argnums]
+
+    prim.vjp = vjp_rule
+    prim.jvp = jvp_from_vjp(vjp_rule)
+
+    def batch(args, dims, **params):
+        size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+        from autodiff._batching import vmap
+        from autodiff.rules._helpers import bring_to_front
+
+        moved = [bring_to_front(a, d, size) for a, d in zip(args, dims)]
+        batched = _make_custom_vjp_primitive(
+            name, vmap(fun), vmap(fwd), vmap(lambda res, cts: bwd(res, cts))
+        )
+        outs = batched.bind(*moved)
+        return outs, (0,) * len(outs)
+
+    prim.batch = batch
+    return prim
+
+
+class custom_vjp:
+    """Give a Python function its own VJP (JAX's API).
+
+    ``f.defvjp(fwd, bwd)``: ``fwd(*args)`` returns ``(output, residuals)``
+    (residuals: a pytree of arrays, or None) and ``bwd(residuals, cotangent)``
+    returns one cotangent per argument (a tuple).  The function then works
+    under every transform: ``grad`` and ``vjp`` use ``bwd``; ``jvp`` transposes
+    ``bwd`` (exact when it is written with ``autodiff.numpy`` functions; a
+    ``bwd`` that is not linear in the cotangent, like gradient clipping, is
+    transposed at its linearisation at 0); ``vmap`` maps ``f``, ``fwd`` and
+    ``bwd``; higher orders differentiate ``bwd``.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> @autodiff.custom_vjp
+    ... def clip_gradient(x):
+    ...     return x
+    >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, ct: (anp.clip(ct, -1.0, 1.0),))
+    >>> float(autodiff.grad(lambda x: 5.0 * clip_gradient(x))(2.0))
+    1.0
+    """
+
+    def __init__(self, fun: Callable) -> None:
+        check_callable(fun, "custom_vjp")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        check_callable(fwd, "custom_vjp.defvjp (fwd)")
+        check_callable(bwd, "custom_vjp.defvjp (bwd)")
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        name = getattr(self.fun, "__name__", "custom_vjp")
+        if self.fwd is None or self.bwd is None:
+            raise TransformTypeError(
+                f"custom_vjp function '{name}' has no rule yet: call {name}.defvjp(fwd, bwd)."
+            )
+        leaves, in_tree = _check_args(f"custom_vjp function '{name}'", args, kwargs)
+        out_cell: list = []
+        fwd, bwd = self.fwd, self.bwd
+
+        def flat_fwd(*flat_args):
+            out, residuals = fwd(*optree.tree_unflatten(in_tree, list(flat_args)))
+            out_leaves, out_tree = optree.tree_flatten(out)
+            out_cell[:] = [out_tree]
+            return tuple(out_leaves), residuals
+
+        def flat_bwd(residuals, cts):
+            cts_tree = optree.tree_unflatten(out_cell[0], list(cts))
+            cts_in = bwd(residuals, cts_tree)
+            if not isinstance(cts_in, tuple) or len(cts_in) != len(args):
+                raise TransformTypeError(
+                    f"custom_vjp function '{name}': bwd must return a tuple with one "
+                    f"cotangent per argument ({len(args)}), got {type(cts_in).__name__}"
+                    + (f" of length {len(cts_in)}" if isinstance(cts_in, tuple) else "")
+                )
+            return tuple(optree.tree_leaves(cts_in))
+
+        prim = _make_custom_vjp_primitive(
+            name, _flat_function(self.fun, in_tree, out_cell), flat_fwd, flat_bwd
+        )
+        outs = prim.bind(*leaves)
+        return optree.tree_unflatten(out_cell[0], list(outs))
+
+
+def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> Primitive:
+    """fun and jvp_fun on flat leaves: jvp_fun(primals, tangents) -> tangents_out."""
+    prim = Primitive(name, fun, multiple_results=True)
+
+    def jvp_rule(tangents, ans, primals, params):
+        tangents = tuple(np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals))
+        return jvp_fun(primals, tangents)
+
+    prim.jvp = jvp_rule
+    prim.vjp = vjp_from_jvp(jvp_rule)
+
+    def batch(args, dims, **params):
+        size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+        from autodiff._batching import vmap
+        from autodiff.rules._helpers import bring_to_front
+
+        moved = [bring_to_front(a, d, size) for a, d in zip(args, dims)]
+        batched = _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun))
+        outs = batched.bind(*moved)
+        return outs, (0,) * len(outs)
+
+    prim.batch = batch
+    return prim
+
+
+class custom_jvp:
+    """Give a Python function its own JVP (JAX's API).
+
+    ``f.defjvp(rule)``: ``rule(primals, tangents)`` gets two tuples (one entry
+    per argument) and returns ``(output, tangent_out)``.  Every transform then
+    uses it: ``jvp`` directly, ``grad``/``vjp`` by transposing it (exact when it
+    is written with ``autodiff.numpy`` functions), ``vmap`` by mapping both.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> @autodiff.custom_jvp
+    ... def log1pexp(x):
+    ...     return anp.log1p(anp.exp(x))
+    >>> @log1pexp.defjvp
+    ... def _(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return log1pexp(x), t * (1 - 1 / (1 + anp.exp(x)))
+    >>> float(autodiff.grad(log1pexp)(100.0))  # stable: the naive rule gives nan
+    1.0
+    """
+
+    def __init__(self, fun: Callable) -> None:
+        check_callable(fun, "custom_jvp")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.jvp: Callable | None = None
+
+    def defjvp(self, rule: Callable) -> Callable:
+        check_callable(rule, "custom_jvp.defjvp")
+        self.jvp = rule
+        return rule
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        name = getattr(self.fun, "__name__", "custom_jvp")
+        if self.jvp is None:
+            raise TransformTypeError(
+                f"custom_jvp function '{name}' has no rule yet: decorate one with @{name}.defjvp."
+            )
+        leaves, in_tree = _check_args(f"custom_jvp function '{name}'", args, kwargs)
+        out_cell: list = []
+        rule = self.jvp
+
+        def flat_jvp(primals, tangents):
+            out, tangent = rule(
+                tuple(optree.tree_unflatten(in_tree, list(primals))),
+                tuple(optree.tree_unflatten(in_tree, list(tangents))),
+            )
+            out_cell[:] = [optree.tree_structure(out)]
+            return tuple(optree.tree_leaves(tangent))
+
+        prim = _make_custom_jvp_primitive(
+            name, _flat_function(self.fun, in_tree, out_cell), flat_jvp
+        )
+        outs = prim.bind(*leaves)
+        return optree.tree_unflatten(out_cell[0], list(outs))

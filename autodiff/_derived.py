@@ -1,0 +1,244 @@
+"""Transforms built from the others: jacrev, jacfwd, hessian, linearize.
+
+``jacrev`` maps ``vjp_fn`` over the standard basis of the outputs and
+``jacfwd`` maps ``jvp`` over the standard basis of the inputs, each with one
+``vmap`` (no Python loop over basis vectors).  The Jacobian's structure is
+output-tree of input-tree, as in torch.func: each output leaf of shape ``S``
+becomes the input structure with leaves of shape ``S + input_leaf.shape``.
+``linearize`` records ``func`` on the tape once and pushes tangents forward
+along it, so ``func`` itself runs once however often ``jvp_fn`` is called.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from autodiff._args import (
+    check_argnums_type,
+    check_callable,
+    check_flag,
+    is_array,
+    normalize_argnums,
+)
+from autodiff._batching import vmap
+from autodiff._custom import jvp_rule_of
+from autodiff._forward import jvp
+from autodiff._reverse import Node, _toposort, _vjp
+from autodiff.errors import TransformTypeError, TransformValueError
+from autodiff.rules import shape as _shp
+
+__all__ = ["hessian", "jacfwd", "jacrev", "linearize"]
+
+
+def _select(func: Callable, args: tuple, positions: tuple, kwargs: dict) -> Callable:
+    """``func`` as a function of the arguments at ``positions`` only."""
+
+    def selected(*chosen):
+        full = list(args)
+        for i, value in zip(positions, chosen):
+            full[i] = value
+        return func(*full, **kwargs)
+
+    return selected
+
+
+def _no_complex(leaves: list, transform: str, what: str) -> None:
+    for leaf in leaves:
+        if np.dtype(leaf.dtype).kind == "c":
+            raise TransformTypeError(
+                f"{transform}: complex {what} are not supported (a complex Jacobian needs "
+                f"a choice of convention); use vjp or jvp directly."
+            )
+
+
+def _basis(leaves: list) -> list:
+    """The standard basis of the space of ``leaves``, as one batch per leaf."""
+    sizes = [math.prod(np.shape(leaf)) for leaf in leaves]
+    total = sum(sizes)
+    eye = np.eye(total, dtype=np.result_type(*[leaf.dtype for leaf in leaves]))
+    bounds = np.cumsum([0, *sizes]).tolist()
+    return [
+        eye[:, lo:hi].reshape((total, *np.shape(leaf)))
+        for leaf, lo, hi in zip(leaves, bounds[:-1], bounds[1:])
+    ]
+
+
+def _split_rows(stacked: Any, sizes: list) -> list:
+    """``stacked`` (basis axis first) cut into one block of rows per output leaf."""
+    bounds = np.cumsum([0, *sizes]).tolist()
+    return [stacked[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+
+
+def _arg_tree(args: tuple, argnums: Any) -> Any:
+    """The structure gradients have: one argument's, or a tuple of them."""
+    return args[0] if isinstance(argnums, (int, np.integer)) else args
+
+
+def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool = False,
+           chunk_size: int | None = None) -> Callable:  # fmt: skip
+    """The Jacobian of ``func`` by reverse mode: ``vmap`` of ``vjp_fn`` over the
+    standard basis of the outputs (``chunk_size`` rows at a time).
+
+    Returns output-tree of input-tree: an output leaf of shape ``S`` gives,
+    for each input leaf of shape ``T``, an array of shape ``S + T``; with a
+    tuple ``argnums``, a tuple over the arguments.  ``has_aux=True``: returns
+    ``(jacobian, aux)``.
+
+    >>> import numpy as np
+    >>> from autodiff import jacrev
+    >>> jacrev(np.sin)(np.zeros(2))
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    check_callable(func, "jacrev")
+    check_argnums_type(argnums, "jacrev")
+    check_flag(has_aux, "has_aux", "jacrev")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        positions = normalize_argnums(argnums, len(args), "jacrev")
+        chosen = tuple(args[i] for i in positions)
+        selected = _select(func, args, positions, kwargs)
+        out, vjp_fn, aux = _vjp(selected, chosen, has_aux, "jacrev", positions)
+        out_leaves, out_tree = optree.tree_flatten(out)
+        _no_complex(out_leaves, "jacrev", "outputs")
+        _no_complex(optree.tree_leaves(chosen), "jacrev", "inputs")
+        basis = optree.tree_unflatten(out_tree, _basis(out_leaves))
+        cts = vmap(vjp_fn, chunk_size=chunk_size)(basis)  # one batch for all rows
+        in_leaves, in_tree = optree.tree_flatten(cts)
+        sizes = [math.prod(np.shape(leaf)) for leaf in out_leaves]
+        per_input = [_split_rows(leaf, sizes) for leaf in in_leaves]
+        jac = []
+        for k, out_leaf in enumerate(out_leaves):
+            blocks = [
+                _shp.reshape(rows[k], np.shape(out_leaf) + np.shape(leaf)[1:])
+                for rows, leaf in zip(per_input, in_leaves)
+            ]
+            jac.append(_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums))
+        result = optree.tree_unflatten(out_tree, jac)
+        return (result, aux) if has_aux else result
+
+    return wrapper
+
+
+def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+           randomness: str = "error") -> Callable:  # fmt: skip
+    """The Jacobian of ``func`` by forward mode: ``vmap`` of ``jvp`` over the
+    standard basis of the inputs.  Same structure as :func:`jacrev`;
+    ``randomness`` is passed to that ``vmap``.
+
+    >>> import numpy as np
+    >>> from autodiff import jacfwd
+    >>> jacfwd(lambda x: x**2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    check_callable(func, "jacfwd")
+    check_argnums_type(argnums, "jacfwd")
+    check_flag(has_aux, "has_aux", "jacfwd")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        positions = normalize_argnums(argnums, len(args), "jacfwd")
+        chosen = tuple(args[i] for i in positions)
+        selected = _select(func, args, positions, kwargs)
+        in_leaves, in_tree = optree.tree_flatten(chosen)
+        in_leaves = [x if is_array(x) else np.asarray(x) for x in in_leaves]  # Python floats
+        _no_complex(in_leaves, "jacfwd", "inputs")
+        chosen = optree.tree_unflatten(in_tree, in_leaves)
+
+        def push(*basis_leaves):
+            tangents = optree.tree_unflatten(in_tree, list(basis_leaves))
+            return jvp(selected, chosen, tangents, has_aux=has_aux)[1:]
+
+        aux_dims = (0, None) if has_aux else (0,)
+        pushed = vmap(push, out_dims=aux_dims, randomness=randomness)(*_basis(in_leaves))
+        out_tangents, aux = (pushed[0], pushed[1]) if has_aux else (pushed[0], None)
+        out_leaves, out_tree = optree.tree_flatten(out_tangents)
+        _no_complex(out_leaves, "jacfwd", "outputs")
+        sizes = [math.prod(np.shape(leaf)) for leaf in in_leaves]
+        jac = []
+        for stacked in out_leaves:  # (n_inputs, *out_shape)
+            out_shape = np.shape(stacked)[1:]
+            blocks = []
+            for rows, leaf in zip(_split_rows(stacked, sizes), in_leaves):
+                moved = _shp.moveaxis(rows, 0, -1)  # input elements last
+                blocks.append(_shp.reshape(moved, out_shape + np.shape(leaf)))
+            jac.append(_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums))
+        result = optree.tree_unflatten(out_tree, jac)
+        return (result, aux) if has_aux else result
+
+    return wrapper
+
+
+def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+    """The Hessian of a scalar ``func``: ``jacfwd(jacrev(func, argnums), argnums)``.
+
+    >>> import numpy as np
+    >>> from autodiff import hessian
+    >>> hessian(lambda x: (x**3).sum())(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
+    """Evaluate ``func(*primals)`` once and return ``(output, jvp_fn)``.
+
+    ``jvp_fn(*tangents)`` (one tangent per primal, structured like it) gives
+    the output tangent, like ``jvp(func, primals, tangents)[1]`` but without
+    running ``func`` again: tangents are pushed along the recorded tape.  It
+    can be called many times and under ``vmap``.
+
+    >>> import numpy as np
+    >>> from autodiff import linearize
+    >>> out, jvp_fn = linearize(np.sin, 0.0)
+    >>> float(jvp_fn(2.0))
+    2.0
+    """
+    check_callable(func, "linearize")
+    out, vjp_fn, _ = _vjp(func, primals, False, "linearize")
+    in_tree, in_nodes = vjp_fn._in_tree, vjp_fn._in_nodes
+    out_meta, out_tree = vjp_fn._out_meta, vjp_fn._out_tree
+    order = _toposort([node for node, _, _, _ in out_meta if node is not None])[::-1]
+
+    def jvp_fn(*tangents: Any) -> Any:
+        flat, tree = optree.tree_flatten(tangents)
+        if tree != in_tree:
+            raise TransformValueError(
+                f"linearize's jvp_fn: tangents must be structured like the primals "
+                f"({in_tree}), got {tree}; pass one tangent per primal."
+            )
+        for t, node_value in zip(flat, vjp_fn._in_values):
+            if np.shape(t) != np.shape(node_value):
+                raise TransformValueError(
+                    f"linearize's jvp_fn: a tangent has shape {np.shape(t)} but its primal "
+                    f"has shape {np.shape(node_value)}."
+                )
+        known: dict[Node, Any] = dict(zip(in_nodes, flat))
+        for node in order:  # parents before children
+            if node.prim is None:
+                continue
+            ts: list = [None] * len(node.primals)
+            for argnum, parent, index in node.parents:
+                t = known.get(parent)
+                ts[argnum] = t if index is None or t is None else t[index]
+            if all(t is None for t in ts):
+                continue
+            known[node] = jvp_rule_of(node.prim)(tuple(ts), node.ans, node.primals, node.params)
+        outs = []
+        for node, index, shape, dtype in out_meta:
+            t = known.get(node) if node is not None else None
+            t = t[index] if index is not None and t is not None else t
+            outs.append(np.zeros(shape, dtype) if t is None else t)
+        return optree.tree_unflatten(out_tree, outs)
+
+    return out, jvp_fn

@@ -1,0 +1,71 @@
+"""``autodiff.extend``: the API the library uses for its own primitives and
+transforms, for yours.
+
+Declare a primitive with its NumPy implementation and any subset of rules
+(a missing JVP or VJP is derived from the other by transposition; a missing
+batching rule becomes a loop with a warning), or use the elementwise
+helpers, exactly as ``autodiff/rules/`` does:
+
+>>> import numpy as np, autodiff, autodiff.numpy as anp
+>>> from autodiff.extend import Primitive
+>>> cube_p = Primitive("cube", lambda x: x**3, vjp=[lambda ct, ans, x: ct * 3 * x**2])
+>>> float(autodiff.grad(cube_p.bind)(2.0))
+12.0
+
+Write a transform by subclassing ``Interpreter`` and ``Tracer`` and
+registering ``lift`` and ``process`` for your interpreter with ``@dispatch``
+(see ``docs/extending.md``).  Check a primitive's rules with
+``autodiff.testing.check_primitive``.
+"""
+
+from autodiff._core import (
+    Interpreter,
+    Primitive,
+    current_interpreters,
+    dispatch,
+    find_top,
+    lift,
+    new_interpreter,
+    process,
+)
+from autodiff._custom import custom_jvp, custom_vjp
+from autodiff._tracer import Tracer, register_numpy
+from autodiff._validate import debug_rules
+from autodiff.rules._helpers import (
+    bring_to_front,
+    broadcasting,
+    implements,
+    move_to_front,
+    ndim_of,
+    normalize_axes,
+    shape_of,
+    to_front_padded,
+    unary,
+    unbroadcast,
+)
+
+__all__ = [
+    "Interpreter",
+    "Primitive",
+    "Tracer",
+    "bring_to_front",
+    "broadcasting",
+    "current_interpreters",
+    "custom_jvp",
+    "custom_vjp",
+    "debug_rules",
+    "dispatch",
+    "find_top",
+    "implements",
+    "lift",
+    "move_to_front",
+    "ndim_of",
+    "new_interpreter",
+    "normalize_axes",
+    "process",
+    "register_numpy",
+    "shape_of",
+    "to_front_padded",
+    "unary",
+    "unbroadcast",
+]

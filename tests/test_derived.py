@@ -1,0 +1,207 @@
+"""jacrev, jacfwd, hessian, linearize: against finite differences, hand-derived
+formulas and each other; torch.func's Jacobian structures; no basis loops."""
+
+import numpy as np
+import pytest
+
+import autodiff.numpy as anp
+from autodiff import hessian, jacfwd, jacrev, jvp, linearize, vmap
+from autodiff._core import Primitive
+from autodiff.errors import TransformTypeError, TransformValueError
+
+rng = np.random.default_rng(21)
+W = rng.standard_normal((3, 4))
+
+
+def fd_jacobian(f, x, eps=1e-6):
+    """Central differences, one column per input element."""
+    x = np.asarray(x, dtype=float)
+    out = np.asarray(f(x))
+    jac = np.zeros(out.shape + x.shape)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[idx] = eps
+        jac[(...,) + idx] = (np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps)
+    return jac
+
+
+FUNCTIONS = {
+    "tanh(Wx)": (lambda x: anp.tanh(W @ x), rng.standard_normal(4)),
+    "matrix in, vector out": (
+        lambda x: anp.sum(anp.sin(x) * x, axis=1),
+        rng.standard_normal((2, 3)),
+    ),
+    "vector in, matrix out": (lambda x: anp.outer(x, anp.exp(x)), rng.standard_normal(3)),
+    "scalar out": (lambda x: anp.sum(x**3), rng.standard_normal(3)),
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+@pytest.mark.parametrize("jac", [jacrev, jacfwd], ids=["jacrev", "jacfwd"])
+def test_jacobian_against_finite_differences(name, jac):
+    f, x = FUNCTIONS[name]
+    np.testing.assert_allclose(jac(f)(x), fd_jacobian(f, x), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_jacfwd_equals_jacrev(name):
+    f, x = FUNCTIONS[name]
+    np.testing.assert_allclose(jacfwd(f)(x), jacrev(f)(x), rtol=1e-12, atol=1e-14)
+
+
+def test_jacobian_of_tanh_wx_by_hand():
+    x = rng.standard_normal(4)
+    expected = (1 - np.tanh(W @ x) ** 2)[:, None] * W
+    np.testing.assert_allclose(jacrev(lambda x: anp.tanh(W @ x))(x), expected, rtol=1e-13)
+
+
+def test_torch_func_docstring_examples():
+    x = rng.standard_normal(5)
+    np.testing.assert_allclose(jacrev(anp.sin)(x), np.diag(np.cos(x)))
+    jac, fx = jacrev(lambda x: (anp.sin(x), anp.sin(x)), has_aux=True)(x)
+    np.testing.assert_allclose(fx, np.sin(x))
+    assert vmap(jacrev(anp.sin))(rng.standard_normal((6, 5))).shape == (6, 5, 5)
+    np.testing.assert_allclose(jacrev(jacrev(lambda x: anp.sin(x).sum()))(x), np.diag(-np.sin(x)))
+    y = rng.standard_normal(5)
+    f = lambda x, y: x + y**2
+    np.testing.assert_allclose(jacrev(f, argnums=1)(x, y), np.diag(2 * y))
+    jx, jy = jacrev(f, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(jx, np.eye(5))
+    np.testing.assert_allclose(jy, np.diag(2 * y))
+
+
+def test_pytree_jacobian_is_output_tree_of_input_tree():
+    def f(p):
+        return {"s": anp.sum(p["w"] * p["b"]), "v": p["w"] * 2.0}
+
+    p = {"w": np.array([1.0, 2.0]), "b": np.array(3.0)}
+    for jac in (jacrev, jacfwd):
+        j = jac(f)(p)
+        assert set(j) == {"s", "v"} and set(j["s"]) == {"w", "b"}
+        np.testing.assert_allclose(j["s"]["w"], [3.0, 3.0])  # d sum(w b)/dw = b
+        np.testing.assert_allclose(j["s"]["b"], 3.0)  # = sum(w)
+        np.testing.assert_allclose(j["v"]["w"], 2 * np.eye(2))
+        assert j["v"]["b"].shape == (2,) and not j["v"]["b"].any()
+
+
+def test_tuple_argnums_give_a_tuple_per_output_leaf():
+    f = lambda x, y: (x * y, anp.sum(x))
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    for jac in (jacrev, jacfwd):
+        (jxy_x, jxy_y), (js_x, js_y) = jac(f, argnums=(0, 1))(x, y)
+        np.testing.assert_allclose(jxy_x, np.diag(y))
+        np.testing.assert_allclose(jxy_y, np.diag(x))
+        np.testing.assert_allclose(js_x, [1.0, 1.0])
+        np.testing.assert_allclose(js_y, [0.0, 0.0])
+
+
+def test_jacfwd_has_aux_returns_unbatched_aux():
+    jac, aux = jacfwd(lambda x: (x**2, x.sum()), has_aux=True)(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(jac, np.diag([2.0, 4.0]))
+    assert aux == 3.0
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 5])
+def test_jacrev_chunk_size_gives_the_same_jacobian(chunk_size):
+    f, x = FUNCTIONS["tanh(Wx)"]
+    np.testing.assert_allclose(jacrev(f, chunk_size=chunk_size)(x), jacrev(f)(x), rtol=1e-14)
+
+
+def test_jacobians_batch_instead_of_looping_over_basis_vectors():
+    """A linear primitive whose rules are itself, counting its batched calls:
+    the rows of the Jacobian come from one batched call, not one call per row."""
+    calls = []
+
+    def batch(args, dims):
+        calls.append(args[0].shape)
+        return twice_p.bind(*args), dims[0]
+
+    twice_p = Primitive(
+        "twice",
+        lambda x: 2 * x,
+        vjp=[lambda ct, a, x: twice_p.bind(ct)],
+        jvp=[lambda t, a, x: twice_p.bind(t)],
+        batch=batch,
+    )
+    x = rng.standard_normal(7)
+    jacrev(lambda x: twice_p.bind(x))(x)
+    jacfwd(lambda x: twice_p.bind(x))(x)
+    assert calls == [(7, 7), (7, 7)]  # one batched call each, over all 7 basis vectors
+
+
+# --- hessian --------------------------------------------------------------------------------
+
+
+def test_hessian_by_hand_and_against_other_compositions():
+    A = rng.standard_normal((4, 3))
+    f = lambda x: anp.sum(anp.tanh(A @ x) ** 2)
+    x = rng.standard_normal(3)
+    t = np.tanh(A @ x)
+    expected = A.T @ np.diag(2 * (1 - t**2) * (1 - 3 * t**2)) @ A
+    h = hessian(f)(x)
+    np.testing.assert_allclose(h, expected, rtol=1e-12)
+    np.testing.assert_allclose(jacfwd(jacrev(f))(x), h, rtol=1e-13)
+    np.testing.assert_allclose(jacrev(jacrev(f))(x), h, rtol=1e-12)
+    np.testing.assert_allclose(jacfwd(jacfwd(f))(x), h, rtol=1e-12)
+    grad_f = lambda x: jacrev(f)(x)
+    np.testing.assert_allclose(h, fd_jacobian(grad_f, x), rtol=1e-6, atol=1e-8)
+
+
+def test_hessian_with_argnums_tuple_gives_blocks():
+    f = lambda x, y: anp.sum(x**2 * y)
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    (hxx, hxy), (hyx, hyy) = hessian(f, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(hxx, np.diag(2 * y))
+    np.testing.assert_allclose(hxy, np.diag(2 * x))
+    np.testing.assert_allclose(hyx, np.diag(2 * x))
+    np.testing.assert_allclose(hyy, np.zeros((2, 2)))
+
+
+# --- linearize --------------------------------------------------------------------------------
+
+
+def test_linearize_equals_jvp_and_runs_func_once():
+    runs = []
+
+    def f(x, y):
+        runs.append(1)
+        return anp.tanh(W @ x) * y
+
+    x, y = rng.standard_normal(4), rng.standard_normal(3)
+    out, jvp_fn = linearize(f, x, y)
+    assert len(runs) == 1
+    for _ in range(3):
+        tx, ty = rng.standard_normal(4), rng.standard_normal(3)
+        np.testing.assert_allclose(jvp_fn(tx, ty), jvp(f, (x, y), (tx, ty))[1], rtol=1e-13)
+    assert len(runs) == 1 + 3  # jvp ran f three times; jvp_fn did not
+    np.testing.assert_allclose(out, f(x, y))
+
+
+def test_linearize_under_vmap_gives_the_jacobian():
+    f, x = FUNCTIONS["tanh(Wx)"]
+    _, jvp_fn = linearize(f, x)
+    np.testing.assert_allclose(vmap(jvp_fn)(np.eye(4)).T, jacfwd(f)(x), rtol=1e-13)
+
+
+def test_linearize_with_pytrees_and_unreached_outputs():
+    out, jvp_fn = linearize(lambda p: (p["a"] * 2.0, np.ones(2)), {"a": np.array(3.0)})
+    t, zero = jvp_fn({"a": np.array(1.0)})
+    assert t == 2.0 and not zero.any()
+    with pytest.raises(TransformValueError, match="structured like the primals"):
+        jvp_fn(np.array(1.0))
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("jac", [jacrev, jacfwd], ids=["jacrev", "jacfwd"])
+def test_complex_jacobians_are_refused_with_a_pointer(jac):
+    with pytest.raises(TransformTypeError, match="complex.*use vjp or jvp"):
+        jac(lambda z: z * 2.0)(np.array([1.0 + 1.0j]))
+
+
+def test_jacobian_argnums_are_checked():
+    with pytest.raises(TransformValueError, match="out of range"):
+        jacrev(lambda x: x, argnums=2)(np.ones(2))
+    with pytest.raises(TransformTypeError, match="argnums"):
+        jacfwd(lambda x: x, argnums="0")
