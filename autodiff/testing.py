@@ -3,13 +3,17 @@
 ``check_grads`` compares forward and reverse mode against central finite
 differences (in inner-product form, so it costs a few evaluations whatever
 the size) and against each other, recursively to the given order.
-``check_vmap`` compares ``vmap`` against a Python loop.  Both raise
-``AssertionError`` with the offending numbers.
+``check_vmap`` compares ``vmap`` against a Python loop.  ``check_primitive``
+checks one primitive's own rules, element by element, on small samples.  All
+raise ``AssertionError`` with the offending numbers.
 
 >>> import numpy as np
->>> from autodiff.testing import check_grads, check_vmap
+>>> import autodiff.numpy as anp
+>>> from autodiff.testing import check_grads, check_primitive, check_vmap
 >>> check_grads(np.sin, (np.array([0.1, 0.2]),), order=2)
 >>> check_vmap(lambda x: x.sum(), 0, (np.ones((3, 2)),))
+>>> check_primitive(anp.sin.primitive, (np.array([0.1, 0.2]),)).checks_run
+['forward', 'VJP', 'JVP', 'VJP vs JVP', 'second order', 'batching']
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from autodiff._batching import vmap
 from autodiff._forward import jvp
 from autodiff._reverse import vjp
 
-__all__ = ["check_grads", "check_vmap"]
+__all__ = ["check_grads", "check_vmap", "check_primitive", "PrimitiveReport"]
 
 
 def _random_like(tree: Any, rng: np.random.Generator) -> Any:
@@ -171,3 +175,7 @@ def check_vmap(
                     f"shape {g.shape}, expected {w.shape}; max abs difference "
                     f"{np.max(np.abs(g - w)) if g.shape == w.shape else 'n/a'}"
                 )
+
+
+# check_primitive lives in its own module (it is larger than the two above).
+from autodiff._check_primitive import PrimitiveReport, check_primitive  # noqa: E402

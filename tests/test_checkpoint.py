@@ -74,7 +74,7 @@ def test_forward_keeps_fewer_intermediates():
 
     for f, kept in [(inner, True), (checkpoint(inner), False)]:
         refs.clear()
-        out, vjp_fn = vjp(f, X)  # the backward pass has not run yet
+        _out, vjp_fn = vjp(f, X)  # the backward pass has not run yet
         gc.collect()
         assert (refs[0]() is not None) == kept
         np.testing.assert_allclose(vjp_fn(1.0)[0], vjp(inner, X)[1](1.0)[0], rtol=1e-13)

@@ -21,7 +21,7 @@ def fd_jacobian(f, x, eps=1e-6):
     for idx in np.ndindex(x.shape):
         e = np.zeros_like(x)
         e[idx] = eps
-        jac[(...,) + idx] = (np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps)
+        jac[(..., *idx)] = (np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps)
     return jac
 
 
@@ -58,7 +58,7 @@ def test_jacobian_of_tanh_wx_by_hand():
 def test_torch_func_docstring_examples():
     x = rng.standard_normal(5)
     np.testing.assert_allclose(jacrev(anp.sin)(x), np.diag(np.cos(x)))
-    jac, fx = jacrev(lambda x: (anp.sin(x), anp.sin(x)), has_aux=True)(x)
+    _jac, fx = jacrev(lambda x: (anp.sin(x), anp.sin(x)), has_aux=True)(x)
     np.testing.assert_allclose(fx, np.sin(x))
     assert vmap(jacrev(anp.sin))(rng.standard_normal((6, 5))).shape == (6, 5, 5)
     np.testing.assert_allclose(jacrev(jacrev(lambda x: anp.sin(x).sum()))(x), np.diag(-np.sin(x)))
@@ -184,7 +184,7 @@ def test_linearize_under_vmap_gives_the_jacobian():
 
 
 def test_linearize_with_pytrees_and_unreached_outputs():
-    out, jvp_fn = linearize(lambda p: (p["a"] * 2.0, np.ones(2)), {"a": np.array(3.0)})
+    _out, jvp_fn = linearize(lambda p: (p["a"] * 2.0, np.ones(2)), {"a": np.array(3.0)})
     t, zero = jvp_fn({"a": np.array(1.0)})
     assert t == 2.0 and not zero.any()
     with pytest.raises(TransformValueError, match="structured like the primals"):
@@ -196,7 +196,7 @@ def test_linearize_with_pytrees_and_unreached_outputs():
 
 @pytest.mark.parametrize("jac", [jacrev, jacfwd], ids=["jacrev", "jacfwd"])
 def test_complex_jacobians_are_refused_with_a_pointer(jac):
-    with pytest.raises(TransformTypeError, match="complex.*use vjp or jvp"):
+    with pytest.raises(TransformTypeError, match=r"complex.*use vjp or jvp"):
         jac(lambda z: z * 2.0)(np.array([1.0 + 1.0j]))
 
 
