@@ -12,6 +12,7 @@ from autodiff._batching import vmap
 from autodiff._checkpoint import checkpoint
 from autodiff._custom import custom_jvp, custom_vjp
 from autodiff._derived import hessian, jacfwd, jacrev, linearize
+from autodiff._explain import explain
 from autodiff._forward import jvp
 from autodiff._reverse import grad, grad_and_value, no_grad, stop_gradient, value_and_grad, vjp
 from autodiff._validate import debug_rules
@@ -22,6 +23,7 @@ __all__ = [
     "custom_vjp",
     "debug_rules",
     "errors",
+    "explain",
     "grad",
     "grad_and_value",
     "hessian",

@@ -1,0 +1,190 @@
+"""explain: the records of each primitive call (primitive, chain of interpreters, rules,
+shapes at the top and the bottom), the printed table, the result, and the stack."""
+
+import numpy as np
+import pytest
+
+from autodiff import grad, jvp, vmap
+from autodiff._core import current_interpreters
+from autodiff._explain import Explanation, explain
+
+rng = np.random.default_rng(0)
+W, XS, YS = rng.normal(size=(3, 2)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
+
+BACKWARD = " (backward pass)"
+
+
+def loss(w, x, y):
+    return np.mean((np.tanh(x @ w) - y) ** 2)
+
+
+def chains(ex):
+    return [" -> ".join(f"{s.transform} L{s.depth}" for s in c.stages) for c in ex.calls]
+
+
+def rules(ex):
+    return [tuple(s.rule for s in c.stages[:-1]) for c in ex.calls]
+
+
+def top_and_bottom(call):
+    """(ins, out) at the top stage and at the bottom (NumPy) stage."""
+    return (call.stages[0].ins, call.stages[0].out), (call.stages[-1].ins, call.stages[-1].out)
+
+
+def test_grad_records_the_forward_calls_on_the_tape_and_the_rules_of_the_backward_pass():
+    ex = explain(grad(lambda x: np.sum(np.sin(x) * x)))(np.array([0.5, 1.0]))
+    assert [c.prim for c in ex.calls] == [
+        "sin", "multiply", "sum",  # forward: grad (level 2 on the stack) records a tape node
+        "ones_like",  # grad's seed, after its level ended: plain NumPy
+        "expand_dims", "broadcast_to",  # the VJP of sum
+        "multiply", "multiply",  # the VJP of multiply, one per argument
+        "cos", "multiply",  # the VJP of sin
+        "add",  # x's two cotangents summed
+    ]  # fmt: skip
+    assert chains(ex)[:3] == ["grad L2 -> numpy L0"] * 3
+    assert chains(ex)[3:] == ["numpy L0"] * 8
+    assert rules(ex) == [("tape node",)] * 3 + [()] * 8
+    assert [c.within for c in ex.calls] == [()] * 4 + [
+        ("VJP of sum" + BACKWARD,),
+        ("VJP of sum" + BACKWARD,),
+        ("VJP of multiply" + BACKWARD,),
+        ("VJP of multiply" + BACKWARD,),
+        ("VJP of sin" + BACKWARD,),
+        ("VJP of sin" + BACKWARD,),
+        ("cotangent sum after sin" + BACKWARD,),
+    ]
+    assert top_and_bottom(ex.calls[2]) == ((("f64[2]",), ("f64[]",)), (("f64[2]",), ("f64[]",)))
+    np.testing.assert_allclose(ex.result, np.sin([0.5, 1.0]) + np.cos([0.5, 1.0]) * [0.5, 1.0])
+
+
+def test_vmap_records_the_batching_rule_and_the_calls_made_inside_it():
+    # matmul's batching rule moves the batch axis of v last (a transpose made inside the
+    # rule), multiplies (3, 4) @ (4, 5), and says the batch axis is 1; vmap then moves it
+    # to the front of the output (a transpose made by vmap itself, not by a rule).
+    w = np.ones((3, 4))
+    ex = explain(vmap(lambda v: w @ v))(np.ones((5, 4)))
+    assert [c.prim for c in ex.calls] == ["transpose", "matmul", "transpose"]
+    assert chains(ex) == ["numpy L0", "vmap L2 -> numpy L0", "numpy L0"]
+    assert rules(ex) == [(), ("batching rule",), ()]
+    assert [c.within for c in ex.calls] == [("batching rule of matmul (vmap L2)",), (), ()]
+    assert top_and_bottom(ex.calls[1]) == (
+        (("f64[3,4]", "f64[4]"), ("f64[3]",)),  # logical, per example
+        (("f64[3,4]", "f64[4,5]"), ("f64[3,5]",)),  # physical, batched
+    )
+    assert top_and_bottom(ex.calls[2])[1] == (("f64[3,5]",), ("f64[5,3]",))
+    np.testing.assert_array_equal(ex.result, np.full((5, 3), 4.0))
+
+
+def test_vmap_of_grad_peels_grad_then_vmap_then_numpy():
+    ex = explain(vmap(grad(loss), in_dims=(None, 0, 0)))(W, XS, YS)
+    assert [(c.prim, c.within[0].removesuffix(BACKWARD) if c.within else "") for c in ex.calls] == [
+        ("matmul", ""), ("tanh", ""), ("subtract", ""), ("power", ""),
+        ("sum", ""), ("divide", ""),  # mean = sum / n
+        ("ones_like", ""),  # grad's seed
+        ("divide", "VJP of divide"),
+        ("expand_dims", "VJP of sum"), ("broadcast_to", "VJP of sum"),
+        ("power", "VJP of power"), ("multiply", "VJP of power"), ("multiply", "VJP of power"),
+        ("multiply", "VJP of tanh"), ("subtract", "VJP of tanh"), ("multiply", "VJP of tanh"),
+        ("expand_dims", "VJP of matmul"), ("transpose", "VJP of matmul"),
+        ("expand_dims", "VJP of matmul"), ("matmul", "VJP of matmul"),
+    ]  # fmt: skip
+    # Forward calls peel grad (a tape node) then vmap (the batching rule); the seed and
+    # the backward pass run after grad's level ended, so only vmap handles them.
+    assert chains(ex) == ["grad L3 -> vmap L2 -> numpy L0"] * 6 + ["vmap L2 -> numpy L0"] * 14
+    assert rules(ex) == [("tape node", "batching rule")] * 6 + [("batching rule",)] * 14
+    assert top_and_bottom(ex.calls[0]) == (
+        (("f64[3]", "f64[3,2]"), ("f64[2]",)),
+        (("f64[4,3]", "f64[3,2]"), ("f64[4,2]",)),
+    )
+    assert top_and_bottom(ex.calls[4]) == ((("f64[2]",), ("f64[]",)), (("f64[4,2]",), ("f64[4]",)))
+    assert top_and_bottom(ex.calls[-1]) == (
+        (("f64[3,1]", "f64[1,2]"), ("f64[3,2]",)),
+        (("f64[4,3,1]", "f64[4,1,2]"), ("f64[4,3,2]",)),
+    )
+    np.testing.assert_allclose(ex.result, vmap(grad(loss), in_dims=(None, 0, 0))(W, XS, YS))
+
+
+def test_the_printed_table():
+    text = str(explain(vmap(grad(loss), in_dims=(None, 0, 0)))(W, XS, YS))
+    lines = text.splitlines()
+    assert (
+        lines[0] == "explain(vmap(grad(loss)))(f64[3,2], f64[4,3], f64[4,2]): 20 primitive call(s)"
+    )
+    assert lines[1].split() == ["#", "primitive", "handled", "by", "rule", "shapes"]
+    assert " ".join(lines[2].split()) == (
+        "1 matmul grad L3 -> vmap L2 -> numpy tape node, batching rule "
+        "f64[3], f64[3,2] -> f64[2] | batched f64[4,3], f64[3,2] -> f64[4,2]"
+    )
+    assert "    in VJP of matmul (backward pass):" in lines
+    last = lines[-1].split()
+    assert last[:5] == ["20", "matmul", "vmap", "L2", "->"]
+    assert lines[-1].endswith(
+        "f64[3,1], f64[1,2] -> f64[3,2] | batched f64[4,3,1], f64[4,1,2] -> f64[4,3,2]"
+    )
+    # Columns are aligned: in every call row the chain starts under "handled by".
+    offset = lines[1].index("handled by")
+    rows = [line for line in lines[2:] if not line.startswith("    in ")]
+    assert len(rows) == 20
+    assert all(row[offset - 1] == " " and row[offset] in "gv" for row in rows)
+    assert repr(explain(np.sin)(0.5)) == "<Explanation of explain(sin)(f64[]): 1 primitive call(s)>"
+
+
+def test_the_whole_table_of_a_small_vmap():
+    w = np.ones((3, 4))
+    assert str(explain(vmap(lambda v: w @ v))(np.ones((5, 4)))) == "\n".join(
+        [
+            "explain(vmap(<lambda>))(f64[5,4]): 3 primitive call(s)",
+            " #  primitive    handled by        rule           shapes",
+            "    in batching rule of matmul (vmap L2):",
+            " 1    transpose  numpy             -              f64[5,4] -> f64[4,5]",
+            " 2  matmul       vmap L2 -> numpy  batching rule  "
+            "f64[3,4], f64[4] -> f64[3] | batched f64[3,4], f64[4,5] -> f64[3,5]",
+            " 3  transpose    numpy             -              f64[3,5] -> f64[5,3]",
+        ]
+    )
+
+
+def test_grad_of_grad_and_jvp_compose():
+    ex = explain(grad(grad(np.sin)))(0.5)
+    assert [c.prim for c in ex.calls][:4] == ["sin", "ones_like", "cos", "multiply"]
+    assert chains(ex)[0] == "grad L3 -> grad L2 -> numpy L0"
+    # The inner grad's backward pass runs while the outer grad records it.
+    assert ex.calls[2].within == ("VJP of sin" + BACKWARD,)
+    assert chains(ex)[2] == "grad L2 -> numpy L0"
+    assert float(ex.result) == pytest.approx(-np.sin(0.5))
+
+    ex = explain(lambda x: jvp(np.sin, (x,), (np.ones(3),)))(np.zeros(3))
+    assert [(c.prim, c.within) for c in ex.calls] == [
+        ("sin", ()),
+        ("cos", ("JVP rule of sin (jvp L2)",)),
+        ("multiply", ("JVP rule of sin (jvp L2)",)),
+    ]
+    assert rules(ex) == [("primal",), (), ()]
+    np.testing.assert_array_equal(ex.result[1], np.ones(3))
+
+
+def test_result_is_funcs_output_and_pytrees_pass_through():
+    def f(x, scale=2.0):
+        return {"a": np.sin(x) * scale, "b": (x.sum(), "label")}
+
+    x = np.linspace(0.0, 1.0, 5)
+    ex = explain(f)(x, scale=3.0)
+    assert isinstance(ex, Explanation)
+    expected = f(x, scale=3.0)
+    np.testing.assert_array_equal(ex.result["a"], expected["a"])
+    assert type(ex.result["a"]) is np.ndarray and ex.result["b"][1] == "label"
+    assert float(ex.result["b"][0]) == float(expected["b"][0])
+    assert [c.prim for c in ex.calls] == ["sin", "multiply", "sum"]
+    np.testing.assert_array_equal(explain(np.sin)(x).result, np.sin(x))
+
+
+def test_the_stack_is_empty_afterwards_also_when_func_raises():
+    def bad(x):
+        np.sin(x)
+        raise ZeroDivisionError("inside")
+
+    with pytest.raises(ZeroDivisionError, match="inside"):
+        explain(vmap(bad))(np.ones((2, 3)))
+    assert current_interpreters() == ()
+    explain(np.cos)(1.0)
+    assert current_interpreters() == ()
