@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import optree
 
-from autodiff._args import check_callable, is_array
+from autodiff._args import as_output, check_callable, is_array
 from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
 from autodiff._custom import batch_by_loop
 from autodiff._tracer import Tracer, check_live
@@ -233,7 +233,7 @@ def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
         out_flat, out_tree = optree.tree_flatten(out)
         dims_out = _out_dims_for(out, call.out_dims)
         results = [
-            _unbatch_output(interp, leaf, d, i)
+            as_output(_unbatch_output(interp, leaf, d, i))
             for i, (leaf, d) in enumerate(zip(out_flat, dims_out))
         ]
     return optree.tree_unflatten(out_tree, results)

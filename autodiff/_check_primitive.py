@@ -14,6 +14,7 @@ import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._custom import jvp_rule_of, vjp_rule_of
+from autodiff._tape import keep_residuals
 
 __all__ = ["PrimitiveReport", "check_primitive"]
 
@@ -215,6 +216,10 @@ def _vjp_jacobians(s: _Sample, args: list, ans: Any, outs: list, diff: list) -> 
         cts = s.call("VJP rule", vjp_rule_of(s.prim), ct, ans, tuple(args), s.params, diff)
         if len(cts) != len(diff):
             raise s.error(f"VJP rule returned {len(cts)} cotangents for {len(diff)} arguments")
+        if s.prim.vjp_reads is not None:  # each cotangent alone, from the residuals it declares
+            for i in diff:
+                kept, kept_ans = keep_residuals(s.prim, list(args), ans, [i], limit=-1)
+                s.call("VJP rule", vjp_rule_of(s.prim), ct, kept_ans, tuple(kept), s.params, [i])
         for i, g in zip(diff, cts):
             s.check_like("VJP rule", g, args[i], f"argument {i}", exact=False)
             rows[i].append(_coords([g], [args[i]], im_sign=-1.0))

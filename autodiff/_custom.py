@@ -119,7 +119,7 @@ def batch_by_loop(prim: Primitive) -> Callable:
             warnings.warn(
                 f"primitive '{prim.name}' has no batching rule, so vmap runs it in a Python "
                 f"loop over the batch ({size} calls here). Add one with "
-                f"{prim.name}_p.def_batch(rule) (see autodiff/rules/README.md).",
+                f"the primitive's def_batch(rule) (see autodiff/rules/README.md).",
                 AutodiffWarning,
                 stacklevel=2,
             )

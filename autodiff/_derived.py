@@ -21,6 +21,7 @@ import numpy as np
 import optree
 
 from autodiff._args import (
+    as_output,
     check_argnums_type,
     check_callable,
     check_flag,
@@ -30,7 +31,8 @@ from autodiff._args import (
 from autodiff._batching import vmap
 from autodiff._custom import jvp_rule_of
 from autodiff._forward import jvp
-from autodiff._reverse import Node, _toposort, _vjp
+from autodiff._reverse import _vjp
+from autodiff._tape import Node, reachable
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules import shape as _shp
 
@@ -51,7 +53,8 @@ def _select(func: Callable, args: tuple, positions: tuple, kwargs: dict) -> Call
 
 def _no_complex(leaves: list, transform: str, what: str) -> None:
     for leaf in leaves:
-        if np.dtype(leaf.dtype).kind == "c":
+        dtype = getattr(leaf, "dtype", None)
+        if np.dtype(dtype if dtype is not None else np.result_type(leaf)).kind == "c":
             raise TransformTypeError(
                 f"{transform}: complex {what} are not supported (a complex Jacobian needs "
                 f"a choice of convention); use vjp or jvp directly."
@@ -110,10 +113,20 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
         out_leaves, out_tree = optree.tree_flatten(out)
         _no_complex(out_leaves, "jacrev", "outputs")
         _no_complex(optree.tree_leaves(chosen), "jacrev", "inputs")
+        sizes = [math.prod(np.shape(leaf)) for leaf in out_leaves]
+        if sizes == [1]:  # one output with one element: one vjp, no vmap level
+            vjp_fn._consume = True
+            (leaf,) = out_leaves
+            cts = vjp_fn(optree.tree_unflatten(out_tree, [np.ones(np.shape(leaf), leaf.dtype)]))
+            in_leaves, in_tree = optree.tree_flatten(cts)
+            blocks = [_shp.reshape(ct, np.shape(leaf) + np.shape(ct)) for ct in in_leaves]
+            result = optree.tree_unflatten(
+                out_tree, [_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums)]
+            )
+            return (result, aux) if has_aux else result
         basis = optree.tree_unflatten(out_tree, _basis(out_leaves))
         cts = vmap(vjp_fn, chunk_size=chunk_size)(basis)  # one batch for all rows
         in_leaves, in_tree = optree.tree_flatten(cts)
-        sizes = [math.prod(np.shape(leaf)) for leaf in out_leaves]
         per_input = [_split_rows(leaf, sizes) for leaf in in_leaves]
         jac = []
         for k, out_leaf in enumerate(out_leaves):
@@ -205,10 +218,10 @@ def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
     2.0
     """
     check_callable(func, "linearize")
-    out, vjp_fn, _ = _vjp(func, primals, False, "linearize")
+    out, vjp_fn, _ = _vjp(func, primals, False, "linearize", keep_all_residuals=True)
     in_tree, in_nodes = vjp_fn._in_tree, vjp_fn._in_nodes
     out_meta, out_tree = vjp_fn._out_meta, vjp_fn._out_tree
-    order = _toposort([node for node, _, _, _ in out_meta if node is not None])[::-1]
+    order = reachable([node for node, _, _, _ in out_meta if node is not None])
 
     def jvp_fn(*tangents: Any) -> Any:
         flat, tree = optree.tree_flatten(tangents)
@@ -238,7 +251,7 @@ def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
         for node, index, shape, dtype in out_meta:
             t = known.get(node) if node is not None else None
             t = t[index] if index is not None and t is not None else t
-            outs.append(np.zeros(shape, dtype) if t is None else t)
+            outs.append(as_output(np.zeros(shape, dtype) if t is None else t))
         return optree.tree_unflatten(out_tree, outs)
 
     return out, jvp_fn

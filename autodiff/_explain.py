@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import optree
 
-from autodiff import _core, _reverse
+from autodiff import _core, _tape
 from autodiff._batching import BatchedTensor
 from autodiff._core import Interpreter, Primitive, current_interpreters, dispatch, new_interpreter
 from autodiff._tracer import Tracer, check_live
@@ -76,13 +76,14 @@ def process(interp: ExplainInterpreter, prim: Primitive, args: tuple, params: di
     # process called tells how our call relates to it: ``bind`` (grad, jvp): the same
     # call, one level up; vmap's batching rule: the same call if the same primitive, else
     # one made inside the rule (moveaxis's transpose); jvp's JVP rule: inside it.  A
-    # ``_reverse.backward`` frame (local ``node``): made in ``node.prim``'s VJP.
+    # ``_tape.backward`` frame (local ``node``): made in ``node.prim``'s VJP.
     global _codes
     if len(methods := _process.methods) != _codes[0]:
         _codes = (len(methods), frozenset(m.implementation.__code__ for m in methods))
     stack, above = current_interpreters(), []
     within: list[str] = []
     current: str | None = prim.name
+    summing = False
     child, frame = sys._getframe(), sys._getframe(1)
     while frame is not None and frame is not interp.frame:
         if frame.f_code in _codes[1]:
@@ -99,9 +100,11 @@ def process(interp: ExplainInterpreter, prim: Primitive, args: tuple, params: di
             else:
                 within.insert(0, f"{rule} of {p.name} ({name} L{depth})")
             current = p.name
-        elif frame.f_code is _reverse.backward.__code__:
-            summing = child.f_code is _reverse._accumulate.__code__
+        elif frame.f_code is _tape.add_cotangents.__code__:
+            summing = True
+        elif frame.f_code is _tape.backward.__code__:
             what = "cotangent sum after" if summing else "VJP of"
+            summing = False
             within.insert(0, f"{what} {frame.f_locals['node'].prim.name} (backward pass)")
             current = None
         child, frame = frame, frame.f_back  # type: ignore[assignment]

@@ -17,6 +17,7 @@ import optree
 
 from autodiff._args import (
     as_input_array,
+    as_output,
     check_callable,
     check_flag,
     is_array,
@@ -157,8 +158,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
                     f"jvp: output {i} of func is a {type(primal).__name__}, not an "
                     f"array. Return other values as aux (has_aux=True)."
                 )
-            primals_out.append(primal)
-            tangents_out.append(np.zeros_like(primal) if tangent is None else tangent)
+            primals_out.append(as_output(primal))
+            tangents_out.append(as_output(np.zeros_like(primal) if tangent is None else tangent))
     result = (
         optree.tree_unflatten(out_tree, primals_out),
         optree.tree_unflatten(out_tree, tangents_out),

@@ -21,6 +21,7 @@ import optree
 
 from autodiff._args import (
     as_input_array,
+    as_output,
     check_argnums_type,
     check_callable,
     check_flag,
@@ -30,9 +31,9 @@ from autodiff._args import (
     split_aux,
 )
 from autodiff._core import Interpreter, Primitive, current_interpreters, dispatch, new_interpreter
-from autodiff._custom import CustomVJPPrimitive, vjp_rule_of
+from autodiff._custom import CustomVJPPrimitive
+from autodiff._tape import Node, backward, keep_residuals
 from autodiff._tracer import Tracer, check_live
-from autodiff._validate import checking, validate_vjp
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules.elementwise import stop_gradient as _stop
 
@@ -53,27 +54,16 @@ _no_grad_below: contextvars.ContextVar[int] = contextvars.ContextVar(
 )
 
 
-class Node:
-    """One recorded primitive application (or, with ``prim=None``, an input)."""
-
-    __slots__ = ("ans", "params", "parents", "prim", "primals")
-
-    def __init__(self, prim, params, primals, ans, parents) -> None:
-        self.prim: Primitive | None = prim
-        self.params: dict = params
-        self.primals: tuple = primals
-        self.ans: Any = ans
-        # (argument position, parent node, parent's output index or None)
-        self.parents: tuple[tuple[int, Node, int | None], ...] = parents
-
-
 class GradInterpreter(Interpreter):
-    __slots__ = ("name",)
+    __slots__ = ("keep_all_residuals", "name")
     transform = "grad"
+    lifts = False  # process treats foreign arguments as constants itself
 
-    def __init__(self, name: str = "grad") -> None:
+    def __init__(self, name: str = "grad", keep_all_residuals: bool = False) -> None:
         super().__init__()
         self.name = name
+        # linearize replays JVP rules over the tape, which read any residual.
+        self.keep_all_residuals = keep_all_residuals
 
     def describe(self) -> str:
         return f"{self.name} (level {self.level})"
@@ -103,16 +93,41 @@ def lift(interp: GradInterpreter, x: object):
     return GradTensor(interp, x, None)
 
 
+def _unpack(interp: GradInterpreter, args: tuple) -> tuple[list, list, bool]:
+    """The values of ``args``; ``(position, node, index)`` for each that needs a
+    cotangent; whether any value is a tracer of a lower level.  Arguments that
+    are not GradTensors of ``interp`` arrive unlifted (``lifts = False``): they
+    are constants here."""
+    values = []
+    parents = []
+    traced = False
+    for i, arg in enumerate(args):
+        if isinstance(arg, GradTensor) and arg._interp is interp:
+            value = arg.value
+            if arg.node is not None:
+                parents.append((i, arg.node, arg.index))
+        else:
+            value = arg
+        traced = traced or isinstance(value, Tracer)
+        values.append(value)
+    return values, parents, traced
+
+
 @dispatch
 def process(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
-    values = tuple(arg.value for arg in args)
-    if not prim.differentiable or interp.level <= _no_grad_below.get():
+    # The hot path of reverse mode: one Node and one GradTensor per primitive.
+    values, parents, traced = _unpack(interp, args)
+    if not prim.differentiable or not parents or interp.level <= _no_grad_below.get():
         return prim.bind(*values, **params)
     if prim.vjp is None and prim.jvp is None:  # one is enough: the other is its transpose
         raise prim.missing("VJP", interp)
-    ans = prim.bind(*values, **params)
-    parents = tuple((i, arg.node, arg.index) for i, arg in enumerate(args) if arg.node is not None)
-    node = Node(prim, params, values, ans, parents)
+    # With no lower-level tracer left, bind would call impl: skip its search.
+    ans = prim.bind(*values, **params) if traced else prim.impl(*values, **params)
+    if prim.vjp_reads is None or interp.keep_all_residuals:
+        node = Node(prim, params, values, ans, parents)
+    else:
+        primals, kept = keep_residuals(prim, values, ans, [i for i, _, _ in parents])
+        node = Node(prim, params, primals, kept, parents)
     if prim.multiple_results:
         return tuple(GradTensor(interp, a, node, i) for i, a in enumerate(ans))
     return GradTensor(interp, ans, node)
@@ -122,75 +137,12 @@ def process(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict)
 @dispatch  # type: ignore[no-redef]
 def process(interp: GradInterpreter, prim: CustomVJPPrimitive, args: tuple, params: dict):  # noqa: F811
     """A custom_vjp function: run its fwd, keep its residuals for its bwd."""
-    values = tuple(arg.value for arg in args)
-    if interp.level <= _no_grad_below.get():
+    values, parents, _ = _unpack(interp, args)
+    if not parents or interp.level <= _no_grad_below.get():
         return prim.bind(*values, **params)
     outs, residuals = prim.fwd(*values)
-    parents = tuple((i, arg.node, arg.index) for i, arg in enumerate(args) if arg.node is not None)
     node = Node(prim, {"residuals": residuals}, values, outs, parents)
     return tuple(GradTensor(interp, out, node, i) for i, out in enumerate(outs))
-
-
-# --- the backward pass ---------------------------------------------------------
-
-
-def _toposort(roots: list[Node]) -> list[Node]:
-    """Nodes reachable from ``roots``, every node before its parents."""
-    order: list[Node] = []
-    visited: set[int] = set()
-    for root in roots:
-        if id(root) in visited:
-            continue
-        visited.add(id(root))
-        stack = [(root, iter(root.parents))]
-        while stack:  # iterative DFS: long chains must not hit the recursion limit
-            node, parents = stack[-1]
-            for _, parent, _ in parents:
-                if id(parent) not in visited:
-                    visited.add(id(parent))
-                    stack.append((parent, iter(parent.parents)))
-                    break
-            else:
-                stack.pop()
-                order.append(node)
-    order.reverse()
-    return order
-
-
-def _accumulate(cts: dict, node: Node, index: int | None, ct: Any) -> None:
-    if index is None:
-        old = cts.get(node)
-        cts[node] = ct if old is None else old + ct
-    else:
-        slots = cts.setdefault(node, [None] * len(node.ans))
-        slots[index] = ct if slots[index] is None else slots[index] + ct
-
-
-def backward(seeds: list[tuple[Node, int | None, Any]]) -> dict[Node, Any]:
-    """Propagate cotangents from ``seeds``; returns the cotangent of every input node."""
-    cts: dict[Node, Any] = {}
-    for node, index, ct in seeds:
-        _accumulate(cts, node, index, ct)
-    inputs = {}
-    for node in _toposort([node for node, _, _ in seeds]):
-        ct = cts.pop(node, None)
-        if ct is None:
-            continue
-        prim = node.prim
-        if prim is None:
-            inputs[node] = ct
-            continue
-        if prim.multiple_results:
-            ct = tuple(np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans))
-        argnums = [argnum for argnum, _, _ in node.parents]
-        arg_cts = vjp_rule_of(prim)(ct, node.ans, node.primals, node.params, argnums)
-        if checking.get():
-            validate_vjp(prim, arg_cts, node.primals, argnums)
-        for (argnum, parent, index), arg_ct in zip(node.parents, arg_cts):
-            if arg_ct is not None:
-                arg_ct = _match_realness(arg_ct, node.primals[argnum])
-                _accumulate(cts, parent, index, arg_ct)
-    return inputs
 
 
 def _is_complex(x: Any) -> bool:
@@ -215,6 +167,7 @@ class _VJPFunction:
     """The ``vjp_fn`` returned by :func:`vjp`; callable many times, any time."""
 
     def __init__(self, transform, in_tree, in_nodes, in_values, out_tree, out_meta):
+        self._consume = False  # grad's private vjp_fn runs once and frees the tape as it goes
         self._transform = transform
         self._in_tree = in_tree
         self._in_nodes = in_nodes
@@ -250,7 +203,7 @@ class _VJPFunction:
                 )
             if node is not None:
                 seeds.append((node, index, ct))
-        input_cts = backward(seeds) if seeds else {}
+        input_cts = backward(seeds, self._consume) if seeds else {}
         grads = []
         for node, value in zip(self._in_nodes, self._in_values):
             ct = input_cts.get(node)
@@ -259,17 +212,24 @@ class _VJPFunction:
             elif ct.dtype != value.dtype:
                 # e.g. float64 constants met a float32 input: gradients keep the input's dtype
                 ct = _match_realness(ct, value).astype(value.dtype)
-            grads.append(ct)
+            grads.append(as_output(ct))
         return optree.tree_unflatten(self._in_tree, grads)
 
 
-def _vjp(func: Callable, primals: tuple, has_aux: bool, transform: str, positions=None):
+def _vjp(
+    func: Callable,
+    primals: tuple,
+    has_aux: bool,
+    transform: str,
+    positions=None,
+    keep_all_residuals: bool = False,
+):
     flat, in_tree = optree.tree_flatten(primals)
     flat = [
         as_input_array(x, what, transform, differentiable=True)
         for x, what in zip(flat, leaf_paths(primals, positions))
     ]
-    interp = GradInterpreter(transform)
+    interp = GradInterpreter(transform, keep_all_residuals)
     with new_interpreter(interp):
         in_nodes = [Node(None, {}, (), None, ()) for _ in flat]
         tracers = [GradTensor(interp, x, node) for x, node in zip(flat, in_nodes)]
@@ -293,7 +253,7 @@ def _vjp(func: Callable, primals: tuple, has_aux: bool, transform: str, position
                     f"{transform}: output {i} of func is {what}; outputs must be "
                     f"floating-point arrays. Return other values as aux (has_aux=True)."
                 )
-            values.append(value)
+            values.append(as_output(value))
             meta.append((node, index, _shape_of(value), value.dtype))
     vjp_fn = _VJPFunction(transform, in_tree, in_nodes, flat, out_tree, meta)
     return optree.tree_unflatten(out_tree, values), vjp_fn, aux
@@ -344,6 +304,7 @@ def _grad_and_value_impl(func, argnums, has_aux, transform):
         diff_args = tuple(args[i] for i in positions)
         out, vjp_fn, aux = _vjp(partial_func, diff_args, has_aux, transform, positions)
         _check_scalar_output(out, transform, has_aux)
+        vjp_fn._consume = True
         grads = vjp_fn(np.ones_like(out))
         grads = grads[0] if isinstance(argnums, (int, np.integer)) else grads
         return grads, ((out, aux) if has_aux else out)

@@ -29,7 +29,7 @@ from autodiff._core import (
     process,
 )
 from autodiff._custom import custom_jvp, custom_vjp
-from autodiff._tracer import Tracer, register_numpy
+from autodiff._tracer import Tracer, check_live, register_numpy
 from autodiff._validate import debug_rules
 from autodiff.rules._helpers import (
     bring_to_front,
@@ -50,6 +50,7 @@ __all__ = [
     "Tracer",
     "bring_to_front",
     "broadcasting",
+    "check_live",
     "current_interpreters",
     "custom_jvp",
     "custom_vjp",

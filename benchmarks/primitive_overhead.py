@@ -23,10 +23,10 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import autodiff.numpy as anp  # noqa: E402
-from autodiff import grad  # noqa: E402
+import autodiff.numpy as anp
+from autodiff import grad
 
 
 def chain(lib, x, n_ops):

@@ -9,3 +9,13 @@ def _interpreter_stack_is_restored():
     assert current_interpreters() == (), "a previous test leaked an interpreter"
     yield
     assert current_interpreters() == (), "this test left an interpreter on the stack"
+
+
+@pytest.fixture(autouse=True)
+def _drop_every_unread_residual(monkeypatch):
+    """The tape keeps small arrays even when a VJP does not read them; the tests
+    drop every residual a primitive's ``vjp_reads`` leaves out, so a wrong
+    declaration raises in every test that runs that VJP."""
+    from autodiff import _tape
+
+    monkeypatch.setattr(_tape, "KEEP_SMALL_RESIDUALS", -1)

@@ -4,10 +4,22 @@ JAX's value_and_grad), checked against hand-derived values."""
 from collections import namedtuple
 
 import numpy as np
+import optree
 import pytest
 
 import autodiff.numpy as anp
-from autodiff import grad, grad_and_value, jvp, value_and_grad, vjp, vmap
+from autodiff import (
+    grad,
+    grad_and_value,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 
 rng = np.random.default_rng(3)
 x3 = np.array([0.5, -1.0, 2.0])
@@ -229,3 +241,25 @@ def test_chunk_size_gives_same_result(chunk_size):
 def test_chunk_size_one_is_a_plain_loop_allowing_control_flow():
     out = vmap(lambda t: t * t if t > 0 else -t, chunk_size=1)(np.array([-1.0, 2.0]))
     np.testing.assert_array_equal(out, [1.0, 4.0])
+
+
+def test_every_transform_returns_ndarrays_never_numpy_scalars():
+    # NumPy ufuncs return np.float64 for 0-d input; JAX and torch always return their
+    # array type, and so does every transform here (0-d arrays for scalars).
+    f = lambda x: x - 2 * np.sin(x)
+    out, vjp_fn = vjp(f, 0.5)
+    linear_out, jvp_fn = linearize(f, 0.5)
+    results = {
+        "grad": grad(f)(0.5),
+        "grad_and_value": grad_and_value(f)(0.5),
+        "vjp": (out, vjp_fn(np.float64(1.0))),
+        "jvp": jvp(f, (0.5,), (1.0,)),
+        "vmap": vmap(f)(np.ones(3)),
+        "jacrev": jacrev(f)(0.5),
+        "jacfwd": jacfwd(f)(0.5),
+        "hessian": hessian(f)(0.5),
+        "linearize": (linear_out, jvp_fn(1.0)),
+    }
+    for name, result in results.items():
+        for leaf in optree.tree_leaves(result):
+            assert type(leaf) is np.ndarray, (name, type(leaf))

@@ -239,6 +239,34 @@ def test_jvp_rule_must_keep_the_output_dtype_and_shape():
         check_primitive(summed, (X,))
 
 
+def _xy2_declaring(vjp_reads):
+    return Primitive(
+        "xy2",
+        xy2_p.impl,
+        vjp=[
+            lambda ct, ans, x, y: unbroadcast(ct * y**2, shape_of(x)),
+            lambda ct, ans, x, y: unbroadcast(ct * 2 * x * y, shape_of(y)),
+        ],
+        jvp=[lambda t, ans, x, y: t * y**2, lambda t, ans, x, y: t * 2 * x * y],
+        batch=_xy2_batch,
+        vjp_reads=vjp_reads,
+    )
+
+
+def test_vjp_reads_that_leaves_out_what_the_rule_reads_is_caught():
+    # x*y**2: the cotangent of x reads y, that of y reads x and y; "x's reads nothing"
+    # is wrong even though the union over both arguments covers everything.
+    with pytest.raises(
+        AssertionError,
+        match=re.escape(
+            "check_primitive('xy2'): VJP rule raised RuleError: the VJP rule of primitive "
+            "'xy2' read its argument 1, but the primitive's vjp_reads="
+        ),
+    ):
+        check_primitive(_xy2_declaring([(), (0, 1)]), (X, X))
+    check_primitive(_xy2_declaring([(1,), (0, 1)]), (X, X))
+
+
 def test_rule_that_raises_is_reported():
     p = cube(vjp=lambda ct, ans, x: ct * undefined_name)  # noqa: F821
     with pytest.raises(

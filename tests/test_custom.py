@@ -86,7 +86,7 @@ def test_derived_rules_are_exact_to_second_order():
 
 def test_missing_batching_rule_falls_back_to_a_loop_that_warns_once():
     prim = _cube_primitive({"vjp"})
-    with pytest.warns(AutodiffWarning, match="'cube' has no batching rule.*cube_p.def_batch"):
+    with pytest.warns(AutodiffWarning, match="'cube' has no batching rule.*def_batch"):
         check_vmap(lambda x: prim.bind(x), 0, (xs,))  # sizes 3, 1 and 0: one warning
 
 

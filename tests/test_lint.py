@@ -23,12 +23,12 @@ def _run(*command):
 
 
 def test_ruff_check():
-    result = _run("ruff", "check", "autodiff", "tests")
+    result = _run("ruff", "check", "autodiff", "tests", "benchmarks")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format():
-    result = _run("ruff", "format", "--check", "autodiff", "tests")
+    result = _run("ruff", "format", "--check", "autodiff", "tests", "benchmarks")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
+from autodiff._tracer import Tracer, register_numpy
 
 __all__ = [
     "batch_size_of",
@@ -128,7 +128,11 @@ def _broadcasting_batch(prim: Primitive) -> Callable:
 
 def _unbroadcast_vjp(rule: Callable, argnum: int) -> Callable:
     def vjp(ct, ans, *args, **params):
-        return unbroadcast(rule(ct, ans, *args, **params), shape_of(args[argnum]))
+        out = rule(ct, ans, *args, **params)
+        shape = getattr(args[argnum], "shape", None)
+        if shape is not None and getattr(out, "shape", None) == shape:
+            return out  # the common case: no broadcasting happened
+        return unbroadcast(out, shape_of(args[argnum]))
 
     return vjp
 
@@ -143,16 +147,20 @@ def _broadcast_jvp(rule: Callable) -> Callable:
 
 
 def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -> Callable:
-    bind = prim.bind
+    # With no tracer in the arguments the NumPy implementation is called
+    # directly: no transform active means no tracer work at all.
+    bind, impl = prim.bind, prim.impl
     fn: Callable[..., Any]
     if nargs == 1:
 
         def fn(x, /):  # type: ignore[misc]
-            return bind(x)
+            return bind(x) if isinstance(x, Tracer) else impl(x)
     elif nargs == 2:
 
         def fn(x1, x2, /):  # type: ignore[misc]
-            return bind(x1, x2)
+            if isinstance(x1, Tracer) or isinstance(x2, Tracer):
+                return bind(x1, x2)
+            return impl(x1, x2)
     else:
 
         def fn(*args):  # type: ignore[misc]
@@ -191,6 +199,7 @@ def broadcasting(
     nargs: int | None = None,
     numpy: Sequence[Any] = (),
     differentiable: bool = True,
+    reads: Sequence[Sequence[int | str]] | None = None,
 ) -> Callable:
     """Declare an elementwise primitive of several arguments, with broadcasting.
 
@@ -198,10 +207,12 @@ def broadcasting(
     per-element perturbation ``g`` of that argument to the output's (``None``
     for an argument with no derivative).  An elementwise Jacobian is diagonal,
     so the same map serves as JVP (broadcast up to the output) and as VJP
-    (summed back down to the argument's shape).  Returns the public function.
+    (summed back down to the argument's shape).  ``reads`` is the primitive's
+    ``vjp_reads`` (what each argument's ``deriv`` reads, for a lean tape).
+    Returns the public function.
     """
     nargs = nargs or len(derivs)
-    prim = Primitive(name, impl, differentiable=differentiable)
+    prim = Primitive(name, impl, differentiable=differentiable, vjp_reads=reads)
     if differentiable:
         prim.def_vjp([d and _unbroadcast_vjp(d, i) for i, d in enumerate(derivs)])
         prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
@@ -217,6 +228,7 @@ def unary(
     vjp: Callable | None = None,
     numpy: Sequence[Any] = (),
     differentiable: bool = True,
+    reads: Sequence[int | str] | None = None,
 ) -> Callable:
     """Declare an elementwise primitive of one argument.
 
@@ -224,9 +236,12 @@ def unary(
     serves as the JVP and, unless ``vjp(ct, ans, x)`` is given, as the VJP
     (a separate VJP is needed only where real and complex values meet: the
     JVP of ``real`` is ``real(t)`` but its VJP makes ``ct`` complex).
-    Returns the public function.
+    ``reads`` says what the VJP reads: ``(0,)`` for ``x``, ``("ans",)``, both,
+    or ``()`` (see ``Primitive``'s ``vjp_reads``).  Returns the public function.
     """
-    prim = Primitive(name, impl, differentiable=differentiable)
+    prim = Primitive(
+        name, impl, differentiable=differentiable, vjp_reads=None if reads is None else [reads]
+    )
     if differentiable:
         prim.def_vjp([vjp or deriv])
         prim.def_jvp([deriv])

@@ -65,27 +65,46 @@ def _is_complex(x):
 
 
 # --- arithmetic -------------------------------------------------------------------------
-add = broadcasting("add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g, numpy=[np.add])
+add = broadcasting(
+    "add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g, numpy=[np.add], reads=[(), ()]
+)
 subtract = broadcasting(
-    "subtract", np.subtract, lambda g, a, x, y: g, lambda g, a, x, y: -g, numpy=[np.subtract]
+    "subtract",
+    np.subtract,
+    lambda g, a, x, y: g,
+    lambda g, a, x, y: -g,
+    numpy=[np.subtract],
+    reads=[(), ()],
 )
 multiply = broadcasting(
-    "multiply", np.multiply, lambda g, a, x, y: g * y, lambda g, a, x, y: x * g, numpy=[np.multiply]
+    "multiply",
+    np.multiply,
+    lambda g, a, x, y: g * y,
+    lambda g, a, x, y: x * g,
+    numpy=[np.multiply],
+    reads=[(1,), (0,)],
 )
 divide = broadcasting(
-    "divide", np.divide, lambda g, a, x, y: g / y, lambda g, a, x, y: -g * a / y, numpy=[np.divide]
+    "divide",
+    np.divide,
+    lambda g, a, x, y: g / y,
+    lambda g, a, x, y: -g * a / y,
+    numpy=[np.divide],
+    reads=[(1,), (1, "ans")],
 )
 true_divide = divide
-negative = unary("negative", np.negative, lambda g, a, x: -g, numpy=[np.negative])
+negative = unary("negative", np.negative, lambda g, a, x: -g, numpy=[np.negative], reads=())
 positive = unary("positive", np.positive, lambda g, a, x: g, numpy=[np.positive])
 reciprocal = unary("reciprocal", np.reciprocal, lambda g, a, x: -g * a * a, numpy=[np.reciprocal])
-square = unary("square", np.square, lambda g, a, x: g * (2 * x), numpy=[np.square])
-sqrt = unary("sqrt", np.sqrt, lambda g, a, x: g / (2 * a), numpy=[np.sqrt])
+square = unary("square", np.square, lambda g, a, x: g * (2 * x), numpy=[np.square], reads=(0,))
+sqrt = unary("sqrt", np.sqrt, lambda g, a, x: g / (2 * a), numpy=[np.sqrt], reads=("ans",))
 cbrt = unary("cbrt", np.cbrt, lambda g, a, x: g / (3 * a * a), numpy=[np.cbrt])
 
 
 def _power_dx(g, ans, x, y):
-    if isinstance(y, (int, float)):  # the common x**2: no select needed
+    if isinstance(y, (int, float)):  # a Python exponent: no select needed
+        if y == 2:  # the common x**2, in two multiplications
+            return g * (2.0 * x)
         return g * (y * x ** (y - 1)) if y != 0 else g * 0.0
     # d/dx x**y = y x**(y-1), and 0 where y == 0 (avoiding 0 * 0**-1 = nan).
     return g * (y * x ** where(equal(y, 0), 1, y - 1))
@@ -97,7 +116,9 @@ def _power_dy(g, ans, x, y):
     return g * (ans * where(at_zero, 0.0, log(where(at_zero, 1.0, x))))
 
 
-power = broadcasting("power", np.power, _power_dx, _power_dy, numpy=[np.power])
+power = broadcasting(
+    "power", np.power, _power_dx, _power_dy, numpy=[np.power], reads=[(0, 1), (0, "ans")]
+)
 float_power = broadcasting(
     "float_power", np.float_power, _power_dx, _power_dy, numpy=[np.float_power]
 )
@@ -140,10 +161,10 @@ fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fabs])
 
 # --- exponentials and logarithms ----------------------------------------------------------
 _LN2, _LN10 = math.log(2), math.log(10)  # Python floats: they keep float32 float32
-exp = unary("exp", np.exp, lambda g, a, x: g * a, numpy=[np.exp])
+exp = unary("exp", np.exp, lambda g, a, x: g * a, numpy=[np.exp], reads=("ans",))
 exp2 = unary("exp2", np.exp2, lambda g, a, x: g * (a * _LN2), numpy=[np.exp2])
 expm1 = unary("expm1", np.expm1, lambda g, a, x: g * (a + 1), numpy=[np.expm1])
-log = unary("log", np.log, lambda g, a, x: g / x, numpy=[np.log])
+log = unary("log", np.log, lambda g, a, x: g / x, numpy=[np.log], reads=(0,))
 log2 = unary("log2", np.log2, lambda g, a, x: g / (x * _LN2), numpy=[np.log2])
 log10 = unary("log10", np.log10, lambda g, a, x: g / (x * _LN10), numpy=[np.log10])
 log1p = unary("log1p", np.log1p, lambda g, a, x: g / (1 + x), numpy=[np.log1p])
@@ -163,8 +184,8 @@ logaddexp2 = broadcasting(
 )
 
 # --- trigonometric and hyperbolic ----------------------------------------------------------
-sin = unary("sin", np.sin, lambda g, a, x: g * cos(x), numpy=[np.sin])
-cos = unary("cos", np.cos, lambda g, a, x: -g * sin(x), numpy=[np.cos])
+sin = unary("sin", np.sin, lambda g, a, x: g * cos(x), numpy=[np.sin], reads=(0,))
+cos = unary("cos", np.cos, lambda g, a, x: -g * sin(x), numpy=[np.cos], reads=(0,))
 tan = unary("tan", np.tan, lambda g, a, x: g * (1 + a * a), numpy=[np.tan])
 arcsin = unary("arcsin", np.arcsin, lambda g, a, x: g / sqrt(1 - x * x), numpy=[np.arcsin])
 arccos = unary("arccos", np.arccos, lambda g, a, x: -g / sqrt(1 - x * x), numpy=[np.arccos])
@@ -181,7 +202,7 @@ hypot = broadcasting(
 )
 sinh = unary("sinh", np.sinh, lambda g, a, x: g * cosh(x), numpy=[np.sinh])
 cosh = unary("cosh", np.cosh, lambda g, a, x: g * sinh(x), numpy=[np.cosh])
-tanh = unary("tanh", np.tanh, lambda g, a, x: g * (1 - a * a), numpy=[np.tanh])
+tanh = unary("tanh", np.tanh, lambda g, a, x: g * (1 - a * a), numpy=[np.tanh], reads=("ans",))
 arcsinh = unary("arcsinh", np.arcsinh, lambda g, a, x: g / sqrt(x * x + 1), numpy=[np.arcsinh])
 arccosh = unary("arccosh", np.arccosh, lambda g, a, x: g / sqrt(x * x - 1), numpy=[np.arccosh])
 arctanh = unary("arctanh", np.arctanh, lambda g, a, x: g / (1 - x * x), numpy=[np.arctanh])

@@ -28,13 +28,6 @@ from autodiff.rules._helpers import implements, move_to_front, ndim_of, shape_of
 __all__ = ["dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot"]
 
 
-def _as_matrices(a, b):
-    """Promote 1-D operands to matrices the way matmul does: a -> (1, n), b -> (n, 1)."""
-    a2 = _shp.expand_dims(a, 0) if ndim_of(a) == 1 else a
-    b2 = _shp.expand_dims(b, 1) if ndim_of(b) == 1 else b
-    return a2, b2
-
-
 def _as_matrix_ct(ct, a, b):
     """The cotangent with the axes matmul dropped for 1-D operands restored."""
     if ndim_of(a) == 1:
@@ -45,15 +38,21 @@ def _as_matrix_ct(ct, a, b):
 
 
 def _matmul_vjp_a(ct, ans, a, b):
-    a2, b2 = _as_matrices(a, b)
+    # Reads b only (see vjp_reads): a's role is its shape.
+    a2_shape = (1, *shape_of(a)) if ndim_of(a) == 1 else shape_of(a)
+    b2 = _shp.expand_dims(b, 1) if ndim_of(b) == 1 else b
     ct_a = matmul(_as_matrix_ct(ct, a, b), _shp.swapaxes(b2, -1, -2))
-    return _shp.reshape(unbroadcast(ct_a, shape_of(a2)), shape_of(a))
+    return _shp.reshape(unbroadcast(ct_a, a2_shape), shape_of(a))
 
 
 def _matmul_vjp_b(ct, ans, a, b):
-    a2, b2 = _as_matrices(a, b)
+    # Reads a only (see vjp_reads): b's role is its shape.
+    if ndim_of(a) == 2 and ndim_of(b) == 1:  # A @ v: the cotangent is A^T @ ct
+        return matmul(_shp.swapaxes(a, 0, 1), ct)
+    a2 = _shp.expand_dims(a, 0) if ndim_of(a) == 1 else a
+    b2_shape = (*shape_of(b), 1) if ndim_of(b) == 1 else shape_of(b)
     ct_b = matmul(_shp.swapaxes(a2, -1, -2), _as_matrix_ct(ct, a, b))
-    return _shp.reshape(unbroadcast(ct_b, shape_of(b2)), shape_of(b))
+    return _shp.reshape(unbroadcast(ct_b, b2_shape), shape_of(b))
 
 
 def _matmul_batch(args, dims):
@@ -97,6 +96,7 @@ matmul_p = Primitive(
         lambda t, ans, a, b: matmul_p.bind(a, t),
     ],
     batch=_matmul_batch,
+    vjp_reads=[(1,), (0,)],  # each cotangent reads the other operand (and shapes)
 )
 
 

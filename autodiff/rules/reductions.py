@@ -60,6 +60,7 @@ sum_p = Primitive(
         )
     ],
     jvp=[lambda t, ans, x, *, axis, keepdims: sum_p.bind(t, axis=axis, keepdims=keepdims)],
+    vjp_reads=[()],
 )
 sum_p.def_batch(_reduction_batch(sum_p))
 
