@@ -142,6 +142,7 @@ def _per_argument_vjp(rules: Sequence[Callable | None]) -> Callable:
             None if rules[i] is None else rules[i](ct, ans, *primals, **params) for i in argnums
         ]
 
+    vjp.rules = tuple(rules)  # type: ignore[attr-defined]  # backward calls them directly
     return vjp
 
 

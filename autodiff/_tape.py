@@ -196,11 +196,19 @@ def backward(seeds: list[tuple[Node, int | None, Any]], consume: bool = False) -
         if prim.multiple_results:
             ct = tuple(np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans))
         parents = node.parents
-        argnums = [argnum for argnum, _, _ in parents]
         rule = prim.vjp or vjp_rule_of(prim)
-        arg_cts = rule(ct, node.ans, primals, node.params, argnums)
-        if check:
-            validate_vjp(prim, arg_cts, primals, argnums)
+        rules = getattr(rule, "rules", None)
+        if rules is not None and not check:  # per-argument rules, called without the wrapper
+            ans, params = node.ans, node.params
+            arg_cts = [
+                None if (r := rules[a]) is None else r(ct, ans, *primals, **params)
+                for a, _, _ in parents
+            ]
+        else:
+            argnums = [argnum for argnum, _, _ in parents]
+            arg_cts = rule(ct, node.ans, primals, node.params, argnums)
+            if check:
+                validate_vjp(prim, arg_cts, primals, argnums)
         if consume:
             node.primals = node.ans = node.parents = None  # type: ignore[assignment]
         for (argnum, parent, index), arg_ct in zip(parents, arg_cts):

@@ -58,21 +58,22 @@ def test_grad_records_the_forward_calls_on_the_tape_and_the_rules_of_the_backwar
 
 
 def test_vmap_records_the_batching_rule_and_the_calls_made_inside_it():
-    # matmul's batching rule moves the batch axis of v last (a transpose made inside the
-    # rule), multiplies (3, 4) @ (4, 5), and says the batch axis is 1; vmap then moves it
-    # to the front of the output (a transpose made by vmap itself, not by a rule).
+    # With v batched along axis 1, matmul's batching rule moves that axis to the front
+    # (a transpose made inside the rule) and computes the per-example products as
+    # V @ w.T, batch axis first; out_dims=1 makes vmap move it back (a transpose made by
+    # vmap itself, not by a rule).
     w = np.ones((3, 4))
-    ex = explain(vmap(lambda v: w @ v))(np.ones((5, 4)))
+    ex = explain(vmap(lambda v: w @ v, in_dims=1, out_dims=1))(np.ones((4, 5)))
     assert [c.prim for c in ex.calls] == ["transpose", "matmul", "transpose"]
     assert chains(ex) == ["numpy L0", "vmap L2 -> numpy L0", "numpy L0"]
     assert rules(ex) == [(), ("batching rule",), ()]
     assert [c.within for c in ex.calls] == [("batching rule of matmul (vmap L2)",), (), ()]
     assert top_and_bottom(ex.calls[1]) == (
         (("f64[3,4]", "f64[4]"), ("f64[3]",)),  # logical, per example
-        (("f64[3,4]", "f64[4,5]"), ("f64[3,5]",)),  # physical, batched
+        (("f64[5,4]", "f64[4,3]"), ("f64[5,3]",)),  # physical, batched: V @ w.T
     )
-    assert top_and_bottom(ex.calls[2])[1] == (("f64[3,5]",), ("f64[5,3]",))
-    np.testing.assert_array_equal(ex.result, np.full((5, 3), 4.0))
+    assert top_and_bottom(ex.calls[2])[1] == (("f64[5,3]",), ("f64[3,5]",))
+    np.testing.assert_array_equal(ex.result, np.full((3, 5), 4.0))
 
 
 def test_vmap_of_grad_peels_grad_then_vmap_then_numpy():
@@ -131,16 +132,18 @@ def test_the_printed_table():
 
 def test_the_whole_table_of_a_small_vmap():
     w = np.ones((3, 4))
-    assert str(explain(vmap(lambda v: w @ v))(np.ones((5, 4)))) == "\n".join(
-        [
-            "explain(vmap(<lambda>))(f64[5,4]): 3 primitive call(s)",
-            " #  primitive    handled by        rule           shapes",
-            "    in batching rule of matmul (vmap L2):",
-            " 1    transpose  numpy             -              f64[5,4] -> f64[4,5]",
-            " 2  matmul       vmap L2 -> numpy  batching rule  "
-            "f64[3,4], f64[4] -> f64[3] | batched f64[3,4], f64[4,5] -> f64[3,5]",
-            " 3  transpose    numpy             -              f64[3,5] -> f64[5,3]",
-        ]
+    assert str(explain(vmap(lambda v: w @ v, in_dims=1, out_dims=1))(np.ones((4, 5)))) == (
+        "\n".join(
+            [
+                "explain(vmap(<lambda>))(f64[4,5]): 3 primitive call(s)",
+                " #  primitive    handled by        rule           shapes",
+                "    in batching rule of matmul (vmap L2):",
+                " 1    transpose  numpy             -              f64[4,5] -> f64[5,4]",
+                " 2  matmul       vmap L2 -> numpy  batching rule  "
+                "f64[3,4], f64[4] -> f64[3] | batched f64[5,4], f64[4,3] -> f64[5,3]",
+                " 3  transpose    numpy             -              f64[5,3] -> f64[3,5]",
+            ]
+        )
     )
 
 

@@ -63,8 +63,8 @@ def _matmul_batch(args, dims):
         return matmul(a, b), ad  # (.., B, .., n) @ (n, p): e.g. per-example x @ W
     if ad is None and a_nd == 2 and b_nd >= 2 and bd < ndim_of(b) - 2:
         return matmul(a, b), bd
-    if ad is None and a_nd == 2 and b_nd == 1:
-        return matmul(a, _shp.moveaxis(b, bd, -1)), 1  # (m, n) @ (n, B) -> (m, B)
+    if ad is None and a_nd == 2 and b_nd == 1:  # per-example A @ v is V @ A^T, batch first
+        return matmul(move_to_front(b, bd), _shp.swapaxes(a, 0, 1)), 0
     # General case: batch axes first, vectors as matrices, stacks aligned.
     stack = max(a_nd, b_nd, 2) - 2
 

@@ -1,0 +1,175 @@
+"""Run every workload and write benchmarks/results.md.
+
+    python -m benchmarks            # about a minute
+    python -m benchmarks --quick    # fewer rounds, for a quick look
+
+Peers run when installed (``pip install -e ".[bench]"``): HIPS autograd, JAX
+(eager; jit for information only), torch.func and torch's tape autograd.
+Every system is pinned to one thread before any library is imported: the
+thread-count variables of BLAS and OpenMP, torch.set_num_threads(1), and, since
+XLA's CPU client ignores such settings (measured: 2 threads busy), the whole
+process and its children are bound to one CPU core.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):  # fmt: skip
+    os.environ[_var] = "1"
+os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false"
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+if hasattr(os, "sched_setaffinity"):  # Linux: one core for everything, children included
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+import datetime  # noqa: E402
+import json  # noqa: E402
+import pathlib  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+from benchmarks import _harness as h  # noqa: E402
+from benchmarks import why  # noqa: E402
+from benchmarks import workloads as w  # noqa: E402
+
+REFERENCE = "reference (NumPy by hand)"
+OUT = pathlib.Path(__file__).with_name("results.md")
+
+
+def table(rows: list[h.Row], reference: str | None, unit: str, scale: float) -> list[str]:
+    """Markdown rows: median, min-max, ratio to the reference's median, agreement."""
+    lines = [f"| system | median {unit} | min-max {unit} | x reference | agrees |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    base = next((r.median for r in rows if r.system == reference), None)
+    for r in rows:
+        ratio = f"{r.median / base:.3f}" if base else "-"
+        agrees = {True: "yes", False: "**NO**", None: "-"}[r.agrees]
+        name = r.system + (f" ({r.note})" if r.note else "")
+        lines.append(f"| {name} | {r.median * scale:.3g} | {min(r.times) * scale:.3g}-"
+                     f"{max(r.times) * scale:.3g} | {ratio} | {agrees} |")  # fmt: skip
+    return lines
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    rounds = 5 if quick else 15
+    started = time.perf_counter()
+    report = [
+        "# Benchmarks",
+        "",
+        f"`python -m benchmarks`, {datetime.date.today().isoformat()}. Every system runs in "
+        "the same process, interleaved round by round, on one thread; times are medians "
+        f"(and min-max) over {rounds} rounds; ratios are to the hand-written NumPy reference "
+        "in the same rounds; every system's result is checked against the reference first.",
+        "",
+        *h.environment(),
+        "",
+    ]
+    targets: list[tuple[str, str, float, str]] = []  # (workload, target, value, verdict)
+    reasons: dict[str, Callable[[], list[str]]] = {}  # workload -> why it missed
+
+    def check(workload: str, value: float, limit: float, text: str, unit: str = "") -> None:
+        verdict = "reached" if value <= limit else "**missed**"
+        targets.append((workload, text, value, verdict + unit))
+
+    # W1
+    rows = h.interleave(w.w1_grad_systems(), REFERENCE, rounds=rounds, inner=10, rtol=1e-9,
+                        info=("JAX (jit)",))  # fmt: skip
+    per_op = {r.system: r.median / w.N_OPS * 1e6 for r in rows}
+    report += ["## W1: per-primitive overhead", "",
+               f"grad of the sum of a chain of {w.N_OPS} elementwise ops (sin, *1.01, tanh, "
+               "+0.1) on a length-8 vector. Times per call; µs per primitive = time / "
+               f"{w.N_OPS}.", "",
+               *table(rows, REFERENCE, "ms", 1e3), "",
+               "| system | µs per primitive under grad |", "|---|---|",
+               *[f"| {k} | {v:.2f} |" for k, v in per_op.items()], ""]  # fmt: skip
+    check("W1", per_op["autodiff"], 2.5, "µs per primitive under grad ≤ 2.5")
+    reasons["W1"] = lambda: why.w1(per_op["autodiff"], per_op[REFERENCE])
+    plain = h.interleave(w.w1_plain_systems(), "NumPy", rounds=rounds, inner=20, rtol=1e-12)
+    report += ["No transform active (the same chain on ndarrays):", "",
+               "| system | µs per primitive |", "|---|---|",
+               *[f"| {r.system} | {r.median / w.N_OPS * 1e6:.2f} |" for r in plain],
+               ""]  # fmt: skip
+    check("W1", plain[1].median / w.N_OPS * 1e6, 0.6, "µs per primitive, no transform ≤ 0.6")
+
+    for name, title, systems, info, limit in [
+        ("W2", "large MLP gradient (X 512x1024, W1 1024x1024, W2 1024x256)",
+         w.w2_systems(), ("JAX (jit)",), 1.04),
+        ("W5", "forward mode: jvp of the W2 loss along a random tangent",
+         w.w5_systems(), ("JAX (jit)",), 1.03),
+    ]:  # fmt: skip
+        rows = h.interleave(systems, REFERENCE, rounds=max(rounds // 2, 3), rtol=1e-9, info=info)
+        report += [f"## {name}: {title}", "", *table(rows, REFERENCE, "ms", 1e3), ""]
+        ratio = rows[1].median / rows[0].median
+        check(name, ratio, limit, f"x reference ≤ {limit}")
+        reasons[name] = lambda name=name, rows=rows: why.near_reference(name, rows)
+
+    ref3 = "reference (NumPy by hand, batched)"
+    rows = h.interleave(w.w3_systems(), ref3, rounds=max(rounds // 2, 3), rtol=1e-9,
+                        info=("JAX vmap(grad) (jit)", "autodiff loop of grad",
+                              "NumPy by hand, loop over examples"))  # fmt: skip
+    report += ["## W3: per-sample gradients (784-128-10 tanh MLP, MSE, batch 256)", "",
+               *table(rows, ref3, "ms", 1e3), ""]  # fmt: skip
+    by = {r.system: r.median for r in rows}
+    check("W3", by["autodiff vmap(grad)"] / by[ref3], 1.3, "x hand-batched NumPy ≤ 1.3")
+    speedup = by["autodiff loop of grad"] / by["autodiff vmap(grad)"]
+    reasons["W3"] = lambda: why.w3(by, per_op["autodiff"])
+    targets.append(("W3", "faster than our own loop ≥ 3x", speedup,
+                    "reached" if speedup >= 3 else "**missed**"))  # fmt: skip
+
+    rows = h.interleave(w.w4_systems(), REFERENCE, rounds=rounds, inner=20, rtol=1e-9,
+                        info=("JAX (jit)",))  # fmt: skip
+    report += ["## W4: hessian of sum(tanh(A x)**2), n = 64", "",
+               *table(rows, REFERENCE, "ms", 1e3), ""]  # fmt: skip
+    check("W4", rows[1].median * 1e3, 0.5, "ms ≤ 0.5")
+    reasons["W4"] = lambda ms=rows[1].median * 1e3: why.w4(ms)
+
+    report += memory_section(targets)
+    report += ["## Targets", "", "| workload | target | measured | verdict |", "|---|---|---|---|",
+               *[f"| {wl} | {t} | {v:.3g} | {verdict} |" for wl, t, v, verdict in targets],
+               ""]  # fmt: skip
+    missed = sorted({wl for wl, _, _, verdict in targets if "missed" in verdict})
+    if missed:
+        report += ["## Why targets are missed", ""]
+        for wl in missed:
+            report += reasons[wl]() if wl in reasons else [f"### {wl}: see the table above", ""]
+    report += [f"Run time: {time.perf_counter() - started:.0f} s.", ""]
+    OUT.write_text("\n".join(report))
+    print("\n".join(report[report.index("## Targets") :]))
+    print(f"wrote {OUT}")
+
+
+def memory_section(targets: list) -> list[str]:
+    """W6: each system in a fresh process (python -m benchmarks.memory SYSTEM)."""
+    rows = []
+    for system in w.w2_systems():
+        if "jit" in system:
+            continue
+        command = [sys.executable, "-m", "benchmarks.memory", system]
+        done = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ)
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    ref = rows[0]
+    lines = ["## W6: peak memory above baseline during one W2 gradient", "",
+             "Each system in a fresh process. RSS: resident set size sampled every 0.2 ms; "
+             "traced: tracemalloc's peak (NumPy-based systems only; exact).", "",
+             "| system | RSS peak MB | x reference | traced peak MB | x reference |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        rss, traced = r["rss_peak_mb"], r.get("traced_peak_mb")
+        rss_ratio = rss / ref["rss_peak_mb"]
+        traced_text = (
+            "- | -" if traced is None else (f"{traced:.1f} | {traced / ref['traced_peak_mb']:.2f}")
+        )
+        lines.append(f"| {r['system']} | {rss:.1f} | {rss_ratio:.2f} | {traced_text} |")
+    ours = next(r for r in rows if r["system"] == "autodiff")
+    ratio = ours["traced_peak_mb"] / ref["traced_peak_mb"]
+    targets.append(("W6", "x reference ≤ 1.10 (traced peak)", ratio,
+                    "reached" if ratio <= 1.10 else "**missed**"))  # fmt: skip
+    return [*lines, ""]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Timing discipline shared by every workload.
+
+Systems run in the same process, interleaved round by round (so drift and
+noise hit all of them alike); each round times ``inner`` calls; we report
+medians and min-max over rounds and ratios to the reference's median.  Every
+system's result is first checked against the reference: a benchmark whose
+systems disagree is worthless.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Row:
+    system: str
+    times: list[float] = field(default_factory=list)  # seconds per call, one per round
+    agrees: bool | None = None
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+
+def to_numpy(x: Any) -> Any:
+    """Results of any system as NumPy arrays (tuples/lists/dicts kept)."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(to_numpy(v) for v in x)
+    if isinstance(x, dict):
+        return {k: to_numpy(v) for k, v in x.items()}
+    if hasattr(x, "detach"):  # torch
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def agree(got: Any, want: Any, rtol: float) -> bool:
+    got, want = to_numpy(got), to_numpy(want)
+    if isinstance(want, dict):
+        return all(agree(got[k], want[k], rtol) for k in want)
+    if isinstance(want, (tuple, list)):
+        return len(got) == len(want) and all(agree(g, w, rtol) for g, w in zip(got, want))
+    scale = max(float(np.max(np.abs(want))), 1e-300)
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=rtol, atol=rtol * scale))
+
+
+def interleave(
+    systems: dict[str, Callable[[], Any]],
+    reference: str,
+    *,
+    rounds: int,
+    inner: int = 1,
+    rtol: float = 1e-7,
+    info: tuple[str, ...] = (),
+) -> list[Row]:
+    """Check every system against ``reference``, then time them interleaved."""
+    systems = {name: settled(name, run) for name, run in systems.items()}
+    want = systems[reference]()
+    rows = {name: Row(name) for name in systems}
+    for name, run in systems.items():
+        rows[name].agrees = agree(run(), want, rtol)  # also a warm-up call
+        if name in info:
+            rows[name].note = "information only"
+    for _ in range(rounds):
+        for name, run in systems.items():
+            start = time.perf_counter()
+            for _ in range(inner):
+                run()
+            rows[name].times.append((time.perf_counter() - start) / inner)
+    return list(rows.values())
+
+
+def settled(name: str, run: Callable[[], Any]) -> Callable[[], Any]:
+    """JAX dispatches asynchronously: its systems are timed until the result exists."""
+    if not name.startswith("JAX"):
+        return run
+    jax = sys.modules["jax"]
+    return lambda: jax.block_until_ready(run())
+
+
+def environment() -> list[str]:
+    """Machine, versions and BLAS, for the report."""
+    lines = [
+        f"- machine: {platform.machine()}, {_cpu()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}; one thread per system, the process bound "
+        f"to {_affinity()}",
+        f"- numpy {np.__version__}, BLAS: {_blas()}",
+    ]
+    for dist in ("autodiff", "plum-dispatch", "autograd", "jax", "torch"):
+        try:
+            version = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:  # not installed: no rows
+            module = sys.modules.get(dist)  # autodiff run from a checkout
+            version = getattr(module, "__version__", "not installed") + (
+                " (from the source tree)" if module else ""
+            )
+        lines.append(f"- {dist}: {version}")
+    return lines
+
+
+def _affinity() -> str:
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return f"core {cores[0]}" if len(cores) == 1 else f"{len(cores) or 'all'} cores"
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(
+                line.split(":", 1)[1].strip() for line in f if line.startswith("model name")
+            )
+    except (OSError, StopIteration):
+        return platform.processor() or "unknown CPU"
+
+
+def _blas() -> str:
+    try:
+        config = np.show_config(mode="dicts")
+        blas = config["Build Dependencies"]["blas"]
+        return f"{blas.get('name')} {blas.get('version')}"
+    except Exception:  # older NumPy: no dict form
+        return "unknown"
