@@ -14,6 +14,7 @@ from autodiff._custom import custom_jvp, custom_vjp
 from autodiff._derived import hessian, jacfwd, jacrev, linearize
 from autodiff._explain import explain
 from autodiff._forward import jvp
+from autodiff._nans import debug_nans
 from autodiff._reverse import grad, grad_and_value, no_grad, stop_gradient, value_and_grad, vjp
 from autodiff._validate import debug_rules
 
@@ -21,6 +22,7 @@ __all__ = [
     "checkpoint",
     "custom_jvp",
     "custom_vjp",
+    "debug_nans",
     "debug_rules",
     "errors",
     "explain",

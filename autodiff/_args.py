@@ -9,13 +9,17 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff._tracer import Tracer
+from autodiff._tracer import Tracer, check_live
 from autodiff.errors import TransformTypeError, TransformValueError
 
 __all__ = [
     "as_input_array",
+    "as_tangent",
     "check_callable",
+    "check_chunk_size",
     "check_flag",
+    "check_no_none",
+    "check_randomness",
     "is_array",
     "normalize_argnums",
     "split_aux",
@@ -37,6 +41,52 @@ def check_flag(value: Any, name: str, transform: str) -> None:
             f"{transform}(..., {name}=...): {name} must be True or False, got "
             f"{type(value).__name__} {value!r:.60}."
         )
+
+
+def check_chunk_size(chunk_size: Any, transform: str) -> None:
+    if chunk_size is None:
+        return
+    if not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool):
+        raise TransformTypeError(
+            f"{transform}(..., chunk_size={chunk_size!r:.40}): chunk_size must be None or "
+            f"a positive int, got {type(chunk_size).__name__}."
+        )
+    if chunk_size < 1:
+        raise TransformValueError(
+            f"{transform}(..., chunk_size={chunk_size!r}): chunk_size must be None or a "
+            f"positive int (the number of examples run at once; 1 is a plain loop)."
+        )
+
+
+RANDOMNESS = ("error", "different", "same")
+
+
+def check_randomness(randomness: Any, transform: str) -> None:
+    if not isinstance(randomness, str):
+        raise TransformTypeError(
+            f"{transform}(..., randomness={randomness!r:.40}): randomness must be one of "
+            f"the strings {RANDOMNESS}, got {type(randomness).__name__}."
+        )
+    if randomness not in RANDOMNESS:
+        raise TransformValueError(
+            f"{transform}(..., randomness={randomness!r}): randomness must be one of {RANDOMNESS}."
+        )
+
+
+def check_no_none(
+    args: Sequence[Any], transform: str, positions: Sequence[int] | None = None, what: str = ""
+) -> None:
+    """A differentiated argument that is None (a pytree with no leaves) would reach
+    ``func`` as None and fail inside it, far from the cause."""
+    for i, arg in enumerate(args):
+        if arg is None:
+            position = i if positions is None else positions[i]
+            raise TransformTypeError(
+                f"{transform}: {what}argument {position} is None, so there is nothing to "
+                f"differentiate. Pass an array (or a pytree of arrays) there; pass None, "
+                f"or any value that is not an array, through an argument that is not "
+                f"differentiated."
+            )
 
 
 def check_argnums_type(argnums: Any, transform: str) -> None:
@@ -100,6 +150,7 @@ def as_input_array(x: Any, what: str, transform: str, *, differentiable: bool) -
         )
     if isinstance(x, (int, float, complex)):
         return np.asarray(x)
+    check_live(x)  # a leaked tracer raises here, even if func never uses it
     if not is_array(x):
         raise TransformTypeError(
             f"{transform}: {what} is a {type(x).__name__}, not an array. Pass NumPy "
@@ -115,9 +166,45 @@ def as_input_array(x: Any, what: str, transform: str, *, differentiable: bool) -
     return x
 
 
+def as_tangent(t: Any, dtype: Any, what: str, transform: str) -> Any:
+    """Check one tangent or cotangent leaf against the dtype of the value it
+    belongs to (its primal, or the output); Python floats become NumPy values."""
+    if isinstance(t, (bool, np.bool_, int, np.integer)):
+        raise TransformTypeError(
+            f"{transform}: {what} is the {type(t).__name__} {t!r}; tangents and "
+            f"cotangents must be floating-point. Pass a float (e.g. {float(t)!r}) instead."
+        )
+    if isinstance(t, (float, complex)):
+        t = np.asarray(t)
+    if not is_array(t):
+        raise TransformTypeError(
+            f"{transform}: {what} is a {type(t).__name__}, not an array. Pass a NumPy "
+            f"array (or a Python float) with the shape of the value it belongs to."
+        )
+    kind = np.dtype(t.dtype).kind
+    if kind not in "fc":
+        raise TransformTypeError(
+            f"{transform}: {what} has dtype {t.dtype}; tangents and cotangents must be "
+            f"floating-point (complex for complex values). Convert it with "
+            f".astype({np.dtype(dtype).name})."
+        )
+    if kind == "c" and np.dtype(dtype).kind != "c":
+        raise TransformTypeError(
+            f"{transform}: {what} is complex ({t.dtype}) but the value it belongs to is "
+            f"real ({np.dtype(dtype).name}); a real value only has real tangents and "
+            f"cotangents. Pass its real part (np.real) if that is what you mean."
+        )
+    return t
+
+
 def split_aux(out: Any, transform: str) -> tuple[Any, Any]:
     if not (isinstance(out, tuple) and len(out) == 2):
-        got = f"a tuple of length {len(out)}" if isinstance(out, tuple) else type(out).__name__
+        if isinstance(out, tuple):
+            got = f"a tuple of length {len(out)}"
+        elif is_array(out):
+            got = f"a single array of shape {tuple(out.shape)}"
+        else:
+            got = f"a {type(out).__name__}" + (" (return a tuple)" if isinstance(out, list) else "")
         raise TransformTypeError(
             f"{transform}(func, has_aux=True): func must return a pair "
             f"(output, aux), but it returned {got}."

@@ -9,15 +9,23 @@ unwrapped values and their batch axes.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 import optree
 
-from autodiff._args import as_output, check_callable, is_array
+from autodiff._args import (
+    as_output,
+    check_callable,
+    check_chunk_size,
+    check_randomness,
+    is_array,
+)
 from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
 from autodiff._custom import batch_by_loop
+from autodiff._nans import check_output, checking_nans
 from autodiff._tracer import Tracer, check_live
 from autodiff._validate import checking, validate_batch
 from autodiff.errors import ConcretizationError, TransformTypeError, TransformValueError
@@ -80,12 +88,34 @@ def process(interp: BatchInterpreter, prim: Primitive, args: tuple, params: dict
     batch_rule = prim.batch if prim.batch is not None else batch_by_loop(prim)
     values = [arg.value for arg in args]
     dims = [arg.bdim for arg in args]
-    out, out_dim = batch_rule(values, dims, **params)
+    try:
+        out, out_dim = batch_rule(values, dims, **params)
+    except ValueError as e:
+        # NumPy's shape errors (not ours, LinAlgError, AxisError or a user's other errors)
+        if type(e) is not ValueError or not _SHAPE_WORDS.search(str(e)):
+            raise
+        raise _shape_error(prim, interp, args, e) from e
     if checking.get():
         validate_batch(prim, out, out_dim, values, dims, params, interp.size)
+    if checking_nans():
+        check_output(prim, values, out)
     if prim.multiple_results:
         return tuple(_wrap(interp, o, d) for o, d in zip(out, out_dim))
     return _wrap(interp, out, out_dim)
+
+
+_SHAPE_WORDS = re.compile(r"shape|broadcast|dimension|size")
+
+
+def _shape_error(prim: Primitive, interp: BatchInterpreter, args: tuple, error: Exception):
+    """NumPy's shape errors under vmap show batched shapes: name the per-example ones."""
+    shapes = ", ".join(str(tuple(getattr(arg, "shape", ()))) for arg in args)
+    return TransformValueError(
+        f"{prim.name} under {interp.describe()}: {str(error).rstrip().rstrip('.')}. The "
+        f"shapes NumPy reports include the batch axis (size {interp.size}); per example, "
+        f"the arguments of {prim.name} have shapes {shapes}. Fix the per-example shapes, "
+        f"and check that in_dims names the batch axis of each input."
+    )
 
 
 def _wrap(interp: BatchInterpreter, value: Any, bdim: int | None) -> Any:
@@ -136,6 +166,7 @@ def _flatten_inputs(args: tuple, in_dims: Any):
     paths = [_path_name(p) for p in optree.tree_flatten_with_path(args)[0]]
     out_dims: list[int | None] = []
     for leaf, dim, path in zip(flat, dims, paths):
+        check_live(leaf)  # a leaked tracer raises here, even if func never uses it
         if dim is None:
             out_dims.append(None)
             continue
@@ -145,6 +176,12 @@ def _flatten_inputs(args: tuple, in_dims: Any):
                 f"axis {dim}; only arrays can be batched. Use in_dims=None for it."
             )
         ndim = len(leaf.shape)
+        if ndim == 0:
+            raise TransformValueError(
+                f"vmap: in_dims maps {path} over axis {dim}, but that input is 0-d (shape "
+                f"()), so it has no axis to map over. Use in_dims=None for it, or give "
+                f"it a batch axis."
+            )
         if not -ndim <= dim < ndim:
             raise TransformValueError(
                 f"vmap: in_dims for {path} is {dim}, but that input has shape "
@@ -243,11 +280,16 @@ def _take(x: Any, dim: int, index: Any) -> Any:
     return x[(slice(None),) * dim + (index,)]
 
 
+def _copy(x: Any) -> Any:
+    return x.copy() if isinstance(x, np.ndarray) else x
+
+
 def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: int) -> Any:
     outs = []
     for start in range(0, size, chunk_size):
         if chunk_size == 1:  # a plain loop: vmap's constraints don't apply
-            leaves = [x if d is None else _take(x, d, start) for x, d in zip(flat, dims)]
+            # copies, not views: func may update its (traced, under vmap) inputs in place
+            leaves = [x if d is None else _copy(_take(x, d, start)) for x, d in zip(flat, dims)]
             outs.append(call.func(*optree.tree_unflatten(call.tree, leaves), **call.kwargs))
         else:
             piece = slice(start, start + chunk_size)
@@ -264,9 +306,6 @@ def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: in
         else:
             joined.append(_shape_rules.concatenate(column, axis=d))
     return optree.tree_unflatten(optree.tree_structure(outs[0]), joined)
-
-
-RANDOMNESS = ("error", "different", "same")
 
 
 def vmap(
@@ -306,18 +345,8 @@ def vmap(
     check_callable(func, "vmap")
     _check_dims_spec(in_dims, "in_dims")
     _check_dims_spec(out_dims, "out_dims")
-    if randomness not in RANDOMNESS:
-        raise TransformValueError(
-            f"vmap(..., randomness={randomness!r}): randomness must be one of {RANDOMNESS}."
-        )
-    if chunk_size is not None and (
-        not isinstance(chunk_size, (int, np.integer))
-        or isinstance(chunk_size, bool)
-        or chunk_size < 1
-    ):
-        raise TransformValueError(
-            f"vmap(..., chunk_size={chunk_size!r}): chunk_size must be None or a positive int."
-        )
+    check_randomness(randomness, "vmap")
+    check_chunk_size(chunk_size, "vmap")
 
     @functools.wraps(func)
     def batched(*args, **kwargs):

@@ -15,6 +15,7 @@ import numpy as np
 from autodiff._core import Primitive
 from autodiff._custom import jvp_rule_of, vjp_rule_of
 from autodiff._tape import keep_residuals
+from autodiff.errors import TransformTypeError
 
 __all__ = ["PrimitiveReport", "check_primitive"]
 
@@ -404,8 +405,16 @@ def check_primitive(
     Traceback (most recent call last):
     AssertionError: check_primitive('cube'): VJP rule wrong for argument 0, d output[1] / d input[1]: the rule gives 8.0, finite differences give 12.0 (sample 0; worst of 4 elements)
     """  # noqa: E501
+    if not isinstance(prim, Primitive):
+        raise TransformTypeError(
+            f"check_primitive(prim, *samples): prim must be a Primitive, got "
+            f"{type(prim).__name__} {prim!r:.60}; for a public function of autodiff.numpy "
+            f"pass its .primitive (e.g. anp.sin.primitive)."
+        )
     if not samples or not all(isinstance(sample, (tuple, list)) for sample in samples):
-        raise TypeError("check_primitive(prim, *samples): give samples as tuples of arguments")
+        raise TransformTypeError(
+            "check_primitive(prim, *samples): give samples as tuples of arguments"
+        )
     report = PrimitiveReport(prim.name, samples=len(samples))
     if prim.differentiable and prim.vjp is None and prim.jvp is None:
         report.missing += ["VJP rule", "JVP rule"]

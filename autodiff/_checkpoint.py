@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import optree
 
 from autodiff._args import check_callable, is_array
@@ -86,7 +87,9 @@ def checkpoint(func: Callable) -> Callable:
         def flat(*values):
             full = list(leaves)
             for i, value in zip(traced, values):
-                full[i] = value
+                # a copy of a plain array: func may update its input in place, which
+                # must change neither the caller's array nor the one kept to recompute
+                full[i] = value.copy() if isinstance(value, np.ndarray) else value
             out = func(*optree.tree_unflatten(in_tree, full))
             out_leaves, tree = optree.tree_flatten(out)
             out_tree[:] = [tree]

@@ -27,7 +27,7 @@ import optree
 
 from autodiff._args import check_callable
 from autodiff._core import Primitive
-from autodiff.errors import AutodiffWarning, TransformTypeError
+from autodiff.errors import AutodiffWarning, TransformTypeError, TransformValueError
 
 __all__ = [
     "batch_by_loop",
@@ -147,12 +147,16 @@ def _example(x: Any, bdim: int, i: int) -> Any:
 
 
 def _zero_example(x: Any, bdim: int) -> Any:
-    shape = tuple(x.shape)
-    return np.zeros(shape[:bdim] + shape[bdim + 1 :], dtype=x.dtype)
+    """Zeros shaped like one example of ``x`` (which has none), of x's array library."""
+    from autodiff.rules.reductions import sum as _sum  # rules import this module
+
+    return np.zeros_like(_sum(x, axis=bdim), dtype=x.dtype)
 
 
 def _empty_batch(example: Any) -> Any:
-    return np.zeros((0, *np.shape(example)), dtype=np.result_type(example))
+    from autodiff.rules._helpers import bring_to_front
+
+    return bring_to_front(example, None, 0)  # a batch of 0 examples like ``example``
 
 
 # --- custom_vjp and custom_jvp ---------------------------------------------------------
@@ -168,6 +172,17 @@ def _flat_function(fn: Callable, in_tree: Any, out_cell: list) -> Callable:
         return tuple(out_leaves)
 
     return flat
+
+
+def _is_leaf(x: Any) -> bool:
+    return hasattr(x, "shape") or isinstance(x, (int, float, complex))
+
+
+def _kind(x: Any) -> str:
+    """What a user function returned, for error messages."""
+    if isinstance(x, tuple):
+        return f"a tuple of length {len(x)}"
+    return f"a single array of shape {np.shape(x)}" if hasattr(x, "shape") else type(x).__name__
 
 
 def _check_args(name: str, args: tuple, kwargs: dict) -> tuple[list, Any]:
@@ -203,6 +218,13 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
     def vjp_rule(cts, ans, primals, params, argnums):
         residuals = params["residuals"] if "residuals" in params else fwd(*primals)[1]
         cts_in = bwd(residuals, tuple(cts))
+        for i in argnums:
+            if cts_in[i] is not None and np.shape(cts_in[i]) != np.shape(primals[i]):
+                raise TransformValueError(
+                    f"custom_vjp function '{name}': bwd returned a cotangent of shape "
+                    f"{np.shape(cts_in[i])} for an argument of shape {np.shape(primals[i])}; "
+                    f"each cotangent must have the shape of its argument."
+                )
         return [cts_in[i] for i in argnums]
 
     prim.vjp = vjp_rule
@@ -268,7 +290,14 @@ class custom_vjp:
         fwd, bwd = self.fwd, self.bwd
 
         def flat_fwd(*flat_args):
-            out, residuals = fwd(*optree.tree_unflatten(in_tree, list(flat_args)))
+            pair = fwd(*optree.tree_unflatten(in_tree, list(flat_args)))
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise TransformTypeError(
+                    f"custom_vjp function '{name}': fwd must return a pair (output, "
+                    f"residuals), got {_kind(pair)}. Return (output, None) if bwd needs "
+                    f"no residuals."
+                )
+            out, residuals = pair
             out_leaves, out_tree = optree.tree_flatten(out)
             out_cell[:] = [out_tree]
             return tuple(out_leaves), residuals
@@ -282,7 +311,22 @@ class custom_vjp:
                     f"cotangent per argument ({len(args)}), got {type(cts_in).__name__}"
                     + (f" of length {len(cts_in)}" if isinstance(cts_in, tuple) else "")
                 )
-            return tuple(optree.tree_leaves(cts_in))
+            # None is a zero cotangent, for an argument or any part of one
+            cts_in = tuple(
+                optree.tree_map(lambda _: None, arg) if ct is None else ct
+                for arg, ct in zip(args, cts_in)
+            )
+            try:
+                leaves = in_tree.flatten_up_to(cts_in)
+            except ValueError:
+                leaves = [()]  # reported below
+            if not all(ct is None or _is_leaf(ct) for ct in leaves):
+                raise TransformValueError(
+                    f"custom_vjp function '{name}': bwd must return cotangents structured "
+                    f"like the arguments ({in_tree}), got {optree.tree_structure(cts_in)}; "
+                    f"use None for a zero cotangent."
+                )
+            return tuple(leaves)
 
         prim = _make_custom_vjp_primitive(
             name, _flat_function(self.fun, in_tree, out_cell), flat_fwd, flat_bwd
@@ -358,12 +402,32 @@ class custom_jvp:
         rule = self.jvp
 
         def flat_jvp(primals, tangents):
-            out, tangent = rule(
+            pair = rule(
                 tuple(optree.tree_unflatten(in_tree, list(primals))),
                 tuple(optree.tree_unflatten(in_tree, list(tangents))),
             )
-            out_cell[:] = [optree.tree_structure(out)]
-            return tuple(optree.tree_leaves(tangent))
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise TransformTypeError(
+                    f"custom_jvp function '{name}': the rule must return a pair (output, "
+                    f"tangent_out), got {_kind(pair)}."
+                )
+            out, tangent = pair
+            out_leaves, out_tree = optree.tree_flatten(out)
+            t_leaves, t_tree = optree.tree_flatten(tangent)
+            if t_tree != out_tree:
+                raise TransformValueError(
+                    f"custom_jvp function '{name}': the rule's tangent_out must be "
+                    f"structured like its output ({out_tree}), got {t_tree}."
+                )
+            for o, t in zip(out_leaves, t_leaves):
+                if np.shape(o) != np.shape(t):
+                    raise TransformValueError(
+                        f"custom_jvp function '{name}': the rule returned a tangent of "
+                        f"shape {np.shape(t)} for an output of shape {np.shape(o)}; each "
+                        f"tangent must have the shape of its output."
+                    )
+            out_cell[:] = [out_tree]
+            return tuple(t_leaves)
 
         prim = _make_custom_jvp_primitive(
             name, _flat_function(self.fun, in_tree, out_cell), flat_jvp

@@ -21,12 +21,18 @@ import numpy as np
 import optree
 
 from autodiff._args import (
+    as_input_array,
     as_output,
+    as_tangent,
     check_argnums_type,
     check_callable,
+    check_chunk_size,
     check_flag,
-    is_array,
+    check_no_none,
+    check_randomness,
+    leaf_paths,
     normalize_argnums,
+    split_aux,
 )
 from autodiff._batching import vmap
 from autodiff._custom import jvp_rule_of
@@ -35,6 +41,7 @@ from autodiff._reverse import _vjp
 from autodiff._tape import Node, reachable
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules import shape as _shp
+from autodiff.rules._helpers import eye_like
 
 __all__ = ["hessian", "jacfwd", "jacrev", "linearize"]
 
@@ -65,7 +72,8 @@ def _basis(leaves: list) -> list:
     """The standard basis of the space of ``leaves``, as one batch per leaf."""
     sizes = [math.prod(np.shape(leaf)) for leaf in leaves]
     total = sum(sizes)
-    eye = np.eye(total, dtype=np.result_type(*[leaf.dtype for leaf in leaves]))
+    dtype = np.result_type(*[leaf.dtype for leaf in leaves])
+    eye = eye_like(total, dtype, leaves[0])  # of the leaves' array library (CuPy, Dask...)
     bounds = np.cumsum([0, *sizes]).tolist()
     return [
         eye[:, lo:hi].reshape((total, *np.shape(leaf)))
@@ -103,6 +111,7 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
     check_callable(func, "jacrev")
     check_argnums_type(argnums, "jacrev")
     check_flag(has_aux, "has_aux", "jacrev")
+    check_chunk_size(chunk_size, "jacrev")
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -111,13 +120,16 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
         selected = _select(func, args, positions, kwargs)
         out, vjp_fn, aux = _vjp(selected, chosen, has_aux, "jacrev", positions)
         out_leaves, out_tree = optree.tree_flatten(out)
+        if not out_leaves:  # no output arrays (e.g. None): nothing to differentiate
+            result = optree.tree_unflatten(out_tree, [])
+            return (result, aux) if has_aux else result
         _no_complex(out_leaves, "jacrev", "outputs")
         _no_complex(optree.tree_leaves(chosen), "jacrev", "inputs")
         sizes = [math.prod(np.shape(leaf)) for leaf in out_leaves]
         if sizes == [1]:  # one output with one element: one vjp, no vmap level
             vjp_fn._consume = True
             (leaf,) = out_leaves
-            cts = vjp_fn(optree.tree_unflatten(out_tree, [np.ones(np.shape(leaf), leaf.dtype)]))
+            cts = vjp_fn(optree.tree_unflatten(out_tree, [np.ones_like(leaf)]))
             in_leaves, in_tree = optree.tree_flatten(cts)
             blocks = [_shp.reshape(ct, np.shape(leaf) + np.shape(ct)) for ct in in_leaves]
             result = optree.tree_unflatten(
@@ -156,20 +168,33 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
     check_callable(func, "jacfwd")
     check_argnums_type(argnums, "jacfwd")
     check_flag(has_aux, "has_aux", "jacfwd")
+    check_randomness(randomness, "jacfwd")
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         positions = normalize_argnums(argnums, len(args), "jacfwd")
         chosen = tuple(args[i] for i in positions)
         selected = _select(func, args, positions, kwargs)
+        check_no_none(chosen, "jacfwd", positions)
         in_leaves, in_tree = optree.tree_flatten(chosen)
-        in_leaves = [x if is_array(x) else np.asarray(x) for x in in_leaves]  # Python floats
+        in_leaves = [
+            as_input_array(x, what, "jacfwd", differentiable=True)  # Python floats: arrays
+            for x, what in zip(in_leaves, leaf_paths(chosen, positions))
+        ]
+        if not in_leaves:
+            raise TransformValueError(
+                f"jacfwd: the arguments at argnums={argnums!r} hold no arrays, so there is "
+                f"nothing to differentiate; pass arrays there (or use jacrev)."
+            )
         _no_complex(in_leaves, "jacfwd", "inputs")
         chosen = optree.tree_unflatten(in_tree, in_leaves)
 
+        def checked(*chosen_args):  # has_aux errors name jacfwd, not the jvp inside it
+            return split_aux(selected(*chosen_args), "jacfwd")
+
         def push(*basis_leaves):
             tangents = optree.tree_unflatten(in_tree, list(basis_leaves))
-            return jvp(selected, chosen, tangents, has_aux=has_aux)[1:]
+            return jvp(checked if has_aux else selected, chosen, tangents, has_aux=has_aux)[1:]
 
         aux_dims = (0, None) if has_aux else (0,)
         pushed = vmap(push, out_dims=aux_dims, randomness=randomness)(*_basis(in_leaves))
@@ -200,7 +225,23 @@ def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
-    return jacfwd(jacrev(func, argnums), argnums)
+    check_callable(func, "hessian")
+    check_argnums_type(argnums, "hessian")
+    inner = jacfwd(jacrev(func, argnums), argnums)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        # the checks jacfwd and jacrev make, named for hessian
+        positions = normalize_argnums(argnums, len(args), "hessian")
+        chosen = tuple(args[i] for i in positions)
+        check_no_none(chosen, "hessian", positions)
+        leaves = optree.tree_leaves(chosen)
+        for x, what in zip(leaves, leaf_paths(chosen, positions)):
+            as_input_array(x, what, "hessian", differentiable=True)
+        _no_complex(leaves, "hessian", "inputs")
+        return inner(*args, **kwargs)
+
+    return wrapper
 
 
 def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
@@ -222,6 +263,8 @@ def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
     in_tree, in_nodes = vjp_fn._in_tree, vjp_fn._in_nodes
     out_meta, out_tree = vjp_fn._out_meta, vjp_fn._out_tree
     order = reachable([node for node, _, _, _ in out_meta if node is not None])
+    out_leaves = optree.tree_leaves(out)  # zero tangents are made like them
+    paths = leaf_paths(primals)
 
     def jvp_fn(*tangents: Any) -> Any:
         flat, tree = optree.tree_flatten(tangents)
@@ -230,12 +273,15 @@ def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
                 f"linearize's jvp_fn: tangents must be structured like the primals "
                 f"({in_tree}), got {tree}; pass one tangent per primal."
             )
-        for t, node_value in zip(flat, vjp_fn._in_values):
-            if np.shape(t) != np.shape(node_value):
+        for i, (t, primal, path) in enumerate(zip(flat, vjp_fn._in_values, paths)):
+            t = as_tangent(t, primal.dtype, f"the tangent for {path}", "linearize's jvp_fn")
+            if np.shape(t) != np.shape(primal):
                 raise TransformValueError(
-                    f"linearize's jvp_fn: a tangent has shape {np.shape(t)} but its primal "
-                    f"has shape {np.shape(node_value)}."
+                    f"linearize's jvp_fn: the tangent for {path} has shape {np.shape(t)} but "
+                    f"its primal has shape {np.shape(primal)}; each tangent must match its "
+                    f"primal's shape."
                 )
+            flat[i] = t if t.dtype == primal.dtype else t.astype(primal.dtype)
         known: dict[Node, Any] = dict(zip(in_nodes, flat))
         for node in order:  # parents before children
             if node.prim is None:
@@ -248,10 +294,10 @@ def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
                 continue
             known[node] = jvp_rule_of(node.prim)(tuple(ts), node.ans, node.primals, node.params)
         outs = []
-        for node, index, shape, dtype in out_meta:
+        for (node, index, _, _), value in zip(out_meta, out_leaves):
             t = known.get(node) if node is not None else None
             t = t[index] if index is not None and t is not None else t
-            outs.append(as_output(np.zeros(shape, dtype) if t is None else t))
+            outs.append(as_output(np.zeros_like(value) if t is None else t))
         return optree.tree_unflatten(out_tree, outs)
 
     return out, jvp_fn

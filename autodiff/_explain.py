@@ -12,6 +12,7 @@ import numpy as np
 import optree
 
 from autodiff import _core, _tape
+from autodiff._args import check_callable
 from autodiff._batching import BatchedTensor
 from autodiff._core import Interpreter, Primitive, current_interpreters, dispatch, new_interpreter
 from autodiff._tracer import Tracer, check_live
@@ -175,6 +176,7 @@ def explain(func: Callable) -> Callable:
      3    cos       numpy             -          f64[] -> f64[]
      4    multiply  numpy             -          f64[], f64[] -> f64[]
     """
+    check_callable(func, "explain")
 
     @functools.wraps(func)
     def explained(*args: Any, **kwargs: Any) -> Explanation:

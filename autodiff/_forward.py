@@ -20,12 +20,14 @@ from autodiff._args import (
     as_output,
     check_callable,
     check_flag,
+    check_no_none,
     is_array,
     leaf_paths,
     split_aux,
 )
 from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
 from autodiff._custom import jvp_rule_of
+from autodiff._nans import check_output, check_tangent, checking_nans
 from autodiff._tracer import Tracer, check_live
 from autodiff._validate import checking, validate_jvp
 from autodiff.errors import TransformTypeError, TransformValueError
@@ -69,10 +71,14 @@ def process(interp: JvpInterpreter, prim: Primitive, args: tuple, params: dict):
     if prim.jvp is None and prim.vjp is None:  # one is enough: the other is its transpose
         raise prim.missing("JVP", interp)
     ans = prim.bind(*primals, **params)
+    if nans := checking_nans():  # before the JVP rule, which would spread it
+        check_output(prim, primals, ans)
     tangents = tuple(arg.tangent for arg in args)
     tangent = jvp_rule_of(prim)(tangents, ans, primals, params)
     if checking.get():
         validate_jvp(prim, tangent, ans)
+    if nans:
+        check_tangent(prim, [*primals, *[t for t in tangents if t is not None]], tangent)
     if prim.multiple_results:
         return tuple(a if t is None else DualTensor(interp, a, t) for a, t in zip(ans, tangent))
     return ans if tangent is None else DualTensor(interp, ans, tangent)
@@ -107,6 +113,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
                 f"one entry per positional argument of func, got "
                 f"{type(value).__name__}. For one argument write ({name[:-1]},)."
             )
+    check_no_none(primals, "jvp", what="the primal for ")
     flat_p, tree_p = optree.tree_flatten(tuple(primals))
     flat_t, tree_t = optree.tree_flatten(tuple(tangents))
     if tree_p != tree_t:

@@ -22,9 +22,11 @@ import optree
 from autodiff._args import (
     as_input_array,
     as_output,
+    as_tangent,
     check_argnums_type,
     check_callable,
     check_flag,
+    check_no_none,
     is_array,
     leaf_paths,
     normalize_argnums,
@@ -32,6 +34,7 @@ from autodiff._args import (
 )
 from autodiff._core import Interpreter, Primitive, current_interpreters, dispatch, new_interpreter
 from autodiff._custom import CustomVJPPrimitive
+from autodiff._nans import check_output, checking_nans, user_site
 from autodiff._tape import Node, backward, keep_residuals
 from autodiff._tracer import Tracer, check_live
 from autodiff.errors import TransformTypeError, TransformValueError
@@ -128,6 +131,9 @@ def process(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict)
     else:
         primals, kept = keep_residuals(prim, values, ans, [i for i, _, _ in parents])
         node = Node(prim, params, primals, kept, parents)
+    if checking_nans():
+        check_output(prim, values, ans)
+        node.site = (user_site(), interp.describe())
     if prim.multiple_results:
         return tuple(GradTensor(interp, a, node, i) for i, a in enumerate(ans))
     return GradTensor(interp, ans, node)
@@ -175,13 +181,13 @@ class _VJPFunction:
         self._out_tree = out_tree
         self._out_meta = out_meta  # per output leaf: (node, index, shape, dtype)
 
-    def __call__(self, cotangents: Any, *extra: Any) -> tuple:
-        if extra:
+    def __call__(self, *args: Any) -> tuple:
+        if len(args) != 1:
             raise TransformTypeError(
                 f"vjp_fn takes exactly one argument (the cotangents, structured like "
-                f"the output), got {1 + len(extra)}. Pass a tuple for tuple outputs."
+                f"the output), got {len(args)}. Pass a tuple for tuple outputs."
             )
-        flat, tree = optree.tree_flatten(cotangents)
+        flat, tree = optree.tree_flatten(args[0])
         if tree != self._out_tree:
             raise TransformValueError(
                 f"vjp_fn: the cotangent structure {tree} does not match the structure "
@@ -189,17 +195,13 @@ class _VJPFunction:
                 f"output, in the same containers."
             )
         seeds = []
-        for i, (ct, (node, index, shape, _)) in enumerate(zip(flat, self._out_meta)):
-            if isinstance(ct, (int, float, complex)) and not isinstance(ct, bool):
-                ct = np.asarray(ct)
-            if not is_array(ct):
-                raise TransformTypeError(
-                    f"vjp_fn: cotangent {i} is a {type(ct).__name__}, not an array."
-                )
+        for i, (ct, (node, index, shape, dtype)) in enumerate(zip(flat, self._out_meta)):
+            ct = as_tangent(ct, dtype, f"cotangent {i}", "vjp_fn")
             if tuple(_shape_of(ct)) != tuple(shape):
                 raise TransformValueError(
                     f"vjp_fn: cotangent {i} has shape {tuple(_shape_of(ct))} but the "
-                    f"output it belongs to has shape {tuple(shape)}."
+                    f"output it belongs to has shape {tuple(shape)}; pass one with the "
+                    f"output's shape (e.g. np.ones_like(out))."
                 )
             if node is not None:
                 seeds.append((node, index, ct))
@@ -224,6 +226,7 @@ def _vjp(
     positions=None,
     keep_all_residuals: bool = False,
 ):
+    check_no_none(primals, transform, positions)
     flat, in_tree = optree.tree_flatten(primals)
     flat = [
         as_input_array(x, what, transform, differentiable=True)

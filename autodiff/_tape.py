@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from autodiff._custom import vjp_rule_of
+from autodiff._nans import check_cotangent, checking_nans, in_vjp_of, node_site
 from autodiff._validate import checking, validate_vjp
 from autodiff.errors import RuleError
 
@@ -44,7 +45,8 @@ class Node:
     or None)`` for each input that needs a cotangent.
     """
 
-    __slots__ = ("ans", "params", "parents", "prim", "primals", "seq")
+    # site: set only under debug_nans (where the primitive was called, by which transform)
+    __slots__ = ("ans", "params", "parents", "prim", "primals", "seq", "site")
 
     def __init__(self, prim, params, primals, ans, parents) -> None:
         self.seq = next(_sequence)
@@ -185,6 +187,7 @@ def backward(seeds: list[tuple[Node, int | None, Any]], consume: bool = False) -
         accumulate(node, index, ct)
     inputs = {}
     check = checking.get()
+    nans = checking_nans()
     while heap:  # the hot loop: the common cases are inlined
         node = pop(heap)[1]
         ct = cts.pop(node)
@@ -198,7 +201,16 @@ def backward(seeds: list[tuple[Node, int | None, Any]], consume: bool = False) -
         parents = node.parents
         rule = prim.vjp or vjp_rule_of(prim)
         rules = getattr(rule, "rules", None)
-        if rules is not None and not check:  # per-argument rules, called without the wrapper
+        if nans:  # the slow path, naming the rule for errors raised inside it
+            with in_vjp_of(prim.name, node_site(node)[0]):
+                argnums = [argnum for argnum, _, _ in parents]
+                arg_cts = rule(ct, node.ans, primals, node.params, argnums)
+            if check:
+                validate_vjp(prim, arg_cts, primals, argnums)
+            for argnum, arg_ct in zip(argnums, arg_cts):
+                if arg_ct is not None:
+                    check_cotangent(node, argnum, ct, arg_ct, primals)
+        elif rules is not None and not check:  # per-argument rules, without the wrapper
             ans, params = node.ans, node.params
             arg_cts = [
                 None if (r := rules[a]) is None else r(ct, ans, *primals, **params)

@@ -70,9 +70,23 @@ def register_numpy(*numpy_funcs: Any) -> Callable[[Callable], Callable]:
 
 
 def check_live(x: Any) -> Any:
-    """``x``, unless it is a tracer whose transform has ended."""
-    if isinstance(x, Tracer) and not x._interp.active:
-        raise leaked_error(x)
+    """``x``, unless it is a tracer whose transform has ended, or one of a transform
+    running in another thread or asyncio task that is newer than the innermost one
+    here (where a transform unwraps its outputs, it would hide that transform's own
+    tracers from it, and their derivatives would silently be lost)."""
+    if isinstance(x, Tracer):
+        if not x._interp.active:
+            raise leaked_error(x)
+        from autodiff._core import current_interpreters
+
+        stack = current_interpreters()
+        if stack and x._interp.level > stack[-1].level:  # not ours: ours are at most this
+            raise LeakedTracerError(
+                f"{type(x).__name__} of {x._interp.describe()} reached "
+                f"{stack[-1].describe()}, but that transform runs in another thread or "
+                f"asyncio task. Traced values must not be passed between threads or "
+                f"tasks while their transform runs; pass plain arrays instead."
+            )
     return x
 
 
@@ -367,7 +381,9 @@ class Tracer:
         hint = (
             " NumPy also converts traced values it can't hand to autodiff: the index "
             "in plain_array[i] and the argument of ndarray methods like a.dot(x); "
-            "write anp.getitem(plain_array, i) and a @ x or anp.dot(a, x) instead."
+            "write anp.getitem(plain_array, i) and a @ x or anp.dot(a, x) instead. A "
+            "list of traced values where an array is expected is converted too: combine "
+            "them with anp.stack first."
         )
         try:
             self._concrete_value("np.asarray()")  # batched or leaked values raise here

@@ -20,6 +20,7 @@ __all__ = [
     "ConcretizationError",
     "LeakedTracerError",
     "MissingRuleError",
+    "NonFiniteError",
     "RuleError",
     "TransformTypeError",
     "TransformValueError",
@@ -73,6 +74,11 @@ class RuleError(AutodiffError, ValueError):
 
 class UnsupportedFunctionError(AutodiffError, TypeError):
     """A NumPy function, ufunc method or keyword has no autodiff rule."""
+
+
+class NonFiniteError(AutodiffError, FloatingPointError):
+    """Under ``debug_nans()``: a primitive, or one of its derivative rules, made a
+    NaN or an infinity from finite inputs."""
 
 
 class AutodiffWarning(UserWarning):

@@ -24,11 +24,23 @@ from typing import Any
 import numpy as np
 import optree
 
+from autodiff._args import as_input_array, check_callable, check_no_none, leaf_paths
 from autodiff._batching import vmap
 from autodiff._forward import jvp
 from autodiff._reverse import vjp
+from autodiff.errors import TransformTypeError, TransformValueError
 
 __all__ = ["check_grads", "check_vmap", "check_primitive", "PrimitiveReport"]
+
+
+def _check_args(f: Any, args: Any, checker: str) -> tuple:
+    check_callable(f, checker)
+    if not isinstance(args, (tuple, list)):
+        raise TransformTypeError(
+            f"{checker}(f, args): args must be a tuple (or list) of f's positional "
+            f"arguments, got {type(args).__name__}; for one argument write (x,)."
+        )
+    return tuple(args)
 
 
 def _random_like(tree: Any, rng: np.random.Generator) -> Any:
@@ -84,7 +96,20 @@ def check_grads(
     functions ``x -> vjp(ct)`` and ``x -> jvp(v)``.  ``eps`` and ``rtol``
     default by dtype: 1e-6 and 1e-6 in float64, 1e-3 and 2e-3 in float32.
     """
-    args = tuple(args)
+    args = _check_args(f, args, "check_grads")
+    check_no_none(args, "check_grads")
+    for x, what in zip(optree.tree_leaves(args), leaf_paths(args)):
+        as_input_array(x, what, "check_grads", differentiable=True)
+    if not isinstance(order, (int, np.integer)) or isinstance(order, bool) or order < 1:
+        raise TransformValueError(
+            f"check_grads(..., order={order!r}): order must be a positive int (1: first "
+            f"derivatives only)."
+        )
+    if isinstance(modes, str) or not modes or not set(modes) <= {"fwd", "rev"}:
+        raise TransformValueError(
+            f"check_grads(..., modes={modes!r}): modes must be a non-empty tuple of "
+            f"'fwd' and 'rev', e.g. ('fwd', 'rev') or ('rev',)."
+        )
     single = _precision(args) > 1e-10
     eps = (1e-3 if single else 1e-6) if eps is None else eps
     rtol = (2e-3 if single else 1e-6) if rtol is None else rtol
@@ -114,10 +139,16 @@ def check_grads(
         for x in values[1:]
         if abs(x - values[0]) > rtol * 1e-3 * max(abs(x), abs(values[0])) + floor
     ]
-    if bad:
+    finite = bool(np.isfinite([numeric, *values]).all())  # NaN compares False: never "bad"
+    if bad or not finite:
         report = ", ".join(f"{k} = {x:.12g}" for k, x in found.items())
+        problem = (
+            "disagree"
+            if finite
+            else "are not finite (check at a point where f and its derivatives are finite)"
+        )
         raise AssertionError(
-            f"check_grads: derivatives of {getattr(f, '__name__', f)} disagree "
+            f"check_grads: derivatives of {getattr(f, '__name__', f)} {problem} "
             f"({order} order(s) from the top; eps={eps}, rtol={rtol}): {report}, "
             f"central differences = {numeric:.12g} (round-off ~{noise:.2g})"
         )
@@ -147,9 +178,19 @@ def check_vmap(
     entry per argument.  Batches of size 1 and 0 (the first examples of
     ``args``) are checked too; for size 0 only shapes and dtypes can be.
     """
-    args = tuple(args)
+    args = _check_args(f, args, "check_vmap")
+    batched = vmap(f, in_dims=in_dims)  # checks the kinds of in_dims
     dims = tuple(in_dims) if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
-    size = next(np.shape(a)[d] for a, d in zip(args, dims) if d is not None)
+    try:
+        size = next(np.shape(a)[d] for a, d in zip(args, dims) if d is not None)
+    except (IndexError, StopIteration):  # a mapped axis that is not there, or none
+        batched(*args)  # raises vmap's own error, which names the argument
+        raise
+    if size == 0:
+        raise TransformValueError(
+            "check_vmap: the mapped axes have size 0, so there is no example to loop "
+            "over; give at least one example (batch sizes 1 and 0 are checked too)."
+        )
 
     def example(i):
         return f(*[a if d is None else _take(a, d, i) for a, d in zip(args, dims)])

@@ -39,18 +39,7 @@ REFERENCE = "reference (NumPy by hand)"
 OUT = pathlib.Path(__file__).with_name("results.md")
 
 
-def table(rows: list[h.Row], reference: str | None, unit: str, scale: float) -> list[str]:
-    """Markdown rows: median, min-max, ratio to the reference's median, agreement."""
-    lines = [f"| system | median {unit} | min-max {unit} | x reference | agrees |",
-             "|---|---|---|---|---|"]  # fmt: skip
-    base = next((r.median for r in rows if r.system == reference), None)
-    for r in rows:
-        ratio = f"{r.median / base:.3f}" if base else "-"
-        agrees = {True: "yes", False: "**NO**", None: "-"}[r.agrees]
-        name = r.system + (f" ({r.note})" if r.note else "")
-        lines.append(f"| {name} | {r.median * scale:.3g} | {min(r.times) * scale:.3g}-"
-                     f"{max(r.times) * scale:.3g} | {ratio} | {agrees} |")  # fmt: skip
-    return lines
+table = h.table  # shared with benchmarks/gpu.py
 
 
 def main() -> None:

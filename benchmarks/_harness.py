@@ -42,6 +42,8 @@ def to_numpy(x: Any) -> Any:
         return {k: to_numpy(v) for k, v in x.items()}
     if hasattr(x, "detach"):  # torch
         return x.detach().cpu().numpy()
+    if type(x).__module__.startswith("cupy"):  # CuPy converts only when asked to
+        return x.get()
     return np.asarray(x)
 
 
@@ -79,6 +81,20 @@ def interleave(
                 run()
             rows[name].times.append((time.perf_counter() - start) / inner)
     return list(rows.values())
+
+
+def table(rows: list[Row], reference: str | None, unit: str, scale: float) -> list[str]:
+    """Markdown rows: median, min-max, ratio to the reference's median, agreement."""
+    lines = [f"| system | median {unit} | min-max {unit} | x reference | agrees |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    base = next((r.median for r in rows if r.system == reference), None)
+    for r in rows:
+        ratio = f"{r.median / base:.3f}" if base else "-"
+        agrees = {True: "yes", False: "**NO**", None: "-"}[r.agrees]
+        name = r.system + (f" ({r.note})" if r.note else "")
+        lines.append(f"| {name} | {r.median * scale:.3g} | {min(r.times) * scale:.3g}-"
+                     f"{max(r.times) * scale:.3g} | {ratio} | {agrees} |")  # fmt: skip
+    return lines
 
 
 def settled(name: str, run: Callable[[], Any]) -> Callable[[], Any]:

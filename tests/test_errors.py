@@ -1,11 +1,14 @@
 """Misuse gets an exception that names what was wrong and what to do, and the
 exception classes subclass the matching built-ins."""
 
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import autodiff.errors
 import autodiff.numpy as anp
 from autodiff import grad, jvp, value_and_grad, vjp, vmap
 from autodiff._core import Primitive
@@ -30,6 +33,8 @@ x3 = np.array([1.0, 2.0, 3.0])
         (ConcretizationError, TypeError),
         (MissingRuleError, NotImplementedError),
         (UnsupportedFunctionError, TypeError),
+        (autodiff.errors.LeakedTracerError, RuntimeError),
+        (autodiff.errors.RuleError, ValueError),
     ],
 )
 def test_error_classes_subclass_base_and_builtin(cls, builtin):
@@ -338,3 +343,16 @@ def test_numpy_function_without_rule_raises_naming_it():
 def test_ufunc_out_argument_raises():
     with pytest.raises(UnsupportedFunctionError, match="out="):
         grad(lambda x: np.sin(x, out=np.empty(3)).sum())(x3)
+
+
+# --- docs/errors.md -------------------------------------------------------------------
+
+
+def test_every_error_class_has_a_section_and_a_raised_example_in_docs_errors_md():
+    text = (Path(__file__).parents[1] / "docs" / "errors.md").read_text()
+    sections = set(re.findall(r"^## (\w+)", text, re.MULTILINE))
+    assert set(autodiff.errors.__all__) <= sections, set(autodiff.errors.__all__) - sections
+    # the doctests themselves run with the suite (pyproject.toml: --doctest-glob)
+    shown = set(re.findall(r"^autodiff\.errors\.(\w+): ", text, re.MULTILINE))
+    raised = set(autodiff.errors.__all__) - {"AutodiffError", "AutodiffWarning", "NonFiniteError"}
+    assert raised <= shown, raised - shown

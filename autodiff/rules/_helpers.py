@@ -7,6 +7,7 @@ so the helpers are differentiable and batchable themselves.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,15 +15,21 @@ import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._tracer import Tracer, register_numpy
+from autodiff.errors import UnsupportedFunctionError
 
 __all__ = [
+    "array_library",
+    "array_like",
+    "backend_error",
     "batch_size_of",
     "bring_to_front",
     "broadcasting",
+    "eye_like",
     "implements",
     "move_to_front",
     "ndim_of",
     "normalize_axes",
+    "numpy_impl",
     "shape_of",
     "to_front_padded",
     "unary",
@@ -38,6 +45,97 @@ def shape_of(x: Any) -> tuple[int, ...]:
 
 def ndim_of(x: Any) -> int:
     return len(shape_of(x))
+
+
+def array_like(x: Any) -> Any:
+    """What to pass as ``like=`` to a NumPy creation function (``np.eye``,
+    ``np.arange``, ``np.tri``) so that a constant for a rule about ``x`` is an
+    array of ``x``'s own library (CuPy, Dask, ...): the array under ``x``'s
+    tracers, or None (NumPy) for NumPy arrays and Python scalars.  A complex array
+    stands in by its real part: Dask gives arrays created ``like=`` it its dtype."""
+    while isinstance(x, Tracer):
+        x = x._inner
+    if isinstance(x, np.ndarray) or not hasattr(type(x), "__array_function__"):
+        return None
+    return x.real if x.dtype.kind == "c" else x
+
+
+def eye_like(n: int, dtype: Any, x: Any) -> Any:
+    """An ``n`` x ``n`` identity matrix of ``dtype``, of ``x``'s array library.
+    (``np.eye(n, like=x)`` passes ``order=`` on, which Dask's ``eye`` does not take.)"""
+    like = array_like(x)
+    if like is None:
+        return np.eye(n, dtype=dtype)
+    i = np.arange(n, dtype=np.intp, like=like)
+    return (i[:, None] == i).astype(dtype)
+
+
+# --- other array libraries ---------------------------------------------------------------
+#
+# Rules reach CuPy, Dask and other libraries through NumPy's dispatch protocols.  Where a
+# library lacks a function, the user gets an error naming the function and the library
+# (see numpy_impl), never a silent conversion to NumPy.
+
+
+def array_library(x: Any) -> str | None:
+    """The name of the array library of a concrete value that is not NumPy's
+    (``"dask"``, ``"cupy"``, ...), or None for NumPy arrays and Python scalars."""
+    cls = type(x)
+    if cls is np.ndarray or isinstance(x, np.generic) or not hasattr(cls, "__array_function__"):
+        return None
+    return cls.__module__.split(".")[0]
+
+
+def backend_error(what: str, x: Any, detail: str = "") -> UnsupportedFunctionError:
+    """The error for ``what`` (a NumPy function) that ``x``'s array library lacks."""
+    cls = type(x)
+    return UnsupportedFunctionError(
+        f"{what} is not implemented by {array_library(x)} arrays "
+        f"({cls.__module__}.{cls.__qualname__}){detail}, and autodiff does not convert them "
+        f"to NumPy behind your back. Compute this step on NumPy arrays (for a Dask array: "
+        f"x.compute()), or use functions the library implements."
+    )
+
+
+@functools.cache
+def _dask_lacks(func: Callable) -> bool:
+    """Whether Dask lacks NumPy function ``func``: Dask would compute its operands into
+    NumPy arrays instead (with a FutureWarning).  Looked up the way Dask's
+    ``__array_function__`` looks it up: the same name in the same submodule of dask.array."""
+    import dask.array
+
+    module: Any = dask.array
+    for submodule in func.__module__.split(".")[1:]:  # numpy.linalg -> dask.array.linalg
+        module = getattr(module, submodule, None)
+        if module is None:
+            return True
+    found = getattr(module, func.__name__, None)
+    return found is None or found is func
+
+
+def numpy_impl(func: Callable, impl: Callable | None = None) -> Callable:
+    """A primitive's implementation that applies NumPy function ``func`` to its first
+    argument (through ``impl``, by default ``func`` itself).  NumPy arrays go straight
+    through; for another library's arrays a missing ``func`` (which Dask would silently
+    replace by computing into NumPy) or one that rejects NumPy's keywords raises
+    ``UnsupportedFunctionError`` naming the function and the library."""
+    call = func if impl is None else impl
+    name = f"{func.__module__}.{func.__name__}"
+
+    def checked(x, *args, **params):
+        if type(x) is np.ndarray:
+            return call(x, *args, **params)
+        library = array_library(x)
+        if library is None:
+            return call(x, *args, **params)
+        if library == "dask" and _dask_lacks(func):
+            raise backend_error(name, x)
+        try:
+            return call(x, *args, **params)
+        except TypeError as e:  # e.g. Dask's cholesky(a, lower=False) has no upper=
+            raise backend_error(name, x, f" with NumPy's signature ({e})") from e
+
+    return functools.update_wrapper(checked, call)
 
 
 def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:

@@ -29,7 +29,7 @@ import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import broadcasting, implements, unary
+from autodiff.rules._helpers import broadcasting, implements, numpy_impl, unary
 
 __all__ = [
     # arithmetic
@@ -112,6 +112,8 @@ def _power_dx(g, ans, x, y):
 
 def _power_dy(g, ans, x, y):
     # d/dy x**y = x**y log(x), taken as 0 at x == 0 (the limit for y > 0).
+    if isinstance(x, (int, float)) and x >= 0:  # a Python base: log(x) stays a weak scalar
+        return g * (ans * (math.log(x) if x > 0 else 0.0))  # (where() makes a float64 array)
     at_zero = equal(x, 0)
     return g * (ans * where(at_zero, 0.0, log(where(at_zero, 1.0, x))))
 
@@ -320,7 +322,10 @@ copysign = broadcasting(
 
 _nan_to_num_p = Primitive(
     "nan_to_num",
-    lambda x, *, nan, posinf, neginf: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
+    numpy_impl(
+        np.nan_to_num,
+        lambda x, *, nan, posinf, neginf: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
+    ),
     vjp=[lambda ct, a, x, **_: where(isfinite(x), ct, 0.0)],
     jvp=[lambda t, a, x, **_: where(isfinite(x), t, 0.0)],
     batch=lambda args, dims, **p: (_nan_to_num_p.bind(args[0], **p), dims[0]),

@@ -21,12 +21,16 @@ import numpy as np
 from autodiff._core import Primitive
 from autodiff._tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
 from autodiff.rules._helpers import (
+    array_library,
+    array_like,
+    backend_error,
     batch_size_of,
     bring_to_front,
     implements,
     move_to_front,
     ndim_of,
     normalize_axes,
+    numpy_impl,
     shape_of,
     to_front_padded,
 )
@@ -176,9 +180,48 @@ def _getitem_vjp(ct, ans, x, *arrays, index):
     return (index_add_p.bind(zeros, ct, *arrays, index=index), *[None] * len(arrays))
 
 
+def _foreign_safe(x: Any, index: tuple, arrays: tuple) -> tuple:
+    """``index``, unless ``x`` is a Dask array and the index has ints apart from its
+    index arrays (``x[0, :, i]``): NumPy puts the dimensions of such an index first,
+    Dask does not, so the result would silently come out in another order."""
+    if type(x) is np.ndarray or not arrays or _advanced(index)[1]:
+        return index
+    if array_library(x) == "dask" and any(isinstance(c, int) for c in index):
+        raise backend_error(
+            f"indexing x[{_describe(index)}]",
+            x,
+            " in NumPy's order (for ints apart from index arrays, the indexed dimensions go "
+            "first; Dask keeps them in place)",
+        )
+    return index
+
+
+def _getitem_impl(x, *arrays, index):
+    if type(x) is np.ndarray:  # the common case, first
+        return x[_rebuild(index, arrays)]
+    try:
+        return x[_rebuild(_foreign_safe(x, index, arrays), arrays)]
+    except (TypeError, NotImplementedError, AssertionError) as e:  # e.g. Dask's nd fancy indexing
+        if array_library(x) is None:
+            raise
+        raise backend_error(f"indexing x[{_describe(index)}]", x, f" ({e})") from e
+
+
+def _describe(index: tuple) -> str:
+    """A static index as a user would write it (array operands as ARRAY)."""
+    parts = []
+    for c in index:
+        if isinstance(c, slice):
+            text = f"{'' if c.start is None else c.start}:{'' if c.stop is None else c.stop}"
+            parts.append(text if c.step is None else f"{text}:{c.step}")
+        else:
+            parts.append(str(c))
+    return ", ".join(parts) if parts else "()"
+
+
 getitem_p = Primitive(
     "getitem",
-    lambda x, *arrays, index: x[_rebuild(index, arrays)],
+    _getitem_impl,
     vjp=_getitem_vjp,
     jvp=[lambda t, ans, x, *arrays, index: getitem_p.bind(t, *arrays, index=index)],
     batch=_getitem_batch,
@@ -202,10 +245,35 @@ def getitem(x, index):
 def _scatter_impl(write):
     def impl(x, y, *arrays, index):
         out = x.copy()
-        write(out, _rebuild(index, arrays), y, bool(arrays))
+        if not arrays and None in index:  # Dask's x[index] = y takes no None (newaxis)
+            index, y = _without_new_axes(index, y, ndim_of(x))
+        try:
+            write(out, _rebuild(_foreign_safe(out, index, arrays), arrays), y, bool(arrays))
+        except (TypeError, NotImplementedError) as e:  # e.g. Dask arrays have no ufunc.at
+            if array_library(out) is None:
+                raise
+            what = (
+                f"x[{_describe(index)}] = y" if write is _set_write or not arrays else write.__doc__
+            )
+            raise backend_error(what, out, f" ({e})") from e
         return out
 
     return impl
+
+
+def _without_new_axes(index: tuple, y: Any, x_ndim: int) -> tuple[tuple, Any]:
+    """A basic ``index`` without its None entries, and ``y`` without the unit axes
+    they give ``x[index]``: writing the one into the other writes the same elements."""
+    new_axes, axis = [], 0
+    for c in index:
+        if c is None:
+            new_axes.append(axis)
+        if c is None or isinstance(c, slice):
+            axis += 1
+    consumed = sum(c is not None for c in index)
+    lacking = axis + x_ndim - consumed - ndim_of(y)  # leading axes y broadcasts along
+    squeeze = tuple(a - lacking for a in new_axes if a >= lacking)
+    return tuple(c for c in index if c is not None), np.squeeze(y, axis=squeeze)
 
 
 def _scatter_batch(prim):
@@ -246,7 +314,8 @@ def _last_writes(x, y, arrays, index):
     last value: a mask of the elements of ``y`` that survive."""
     if not arrays:
         return None  # slices and ints never repeat a position
-    ids = np.arange(math.prod(shape_of(y))).reshape(shape_of(y))
+    ids = np.arange(math.prod(shape_of(y)), dtype=np.intp, like=array_like(y))
+    ids = ids.reshape(shape_of(y))
     owner = index_set_p.bind(_cre.zeros_like(x, dtype=np.intp) - 1, ids, *arrays, index=index)
     return _elt.equal(_get(owner, arrays, index), ids)
 
@@ -256,6 +325,7 @@ def _masked(value, mask):
 
 
 def _set_write(out, position, y, has_arrays):
+    """x[index] = y"""
     out[position] = y
 
 
@@ -285,6 +355,7 @@ index_set_p = _scatter(
 
 
 def _add_write(out, position, y, has_arrays):
+    """numpy.add.at (behind x.at[index].add and the derivative of x[index_array])"""
     if has_arrays:
         np.add.at(out, position, y)  # repeated positions accumulate
     else:
@@ -308,6 +379,7 @@ index_add_p = _scatter(
 
 
 def _mul_write(out, position, y, has_arrays):
+    """numpy.multiply.at (behind x.at[index].multiply)"""
     if has_arrays:
         np.multiply.at(out, position, y)
     else:
@@ -386,6 +458,7 @@ def _chooser_scatter(name, ufunc):
         spread = index_add_p.bind(_cre.zeros_like(x), t * y_wins, *arrays, index=index)
         return spread / count
 
+    write.__doc__ = f"numpy.{ufunc.__name__}.at (behind x.at[index].{name[6:]})"
     return _scatter(
         name,
         write,
@@ -523,7 +596,12 @@ def _argsort_batch(args, dims, *, axis, stable):
 
 argsort_p = Primitive(
     "argsort",
-    lambda x, *, axis, stable: np.argsort(x, axis=axis, stable=stable),
+    numpy_impl(
+        np.argsort,  # stable= only when set: CuPy's argsort has no such keyword
+        lambda x, *, axis, stable: np.argsort(
+            x, axis=axis, **({} if stable is None else {"stable": stable})
+        ),
+    ),
     differentiable=False,
     batch=_argsort_batch,
 )

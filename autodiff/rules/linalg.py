@@ -51,10 +51,13 @@ from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
 from autodiff.rules._helpers import (
+    array_like,
+    eye_like,
     implements,
     move_to_front,
     ndim_of,
     normalize_axes,
+    numpy_impl,
     shape_of,
     to_front_padded,
     unbroadcast,
@@ -114,8 +117,8 @@ def _mm(a, b):
 
 
 def _eye(n: int, like: Any) -> np.ndarray:
-    """A static identity matrix in the real dtype matching ``like``."""
-    return np.eye(n, dtype=_real_dtype(like))
+    """A static identity matrix in the real dtype matching ``like`` (and of its array library)."""
+    return eye_like(n, _real_dtype(like), like)
 
 
 def _row(v):
@@ -138,7 +141,7 @@ def _diag_embed(v):
 
 def _strict_triangle(x: Any, lower: bool) -> np.ndarray:
     n = shape_of(x)[-1]
-    mask = np.tri(n, k=-1, dtype=_real_dtype(x))
+    mask = np.tri(n, k=-1, dtype=_real_dtype(x), like=array_like(x))
     return mask if lower else mask.T
 
 
@@ -298,7 +301,7 @@ def _log_det_tangent(t, a):
 
 det_p = Primitive(
     "det",
-    np.linalg.det,
+    numpy_impl(np.linalg.det),
     vjp=[lambda ct, ans, a: _shp.expand_dims(ct * ans, (-2, -1)) * _T(inv(a))],
     jvp=[lambda t, ans, a: ans * _log_det_tangent(t, a)],
 )
@@ -338,7 +341,7 @@ def _slogdet_vjp(cts, ans, a):
 
 slogdet_p = Primitive(
     "slogdet",
-    lambda a: tuple(np.linalg.slogdet(a)),
+    numpy_impl(np.linalg.slogdet, lambda a: tuple(np.linalg.slogdet(a))),
     vjp=[_slogdet_vjp],
     jvp=_slogdet_jvp,
     multiple_results=True,
@@ -368,7 +371,7 @@ def slogdet(a):
 def _phi(x):
     """The lower triangle of ``x`` with its diagonal halved."""
     n = shape_of(x)[-1]
-    return x * (np.tri(n, k=-1, dtype=_real_dtype(x)) + 0.5 * _eye(n, x))
+    return x * (np.tri(n, k=-1, dtype=_real_dtype(x), like=array_like(x)) + 0.5 * _eye(n, x))
 
 
 def _cholesky_jvp(t, ans, a, *, upper):
@@ -390,7 +393,7 @@ def _cholesky_vjp(ct, ans, a, *, upper):
 
 cholesky_p = Primitive(
     "cholesky",
-    lambda a, *, upper: np.linalg.cholesky(a, upper=upper),
+    numpy_impl(np.linalg.cholesky, lambda a, *, upper: np.linalg.cholesky(a, upper=upper)),
     vjp=[_cholesky_vjp],
     jvp=[_cholesky_jvp],
 )
@@ -436,7 +439,7 @@ def _eigh_vjp(cts, ans, a, *, UPLO):
 
 eigh_p = Primitive(
     "eigh",
-    lambda a, *, UPLO: tuple(np.linalg.eigh(a, UPLO=UPLO)),
+    numpy_impl(np.linalg.eigh, lambda a, *, UPLO: tuple(np.linalg.eigh(a, UPLO=UPLO))),
     vjp=[_eigh_vjp],
     jvp=_eigh_jvp,
     multiple_results=True,
@@ -531,13 +534,18 @@ def _svd_vjp(cts, ans, a, *, full_matrices, hermitian):
     return _hermitian_from_triangle_T(g, lower=True) if hermitian else g
 
 
+def _hermitian(hermitian: bool) -> dict:
+    """``hermitian=`` only when set: CuPy's svd and pinv have no such keyword."""
+    return {"hermitian": True} if hermitian else {}
+
+
 def _svd_impl(a, *, full_matrices, hermitian):
-    return tuple(np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian))
+    return tuple(np.linalg.svd(a, full_matrices=full_matrices, **_hermitian(hermitian)))
 
 
 svd_p = Primitive(
     "svd",
-    _svd_impl,
+    numpy_impl(np.linalg.svd, _svd_impl),
     vjp=[_svd_vjp],
     jvp=_svd_jvp,
     multiple_results=True,
@@ -560,7 +568,10 @@ def _svdvals_vjp(ct, ans, a, *, hermitian):
 
 svdvals_p = Primitive(
     "svdvals",
-    lambda a, *, hermitian: np.linalg.svd(a, compute_uv=False, hermitian=hermitian),
+    numpy_impl(
+        np.linalg.svd,
+        lambda a, *, hermitian: np.linalg.svd(a, compute_uv=False, **_hermitian(hermitian)),
+    ),
     vjp=[_svdvals_vjp],
     jvp=[_svdvals_jvp],
 )
@@ -663,7 +674,7 @@ def _qr_vjp(cts, ans, a, *, mode):
 
 qr_p = Primitive(
     "qr",
-    lambda a, *, mode: tuple(np.linalg.qr(a, mode=mode)),
+    numpy_impl(np.linalg.qr, lambda a, *, mode: tuple(np.linalg.qr(a, mode=mode))),
     vjp=[_qr_vjp],
     jvp=_qr_jvp,
     multiple_results=True,
@@ -719,7 +730,12 @@ def _pinv_vjp(ct, ans, a, *, hermitian, options):
 
 pinv_p = Primitive(
     "pinv",
-    lambda a, *, hermitian, options: np.linalg.pinv(a, hermitian=hermitian, **dict(options)),
+    numpy_impl(
+        np.linalg.pinv,
+        lambda a, *, hermitian, options: np.linalg.pinv(
+            a, **_hermitian(hermitian), **dict(options)
+        ),
+    ),
     vjp=[_pinv_vjp],
     jvp=[_pinv_jvp],
 )
@@ -765,7 +781,7 @@ def matrix_power(a, n):
     except TypeError as e:
         raise TypeError("exponent must be an integer") from e
     if n == 0:
-        return _cre.zeros_like(a) + np.eye(size, dtype=_dtype_of(a))
+        return _cre.zeros_like(a) + eye_like(size, _dtype_of(a), a)
     if n < 0:
         a, n = inv(a), -n
     if n <= 3:  # NumPy's short cuts, for identical rounding

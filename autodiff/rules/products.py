@@ -23,7 +23,14 @@ import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import implements, move_to_front, ndim_of, shape_of, unbroadcast
+from autodiff.rules._helpers import (
+    eye_like,
+    implements,
+    move_to_front,
+    ndim_of,
+    shape_of,
+    unbroadcast,
+)
 
 __all__ = ["dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot"]
 
@@ -192,7 +199,7 @@ def _einsum_vjp(k: int):
             if c in target:
                 f = next(fresh)
                 in_terms.append(c + f)
-                in_ops.append(np.eye(n, dtype=_real_dtype(ct)))
+                in_ops.append(eye_like(n, _real_dtype(ct), ct))
                 target += f
             else:
                 target += c

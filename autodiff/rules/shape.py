@@ -21,6 +21,7 @@ import numpy as np
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
 from autodiff.rules._helpers import (
+    array_like,
     bring_to_front,
     implements,
     move_to_front,
@@ -406,8 +407,11 @@ def roll(a, shift, axis=None):
     for s, ax in zip(shifts, axes):
         ax = _axis_param(ax, ndim_of(a))
         n = shape_of(a)[ax]
-        if n:
-            a = _idx.getitem(a, _along(ax, ndim_of(a), (np.arange(n) - int(s)) % n))
+        cut = (n - int(s) % n) % n if n else 0
+        if cut:  # two slices, not an index array: no scatter in the VJP, and Dask takes it
+            head = _idx.getitem(a, _along(ax, ndim_of(a), slice(cut, None)))
+            tail = _idx.getitem(a, _along(ax, ndim_of(a), slice(None, cut)))
+            a = concatenate([head, tail], axis=ax)
     return a
 
 
@@ -456,6 +460,10 @@ def repeat(a, repeats, axis=None):
     if axis is None:
         a, axis = ravel(a), 0
     axis = _axis_param(axis, ndim_of(a))
+    if np.ndim(repeats) == 0:  # a broadcast copy per repetition, merged: no index array
+        shape, r = shape_of(a), int(repeats)
+        copies = broadcast_to(expand_dims(a, axis + 1), (*shape[: axis + 1], r, *shape[axis + 1 :]))
+        return reshape(copies, (*shape[:axis], shape[axis] * r, *shape[axis + 1 :]))
     positions = np.repeat(np.arange(shape_of(a)[axis]), repeats)
     return _idx.getitem(a, _along(axis, ndim_of(a), positions))
 
@@ -634,7 +642,12 @@ def diagflat(v, k=0):
 
 def _triangle(m, k, lower):
     rows, cols = shape_of(m)[-2:]
-    keep = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1, dtype=bool)
+    like = array_like(m)
+    keep = (
+        np.tri(rows, cols, k, dtype=bool, like=like)
+        if lower
+        else ~np.tri(rows, cols, k - 1, dtype=bool, like=like)
+    )
     return _elt.where(keep, m, 0.0 * m)
 
 

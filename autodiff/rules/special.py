@@ -71,7 +71,10 @@ def _quotient_or_zero(x: Any, y: Any) -> Any:
 
 
 def _polygamma_impl(n, x):
-    out = _sp.polygamma(n, x)  # float64 whatever x is; keep float32 float32
+    # scipy.special.polygamma's own formula, with ufuncs only: scipy's function
+    # converts its arguments with np.asarray, which CuPy and Dask arrays must not meet.
+    higher = (-1.0) ** (n + 1) * _sp.gamma(n + 1.0) * _sp.zeta(n + 1, x)
+    out = np.where(n == 0, _sp.psi(x), higher)  # float64 whatever x is; keep float32 float32
     dtype = getattr(x, "dtype", None)
     return out.astype(dtype) if dtype == np.float32 else out
 
