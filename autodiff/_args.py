@@ -27,6 +27,12 @@ __all__ = [
 ]
 
 
+def a_type(x: Any) -> str:
+    """'a list', 'an object': the type of x with its article, for messages."""
+    name = type(x).__name__
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
+
+
 def check_callable(func: Any, transform: str) -> None:
     if not callable(func):
         raise TransformTypeError(
@@ -153,7 +159,7 @@ def as_input_array(x: Any, what: str, transform: str, *, differentiable: bool) -
     check_live(x)  # a leaked tracer raises here, even if func never uses it
     if not is_array(x):
         raise TransformTypeError(
-            f"{transform}: {what} is a {type(x).__name__}, not an array. Pass NumPy "
+            f"{transform}: {what} is {a_type(x)}, not an array. Pass NumPy "
             f"arrays or Python floats (or pytrees of them); pass other values "
             f"through a closure or an argument that is not transformed."
         )
@@ -178,7 +184,7 @@ def as_tangent(t: Any, dtype: Any, what: str, transform: str) -> Any:
         t = np.asarray(t)
     if not is_array(t):
         raise TransformTypeError(
-            f"{transform}: {what} is a {type(t).__name__}, not an array. Pass a NumPy "
+            f"{transform}: {what} is {a_type(t)}, not an array. Pass a NumPy "
             f"array (or a Python float) with the shape of the value it belongs to."
         )
     kind = np.dtype(t.dtype).kind
@@ -204,7 +210,7 @@ def split_aux(out: Any, transform: str) -> tuple[Any, Any]:
         elif is_array(out):
             got = f"a single array of shape {tuple(out.shape)}"
         else:
-            got = f"a {type(out).__name__}" + (" (return a tuple)" if isinstance(out, list) else "")
+            got = a_type(out) + (" (return a tuple)" if isinstance(out, list) else "")
         raise TransformTypeError(
             f"{transform}(func, has_aux=True): func must return a pair "
             f"(output, aux), but it returned {got}."

@@ -17,6 +17,7 @@ import numpy as np
 import optree
 
 from autodiff._args import (
+    a_type,
     as_output,
     check_callable,
     check_chunk_size,
@@ -172,7 +173,7 @@ def _flatten_inputs(args: tuple, in_dims: Any):
             continue
         if not is_array(leaf):
             raise TransformValueError(
-                f"vmap: {path} is a {type(leaf).__name__} but in_dims maps it over "
+                f"vmap: {path} is {a_type(leaf)} but in_dims maps it over "
                 f"axis {dim}; only arrays can be batched. Use in_dims=None for it."
             )
         ndim = len(leaf.shape)
@@ -234,7 +235,7 @@ def _unbatch_output(interp: BatchInterpreter, leaf: Any, out_dim: int | None, i:
         value = np.asarray(value)
     if not is_array(value):
         raise TransformTypeError(
-            f"vmap: output {i} of func is a {type(value).__name__}, not an array; "
+            f"vmap: output {i} of func is {a_type(value)}, not an array; "
             f"give it out_dims=None to pass it through unbatched."
         )
     ndim = len(value.shape) + (bdim is None)

@@ -16,6 +16,7 @@ import numpy as np
 import optree
 
 from autodiff._args import (
+    a_type,
     as_input_array,
     as_output,
     check_callable,
@@ -162,7 +163,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
                 primal = np.asarray(primal)
             if not is_array(primal):
                 raise TransformTypeError(
-                    f"jvp: output {i} of func is a {type(primal).__name__}, not an "
+                    f"jvp: output {i} of func is {a_type(primal)}, not an "
                     f"array. Return other values as aux (has_aux=True)."
                 )
             primals_out.append(as_output(primal))

@@ -196,7 +196,7 @@ for _name, _call in ONE_INPUT.items():
     for _value, _label, _pattern in [
         ("abc", "str", rf"^{_name}: {_a} is a str, not an array\. Pass NumPy arrays"),
         (None, "None", rf"^{_name}: {_a} is None, so there is nothing to differentiate\. Pass"),
-        (object(), "object", rf"^{_name}: {_a} is a object, not an array\. Pass NumPy arrays"),
+        (object(), "object", rf"^{_name}: {_a} is an object, not an array\. Pass NumPy arrays"),
         (
             {"w": X, "n": "abc"},
             "dict-with-str",
@@ -214,7 +214,7 @@ for _name, _call in ONE_INPUT.items():
 for _value, _label, _pattern in [
     ("abc", "str", r"argument 0 is a str but in_dims maps it over axis 0.*in_dims=None"),
     (None, "None", r"no input is batched.*at least one input must be mapped"),
-    (object(), "object", r"argument 0 is a object but in_dims maps it.*in_dims=None"),
+    (object(), "object", r"argument 0 is an object but in_dims maps it.*in_dims=None"),
     ({"w": XS, "n": "abc"}, "dict-with-str", r"argument 0\['n'\] is a str but in_dims maps"),
 ]:
     case(
@@ -1151,7 +1151,7 @@ for _label, _t, _cls, _pattern in [
     ("None", None, TransformValueError, r"tangents must have the same structure as primals"),
     ("int64", INT, TransformTypeError, r"tangent for argument 0 has dtype int64"),
     ("bool", BOOL, TransformTypeError, r"tangent for argument 0 has dtype bool"),
-    ("object", object(), TransformTypeError, r"tangent for argument 0 is a object, not an array"),
+    ("object", object(), TransformTypeError, r"tangent for argument 0 is an object, not an array"),
     ("list", [ONES], TransformValueError, r"tangents must have the same structure as primals"),
 ]:  # fmt: skip
     case("tangent", f"jvp-{_label}", lambda t=_t: jvp(g, (X,), (t,)), Raises(_cls, _pattern))
