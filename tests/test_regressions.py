@@ -1,0 +1,170 @@
+"""Disagreements found by the random-program tests (``tests/test_random_programs.py``),
+each pinned as a plain example with a note on what was wrong."""
+
+import numpy as np
+
+import autodiff.numpy as anp
+from autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, vjp, vmap
+
+
+def test_jvp_of_python_float_base_to_float32_power_stays_float32():
+    # Found as jacfwd(lambda x: 0.5 ** x) on a float32 x returning float64.  The JVP
+    # rule for the exponent computed log(base) as where(base == 0, 0, log(base)); with
+    # a Python float base, where() made that a 0-d float64 array, which NumPy does not
+    # treat as a weak scalar, so the tangent was promoted to float64 (grad, which
+    # casts gradients to the input's dtype, hid it).
+    x = np.array([0.3, -1.2, 2.0], dtype=np.float32)
+    v = np.array([1.0, 2.0, -1.0], dtype=np.float32)
+    want = 0.5**x * np.log(np.float32(0.5)) * v
+    for base_power in (lambda x: 0.5**x, lambda x: anp.power(0.5, x), lambda x: np.power(3, x)):
+        out, tangent = jvp(base_power, (x,), (v,))
+        assert out.dtype == tangent.dtype == np.float32
+    out, tangent = jvp(lambda x: 0.5**x, (x,), (v,))
+    np.testing.assert_allclose(tangent, want, rtol=1e-6)
+    jac = jacfwd(lambda x: 0.5**x)(x)
+    assert jac.dtype == np.float32
+    np.testing.assert_allclose(jac, np.diag(want / v), rtol=1e-6)
+    assert linearize(lambda x: 2.0**x, x)[1](v).dtype == np.float32
+    batched = vmap(lambda x: jvp(lambda x: 0.5**x, (x,), (np.float32(1.0) + 0 * x,))[1])(x)
+    assert batched.dtype == np.float32
+    # a zero base: the derivative in the exponent is taken as 0 (0**y for y > 0)
+    out, tangent = jvp(lambda y: 0.0**y, (np.abs(x),), (v,))
+    assert tangent.dtype == np.float32
+    np.testing.assert_array_equal(tangent, 0.0)
+
+
+# The programs below are where torch.func (2.13) disagreed with autodiff, JAX and
+# finite differences.  autodiff was right each time; the tests pin its answers to
+# hand-derived values, and ``TorchTransforms.avoid`` in ``tests/programs.py`` keeps
+# the random programs from comparing against torch there.
+
+
+def test_third_derivatives_of_prod_with_an_exact_zero_factor():
+    # torch.func: NaN (division by the zero factor in its prod rules)
+    x = np.array([0.0, 0.7, -1.3])
+    # d3/dx_i dx_j dx_k of x0 * x1 * x2 is 1 where {i, j, k} = {0, 1, 2}, else 0
+    want = np.zeros((3, 3, 3))
+    for i, j, k in [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]:
+        want[i, j, k] = 1.0
+    np.testing.assert_array_equal(jacfwd(hessian(anp.prod))(x), want)
+    np.testing.assert_array_equal(jacrev(jacrev(jacrev(anp.prod)))(x), want)
+    # a constant zero factor: the function is 0 everywhere, so are its derivatives
+    zero = lambda x: anp.prod(anp.concatenate([anp.sin(x), np.zeros(1)]))
+    np.testing.assert_array_equal(jacfwd(hessian(zero))(x[1:]), 0.0)
+    np.testing.assert_array_equal(jacrev(jacrev(jacfwd(zero)))(x[1:]), 0.0)
+
+
+def test_reverse_of_forward_through_cumprod_of_a_zero_variance():
+    # torch.func: vjp of jvp of cumprod(var(x, axis=0)) for x of shape (1, 1) is NaN;
+    # the variance of one element is 0 for every x, so the answer is 0
+    f = lambda x: anp.cumprod(anp.var(anp.sin(x), axis=0), axis=0)
+    x, v = np.array([[0.3]]), np.ones((1, 1))
+    _, vjp_fn = vjp(lambda x, v: jvp(f, (x,), (v,))[1], x, v)
+    for ct in vjp_fn(np.ones(1)):
+        np.testing.assert_array_equal(ct, 0.0)
+
+
+def _logdet_hessian(a):
+    # d2 logdet(A) = -tr(A^-1 dA A^-1 dA), with A = I + X / 3
+    inv = np.linalg.inv(a)
+    return -np.einsum("li,jk->ijkl", inv, inv) / 9
+
+
+def test_second_derivatives_of_slogdet_solve_and_det_through_forward_mode():
+    # torch.func: jacrev(jacfwd(slogdet)) and jacfwd(jacfwd(slogdet)) are 0,
+    # jacfwd(jacfwd(solve)) differs from hessian(solve), and jacrev of the jvp of
+    # det on a 1x1 matrix is not 0
+    x = np.array([[0.3, -0.2], [0.5, 0.1]])
+    a = np.eye(2) + x / 3
+    logdet = lambda x: anp.linalg.slogdet(np.eye(2) + x / 3)[1]
+    b = np.array([[1.0], [2.0]])
+    solve = lambda x: anp.linalg.solve(np.eye(2) + x / 3, b).sum()
+    inv = np.linalg.inv(a)
+    u, w = inv.sum(axis=0), (inv @ b)[:, 0]  # 1^T A^-1 and A^-1 b
+    # d2 (1^T A^-1 b) = 2 1^T A^-1 dA A^-1 dA A^-1 b, symmetrised over the two dA
+    solve_hessian = (
+        np.einsum("i,jk,l->ijkl", u, inv, w) + np.einsum("k,li,j->ijkl", u, inv, w)
+    ) / 9
+    for second in (
+        hessian,
+        lambda f: jacfwd(jacfwd(f)),
+        lambda f: jacrev(jacfwd(f)),
+        lambda f: jacfwd(jacrev(f)),
+        lambda f: jacrev(jacrev(f)),
+    ):
+        np.testing.assert_allclose(second(logdet)(x), _logdet_hessian(a), rtol=1e-12)
+        np.testing.assert_allclose(second(solve)(x), solve_hessian, rtol=1e-12)
+    det_tangent = lambda x, v: jvp(lambda x: anp.linalg.det(np.eye(1) + x / 3), (x,), (v,))[
+        1
+    ]  # = v / 3 for every x
+    for jac in (jacrev, jacfwd):
+        jacobian = jac(det_tangent)(np.array([[0.4]]), np.ones((1, 1)))
+        np.testing.assert_allclose(jacobian, 0.0, atol=1e-15)  # torch: 0.098
+
+
+def test_vmap_out_dims_of_an_output_that_ignores_the_batch():
+    # torch.func: out_dims=1 raises, out_dims=-1 returns a tensor of shape
+    # (34359738370, 2, 1)
+    x, y = np.arange(3.0), np.array([[1.0], [2.0]])
+    for out_dims in (0, 1, 2, -1, -2):
+        out = vmap(lambda x, y: y * 2, in_dims=(0, None), out_dims=out_dims)(x, y)
+        want = np.moveaxis(np.broadcast_to(y * 2, (3, 2, 1)), 0, out_dims)
+        np.testing.assert_array_equal(out, want)
+
+
+def test_vmap_over_an_empty_batch():
+    # torch.func: select() out of range, reshape with -1 fails, var warns
+    def loss(x):
+        return anp.var(anp.sin(x), axis=0) + anp.sin(x).reshape(-1).sum()
+
+    xs = np.zeros((0, 3))
+    assert vmap(anp.sin)(xs).shape == (0, 3)
+    assert vmap(loss)(xs).shape == (0,)
+    assert vmap(grad(loss))(xs).shape == (0, 3)
+    assert jacrev(vmap(loss))(xs).shape == (0, 0, 3)
+    out, tangent = jvp(vmap(loss), (xs,), (xs,))
+    assert out.shape == tangent.shape == (0,)
+    _, vjp_fn = vjp(vmap(grad(loss)), xs)
+    assert vjp_fn(xs)[0].shape == (0, 3)
+
+
+def test_index_mixing_an_integer_and_an_array_follows_numpy():
+    # NumPy (and JAX) count the integer as an advanced index, so with a slice in
+    # between the broadcast axes go first: z[0, :, [0]] has shape (1, 3); torch
+    # gives (3, 1).  A convention, not a bug, but the gradient must follow NumPy's.
+    z = np.arange(24.0).reshape(2, 3, 4)
+    w = np.array([[1.0, 2.0, 3.0]])
+    assert z[0, :, [0]].shape == w.shape
+    out, tangent = jvp(lambda z: z[0, :, [0]], (z,), (z,))
+    np.testing.assert_array_equal(out, z[0, :, [0]])
+    np.testing.assert_array_equal(tangent, z[0, :, [0]])
+    want = np.zeros_like(z)
+    want[0, :, 0] = w[0]
+    np.testing.assert_array_equal(grad(lambda z: (z[0, :, [0]] * w).sum())(z), want)
+
+
+def test_third_derivatives_of_det_in_every_mode():
+    # torch.func: jacrev(jacrev(jacrev(det))) is NaN, jacfwd(hessian(det)) and
+    # jacfwd(jacfwd(jacfwd(det))) are wrong (found as linearize(vjp(grad(det))) on a
+    # 2x2 matrix, whose det is quadratic).  det(A) = sum eps_abc A_1a A_2b A_3c, so
+    # d3 det / dA_ia dA_jb dA_kc = eps_ijk eps_abc for every A.
+    eps = np.zeros((3, 3, 3))
+    for i, j, k in [(0, 1, 2), (1, 2, 0), (2, 0, 1)]:
+        eps[i, j, k], eps[i, k, j] = 1.0, -1.0
+    want = np.einsum("ijk,abc->iajbkc", eps, eps)
+    x = np.array([[0.3, -1.2, 0.5], [0.8, 0.1, -0.4], [-0.6, 0.9, 1.1]])
+    det = anp.linalg.det
+    for third in (
+        lambda f: jacrev(jacrev(jacrev(f))),
+        lambda f: jacfwd(hessian(f)),
+        lambda f: jacfwd(jacfwd(jacfwd(f))),
+        lambda f: jacrev(jacfwd(jacrev(f))),
+    ):
+        np.testing.assert_allclose(third(det)(x), want, atol=1e-13)
+    # the case as found: the JVP of the VJP of the gradient, along (v, v)
+    x2, v = x[:2, :2], np.ones((2, 2))
+    _, tangent = jvp(lambda x, ct: vjp(grad(det), x)[1](ct)[0], (x2, v), (v, v))
+    # grad det(A) = [[d, -c], [-b, a]] for A = [[a, b], [c, d]]: linear, so the VJP
+    # is ct contracted with a constant Hessian, and its JVP along ct_dot = v is that
+    # contraction with v
+    np.testing.assert_allclose(tangent, np.array([[1.0, -1.0], [-1.0, 1.0]]), atol=1e-15)
