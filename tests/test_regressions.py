@@ -34,9 +34,11 @@ def test_jvp_of_python_float_base_to_float32_power_stays_float32():
 
 
 # The programs below are where torch.func (2.13) disagreed with autodiff, JAX and
-# finite differences.  autodiff was right each time; the tests pin its answers to
-# hand-derived values, and ``TorchTransforms.avoid`` in ``tests/programs.py`` keeps
-# the random programs from comparing against torch there.
+# finite differences, and (the last) where JAX under jit disagreed with autodiff,
+# eager JAX and finite differences.  autodiff was right each time; the tests pin its
+# answers to hand-derived values.  ``TorchTransforms.avoid`` in ``tests/programs.py``
+# keeps the random programs from comparing against torch there, and
+# ``JaxTransforms.compile`` runs those programs op by op.
 
 
 def test_third_derivatives_of_prod_with_an_exact_zero_factor():
@@ -168,3 +170,24 @@ def test_third_derivatives_of_det_in_every_mode():
     # is ct contracted with a constant Hessian, and its JVP along ct_dot = v is that
     # contraction with v
     np.testing.assert_allclose(tangent, np.array([[1.0, -1.0], [-1.0, 1.0]]), atol=1e-15)
+
+
+def test_vjp_of_cumsum_along_a_trailing_axis_then_indexed():
+    # JAX 0.10.2 under jit (XLA on CPU) gives [[1, 1, 1]] for this VJP; eager JAX,
+    # finite differences and autodiff give [[1, 1, 0]].  Found as
+    # jvp(vjp(jvp(lambda x: diagonal(cumsum(x + x, axis=1), offset=1)))) on a (1, 3) x.
+    # out = t[:, 0] + t[:, 1] reads the first two columns only.
+    t = np.array([[0.5, 0.7, 0.9], [0.1, -0.2, 0.3]])
+    _, vjp_fn = vjp(lambda t: anp.cumsum(t, axis=1)[:, 1], t)
+    np.testing.assert_array_equal(vjp_fn(np.array([1.0, 2.0]))[0], [[1, 1, 0], [2, 2, 0]])
+
+    def diagonal_of_cumsum(x):  # [2 (x00 + x01)] for x of shape (1, 3)
+        return anp.diagonal(anp.cumsum(x + x, axis=1), offset=1, axis1=-2, axis2=1)
+
+    def pullback_of_tangent(x, t, ct):  # ct * [[2, 2, 0]], for every x and t
+        return vjp(lambda t: jvp(diagonal_of_cumsum, (x,), (t,))[1], t)[1](ct)[0]
+
+    x, t, ct = t[:1], np.array([[0.1, 0.2, 0.3]]), np.array([0.7])
+    np.testing.assert_allclose(pullback_of_tangent(x, t, ct), [[1.4, 1.4, 0.0]], rtol=1e-15)
+    _, tangent = jvp(pullback_of_tangent, (x, t, ct), (x, t, np.array([0.25])))
+    np.testing.assert_allclose(tangent, [[0.5, 0.5, 0.0]], rtol=1e-15)
