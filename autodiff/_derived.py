@@ -128,23 +128,21 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
         sizes = [math.prod(np.shape(leaf)) for leaf in out_leaves]
         if sizes == [1]:  # one output with one element: one vjp, no vmap level
             vjp_fn._consume = True
-            (leaf,) = out_leaves
-            cts = vjp_fn(optree.tree_unflatten(out_tree, [np.ones_like(leaf)]))
+            cts = vjp_fn(optree.tree_unflatten(out_tree, [np.ones_like(out_leaves[0])]))
             in_leaves, in_tree = optree.tree_flatten(cts)
-            blocks = [_shp.reshape(ct, np.shape(leaf) + np.shape(ct)) for ct in in_leaves]
-            result = optree.tree_unflatten(
-                out_tree, [_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums)]
-            )
-            return (result, aux) if has_aux else result
-        basis = optree.tree_unflatten(out_tree, _basis(out_leaves))
-        cts = vmap(vjp_fn, chunk_size=chunk_size)(basis)  # one batch for all rows
-        in_leaves, in_tree = optree.tree_flatten(cts)
-        per_input = [_split_rows(leaf, sizes) for leaf in in_leaves]
+            per_input = [[ct] for ct in in_leaves]  # the one row of each input
+            in_shapes = [np.shape(ct) for ct in in_leaves]
+        else:
+            basis = optree.tree_unflatten(out_tree, _basis(out_leaves))
+            cts = vmap(vjp_fn, chunk_size=chunk_size)(basis)  # one batch for all rows
+            in_leaves, in_tree = optree.tree_flatten(cts)
+            per_input = [_split_rows(leaf, sizes) for leaf in in_leaves]
+            in_shapes = [np.shape(leaf)[1:] for leaf in in_leaves]
         jac = []
         for k, out_leaf in enumerate(out_leaves):
             blocks = [
-                _shp.reshape(rows[k], np.shape(out_leaf) + np.shape(leaf)[1:])
-                for rows, leaf in zip(per_input, in_leaves)
+                _shp.reshape(rows[k], np.shape(out_leaf) + shape)
+                for rows, shape in zip(per_input, in_shapes)
             ]
             jac.append(_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums))
         result = optree.tree_unflatten(out_tree, jac)

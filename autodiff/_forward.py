@@ -32,6 +32,7 @@ from autodiff._nans import check_output, check_tangent, checking_nans
 from autodiff._tracer import Tracer, check_live
 from autodiff._validate import checking, validate_jvp
 from autodiff.errors import TransformTypeError, TransformValueError
+from autodiff.rules._helpers import shape_of
 
 __all__ = ["DualTensor", "JvpInterpreter", "jvp"]
 
@@ -85,10 +86,6 @@ def process(interp: JvpInterpreter, prim: Primitive, args: tuple, params: dict):
     return ans if tangent is None else DualTensor(interp, ans, tangent)
 
 
-def _shape_of(x: Any) -> tuple:
-    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
-
-
 def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
     """Evaluate ``func(*primals)`` and its directional derivative along ``tangents``.
 
@@ -132,10 +129,10 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
         for t, path in zip(flat_t, paths)
     ]
     for i, (p, t, path) in enumerate(zip(flat_p, flat_t, paths)):
-        if _shape_of(p) != _shape_of(t):
+        if shape_of(p) != shape_of(t):
             raise TransformValueError(
-                f"jvp: the tangent for {path} has shape {_shape_of(t)} but its primal has "
-                f"shape {_shape_of(p)}; each tangent must match its primal's shape."
+                f"jvp: the tangent for {path} has shape {shape_of(t)} but its primal has "
+                f"shape {shape_of(p)}; each tangent must match its primal's shape."
             )
         if t.dtype != p.dtype:
             if t.dtype.kind == "c" and p.dtype.kind != "c":

@@ -38,6 +38,7 @@ from autodiff._nans import check_output, checking_nans, user_site
 from autodiff._tape import Node, backward, keep_residuals
 from autodiff._tracer import Tracer, check_live
 from autodiff.errors import TransformTypeError, TransformValueError
+from autodiff.rules._helpers import shape_of
 from autodiff.rules.elementwise import stop_gradient as _stop
 
 __all__ = [
@@ -165,10 +166,6 @@ def _match_realness(ct: Any, primal: Any) -> Any:
 # --- vjp -------------------------------------------------------------------------
 
 
-def _shape_of(x: Any) -> tuple:
-    return x.shape if hasattr(x, "shape") else np.shape(x)
-
-
 class _VJPFunction:
     """The ``vjp_fn`` returned by :func:`vjp`; callable many times, any time."""
 
@@ -197,10 +194,10 @@ class _VJPFunction:
         seeds = []
         for i, (ct, (node, index, shape, dtype)) in enumerate(zip(flat, self._out_meta)):
             ct = as_tangent(ct, dtype, f"cotangent {i}", "vjp_fn")
-            if tuple(_shape_of(ct)) != tuple(shape):
+            if shape_of(ct) != shape:
                 raise TransformValueError(
-                    f"vjp_fn: cotangent {i} has shape {tuple(_shape_of(ct))} but the "
-                    f"output it belongs to has shape {tuple(shape)}; pass one with the "
+                    f"vjp_fn: cotangent {i} has shape {shape_of(ct)} but the "
+                    f"output it belongs to has shape {shape}; pass one with the "
                     f"output's shape (e.g. np.ones_like(out))."
                 )
             if node is not None:
@@ -257,7 +254,7 @@ def _vjp(
                     f"floating-point arrays. Return other values as aux (has_aux=True)."
                 )
             values.append(as_output(value))
-            meta.append((node, index, _shape_of(value), value.dtype))
+            meta.append((node, index, shape_of(value), value.dtype))
     vjp_fn = _VJPFunction(transform, in_tree, in_nodes, flat, out_tree, meta)
     return optree.tree_unflatten(out_tree, values), vjp_fn, aux
 

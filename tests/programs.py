@@ -65,6 +65,7 @@ STYLES = ("anp", "np", "method")
 WRAPS = ("", "", "", "", "checkpoint", "custom_vjp", "custom_jvp")
 KINDS = ("grad", "vjp", "jvp", "linearize", "vmap", "jacfwd", "jacrev", "hessian")
 FORWARD = ("jvp", "linearize", "jacfwd", "hessian")  # forward mode (outermost in hessian)
+REVERSE = ("grad", "vjp", "jacrev", "hessian")  # reverse mode (innermost in hessian)
 
 
 # ----------------------------------------------------------------------------
@@ -1599,7 +1600,7 @@ class JaxTransforms:
         followed by indexing (jax 0.10.2 on CPU: jit(vjp(lambda t: cumsum(t,
         axis=1)[:, 1])) at t of shape (1, 3) gives [[1, 1, 1]] where the eager VJP
         gives [[1, 1, 0]]; found as vjp(jvp(diagonal(cumsum(x, axis=1), offset=1)))."""
-        reverse = any(layer.kind in ("grad", "vjp", "jacrev", "hessian") for layer in case.layers)
+        reverse = any(layer.kind in REVERSE for layer in case.layers)
         if reverse and "cumsum" in {n.op for n in case.program.nodes}:
             return f
         return self.jax.jit(f)

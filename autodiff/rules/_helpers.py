@@ -47,6 +47,15 @@ def ndim_of(x: Any) -> int:
     return len(shape_of(x))
 
 
+def dtype_of(x: Any) -> np.dtype:
+    """The dtype of an array, tracer or Python scalar."""
+    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
+
+
+def is_complex(x: Any) -> bool:
+    return dtype_of(x).kind == "c"
+
+
 def array_like(x: Any) -> Any:
     """What to pass as ``like=`` to a NumPy creation function (``np.eye``,
     ``np.arange``, ``np.tri``) so that a constant for a rule about ``x`` is an

@@ -29,7 +29,14 @@ import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import broadcasting, implements, numpy_impl, unary
+from autodiff.rules._helpers import (
+    broadcasting,
+    dtype_of,
+    implements,
+    is_complex,
+    numpy_impl,
+    unary,
+)
 
 __all__ = [
     # arithmetic
@@ -54,14 +61,6 @@ __all__ = [
     # dtype
     "astype", "stop_gradient",
 ]  # fmt: skip
-
-
-def _dtype_of(x):
-    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
-
-
-def _is_complex(x):
-    return _dtype_of(x).kind == "c"
 
 
 # --- arithmetic -------------------------------------------------------------------------
@@ -148,13 +147,13 @@ def _unit(z, ans):
 
 
 def _abs_jvp(g, ans, x):
-    if _is_complex(x):  # d|z| = Re(conj(z)/|z| dz)
+    if is_complex(x):  # d|z| = Re(conj(z)/|z| dz)
         return real(g * conj(_unit(x, ans)))
     return g * sign(x)
 
 
 def _abs_vjp(ct, ans, x):
-    return ct * conj(_unit(x, ans)) if _is_complex(x) else ct * sign(x)
+    return ct * conj(_unit(x, ans)) if is_complex(x) else ct * sign(x)
 
 
 absolute = unary("absolute", np.absolute, _abs_jvp, vjp=_abs_vjp, numpy=[np.absolute])
@@ -227,7 +226,7 @@ sinc = unary("sinc", np.sinc, _sinc_deriv, numpy=[np.sinc])
 # --- piecewise and selection ------------------------------------------------------------------
 def _won(g, x, y):
     """``g`` where x beats y, half of it on ties, 0 where y wins."""
-    dtype = _dtype_of(g)  # comparisons give constants: no derivative flows through them
+    dtype = dtype_of(g)  # comparisons give constants: no derivative flows through them
     return g * (astype(greater(x, y), dtype) + 0.5 * astype(equal(x, y), dtype))
 
 
@@ -346,7 +345,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 # --- complex ----------------------------------------------------------------------------------
 def _to_dtype_of(ct, ans, x):
     """``ct`` as x's dtype (a real cotangent for a complex input becomes complex)."""
-    return astype(ct, _dtype_of(x))
+    return astype(ct, dtype_of(x))
 
 
 real = unary("real", np.real, lambda g, a, x: real(g), vjp=_to_dtype_of, numpy=[np.real])
@@ -354,7 +353,7 @@ imag = unary(
     "imag",
     np.imag,
     lambda g, a, x: imag(g),
-    vjp=lambda ct, a, x: -1j * ct if _is_complex(x) else ct * 0.0,
+    vjp=lambda ct, a, x: -1j * ct if is_complex(x) else ct * 0.0,
     numpy=[np.imag],
 )
 conj = unary("conj", np.conj, lambda g, a, x: conj(g), numpy=[np.conj, np.conjugate])
@@ -363,11 +362,11 @@ conjugate = conj
 
 def _angle_jvp(g, ans, x):
     # d angle(z) = Im(conj(z) dz) / |z|^2; a real x has constant angle (0 or pi)
-    return imag(conj(x) * g) / real(x * conj(x)) if _is_complex(x) else g * 0.0
+    return imag(conj(x) * g) / real(x * conj(x)) if is_complex(x) else g * 0.0
 
 
 def _angle_vjp(ct, ans, x):
-    return -1j * ct * conj(x) / real(x * conj(x)) if _is_complex(x) else ct * 0.0
+    return -1j * ct * conj(x) / real(x * conj(x)) if is_complex(x) else ct * 0.0
 
 
 angle = unary("angle", np.angle, _angle_jvp, vjp=_angle_vjp, numpy=[np.angle])
@@ -435,7 +434,7 @@ def _astype_impl(x, *, dtype):
 
 def _cast_like(t, dtype):
     """``t`` as ``dtype``; complex to real keeps the real part (no ComplexWarning)."""
-    if _is_complex(t) and np.dtype(dtype).kind != "c":
+    if is_complex(t) and np.dtype(dtype).kind != "c":
         t = real(t)
     return astype(t, dtype)
 
@@ -443,7 +442,7 @@ def _cast_like(t, dtype):
 astype_p = Primitive(
     "astype",
     _astype_impl,
-    vjp=[lambda ct, ans, x, *, dtype: _cast_like(ct, _dtype_of(x))],
+    vjp=[lambda ct, ans, x, *, dtype: _cast_like(ct, dtype_of(x))],
     jvp=[lambda t, ans, x, *, dtype: _cast_like(t, dtype)],
     batch=lambda args, dims, *, dtype: (astype_p.bind(args[0], dtype=dtype), dims[0]),
 )
@@ -467,7 +466,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
     array([1, 2])
     """
     dtype = np.dtype(dtype)
-    source = _dtype_of(x)
+    source = dtype_of(x)
     if dtype == source:
         return x
     if source.kind == "c" and dtype.kind == "f":

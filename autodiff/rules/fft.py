@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from autodiff._core import Primitive
-from autodiff.rules._helpers import implements, ndim_of, normalize_axes, shape_of
+from autodiff.rules._helpers import implements, is_complex, ndim_of, normalize_axes, shape_of
 from autodiff.rules.elementwise import conj, real
 from autodiff.rules.indexing import getitem
 from autodiff.rules.shape import concatenate
@@ -62,11 +62,6 @@ _DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 def _physical(axis: int, bdim: int) -> int:
     """A logical axis of one example as an axis of the batched array."""
     return axis + (axis >= bdim)
-
-
-def _is_complex(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return (dtype if dtype is not None else np.result_type(x)).kind == "c"
 
 
 # --- pad-or-crop one axis ---------------------------------------------------------------
@@ -164,7 +159,7 @@ def _double_paired_bins(z: Any, axis: int, n: int) -> Any:
 
 
 def _irfft_vjp(ct, ans, z, *, axis, n, norm):
-    if _is_complex(ct):  # the output is real, so is its cotangent
+    if is_complex(ct):  # the output is real, so is its cotangent
         ct = real(ct)
     spectrum = conj(rfft_p.bind(ct, axis=axis, norm=_DUAL[norm]))
     return _double_paired_bins(spectrum, axis, n)

@@ -52,8 +52,10 @@ from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
 from autodiff.rules._helpers import (
     array_like,
+    dtype_of,
     eye_like,
     implements,
+    is_complex,
     move_to_front,
     ndim_of,
     normalize_axes,
@@ -83,16 +85,8 @@ LinAlgError = np.linalg.LinAlgError
 # --- helpers (written with primitives) --------------------------------------------------
 
 
-def _dtype_of(x: Any) -> np.dtype:
-    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
-
-
-def _is_complex(x: Any) -> bool:
-    return _dtype_of(x).kind == "c"
-
-
 def _real_dtype(x: Any) -> np.dtype:
-    dtype = _dtype_of(x)
+    dtype = dtype_of(x)
     return np.finfo(dtype).dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
@@ -101,15 +95,15 @@ def _T(x):
 
 
 def _H(x):
-    return _elt.conj(_T(x)) if _is_complex(x) else _T(x)
+    return _elt.conj(_T(x)) if is_complex(x) else _T(x)
 
 
 def _conj(x):
-    return _elt.conj(x) if _is_complex(x) else x
+    return _elt.conj(x) if is_complex(x) else x
 
 
 def _real(x):
-    return _elt.real(x) if _is_complex(x) else x
+    return _elt.real(x) if is_complex(x) else x
 
 
 def _mm(a, b):
@@ -326,7 +320,7 @@ def det(a):
 def _slogdet_jvp(tangents, ans, a):
     sign, _ = ans
     z = _log_det_tangent(tangents[0], a)
-    if _is_complex(a):
+    if is_complex(a):
         return sign * (1j * _elt.imag(z)), _elt.real(z)
     return _cre.zeros_like(sign), z
 
@@ -334,7 +328,7 @@ def _slogdet_jvp(tangents, ans, a):
 def _slogdet_vjp(cts, ans, a):
     ct_sign, ct_log = cts
     w = ct_log
-    if _is_complex(a):
+    if is_complex(a):
         w = ct_log + 1j * _elt.imag(ct_sign * ans[0])
     return _shp.expand_dims(w, (-2, -1)) * _T(inv(a))
 
@@ -501,7 +495,7 @@ def _svd_jvp(tangents, ans, a, *, full_matrices, hermitian):
     d = _diag_part(ds_mat)
     dss, sds = ds_mat * _row(s), _col(s) * ds_mat
     du_inner = f * (dss + _H(dss))
-    if _is_complex(ds_mat):  # the phase freedom: put Im diag(U^H da V) into dU
+    if is_complex(ds_mat):  # the phase freedom: put Im diag(U^H da V) into dU
         du_inner = du_inner + _diag_embed(1j * _elt.imag(d) / s)
     du = _mm(u, du_inner)
     dv = _mm(v, f * (sds + _H(sds)))
@@ -523,7 +517,7 @@ def _svd_vjp(cts, ans, a, *, full_matrices, hermitian):
     ut_ct = _mm(_T(u), ct_u)
     gu, gv = f * ut_ct, f * _mm(_T(v), ct_v)
     ds_bar = (gu + _H(gu)) * _row(s) + _col(s) * (gv + _H(gv)) + _diag_embed(ct_s)
-    if _is_complex(ut_ct):
+    if is_complex(ut_ct):
         ds_bar = ds_bar + _diag_embed(1j * _elt.imag(_diag_part(ut_ct)) / s)
     g = _mm(_mm(_conj(u), ds_bar), _T(v))
     if m > n:
@@ -618,7 +612,7 @@ def _qr_square_jvp(q, r, dx):
     c = _mm(_H(q), x)
     low = c * _strict_triangle(c, lower=True)
     do = low - _H(low)
-    if _is_complex(c):  # R's diagonal stays real
+    if is_complex(c):  # R's diagonal stays real
         do = do + _eye(shape_of(c)[-1], c) * (c - _elt.real(c))
     return _mm(q, do - c) + x, _mm(c - do, r)
 
@@ -628,7 +622,7 @@ def _qr_square_vjp(q, r, ct_q, ct_r):
     e = _mm(_T(q), ct_q) - _mm(ct_r, _T(r))
     low_bar = e - _H(e)
     c_bar = low_bar * _strict_triangle(low_bar, lower=True) - e
-    if _is_complex(c_bar):
+    if is_complex(c_bar):
         ie = _eye(shape_of(e)[-1], e) * e
         c_bar = c_bar + ie - _elt.real(ie)
     x_bar = _mm(_conj(q), c_bar) + ct_q
@@ -781,7 +775,7 @@ def matrix_power(a, n):
     except TypeError as e:
         raise TypeError("exponent must be an integer") from e
     if n == 0:
-        return _cre.zeros_like(a) + eye_like(size, _dtype_of(a), a)
+        return _cre.zeros_like(a) + eye_like(size, dtype_of(a), a)
     if n < 0:
         a, n = inv(a), -n
     if n <= 3:  # NumPy's short cuts, for identical rounding
@@ -800,7 +794,7 @@ def matrix_power(a, n):
 
 def _abs2(x):
     """``|x|**2``, smooth everywhere (also for complex ``x``)."""
-    return _elt.real(_elt.conj(x) * x) if _is_complex(x) else x * x
+    return _elt.real(_elt.conj(x) * x) if is_complex(x) else x * x
 
 
 def _vector_norm(x, ord, axis, keepdims):
@@ -856,7 +850,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     >>> float(anp.linalg.norm(np.ones((2, 3)), ord=1, axis=(0, 1)))
     2.0
     """
-    if _dtype_of(x).kind not in "fc":
+    if dtype_of(x).kind not in "fc":
         x = _elt.astype(x, np.float64)
     nd = ndim_of(x)
     if axis is None:

@@ -24,6 +24,7 @@ import numpy as np
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
 from autodiff.rules._helpers import (
+    dtype_of,
     eye_like,
     implements,
     move_to_front,
@@ -161,12 +162,8 @@ def _fresh(used: str, count: int = 1) -> str:
     return "".join(free[:count])
 
 
-def _dtype_of(x: Any) -> np.dtype:
-    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
-
-
 def _real_dtype(x: Any) -> np.dtype:
-    dtype = _dtype_of(x)
+    dtype = dtype_of(x)
     return np.finfo(dtype).dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
@@ -369,7 +366,7 @@ def vdot(a, b, /):
     a, b = _shp.ravel(a), _shp.ravel(b)
     if shape_of(a) != shape_of(b):
         raise ValueError("vdot: vectors have different lengths")
-    if _dtype_of(a).kind == "c":
+    if dtype_of(a).kind == "c":
         a = _elt.conj(a)
     return matmul(a, b)
 

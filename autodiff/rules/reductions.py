@@ -18,7 +18,15 @@ import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import implements, move_to_front, ndim_of, normalize_axes, shape_of
+from autodiff.rules._helpers import (
+    dtype_of,
+    implements,
+    is_complex,
+    move_to_front,
+    ndim_of,
+    normalize_axes,
+    shape_of,
+)
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "cumprod", "cumsum", "max",
@@ -351,11 +359,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         a = _elt.astype(a, dtype)
     axis = normalize_axes(axis, ndim_of(a))
     centered = a - sum(a, axis, keepdims=True) / _count(a, axis)
-    squared = (
-        _elt.real(centered * _elt.conj(centered))
-        if np.dtype(_elt._dtype_of(a)).kind == "c"
-        else centered * centered
-    )
+    squared = _elt.real(centered * _elt.conj(centered)) if is_complex(a) else centered * centered
     return sum(squared, axis, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
@@ -431,7 +435,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """
     _check_supported("nanmean", out, None, where)
     present = _elt.logical_not(_elt.isnan(a))
-    count = sum(_elt.astype(present, _elt._dtype_of(a)), axis, keepdims=keepdims)
+    count = sum(_elt.astype(present, dtype_of(a)), axis, keepdims=keepdims)
     return nansum(a, axis, dtype=dtype, keepdims=keepdims) / count
 
 
