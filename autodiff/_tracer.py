@@ -50,8 +50,8 @@ class _Overrides(dict):
         raise UnsupportedFunctionError(
             f"{_function_name(func)} has no autodiff rule, so it cannot be applied "
             f"to a traced value (it would silently lose derivatives or batching). "
-            f"Use a function from autodiff.numpy, or define a primitive for it "
-            f"(see autodiff/rules/README.md)."
+            f"Compute it from functions that have rules (docs/coverage.md lists them), "
+            f"or define a primitive for it (see autodiff/rules/README.md)."
         )
 
 
@@ -113,6 +113,30 @@ def _numpy_is_storing(depth: int) -> bool:
     frame = sys._getframe(depth + 1)
     lasti = frame.f_lasti
     return lasti >= 0 and frame.f_code.co_code[lasti] == _STORE_SUBSCR
+
+
+_API_VERSIONS = (None, "2021.12", "2022.12", "2023.12", "2024.12")
+
+
+def _conversion_hint(frame: Any) -> str:
+    """What to write instead, for the NumPy code that is converting a traced value:
+    ``np.r_``/``np.c_`` (which call np.array on their items), else the general case."""
+    for _ in range(3):  # r_[...] -> AxisConcatenator.__getitem__ -> np.array -> here
+        if frame is None:
+            break
+        if frame.f_code.co_filename.endswith("_index_tricks_impl.py"):
+            return (
+                " np.r_[...] and np.c_[...] convert their items with np.array, which "
+                "NumPy cannot hand to autodiff: write anp.r_[...] and anp.c_[...]."
+            )
+        frame = frame.f_back
+    return (
+        " NumPy also converts traced values it can't hand to autodiff: the index in "
+        "plain_array[i] and the argument of ndarray methods like a.dot(x) (write "
+        "anp.getitem(plain_array, i) and a @ x or anp.dot(a, x)), and a list of traced "
+        "values where an array is expected, as in np.array([x, y]) or np.sum([x, y]): "
+        "combine them with anp.array([...]) or anp.stack first."
+    )
 
 
 def _binary(ufunc: Any) -> tuple[Callable, Callable]:
@@ -360,6 +384,8 @@ class Tracer:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__":  # reduce, accumulate, outer: keywords such as axis=
             return numpy_overrides[(ufunc, method)](*inputs, **kwargs)
+        if kwargs.keys() == {"axis"} and ufunc.signature is not None:  # np.vecdot(a, b, axis=0)
+            return numpy_overrides[ufunc](*inputs, **kwargs)
         if kwargs:
             name = sorted(kwargs)[0]
             raise UnsupportedFunctionError(
@@ -378,13 +404,7 @@ class Tracer:
         return numpy_overrides[func](*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        hint = (
-            " NumPy also converts traced values it can't hand to autodiff: the index "
-            "in plain_array[i] and the argument of ndarray methods like a.dot(x); "
-            "write anp.getitem(plain_array, i) and a @ x or anp.dot(a, x) instead. A "
-            "list of traced values where an array is expected is converted too: combine "
-            "them with anp.stack first."
-        )
+        hint = _conversion_hint(sys._getframe(1))
         try:
             self._concrete_value("np.asarray()")  # batched or leaked values raise here
         except ConcretizationError as e:
@@ -392,11 +412,43 @@ class Tracer:
         raise ConcretizationError(
             f"np.asarray()/np.array() on a {type(self).__name__} of "
             f"{self._interp.describe()} would silently drop its derivative. Use "
-            f"autodiff.numpy (anp) functions, which accept traced values; build "
-            f"arrays with anp.stack/anp.concatenate/anp.where instead of writing "
-            f"into a NumPy array; or, to use the value as a constant on purpose, "
-            f"convert autodiff.stop_gradient(x)." + hint
+            f"autodiff.numpy (anp) functions, which accept traced values: "
+            f"anp.array/anp.asarray (also of lists holding traced values), anp.stack, "
+            f"anp.concatenate, anp.where, and x.at[i].set(v) instead of writing into a "
+            f"NumPy array; or, to use the value as a constant on purpose, convert "
+            f"autodiff.stop_gradient(x)." + hint
         )
+
+    # --- the array API standard ------------------------------------------------
+    def __array_namespace__(self, /, *, api_version=None):
+        """``autodiff.numpy``: array-API-aware libraries (SciPy with
+        ``SCIPY_ARRAY_API=1``, scikit-learn's ``array_api_dispatch``) compute with it."""
+        if api_version not in _API_VERSIONS:
+            raise ValueError(
+                f"autodiff.numpy implements the array API standard {_API_VERSIONS[-1]}; "
+                f"api_version={api_version!r} is not one of {_API_VERSIONS[1:]}"
+            )
+        import autodiff.numpy
+
+        return autodiff.numpy
+
+    @property
+    def device(self):
+        """The device of the underlying array (``"cpu"`` for NumPy's)."""
+        inner = self._inner
+        return getattr(inner, "device", "cpu")
+
+    def to_device(self, device, /, *, stream=None):  # noqa: ARG002  (the standard's signature)
+        if device != self.device:
+            raise ValueError(
+                f"to_device({device!r}): traced values stay on their array's device "
+                f"({self.device!r}); move the inputs before the transform instead."
+            )
+        return self
+
+    @property
+    def mT(self):
+        return numpy_overrides[np.matrix_transpose](self)
 
     # --- concrete Python values (control flow) ---------------------------------
     def _scalar(self, what: str) -> Any:
@@ -404,9 +456,9 @@ class Tracer:
             raise ConcretizationError(
                 f"writing a {type(self).__name__} of {self._interp.describe()} into a "
                 f"plain NumPy array (out[i] = x) would silently drop its derivative. "
-                f"Build the result functionally instead: anp.stack([...]) of the "
-                f"pieces, anp.where(mask, x, out), or an index update on a traced "
-                f"array."
+                f"Build the result functionally instead: anp.array([...]) or "
+                f"anp.stack([...]) of the pieces, anp.where(mask, x, out), or "
+                f"out = anp.asarray(out).at[i].set(x)."
             )
         return self._concrete_value(what)
 

@@ -1,7 +1,8 @@
 """Write docs/coverage.md from the registry of primitive samples.
 
-    python -m tests.coverage          # print the table
-    python -m tests.coverage --write  # update docs/coverage.md
+    python -m tests.coverage              # print the table
+    python -m tests.coverage --write      # update docs/coverage.md
+    python -m tests.coverage --namespace  # count autodiff.numpy's names against NumPy's
 
 Every cell is backed by tests/test_primitives.py: a function is listed with
 VJP/JVP only if it has differentiable samples (checked to second order
@@ -44,6 +45,45 @@ def rows() -> list[tuple[str, ...]]:
     return out
 
 
+def namespace_counts() -> list[tuple[str, int, int, int, int]]:
+    """Per namespace: (name, NumPy's public names, how many resolve in autodiff's, how
+    many autodiff defines, how many are NumPy's own objects re-exported)."""
+    import numpy as np
+
+    import autodiff.numpy as anp
+
+    out = []
+    for label, theirs, ours in [
+        ("numpy", np, anp),
+        ("numpy.linalg", np.linalg, anp.linalg),
+        ("numpy.fft", np.fft, anp.fft),
+        ("numpy.random", np.random, anp.random),
+    ]:
+        names = theirs.__all__
+        resolved = sum(hasattr(ours, n) for n in names)
+        own = sum(n in ours._own for n in names)
+        borrowed = sum(n in ours._borrowed for n in names)
+        out.append((label, len(names), resolved, own, borrowed))
+    return out
+
+
+def namespace_table() -> list[str]:
+    lines = [
+        "## The namespace",
+        "",
+        "Every public name of NumPy resolves in `autodiff.numpy` (`python -m tests.coverage "
+        "--namespace`). Names autodiff defines have rules (or, for types, accept traced "
+        "values); the rest are NumPy's own objects, which raise `UnsupportedFunctionError` "
+        "on traced values.",
+        "",
+        "| NumPy namespace | public names | resolve in autodiff | defined by autodiff "
+        "| NumPy's own |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [f"| `{a}` | {b} | {c} | {d} | {e} |" for a, b, c, d, e in namespace_counts()]
+    return lines
+
+
 def markdown() -> str:
     table = rows()
     n_diff = sum(r[2] == YES for r in table)
@@ -68,6 +108,7 @@ def markdown() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     lines += ["| " + " | ".join(row) + " |" for row in table]
+    lines += ["", *namespace_table()]
     lines += ["", *CONVENTIONS.strip().splitlines()]
     return "\n".join(lines) + "\n"
 
@@ -97,6 +138,9 @@ CONVENTIONS = """
 
 
 def main() -> None:
+    if "--namespace" in sys.argv:
+        print("\n".join(namespace_table()[4:]))
+        return
     text = markdown()
     if "--write" in sys.argv:
         PATH.write_text(text)

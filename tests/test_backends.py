@@ -78,6 +78,8 @@ DASK_LIMITS: dict[str, str] = {
     "at.set": r"Incorrect shape .* of integer indices",
     "diagonal": rf"indexing x\[.*ARRAY, ARRAY\] {_NO_ND_FANCY}",
     "trace": rf"indexing x\[.*ARRAY, ARRAY\] {_NO_ND_FANCY}",
+    "linalg.diagonal": rf"indexing x\[.*ARRAY, ARRAY\] {_NO_ND_FANCY}",
+    "linalg.trace": rf"indexing x\[.*ARRAY, ARRAY\] {_NO_ND_FANCY}",
     "take_along_axis": rf"indexing x\[.*ARRAY, ARRAY\] {_NO_ND_FANCY}",
     "diag": rf"x\[.*ARRAY, ARRAY\] = y {_LACKS}.*dask is currently limited|{_NO_ND_FANCY}",
     "diagflat": rf"x\[.*ARRAY, ARRAY\] = y {_LACKS}.*dask is currently limited",

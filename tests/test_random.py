@@ -239,7 +239,7 @@ def test_batched_parameters_with_same_and_different():
 @pytest.mark.parametrize(
     ("call", "error", "pattern"),
     [
-        (lambda: anp.random.normal(0, (3,)), TransformTypeError, "default_rng"),
+        (lambda: anp.random.bernoulli(0, 0.5), TransformTypeError, "default_rng"),
         (
             lambda: anp.random.uniform(np.random.RandomState(0)),
             TransformTypeError,

@@ -1,21 +1,35 @@
-"""``autodiff.numpy`` (imported as ``anp``): NumPy-style functions that accept
-traced values and are differentiable and batchable.
+"""``autodiff.numpy`` (imported as ``anp``): a drop-in for ``numpy`` whose functions
+accept traced values and are differentiable and batchable.
 
-Every function here is declared, with its rules, in one block of
-``autodiff/rules/``; the same functions run when plain ``numpy`` functions,
-operators or ndarray methods meet a traced value.
+Every public name of NumPy exists here.  The functions with rules are declared, each
+in one block of ``autodiff/rules/``; the same functions run when plain ``numpy``
+functions, operators or ndarray methods meet a traced value.  Everything else
+(constants, dtypes, I/O, printing, and functions without rules yet) is NumPy's own
+object; on a traced value those raise ``UnsupportedFunctionError`` (see ``_borrow``).
+``docs/coverage.md`` lists which is which.
 
 >>> import numpy as np
 >>> import autodiff, autodiff.numpy as anp
 >>> float(autodiff.grad(lambda x: anp.sum(anp.sin(x) ** 2))(np.array(0.5)))
 0.8414709848078965
+>>> anp.pi == np.pi, anp.zeros(2), anp.array([1, 2.5])
+(True, array([0., 0.]), array([1. , 2.5]))
 """
+
+import numpy as _np
 
 from autodiff.numpy import fft as fft
 from autodiff.numpy import linalg as linalg
 from autodiff.numpy import random as random
+from autodiff.numpy._borrow import borrow as _borrow
+from autodiff.numpy._index_tricks import c_ as c_
+from autodiff.numpy._index_tricks import r_ as r_
+from autodiff.numpy._types import SCALAR_TYPES as _SCALAR_TYPES
+from autodiff.numpy._types import ndarray as ndarray
 from autodiff.rules.creation import *  # noqa: F403
 from autodiff.rules.creation import __all__ as _creation
+from autodiff.rules.dtypes import *  # noqa: F403
+from autodiff.rules.dtypes import __all__ as _dtypes
 from autodiff.rules.elementwise import *  # noqa: F403
 from autodiff.rules.elementwise import __all__ as _elementwise
 from autodiff.rules.indexing import *  # noqa: F403
@@ -27,16 +41,28 @@ from autodiff.rules.reductions import __all__ as _reductions
 from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
 
-__all__ = sorted(
+globals().update(_SCALAR_TYPES)
+
+# The names autodiff defines: functions with rules, and the types and shorthands above.
+_own = frozenset(
     [
         *_creation,
+        *_dtypes,
         *_elementwise,
         *_indexing,
         *_products,
         *_reductions,
         *_shape,
+        *_SCALAR_TYPES,
+        "c_",
         "fft",
         "linalg",
+        "ndarray",
+        "r_",
         "random",
     ]
 )
+# Everything else of NumPy's, as NumPy's own objects.
+_borrowed, __getattr__ = _borrow(globals(), _np)
+__array_api_version__ = _np.__array_api_version__
+__all__ = sorted(_own | set(_borrowed))

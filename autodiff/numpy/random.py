@@ -1,247 +1,163 @@
-"""``autodiff.numpy.random``: random draws that know about ``vmap``'s randomness modes.
+"""``autodiff.numpy.random``: ``numpy.random``, with draws that know about ``vmap``.
 
-Each function draws from a ``numpy.random.Generator`` passed explicitly, like
-``rng.normal``.  Outside ``vmap`` it is a plain draw.  Inside, every live
-``vmap`` decides by its ``randomness`` argument:
+Every public name of ``numpy.random`` exists.  Two ways to draw:
 
-- ``"error"`` (the default): the call raises, naming the vmap;
-- ``"different"``: each example gets its own draws.  One draw is made with that
-  vmap's batch size prepended and batched along it; for one random call per
-  example this is exactly what a Python loop over the batch drawing in order
-  gives (a ``Generator`` fills arrays in C order).  With several random calls
-  per example the draws are still independent per example, but they come from
-  the stream in a different order than a loop's;
-- ``"same"``: one draw, shared by the whole batch.
+- **From an explicit Generator** (reproducible; the recommended way):
+  ``anp.random.normal(rng, shape, loc, scale)``, ``uniform(rng, shape, low, high)``,
+  ``bernoulli(rng, p, shape)``.  Traced parameters are differentiable (the draw is
+  ``loc + scale * z`` for a constant standard draw ``z``).
+- **NumPy's legacy global functions**, as a NumPy program calls them:
+  ``anp.random.normal(loc, scale, size)``, ``randn(3)``, ``rand``, ``gamma``,
+  ``choice``, ... .  ``normal`` and ``uniform`` take traced parameters here too;
+  the others raise ``UnsupportedFunctionError`` on them.
 
-Nested vmaps combine: the sizes of the ``"different"`` ones are prepended,
-outermost first (outer and inner ``"different"`` equals a double loop drawing
-in order), ``"same"`` ones add no axis, and any ``"error"`` one raises.
+Inside ``vmap`` every draw follows that vmap's ``randomness``: ``"error"`` (the
+default) raises, ``"same"`` draws once for the whole batch, ``"different"`` gives
+each example its own draws (for one random call per example exactly what a Python
+loop over the batch draws, in order).  ``seed``, ``get_state``, ``default_rng``,
+``Generator`` and the bit generators are NumPy's own.
 
-Parameters (``loc``, ``scale``, ``low``, ``high``, ``p``) may be traced values:
-the result is then ``loc + scale * z`` for a standard draw ``z`` (a constant),
-so derivatives flow to the parameters (the reparameterisation trick).
+>>> import numpy as np, autodiff.numpy as anp
+>>> from autodiff import vmap
+>>> np.random.seed(0)
+>>> out = vmap(lambda x: x + anp.random.randn(2), randomness="different")(np.zeros((3, 2)))
+>>> np.random.seed(0)
+>>> bool(np.all(out == np.stack([np.random.randn(2) for _ in range(3)])))
+True
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import math
 from typing import Any
 
 import numpy as np
+import optree
 
-from autodiff._batching import BatchedTensor, BatchInterpreter
-from autodiff._core import current_interpreters
-from autodiff._tracer import Tracer, check_live
-from autodiff.errors import TransformTypeError, TransformValueError
-from autodiff.rules.elementwise import add, less, multiply, subtract
+from autodiff._tracer import Tracer
+from autodiff.errors import UnsupportedFunctionError
+from autodiff.numpy import _draws
+from autodiff.numpy._borrow import borrow as _borrow
+from autodiff.numpy._draws import bernoulli as bernoulli
+from autodiff.rules.elementwise import add, multiply, subtract
 
-__all__ = ["normal", "uniform", "bernoulli"]
-
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _check_rng(name: str, rng: Any) -> None:
-    if not isinstance(rng, np.random.Generator):
-        raise TransformTypeError(
-            f"anp.random.{name}(rng, ...): rng must be a numpy.random.Generator, got "
-            f"{type(rng).__name__} {rng!r:.40}. Create one with "
-            f"np.random.default_rng(seed) and pass it as the first argument."
-        )
+# Legacy functions that keep NumPy's global state, draw nothing, or make generators.
+_NOT_DRAWS = {
+    "seed", "get_state", "set_state", "default_rng", "Generator", "RandomState",
+    "SeedSequence", "BitGenerator", "MT19937", "Philox", "PCG64", "PCG64DXSM", "SFC64",
+    "normal", "uniform",
+}  # fmt: skip
 
 
-def _check_shape(name: str, shape: Any) -> tuple[int, ...]:
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
-    if not isinstance(dims, (tuple, list)) or not all(
-        isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in dims
-    ):
-        raise TransformTypeError(
-            f"anp.random.{name}(..., shape={shape!r:.60}): shape must be a tuple of ints "
-            f"such as (3,) or (2, 3) (or one int)."
-        )
-    if any(n < 0 for n in dims):
-        raise TransformValueError(
-            f"anp.random.{name}(..., shape={shape!r:.60}): dimensions must be non-negative."
-        )
-    return tuple(int(n) for n in dims)
+def _has_tracer(args: tuple, kwargs: dict) -> bool:
+    return any(isinstance(leaf, Tracer) for leaf in optree.tree_leaves((args, kwargs)))
 
 
-def _check_dtype(name: str, dtype: Any) -> np.dtype:
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        dt = None
-    if dt not in _FLOATS:
-        raise TransformTypeError(
-            f"anp.random.{name}(..., dtype={dtype!r:.40}): dtype must be np.float32 or np.float64."
-        )
-    return dt
+def _looped(draw: Any, args: tuple, kwargs: dict, sizes: tuple[int, ...]) -> Any:
+    """``prod(sizes)`` calls of ``draw`` in order, stacked with ``sizes`` in front."""
+    if not sizes:  # no vmap wants its own draws: exactly NumPy's call
+        return draw(*args, **kwargs)
+    n = math.prod(sizes)
+    first = np.asarray(draw(*args, **kwargs))
+    if n == 0:
+        return np.empty((0, *first.shape), first.dtype)
+    out = np.stack([first] + [np.asarray(draw(*args, **kwargs)) for _ in range(n - 1)])
+    return out.reshape(sizes + first.shape)
 
 
-def _param(name: str, what: str, x: Any, dtype: np.dtype | None) -> Any:
-    """``x`` checked to be real; a plain one as an array of ``dtype`` (None: as is)."""
-    given = type(x).__name__
-    if isinstance(x, Tracer):
-        check_live(x)
-        kind = np.dtype(x.dtype).kind
-    else:
-        try:
-            arr = np.asarray(x)
-        except Exception:  # ragged lists and the like
-            arr = np.asarray(None)
-        kind = arr.dtype.kind
-        x = arr
-    if kind not in "biuf":
-        raise TransformTypeError(
-            f"anp.random.{name}(..., {what}=...): {what} must be a real number or an "
-            f"array of them, got {given} of dtype kind {kind!r}."
-        )
-    return x if dtype is None or isinstance(x, Tracer) else x.astype(dtype)
+def _legacy(name: str) -> Any:
+    draw = getattr(np.random, name)
 
-
-def _shape_of(x: Any) -> tuple[int, ...]:
-    return tuple(x.shape)  # logical for tracers
-
-
-def _event_shape(name: str, shape: tuple[int, ...], **params: Any) -> tuple[int, ...]:
-    """``shape`` broadcast with the parameters' logical shapes: the shape of one draw."""
-    try:
-        return np.broadcast_shapes(shape, *(_shape_of(p) for p in params.values()))
-    except ValueError:
-        listing = ", ".join(f"{k} has shape {_shape_of(v)}" for k, v in params.items())
-        raise TransformValueError(
-            f"anp.random.{name}: shape {shape} does not broadcast with the parameters ({listing})."
-        ) from None
-
-
-def _check_concrete(name: str, what: str, x: Any, ok: Callable, rule: str) -> None:
-    if not isinstance(x, Tracer) and not np.all(ok(x)):
-        raise TransformValueError(f"anp.random.{name}(..., {what}=...): {what} must be {rule}.")
-
-
-def _batch_levels(name: str) -> list[BatchInterpreter]:
-    """The live vmaps that want their own draws (outermost first); raises for "error"."""
-    levels = []
-    for interp in current_interpreters():
-        if not isinstance(interp, BatchInterpreter):
-            continue
-        if interp.randomness == "error":
-            raise TransformValueError(
-                f"anp.random.{name} was called inside {interp.describe()}, whose "
-                f"randomness is 'error' (the default): it cannot tell whether the "
-                f"examples should get their own draws or share one. Pass "
-                f'randomness="different" (independent draws per example) or '
-                f'randomness="same" (one draw shared by the batch) to that vmap.'
+    @functools.wraps(draw)
+    def legacy(*args, **kwargs):
+        if _has_tracer(args, kwargs):
+            raise UnsupportedFunctionError(
+                f"anp.random.{name}: the parameters are traced values, which NumPy's "
+                f"{name} cannot take. Draws with differentiable parameters: "
+                f"anp.random.normal and anp.random.uniform (loc + scale * z), or build "
+                f"the draw from a standard one yourself."
             )
-        if interp.randomness == "different":
-            levels.append(interp)
-    return levels
+        # Under vmap the batch axes of "different" vmaps come first; one call per example.
+        return _draws.draw(name, lambda sizes: _looped(draw, args, kwargs, sizes), ())
+
+    legacy.__doc__ = (
+        f"NumPy's legacy ``numpy.random.{name}``; inside ``vmap`` it follows the vmap's "
+        f"``randomness`` (see ``autodiff.numpy.random``).\n\n" + (draw.__doc__ or "")
+    )
+    return legacy
 
 
-def _draw(name: str, sample: Callable[[tuple[int, ...]], Any], shape: tuple[int, ...]) -> Any:
-    """``sample(size)`` with the "different" vmaps' sizes prepended, batched along them."""
-    levels = _batch_levels(name)
-    out = sample((*(interp.size for interp in levels), *shape))
-    for interp in levels:  # outermost first: a tracer holds only lower levels' values
-        out = BatchedTensor(interp, out, 0)
-    return out
+def _global_draw(name: str, size: Any, standard: Any, **params: Any) -> Any:
+    """A draw from NumPy's global state shaped like ``size`` broadcast with ``params``."""
+    shape = () if size is None else _draws._check_shape(name, size)
+    event = _draws._event_shape(name, shape, **params)
+    return _draws.draw(name, standard, event)
 
 
-def _is(x: Any, value: float) -> bool:
-    return not isinstance(x, Tracer) and np.ndim(x) == 0 and x == value
+def _explicit(args: tuple, kwargs: dict) -> bool:
+    """Whether a call passes a generator (the explicit form); a RandomState there is
+    refused by the explicit form, with a message naming Generator."""
+    first = args[0] if args else kwargs.get("rng")
+    return isinstance(first, (np.random.Generator, np.random.RandomState))
 
 
-def normal(
-    rng: np.random.Generator,
-    shape: Any = (),
-    loc: Any = 0.0,
-    scale: Any = 1.0,
-    dtype: Any = np.float64,
-) -> Any:
-    """Normal draws: ``loc + scale * rng.standard_normal(size, dtype=dtype)``.
+def normal(*args: Any, **kwargs: Any) -> Any:
+    """Normal draws, either way (see the module docstring): ``normal(rng, shape=(),
+    loc=0.0, scale=1.0, dtype=np.float64)`` from a Generator, or NumPy's
+    ``normal(loc=0.0, scale=1.0, size=None)`` from the global state.  ``loc`` and
+    ``scale`` may be traced: derivatives flow to them.
 
-    ``size`` is ``shape`` broadcast with the shapes of ``loc`` and ``scale``.
-    ``loc`` and ``scale`` may be traced: derivatives flow to them (``z`` is a
-    constant).  Under ``vmap(..., randomness="different")`` each example gets
-    its own draws; for one random call per example they equal a Python loop over
-    the batch drawing in order (with several calls, independent per example but
-    in a different order than a loop's).  ``"same"``: one draw for the batch.
-    Plain parameters are cast to ``dtype``; traced ones follow NumPy promotion.
-
-    >>> import numpy as np
-    >>> import autodiff.numpy as anp
-    >>> from autodiff import vmap
-    >>> rng, loop = np.random.default_rng(0), np.random.default_rng(0)
-    >>> out = vmap(lambda x: x + anp.random.normal(rng, (3,)), randomness="different")(
-    ...     np.zeros((4, 3)))
-    >>> bool(np.all(out == np.stack([loop.normal(size=3) for _ in range(4)])))
-    True
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> from autodiff import grad
+    >>> float(grad(lambda mu: anp.random.normal(mu, 0.0))(1.5))  # d/dmu (mu + 0 * z)
+    1.0
     """
-    _check_rng("normal", rng)
-    shape = _check_shape("normal", shape)
-    dtype = _check_dtype("normal", dtype)
-    loc = _param("normal", "loc", loc, dtype)
-    scale = _param("normal", "scale", scale, dtype)
-    _check_concrete("normal", "scale", scale, lambda s: s >= 0, "non-negative")
-    size = _event_shape("normal", shape, loc=loc, scale=scale)
-    z = _draw("normal", lambda n: rng.standard_normal(size=n, dtype=dtype), size)
-    if _is(loc, 0.0) and _is(scale, 1.0):
-        return z
+    if _explicit(args, kwargs):
+        return _draws.normal(*args, **kwargs)
+    return _legacy_normal(*args, **kwargs)
+
+
+def _legacy_normal(loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+    if not _has_tracer((loc, scale), {}):
+        return _plain_normal(loc, scale, size)
+    loc = _draws._param("normal", "loc", loc, None)
+    scale = _draws._param("normal", "scale", scale, None)
+    z = _global_draw("normal", size, np.random.standard_normal, loc=loc, scale=scale)
     return add(loc, multiply(scale, z))
 
 
-def uniform(
-    rng: np.random.Generator,
-    shape: Any = (),
-    low: Any = 0.0,
-    high: Any = 1.0,
-    dtype: Any = np.float64,
-) -> Any:
-    """Uniform draws on ``[low, high)``: ``low + (high - low) * rng.random(size, dtype)``.
+def uniform(*args: Any, **kwargs: Any) -> Any:
+    """Uniform draws, either way (see the module docstring): ``uniform(rng, shape=(),
+    low=0.0, high=1.0, dtype=np.float64)`` from a Generator, or NumPy's
+    ``uniform(low=0.0, high=1.0, size=None)`` from the global state.  ``low`` and
+    ``high`` may be traced: derivatives flow to them.
 
-    ``size`` is ``shape`` broadcast with the shapes of ``low`` and ``high``;
-    ``low`` and ``high`` may be traced (derivatives flow to them).  ``vmap``
-    modes as for :func:`normal`: ``"different"`` equals a Python loop drawing in
-    order for one random call per example; ``"same"`` shares one draw.
-
-    >>> import numpy as np
-    >>> import autodiff.numpy as anp
-    >>> from autodiff import vmap
-    >>> rng, loop = np.random.default_rng(0), np.random.default_rng(0)
-    >>> out = vmap(lambda x: anp.random.uniform(rng, (2,)) + x, randomness="same")(np.zeros(3))
-    >>> bool(np.all(out == loop.random(2)))
-    True
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> from autodiff import grad
+    >>> float(grad(lambda b: anp.random.uniform(b, b))(2.0))  # b + (b - b) * u
+    1.0
     """
-    _check_rng("uniform", rng)
-    shape = _check_shape("uniform", shape)
-    dtype = _check_dtype("uniform", dtype)
-    low = _param("uniform", "low", low, dtype)
-    high = _param("uniform", "high", high, dtype)
-    size = _event_shape("uniform", shape, low=low, high=high)
-    u = _draw("uniform", lambda n: rng.random(size=n, dtype=dtype), size)
-    if _is(low, 0.0) and _is(high, 1.0):
-        return u
+    if _explicit(args, kwargs):
+        return _draws.uniform(*args, **kwargs)
+    return _legacy_uniform(*args, **kwargs)
+
+
+def _legacy_uniform(low: Any = 0.0, high: Any = 1.0, size: Any = None) -> Any:
+    if not _has_tracer((low, high), {}):
+        return _plain_uniform(low, high, size)
+    low = _draws._param("uniform", "low", low, None)
+    high = _draws._param("uniform", "high", high, None)
+    u = _global_draw("uniform", size, np.random.random_sample, low=low, high=high)
     return add(low, multiply(subtract(high, low), u))
 
 
-def bernoulli(rng: np.random.Generator, p: Any = 0.5, shape: Any = None) -> Any:
-    """Boolean draws that are True with probability ``p``: ``rng.random(size) < p``.
+_plain_normal, _plain_uniform = _legacy("normal"), _legacy("uniform")
+for _name in np.random.__all__:
+    if _name not in _NOT_DRAWS:
+        globals()[_name] = _legacy(_name)
 
-    ``size`` is ``shape`` (default: ``p``'s logical shape) broadcast with
-    ``p``'s shape.  ``p`` may be traced (e.g. batched); the result is not
-    differentiable.  ``vmap`` modes as for :func:`normal`: ``"different"``
-    equals a Python loop drawing in order for one random call per example.
-
-    >>> import numpy as np
-    >>> import autodiff.numpy as anp
-    >>> rng, loop = np.random.default_rng(0), np.random.default_rng(0)
-    >>> draws = anp.random.bernoulli(rng, np.array([0.0, 0.5, 1.0]))
-    >>> draws.dtype, bool(np.all(draws == (loop.random(3) < [0.0, 0.5, 1.0])))
-    (dtype('bool'), True)
-    """
-    _check_rng("bernoulli", rng)
-    shape = () if shape is None else _check_shape("bernoulli", shape)
-    p = _param("bernoulli", "p", p, None)
-    _check_concrete("bernoulli", "p", p, lambda q: (q >= 0) & (q <= 1), "in [0, 1]")
-    size = _event_shape("bernoulli", shape, p=p)
-    u = _draw("bernoulli", lambda n: rng.random(size=n), size)
-    return less(u, p)
+_own = frozenset(["bernoulli", "normal", "uniform", *(set(np.random.__all__) - _NOT_DRAWS)])
+# Seeding, state and generator classes: NumPy's own (see autodiff/numpy/_borrow.py).
+_borrowed, __getattr__ = _borrow(globals(), np.random)
+__all__ = sorted(_own | set(_borrowed))

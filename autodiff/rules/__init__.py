@@ -4,6 +4,7 @@
 
 from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     creation,
+    dtypes,
     elementwise,
     fft,
     indexing,

@@ -1,18 +1,29 @@
-"""Array creation from existing arrays: zeros_like, ones_like.
+"""Array creation: from other arrays (``zeros_like``, ...), from nested lists of traced
+values (``array``, ``asarray``), and ranges whose ends may be traced (``linspace``, ...).
 
-Their outputs are constants (not differentiable).  Under ``vmap`` they keep
-the operand's batch axis, so the result is created by the operand's own array
-library (NumPy, CuPy, Dask) rather than converted to NumPy.
+No primitive here has a derivative of its own: ``zeros_like`` and friends are constants,
+and the rest are compositions (``array`` stacks its traced elements, ``linspace`` is
+``start + i * step``), so their derivatives and batching come from ``stack``,
+``broadcast_to`` and the elementwise rules.  With no traced value among the arguments
+each function is NumPy's own, exactly.
 """
 
 from __future__ import annotations
 
+import operator
+from typing import Any
+
 import numpy as np
 
 from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
+from autodiff._tracer import Tracer, register_numpy
+from autodiff.rules._helpers import array_like, dtype_of, ndim_of, shape_of
 
-__all__ = ["empty_like", "full_like", "ones_like", "zeros_like"]
+__all__ = [
+    "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "copy",
+    "empty_like", "full", "full_like", "geomspace", "linspace", "logspace", "meshgrid",
+    "ones_like", "zeros_like",
+]  # fmt: skip
 
 
 def _like(name, numpy_func):
@@ -46,13 +57,302 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     >>> anp.full_like(np.zeros(2), 3.5)
     array([3.5, 3.5])
     """
-    from autodiff.rules.elementwise import astype
-
     target = np.dtype(dtype) if dtype is not None else a.dtype
-    return astype(zeros_like(a, dtype=target, shape=shape) + fill_value, target)
+    return _el.astype(zeros_like(a, dtype=target, shape=shape) + fill_value, target)
 
 
 @register_numpy(np.empty_like)
 def empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """Like numpy.empty_like; the entries are zeros (NumPy leaves them unspecified)."""
     return zeros_like(a, dtype=dtype, shape=shape)
+
+
+# --- array and asarray: nested lists that hold traced values ---------------------------------
+
+
+def _holds_tracer(obj: Any) -> bool:
+    """Whether ``obj`` is a tracer or a (nested) list or tuple holding one."""
+    if isinstance(obj, Tracer):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_holds_tracer(item) for item in obj)
+    return False
+
+
+def _placeholder(obj: Any) -> Any:
+    """``obj`` with each tracer replaced by zeros of its shape and dtype, for NumPy to
+    check the nesting and work out the dtype exactly as it would for arrays."""
+    if isinstance(obj, Tracer):
+        return np.zeros(shape_of(obj), dtype_of(obj))
+    if isinstance(obj, (list, tuple)):
+        return [_placeholder(item) for item in obj]
+    return obj
+
+
+def _first_tracer(obj: Any) -> Any:
+    """The first tracer in ``obj``, which holds one."""
+    if isinstance(obj, Tracer):
+        return obj
+    return _first_tracer(next(item for item in obj if _holds_tracer(item)))
+
+
+def constant_like(obj: Any, dtype: Any, x: Any) -> Any:
+    """``obj`` (nested lists, scalars, arrays) as a constant array of ``dtype`` in the
+    array library of traced value ``x`` (NumPy, CuPy, Dask...), to combine with it."""
+    like = array_like(x)
+    return np.asarray(obj, dtype) if like is None else np.asarray(obj, dtype, like=like)
+
+
+def _assemble(obj: Any, dtype: np.dtype, x: Any) -> Any:
+    """The array ``obj`` stands for: traced parts cast to ``dtype`` and stacked, the
+    constant parts made by ``x``'s array library."""
+    if isinstance(obj, Tracer):
+        return _el.astype(obj, dtype)
+    if isinstance(obj, (list, tuple)) and _holds_tracer(obj):
+        return _shp.stack([_assemble(item, dtype, x) for item in obj])
+    return constant_like(obj, dtype, x)
+
+
+def _traced_array(obj: Any, dtype: Any, ndmin: int) -> Any:
+    # NumPy itself, on stand-ins, validates the nesting (ragged lists raise its own
+    # error) and promotes dtypes exactly as np.array would for the same arrays.
+    reference = np.array(_placeholder(obj), dtype=dtype, ndmin=ndmin)
+    out = _assemble(obj, reference.dtype, _first_tracer(obj))
+    if ndim_of(out) < ndmin:
+        out = _shp.reshape(out, (1,) * (ndmin - ndim_of(out)) + shape_of(out))
+    return out
+
+
+def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
+    """Like numpy.array; nested lists and tuples may hold traced values.
+
+    The result is differentiable and batchable in every traced element; dtypes
+    promote as NumPy promotes them for arrays of the same shapes and dtypes.
+    (Plain ``np.array`` cannot do this: NumPy has no protocol that hands a list
+    of traced values to autodiff.)
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> from autodiff import grad
+    >>> float(grad(lambda x: anp.array([[x, 2.0], [3.0, x * x]]).sum())(1.5))
+    4.0
+    """
+    if not _holds_tracer(object):
+        kwargs = {} if like is None else {"like": like}
+        return np.array(object, dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, **kwargs)
+    return _traced_array(object, dtype, ndmin)
+
+
+def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    """Like numpy.asarray; nested lists and tuples may hold traced values (see ``array``).
+    Arrays of other libraries (CuPy, Dask) stay theirs, as traced values do.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.asarray([1, 2.5]).dtype
+    dtype('float64')
+    """
+    if not _holds_tracer(a):
+        if like is None and array_like(a) is not None:  # stays in its own library
+            return a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
+        kwargs = {} if like is None else {"like": like}
+        if device is not None:
+            kwargs["device"] = device
+        return np.asarray(a, dtype, order, copy=copy, **kwargs)
+    return _traced_array(a, dtype, 0)
+
+
+def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    """Like numpy.asanyarray (see ``asarray``)."""
+    return asarray(a, dtype, order, device=device, copy=copy, like=like)
+
+
+def ascontiguousarray(a, dtype=None, *, like=None):
+    """Like numpy.ascontiguousarray (memory layout is NumPy's concern: see ``asarray``)."""
+    if not _holds_tracer(a):
+        return np.ascontiguousarray(a, dtype, **({} if like is None else {"like": like}))
+    return _traced_array(a, dtype, 0)
+
+
+def asfortranarray(a, dtype=None, *, like=None):
+    """Like numpy.asfortranarray (memory layout is NumPy's concern: see ``asarray``)."""
+    if not _holds_tracer(a):
+        return np.asfortranarray(a, dtype, **({} if like is None else {"like": like}))
+    return _traced_array(a, dtype, 0)
+
+
+@register_numpy(np.copy)
+def copy(a, order="K", subok=False):
+    """Like numpy.copy.  Traced values are immutable, so their copy is a new handle on
+    the same value; lists holding traced values become arrays, as in NumPy."""
+    if isinstance(a, Tracer):
+        return a.copy()
+    if _holds_tracer(a):
+        return asarray(a)
+    if array_like(a) is not None:  # another library's array (Dask has no np.copy)
+        return a.copy()
+    return np.copy(a, order=order, subok=subok)
+
+
+def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    """Like numpy.full; a traced ``fill_value`` stays differentiable and batchable.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> from autodiff import grad
+    >>> float(grad(lambda v: anp.full((2, 3), v).sum())(0.5))
+    6.0
+    """
+    if not _holds_tracer(fill_value):
+        kwargs = {} if like is None else {"like": like}
+        if device is not None:
+            kwargs["device"] = device
+        return np.full(shape, fill_value, dtype, order, **kwargs)
+    fill = asarray(fill_value)
+    target = np.dtype(dtype) if dtype is not None else dtype_of(fill)
+    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(shape)
+    return _shp.broadcast_to(_el.astype(fill, target), shape)
+
+
+# --- ranges with traced ends -----------------------------------------------------------------
+
+
+def _numpy_can(args: list) -> bool:
+    """Whether NumPy's own range function takes ``args``: no traced value, and no array
+    of another library (Dask's ``linspace`` wants chunks; the composition stays lazy)."""
+    return not _holds_tracer(args) and all(array_like(a) is None for a in args)
+
+
+def _range_dtype(*ends: Any) -> np.dtype:
+    """NumPy's dtype for linspace of these ends: their promotion (Python numbers weak),
+    made inexact."""
+    dt = np.result_type(*(e if isinstance(e, (int, float, complex)) else dtype_of(e) for e in ends))
+    return dt if dt.kind in "fc" else np.result_type(dt, np.float64)
+
+
+def _operand(x: Any, dtype: np.dtype) -> Any:
+    """An end of a range as ``dtype``: a NumPy scalar for a Python number (it then
+    combines with any array library's arrays), else cast with ``astype``."""
+    if isinstance(x, (int, float, complex)):
+        return dtype.type(x)
+    return _el.astype(asarray(x), dtype)
+
+
+def _with_ends(y: Any, first: Any, last: Any) -> Any:
+    """``y`` (samples along axis 0) with its first/last sample replaced by ``first``/``last``
+    (None: kept), broadcast to a sample's shape: the ends then come out exact."""
+    head = _idx.getitem(y, slice(0, 1))
+    parts = [y]
+    if first is not None:  # zeros_like + first: a block of y's own array library
+        parts = [zeros_like(head) + first, _idx.getitem(y, slice(1, None))]
+    if last is not None:
+        parts[-1] = _idx.getitem(parts[-1], slice(None, -1))
+        parts.append(zeros_like(head) + last)
+    return _shp.concatenate(parts, axis=0) if len(parts) > 1 else y
+
+
+def _move_sample_axis(y: Any, axis: int) -> Any:
+    return y if axis == 0 else _shp.moveaxis(y, 0, axis)
+
+
+@register_numpy(np.linspace)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    """Like numpy.linspace; differentiable and batchable in ``start`` and ``stop``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> from autodiff import grad
+    >>> float(grad(lambda t: anp.linspace(0.0, t, 5).sum())(2.0))  # d/dt of sum(i/4 * t)
+    2.5
+    """
+    if _numpy_can([start, stop]):
+        kwargs = {} if device is None else {"device": device}
+        return np.linspace(start, stop, num, endpoint, retstep, dtype, axis, **kwargs)
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    dt = _range_dtype(start, stop)
+    start, stop = _operand(start, dt), _operand(stop, dt)
+    div = num - 1 if endpoint else num
+    delta = stop - start
+    like = array_like(delta)  # the sample numbers, made by the ends' array library
+    i = np.arange(num, dtype=dt) if like is None else np.arange(num, dtype=dt, like=like)
+    i = _shp.reshape(i, (-1,) + (1,) * ndim_of(delta))
+    step = delta / div if div > 0 else delta * np.nan
+    y = (i * step if div > 0 else i * delta) + start  # NumPy's own order of operations
+    if endpoint and num > 1:
+        y = _with_ends(y, None, stop)
+    y = _move_sample_axis(y, axis)
+    if dtype is not None:
+        target = np.dtype(dtype)
+        y = _el.astype(_el.floor(y) if target.kind in "iu" else y, target)
+    return (y, step) if retstep else y
+
+
+@register_numpy(np.logspace)
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """Like numpy.logspace: ``base ** linspace(start, stop)``; differentiable and
+    batchable in ``start``, ``stop`` and ``base``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.logspace(0.0, 2.0, 3)
+    array([  1.,  10., 100.])
+    """
+    if _numpy_can([start, stop, base]):
+        return np.logspace(start, stop, num, endpoint, base, dtype, axis)
+    if ndim_of(base):  # a non-scalar base broadcasts with the ends, the samples axis inserted
+        ndmax = len(np.broadcast_shapes(shape_of(start), shape_of(stop), shape_of(base)))
+        start, stop, base = (
+            _shp.reshape(asarray(a), (1,) * (ndmax - ndim_of(a)) + shape_of(a))
+            for a in (start, stop, base)
+        )
+        base = _shp.expand_dims(base, axis)
+    y = _el.power(base, linspace(start, stop, num=num, endpoint=endpoint, axis=axis))
+    return y if dtype is None else _el.astype(y, dtype)
+
+
+@register_numpy(np.geomspace)
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Like numpy.geomspace; differentiable and batchable in ``start`` and ``stop``
+    (real ends of either sign; the ends come out exact; float64 at least, as in NumPy).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.geomspace(1.0, 1000.0, 4)
+    array([   1.,   10.,  100., 1000.])
+    """
+    if _numpy_can([start, stop]):
+        return np.geomspace(start, stop, num, endpoint, dtype, axis)
+    dt = np.result_type(_range_dtype(start, stop), np.float64)  # as NumPy: float64 at least
+    start, stop = _operand(start, dt), _operand(stop, dt)
+    if dt.kind == "c":
+        raise NotImplementedError("geomspace of complex traced values is not supported")
+    sign = _el.sign(start)  # a constant: the sequence is rotated to positive values
+    start, stop = start / sign, stop / sign
+    y = logspace(_el.log10(start), _el.log10(stop), num=num, endpoint=endpoint, base=10.0)
+    if num > 0:
+        y = _with_ends(y, start, stop if num > 1 and endpoint else None)
+    y = _move_sample_axis(sign * y, axis)
+    return y if dtype is None else _el.astype(y, dtype)
+
+
+@register_numpy(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Like numpy.meshgrid; differentiable and batchable in every coordinate vector.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> [g.shape for g in anp.meshgrid(np.arange(3.0), np.arange(2.0))]
+    [(2, 3), (2, 3)]
+    """
+    if _numpy_can(list(xi)):
+        return np.meshgrid(*xi, copy=copy, sparse=sparse, indexing=indexing)
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    ndim = len(xi)
+    ones = (1,) * ndim
+    shapes = [(*ones[:i], -1, *ones[i + 1 :]) for i in range(ndim)]
+    if indexing == "xy" and ndim > 1:  # the first two axes swap roles
+        shapes[0], shapes[1] = (1, -1, *ones[2:]), (-1, 1, *ones[2:])
+    out = [_shp.reshape(asarray(x), shape) for x, shape in zip(xi, shapes)]
+    return tuple(out) if sparse else tuple(_shp.broadcast_arrays(*out))
+
+
+# Families this module builds on; imported last, as they import this package's helpers.
+from autodiff.rules import elementwise as _el  # noqa: E402
+from autodiff.rules import indexing as _idx  # noqa: E402
+from autodiff.rules import shape as _shp  # noqa: E402

@@ -57,7 +57,12 @@ __all__ = [
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
     "isfinite", "signbit", "sign", "floor", "ceil", "rint", "trunc", "fix", "round",
-    "around", "heaviside",
+    "around", "heaviside", "gcd", "lcm",
+    # bitwise (integers and booleans; not differentiable)
+    "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not", "bitwise_invert",
+    "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift", "bitwise_count",
+    # the array API standard's spellings (NumPy 2 has them as aliases too)
+    "acos", "asin", "atan", "atan2", "acosh", "asinh", "atanh", "pow",
     # dtype
     "astype", "stop_gradient",
 ]  # fmt: skip
@@ -398,6 +403,22 @@ ceil = _nondiff("ceil", np.ceil, 1, np.ceil)
 rint = _nondiff("rint", np.rint, 1, np.rint)
 trunc = _nondiff("trunc", np.trunc, 1, np.trunc, np.fix)
 fix = trunc
+gcd = _nondiff("gcd", np.gcd, 2, np.gcd)
+lcm = _nondiff("lcm", np.lcm, 2, np.lcm)
+bitwise_and = _nondiff("bitwise_and", np.bitwise_and, 2, np.bitwise_and)
+bitwise_or = _nondiff("bitwise_or", np.bitwise_or, 2, np.bitwise_or)
+bitwise_xor = _nondiff("bitwise_xor", np.bitwise_xor, 2, np.bitwise_xor)
+invert = _nondiff("invert", np.invert, 1, np.invert)
+bitwise_not = bitwise_invert = invert
+left_shift = _nondiff("left_shift", np.left_shift, 2, np.left_shift)
+right_shift = _nondiff("right_shift", np.right_shift, 2, np.right_shift)
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+bitwise_count = _nondiff("bitwise_count", np.bitwise_count, 1, np.bitwise_count)
+
+# The array API standard's names for functions above (in NumPy 2 the same ufuncs).
+acos, asin, atan, atan2 = arccos, arcsin, arctan, arctan2
+acosh, asinh, atanh, pow = arccosh, arcsinh, arctanh, power
+
 stop_gradient = unary("stop_gradient", lambda x: x, differentiable=False)
 stop_gradient.__doc__ = "``x`` as a constant for every derivative; values and batching still flow."
 

@@ -486,11 +486,44 @@ class _IndexUpdate:
         self.x, self.index = x, index
 
     def _apply(self, prim, value):
+        selected = self._traced_mask_select(prim, value)
+        if selected is not None:
+            return selected
         static, arrays = _normalize_index(shape_of(self.x), self.index)
         target = _target_shape(shape_of(self.x), static, arrays)
         value = _elt.astype(value, self.x.dtype)
         value = _shp.broadcast_to(value, target)
         return prim.bind(self.x, value, *arrays, index=static)
+
+    def _traced_mask_select(self, prim, value):
+        """``x.at[mask].<mode>(v)`` for a traced boolean mask over x's leading axes and a
+        ``v`` that is the same for every selected entry: a select (``where``), which
+        needs no concrete mask, so it batches under ``vmap`` where the scatter cannot."""
+        mask = (
+            self.index[0] if isinstance(self.index, tuple) and len(self.index) == 1 else self.index
+        )
+        if not (isinstance(mask, Tracer) and _is_mask(mask)):
+            return None
+        x_shape, k = shape_of(self.x), ndim_of(mask)
+        rest = x_shape[k:]
+        if shape_of(mask) != x_shape[:k] or ndim_of(value) > len(rest):
+            return None
+        try:
+            if np.broadcast_shapes(shape_of(value), rest) != rest:
+                return None
+        except ValueError:
+            return None
+        mask = _shp.expand_dims(mask, tuple(range(k, len(x_shape)))) if rest else mask
+        value = _elt.astype(value, self.x.dtype)
+        x = self.x
+        if prim is index_set_p:
+            return _elt.where(mask, value, x)
+        if prim is index_add_p:
+            return x + _elt.where(mask, value, _cre.zeros_like(value))
+        if prim is index_mul_p:
+            return x * _elt.where(mask, value, _cre.ones_like(value))
+        chooser = _elt.minimum if prim is index_min_p else _elt.maximum
+        return _elt.where(mask, chooser(x, value), x)
 
     def get(self):
         """``x[index]``."""

@@ -77,6 +77,16 @@ __all__ = [
     "slogdet",
     "solve",
     "svd",
+    # the array API's linalg extension: compositions of the functions above and of anp's
+    "vector_norm",
+    "matrix_norm",
+    "matmul",
+    "tensordot",
+    "outer",
+    "trace",
+    "diagonal",
+    "matrix_transpose",
+    "vecdot",
 ]
 
 LinAlgError = np.linalg.LinAlgError
@@ -876,6 +886,91 @@ def norm(x, ord=None, axis=None, keepdims=False):
         shape[row] = shape[col] = 1
         out = _shp.reshape(out, tuple(shape))
     return out
+
+
+# --- the array API's linalg functions ---------------------------------------------------
+
+
+@register_numpy(np.linalg.vector_norm)
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """Like numpy.linalg.vector_norm: the vector norm over ``axis`` (None: all axes; a
+    tuple: those axes taken as one vector).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> float(anp.linalg.vector_norm(np.full((2, 2), 2.0)))
+    4.0
+    """
+    nd = ndim_of(x)
+    axes = normalize_axes(axis, nd)
+    rest = tuple(i for i in range(nd) if i not in axes)
+    shape = shape_of(x)
+    flat = _shp.reshape(_shp.transpose(x, rest + axes), (*(shape[i] for i in rest), -1))
+    out = norm(flat, ord=ord, axis=-1)
+    if keepdims:
+        out = _shp.reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return out
+
+
+@register_numpy(np.linalg.matrix_norm)
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """Like numpy.linalg.matrix_norm: the norm of each matrix over the last two axes.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> float(anp.linalg.matrix_norm(np.eye(3) * 2.0, ord=2))
+    2.0
+    """
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+@register_numpy(np.linalg.matmul)
+def matmul(x1, x2, /):
+    """Like numpy.linalg.matmul (``anp.matmul``)."""
+    return _prod.matmul(x1, x2)
+
+
+@register_numpy(np.linalg.tensordot)
+def tensordot(x1, x2, /, *, axes=2):
+    """Like numpy.linalg.tensordot (``anp.tensordot``)."""
+    return _prod.tensordot(x1, x2, axes)
+
+
+@register_numpy(np.linalg.outer)
+def outer(x1, x2, /):
+    """Like numpy.linalg.outer: the outer product of two vectors (1-d only).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.linalg.outer(np.ones(2), np.ones(3)).shape
+    (2, 3)
+    """
+    if ndim_of(x1) != 1 or ndim_of(x2) != 1:
+        raise ValueError(
+            f"Input arrays must be one-dimensional, but they are {ndim_of(x1)=} and {ndim_of(x2)=}."
+        )
+    return _prod.outer(x1, x2)
+
+
+@register_numpy(np.linalg.trace)
+def trace(x, /, *, offset=0, dtype=None):
+    """Like numpy.linalg.trace: the sum of each matrix's diagonal (the last two axes)."""
+    return _shp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+@register_numpy(np.linalg.diagonal)
+def diagonal(x, /, *, offset=0):
+    """Like numpy.linalg.diagonal: the diagonal of each matrix (the last two axes)."""
+    return _shp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+@register_numpy(np.linalg.matrix_transpose)
+def matrix_transpose(x, /):
+    """Like numpy.linalg.matrix_transpose (``anp.matrix_transpose``)."""
+    return _shp.matrix_transpose(x)
+
+
+@register_numpy(np.linalg.vecdot)
+def vecdot(x1, x2, /, *, axis=-1):
+    """Like numpy.linalg.vecdot (``anp.vecdot``)."""
+    return _prod.vecdot(x1, x2, axis=axis)
 
 
 # Rules call primitives of the other families, which are complete by the time they run.

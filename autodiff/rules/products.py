@@ -33,7 +33,11 @@ from autodiff.rules._helpers import (
     unbroadcast,
 )
 
-__all__ = ["dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot"]
+__all__ = [
+    "dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot",
+    # the array API standard's products (NumPy 2 gufuncs)
+    "vecdot", "matvec", "vecmat",
+]  # fmt: skip
 
 
 def _as_matrix_ct(ct, a, b):
@@ -369,6 +373,56 @@ def vdot(a, b, /):
     if dtype_of(a).kind == "c":
         a = _elt.conj(a)
     return matmul(a, b)
+
+
+@register_numpy(np.vecdot)
+def vecdot(x1, x2, /, *, axis=-1):
+    """Like numpy.vecdot: ``sum(conj(x1) * x2)`` over ``axis``, the other axes broadcast.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.vecdot(np.ones((2, 3)), np.arange(3.0)).tolist()
+    [3.0, 3.0]
+    """
+    if ndim_of(x1) == 0 or ndim_of(x2) == 0:
+        raise ValueError("vecdot: both arguments need at least one axis (the vector axis)")
+    x1, x2 = _shp.moveaxis(x1, axis, -1), _shp.moveaxis(x2, axis, -1)
+    if shape_of(x1)[-1] != shape_of(x2)[-1]:
+        raise ValueError(
+            f"vecdot: the vector axes differ in length ({shape_of(x1)[-1]} and "
+            f"{shape_of(x2)[-1]}; shapes {shape_of(x1)} and {shape_of(x2)} after moving axis)"
+        )
+    if dtype_of(x1).kind == "c":
+        x1 = _elt.conj(x1)
+    return matmul(_shp.expand_dims(x1, -2), _shp.expand_dims(x2, -1))[..., 0, 0]
+
+
+@register_numpy(np.matvec)
+def matvec(x1, x2, /):
+    """Like numpy.matvec: matrix (``x1``, ``(..., m, n)``) times vector (``x2``, ``(..., n)``).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.matvec(np.eye(2), np.array([3.0, 4.0])).tolist()
+    [3.0, 4.0]
+    """
+    if ndim_of(x1) < 2 or ndim_of(x2) < 1:
+        raise ValueError("matvec: x1 must be a (stack of) matrices and x2 of vectors")
+    return matmul(x1, _shp.expand_dims(x2, -1))[..., 0]
+
+
+@register_numpy(np.vecmat)
+def vecmat(x1, x2, /):
+    """Like numpy.vecmat: the conjugate of vector ``x1`` (``(..., n)``) times matrix ``x2``
+    (``(..., n, m)``).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.vecmat(np.array([1.0, 2.0]), np.ones((2, 3))).tolist()
+    [3.0, 3.0, 3.0]
+    """
+    if ndim_of(x1) < 1 or ndim_of(x2) < 2:
+        raise ValueError("vecmat: x1 must be a (stack of) vectors and x2 of matrices")
+    if dtype_of(x1).kind == "c":
+        x1 = _elt.conj(x1)
+    return matmul(_shp.expand_dims(x1, -2), x2)[..., 0, :]
 
 
 @register_numpy(np.inner)

@@ -31,6 +31,7 @@ from autodiff.rules._helpers import (
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "cumprod", "cumsum", "max",
     "mean", "min", "nanmean", "nansum", "prod", "ptp", "std", "sum", "var",
+    "cumulative_sum", "cumulative_prod",
 ]  # fmt: skip
 
 
@@ -324,6 +325,35 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return _scan(_elt.multiply, a, axis, _cre.ones_like)
 
 
+def _cumulative(name, scan, initial, example):
+    """The array API's scans: an axis is required beyond 1-d, and ``include_initial``
+    puts the scan's identity first."""
+
+    def cumulative(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        _check_supported(name, out)
+        if axis is None:
+            if ndim_of(x) > 1:
+                raise ValueError(
+                    f"{name}: axis must be specified for arrays of more than one dimension"
+                )
+            axis = 0
+        axis = normalize_axes(axis, ndim_of(x))[0]
+        y = scan(x, axis=axis, dtype=dtype)
+        if not include_initial:
+            return y
+        first = _shp.expand_dims(_idx.getitem(initial(y), (slice(None),) * axis + (0,)), axis)
+        return _shp.concatenate([first, y], axis=axis)
+
+    cumulative.__name__ = cumulative.__qualname__ = name
+    cumulative.__doc__ = (
+        f"Like numpy.{name}; differentiable and batchable.\n\n"
+        f"    >>> import numpy as np, autodiff.numpy as anp\n"
+        f"    >>> anp.{name}(np.array([1.0, 2.0, 3.0]), include_initial=True).tolist()\n"
+        f"    {example}\n"
+    )
+    return register_numpy(getattr(np, name))(cumulative)
+
+
 def _cumulative_extreme(combine):
     def accumulate(a, axis=0, dtype=None, out=None):
         _check_supported("accumulate", out)
@@ -439,6 +469,14 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return nansum(a, axis, dtype=dtype, keepdims=keepdims) / count
 
 
+cumulative_sum = _cumulative(
+    "cumulative_sum", cumsum, lambda y: _cre.zeros_like(y), [0.0, 1.0, 3.0, 6.0]
+)
+cumulative_prod = _cumulative(
+    "cumulative_prod", cumprod, lambda y: _cre.ones_like(y), [1.0, 1.0, 2.0, 6.0]
+)
+
+
 # --- all and any (not differentiable) ------------------------------------------------------------
 
 
@@ -512,4 +550,5 @@ register_numpy((np.minimum, "accumulate"))(_cumulative_extreme(lambda x, y: _elt
 # Rules here call shape and elementwise primitives, which import these helpers.
 from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import elementwise as _elt  # noqa: E402
+from autodiff.rules import indexing as _idx  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402

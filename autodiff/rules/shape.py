@@ -38,6 +38,8 @@ __all__ = [
     "expand_dims", "flip", "fliplr", "flipud", "hstack", "moveaxis", "ndim", "pad", "ravel",
     "repeat", "reshape", "roll", "rot90", "shape", "size", "split", "squeeze", "stack",
     "swapaxes", "tile", "trace", "transpose", "tril", "triu", "vstack",
+    # the array API standard's spellings
+    "concat", "permute_dims", "matrix_transpose", "unstack",
 ]  # fmt: skip
 
 
@@ -149,6 +151,22 @@ def swapaxes(a, axis1, axis2):
     i, j = _axis_param(axis1, n), _axis_param(axis2, n)
     order[i], order[j] = order[j], order[i]
     return transpose(a, order)
+
+
+permute_dims = transpose  # the array API's name (axes required there)
+
+
+@register_numpy(np.matrix_transpose)
+def matrix_transpose(x, /):
+    """Like numpy.matrix_transpose: swap the last two axes.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.matrix_transpose(np.zeros((4, 2, 3))).shape
+    (4, 3, 2)
+    """
+    if ndim_of(x) < 2:
+        raise ValueError("Input array must be at least 2-dimensional")
+    return swapaxes(x, -1, -2)
 
 
 # --- broadcast_to -------------------------------------------------------------------
@@ -295,6 +313,9 @@ stack_p = Primitive(
     jvp=lambda tangents, ans, *xs, axis: stack_p.bind(*tangents, axis=axis),
 )
 stack_p.def_batch(_joining_batch(stack_p))
+
+
+concat = concatenate  # the array API's name
 
 
 @implements(stack_p, np.stack)
@@ -575,6 +596,20 @@ def split(ary, indices_or_sections, axis=0):
         if n % int(indices_or_sections):
             raise ValueError("array split does not result in an equal division")
     return array_split(ary, indices_or_sections, axis)
+
+
+@register_numpy(np.unstack)
+def unstack(x, /, *, axis=0):
+    """Like numpy.unstack: the slices of ``x`` along ``axis``, as a tuple.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> [a.shape for a in anp.unstack(np.zeros((2, 3)), axis=1)]
+    [(2,), (2,), (2,)]
+    """
+    if ndim_of(x) == 0:
+        raise ValueError("Input array must be at least 1-d.")
+    axis = _axis_param(axis, ndim_of(x))
+    return tuple(_idx.getitem(x, _along(axis, ndim_of(x), i)) for i in range(shape_of(x)[axis]))
 
 
 # --- diagonals and triangles -------------------------------------------------------------------

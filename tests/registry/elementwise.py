@@ -63,6 +63,13 @@ UNARY = {
     "conj": (real, True),
     "conjugate": (real, True),
     "angle": (away_from_zero, True),
+    # the array API's names for the same ufuncs
+    "acos": (unit, True),
+    "asin": (unit, True),
+    "atan": (real, True),
+    "acosh": (above_one, False),
+    "asinh": (real, True),
+    "atanh": (unit, True),
 }
 
 # name -> (domains of x and y, whether a complex sample applies)
@@ -86,6 +93,8 @@ BINARY = {
     "fmax": ((distinct, lambda *s: distinct(*s) + 0.05), False),
     "fmin": ((distinct, lambda *s: distinct(*s) + 0.05), False),
     "copysign": ((away_from_zero, away_from_zero), False),
+    "atan2": ((away_from_zero, away_from_zero), False),
+    "pow": ((positive, real), True),
 }
 
 NONDIFF_UNARY = ["isnan", "isinf", "isfinite", "signbit", "sign", "floor", "ceil", "rint",
@@ -176,6 +185,18 @@ for name in NONDIFF_BINARY:
             differentiable=False,
         )
     )
+
+# Integer functions: bitwise operations, shifts, gcd and lcm.
+INTEGER_UNARY = ["invert", "bitwise_not", "bitwise_invert", "bitwise_count"]
+INTEGER_BINARY = ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
+                  "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm"]  # fmt: skip
+for name in INTEGER_UNARY:
+    OPS.append(OpInfo(name, [s(ints(64, 3, 4)), s(mask(4), label="bool")], differentiable=False))
+for name in INTEGER_BINARY:
+    samples = [s(ints(64, 3, 4), ints(5, 4) + 1)]
+    if "shift" not in name and name not in ("gcd", "lcm"):
+        samples.append(s(mask(3, 4), mask(4), label="bool"))
+    OPS.append(OpInfo(name, samples, differentiable=False))
 
 OPS += [
     OpInfo(

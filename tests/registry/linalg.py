@@ -272,3 +272,34 @@ OPS += [
         differentiable=False,
     ),
 ]
+
+# --- the array API's linalg functions ---------------------------------------------------------
+
+OPS += [
+    OpInfo(
+        "linalg.vector_norm",
+        [
+            s(away_from_zero(2, 3), label="all axes"),
+            s(away_from_zero(2, 3, 2), axis=(0, 2), ord=3, label="axes (0,2) ord=3"),
+            s(away_from_zero(2, 3), axis=-1, ord=1, keepdims=True, label="axis -1 ord=1 kd"),
+            s(away_from_zero(2, 3), axis=0, ord=np.inf, label="inf"),
+        ],
+    ),
+    OpInfo(
+        "linalg.matrix_norm",
+        [
+            s(real(2, 3, 3), label="fro"),
+            s(separated(3, 3), ord="nuc", label="nuc"),
+            s(separated(2, 3, 3), ord=2, keepdims=True, label="2 keepdims"),
+        ],
+    ),
+    OpInfo("linalg.matmul", [s(real(2, 3), real(3, 4)), s(real(3), real(5, 3, 2), label="bcast")]),
+    OpInfo(
+        "linalg.tensordot", [s(real(2, 3, 4), real(3, 4, 2)), s(real(2, 3), real(3, 2), axes=1)]
+    ),
+    OpInfo("linalg.outer", [s(real(3), real(2)), s(cplx(2), cplx(3), label="complex")]),
+    OpInfo("linalg.trace", [s(real(2, 3, 3)), s(real(3, 4), offset=1, label="offset")]),
+    OpInfo("linalg.diagonal", [s(real(2, 3, 3)), s(real(3, 4), offset=-1, label="offset")]),
+    OpInfo("linalg.matrix_transpose", [s(real(2, 3, 4))]),
+    OpInfo("linalg.vecdot", [s(real(2, 3), real(3)), s(cplx(3), cplx(2, 3), label="complex")]),
+]

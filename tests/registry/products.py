@@ -149,3 +149,20 @@ OPS += [
         ],
     ),
 ]
+
+# The array API's products.
+OPS += [
+    OpInfo(
+        "vecdot",
+        [
+            s(real(2, 3), real(3)),
+            s(real(3, 2), real(3, 1), axis=0, label="axis=0"),
+            s(cplx(2, 3), cplx(3), label="complex"),
+        ],
+    ),
+    OpInfo("matvec", [s(real(2, 3), real(3)), s(real(4, 2, 3), real(1, 3), label="stack bcast")]),
+    OpInfo(
+        "vecmat",
+        [s(real(3), real(3, 2)), s(real(4, 3), real(3, 2), label="stack"), s(cplx(3), cplx(3, 2))],
+    ),
+]

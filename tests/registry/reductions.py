@@ -78,6 +78,23 @@ OPS += [
         ],
     ),
     OpInfo(
+        "cumulative_sum",
+        [
+            s(real(4)),
+            s(real(3, 4), axis=1, include_initial=True, label="initial"),
+            s(real(2, 3, 4), axis=-2),
+            s(cplx(4), include_initial=True, label="complex"),
+        ],
+    ),
+    OpInfo(
+        "cumulative_prod",
+        [
+            s(positive(5)),
+            s(real(3, 4), axis=0, include_initial=True, label="initial"),
+            s(np.array([1.5, 0.0, 2.0, -1.0, 0.5]), label="a zero"),
+        ],
+    ),
+    OpInfo(
         "var",
         [
             s(real(3, 4)),

@@ -35,6 +35,14 @@ OPS = [
         call=lambda lib, *xs, **kw: lib.concatenate(xs, **kw),
     ),
     OpInfo(
+        "concat",
+        [s(real(2, 3), real(1, 3)), s(real(2, 3), real(2, 1), axis=None, label="axis=None")],
+        call=lambda lib, *xs, **kw: lib.concat(xs, **kw),
+    ),
+    OpInfo("permute_dims", [s(real(2, 3, 4), axes=(2, 0, 1))]),
+    OpInfo("matrix_transpose", [s(real(2, 3, 4)), s(cplx(2, 3), label="complex")]),
+    OpInfo("unstack", [s(real(2, 3, 4)), s(real(2, 3, 4), axis=-2, label="axis=-2")]),
+    OpInfo(
         "stack",
         [s(real(2, 3), real(2, 3)), s(real(2, 3), real(2, 3), real(2, 3), axis=2)],
         call=lambda lib, *xs, **kw: lib.stack(xs, **kw),

@@ -1,0 +1,102 @@
+"""The array and scalar types of the ``anp`` namespace.
+
+``anp.ndarray`` is the type of everything ``anp`` functions return: ``isinstance`` holds
+for NumPy arrays and for traced values alike (as ``jax.Array`` does in JAX), so code that
+checks its inputs keeps working inside a transform.
+
+``anp.float32``, ``anp.int64``, ... are NumPy's scalar types with one difference: called
+on a traced value they cast it (``astype``), so ``anp.float32(x)`` stays differentiable
+and batchable where ``np.float32(x)`` would need a concrete value.  Everywhere else
+(``dtype=anp.float32``, ``np.dtype(anp.float32)``, ``isinstance(v, anp.float64)``,
+``np.issubdtype``) they are NumPy's types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from autodiff._tracer import Tracer
+from autodiff.rules.creation import asarray
+from autodiff.rules.elementwise import astype
+
+__all__ = ["SCALAR_TYPES", "ndarray"]
+
+
+class _ArrayType(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, (np.ndarray, Tracer))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, (np.ndarray, Tracer))
+
+
+class ndarray(metaclass=_ArrayType):
+    """The type of arrays: ``isinstance(x, anp.ndarray)`` holds for NumPy arrays and
+    for values traced by a transform.  Calling it builds a NumPy array, as
+    ``np.ndarray(shape, dtype)`` does (``anp.array`` and ``anp.zeros`` are the usual way).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> from autodiff import grad
+    >>> def f(x):
+    ...     assert isinstance(x, anp.ndarray)
+    ...     return x * x
+    >>> float(grad(f)(3.0)), isinstance(np.zeros(2), anp.ndarray)
+    (6.0, True)
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+        return np.ndarray(*args, **kwargs)
+
+
+class _ScalarType(type):
+    """The metaclass of ``anp``'s scalar types: instances are those of NumPy's type."""
+
+    _numpy: type
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls._numpy)
+
+    def __repr__(cls) -> str:
+        return f"<class 'autodiff.numpy.{cls.__name__}'>"
+
+
+def _scalar_type(numpy_type: type) -> type:
+    def __new__(cls, *args):
+        if args and isinstance(args[0], (Tracer, list, tuple)):
+            return astype(asarray(args[0]), numpy_type)
+        return numpy_type(*args)
+
+    doc = (
+        f"NumPy's ``{numpy_type.__name__}``; called on a traced value it casts it "
+        f"(``astype``), so the result stays traced."
+    )
+    return _ScalarType(
+        numpy_type.__name__,
+        (numpy_type,),
+        {"__new__": __new__, "__doc__": doc, "__module__": __name__, "_numpy": numpy_type},
+    )
+
+
+def _numeric_scalar_types() -> dict[str, type]:
+    """Every public name of NumPy for a concrete numeric scalar type, mapped to its
+    ``anp`` twin (aliases such as ``double`` and ``float64`` share one twin)."""
+    twins: dict[type, type] = {}
+    out = {}
+    for name in np.__all__:
+        obj = getattr(np, name, None)
+        if not (isinstance(obj, type) and issubclass(obj, np.generic)):
+            continue
+        try:
+            kind = np.dtype(obj).kind
+        except TypeError:  # abstract types: np.floating, np.integer, ...
+            continue
+        if kind in "biufc":
+            if obj not in twins:
+                twins[obj] = _scalar_type(obj)
+            out[name] = twins[obj]
+    return out
+
+
+SCALAR_TYPES = _numeric_scalar_types()
