@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from autodiff._core import Primitive
-from autodiff._custom import jvp_rule_of, vjp_rule_of
 from autodiff._tape import keep_residuals
+from autodiff._transpose import jvp_rule_of, vjp_rule_of
 from autodiff.errors import TransformTypeError
 
 __all__ = ["PrimitiveReport", "check_primitive"]

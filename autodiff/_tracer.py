@@ -26,7 +26,6 @@ __all__ = [
     "INDEX_UPDATE",
     "SET_ITEM",
     "Tracer",
-    "check_live",
     "leaked_error",
     "numpy_overrides",
     "register_numpy",
@@ -67,27 +66,6 @@ def register_numpy(*numpy_funcs: Any) -> Callable[[Callable], Callable]:
         return fn
 
     return register
-
-
-def check_live(x: Any) -> Any:
-    """``x``, unless it is a tracer whose transform has ended, or one of a transform
-    running in another thread or asyncio task that is newer than the innermost one
-    here (where a transform unwraps its outputs, it would hide that transform's own
-    tracers from it, and their derivatives would silently be lost)."""
-    if isinstance(x, Tracer):
-        if not x._interp.active:
-            raise leaked_error(x)
-        from autodiff._core import current_interpreters
-
-        stack = current_interpreters()
-        if stack and x._interp.level > stack[-1].level:  # not ours: ours are at most this
-            raise LeakedTracerError(
-                f"{type(x).__name__} of {x._interp.describe()} reached "
-                f"{stack[-1].describe()}, but that transform runs in another thread or "
-                f"asyncio task. Traced values must not be passed between threads or "
-                f"tasks while their transform runs; pass plain arrays instead."
-            )
-    return x
 
 
 def leaked_error(tracer: Tracer) -> LeakedTracerError:
