@@ -26,6 +26,8 @@ from autodiff.rules.reductions import *  # noqa: F403
 from autodiff.rules.reductions import __all__ as _reductions
 from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
+from autodiff.rules.sorting import *  # noqa: F403
+from autodiff.rules.sorting import __all__ as _sorting
 
 __all__ = sorted(
     [
@@ -35,6 +37,7 @@ __all__ = sorted(
         *_products,
         *_reductions,
         *_shape,
+        *_sorting,
         "fft",
         "linalg",
         "random",

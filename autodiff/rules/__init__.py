@@ -11,6 +11,7 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     products,
     reductions,
     shape,
+    sorting,
 )
 
 try:
