@@ -321,18 +321,20 @@ def test_grad_of_a_tanh_mlp_peaks_at_its_floor():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
 def test_tanh_derivative_on_plain_arrays_is_the_expression_bit_for_bit(dtype):
-    # The one-buffer evaluation of tanh's derivative for plain arrays is the same
-    # arithmetic as the expression traced values take, in the same order.
+    # The one-buffer evaluation of tanh's derivative for large plain arrays is the
+    # same arithmetic as the expression traced values take, in the same order.
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((4, 5)).astype(dtype)
-    g = rng.standard_normal((4, 5)).astype(dtype)
+    x = rng.standard_normal((256, 256)).astype(dtype)  # 256 KiB and more
+    g = rng.standard_normal((256, 256)).astype(dtype)
     ans = np.tanh(x)
     (rule,) = anp.tanh.primitive.vjp.rules
     got = rule(g, ans, x)
     assert got.dtype == dtype and got is not g and got is not ans
     np.testing.assert_array_equal(got, g * (1 - ans * ans), strict=True)
     np.testing.assert_array_equal(ans, np.tanh(x))  # the residual is left as it was
-    # other shapes, dtypes and 0-d values take the expression itself
+    # other shapes, dtypes, small and 0-d values take the expression itself
     np.testing.assert_array_equal(rule(g[:1], ans, x), g[:1] * (1 - ans * ans), strict=True)
+    small = rule(g[:4, :4], ans[:4, :4], x[:4, :4])
+    np.testing.assert_array_equal(small, g[:4, :4] * (1 - ans[:4, :4] ** 2), strict=True)
     np.testing.assert_array_equal(rule(np.float64(2.0), ans[0, 0], x[0, 0]),
                                   2.0 * (1 - ans[0, 0] ** 2))  # fmt: skip

@@ -216,17 +216,21 @@ cosh_p, cosh = unary("cosh", np.cosh, lambda g, a, x: g * sinh(x), numpy=[np.cos
 
 
 def _tanh_deriv(g, ans, x):
-    # On plain arrays of one shape and dtype (the backward pass of a grad with no
-    # transform outside it), the same arithmetic in one buffer instead of three:
+    # On large plain arrays of one shape and dtype (the backward pass of a grad with
+    # no transform outside it), the same arithmetic in one buffer instead of three:
     # the backward pass of a tanh layer then needs one activation-sized temporary,
-    # as torch's fused kernel does, not two (benchmark W6).  Traced values take the
-    # expression below, so that the rule stays differentiable and batchable.
-    plain = type(g) is type(ans) is np.ndarray and ans.ndim > 0
+    # as torch's fused kernel does, not two (benchmark W6).  Small arrays gain
+    # nothing (NumPy reuses small blocks) and traced values must take the expression,
+    # which keeps the rule differentiable and batchable.
+    plain = type(g) is type(ans) is np.ndarray and ans.nbytes >= _LARGE
     if plain and g.shape == ans.shape and g.dtype == ans.dtype:
         out = np.multiply(ans, ans)
         np.subtract(1, out, out=out)
         return np.multiply(g, out, out=out)
     return g * (1 - ans * ans)
+
+
+_LARGE = 1 << 18  # bytes: NumPy's own threshold for reusing a temporary's buffer
 
 
 tanh_p, tanh = unary("tanh", np.tanh, _tanh_deriv, numpy=[np.tanh], reads=("ans",))
