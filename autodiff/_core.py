@@ -29,22 +29,19 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from autodiff._dispatch import DispatchPoint, dispatch
+from autodiff._observe import Observer, current_observer
 from autodiff._rule_forms import check_arity, normalize_reads, normalized_jvp, normalized_vjp
 from autodiff._tracer import Tracer, leaked_error
 from autodiff.errors import LeakedTracerError, MissingRuleError
 
 __all__ = [
-    "BackwardMark",
     "Interpreter",
-    "Observer",
     "Primitive",
     "check_live",
     "current_interpreters",
-    "current_observer",
     "dispatch",
     "lift",
     "new_interpreter",
-    "observing",
     "owned",
     "process",
 ]
@@ -102,7 +99,7 @@ def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
     previous = _stack.get()
     _stack.set((*previous, interp))
     interp.active = True
-    interp.observer = _observer.get()
+    interp.observer = current_observer()  # explain's hook (_observe.py)
     try:
         yield interp
     finally:
@@ -133,58 +130,6 @@ def owned(interp: Interpreter, x: Any) -> Any:
     """``x`` if it is a tracer of ``interp``, else None (checked with ``check_live``):
     what a transform asks of each output leaf before unwrapping it."""
     return x if isinstance(check_live(x), Tracer) and x._interp is interp else None
-
-
-# --- explain's hook --------------------------------------------------------------
-#
-# An observer installed with ``observing`` is handed every ``process`` call of the
-# interpreters created while it is installed (``new_interpreter`` copies it onto
-# them, so ``bind`` tests one attribute), and is told which rule runs where a
-# transform runs one itself.  ``explain`` is the one observer (``_explain.py``).
-_observer: contextvars.ContextVar[Observer | None] = contextvars.ContextVar(
-    "autodiff_observer", default=None
-)
-
-
-class Observer:
-    """What an observer implements; these defaults only run what they are given."""
-
-    def process(self, method: Callable, interp: Interpreter, prim: Primitive, args, params):
-        """One ``process`` call, made by ``bind``: run it with ``method(...)``."""
-        return method(interp, prim, args, params)
-
-    def rule(self, interp: Interpreter, what: str) -> contextlib.AbstractContextManager:  # noqa: ARG002
-        """Inside the ``process`` call of ``interp`` now running, the calls made in
-        this block are ``what`` (``"JVP rule"``) of its primitive, not the call itself."""
-        return contextlib.nullcontext()
-
-    def backward(self) -> contextlib.AbstractContextManager[BackwardMark]:
-        """A backward pass runs in this block; it sets the mark's ``what`` to what its
-        calls belong to (``"VJP of sin"``, ``"cotangent sum after sin"``)."""
-        return contextlib.nullcontext(BackwardMark())
-
-
-class BackwardMark:
-    """Where a backward pass is: ``what`` its calls belong to now (None: bookkeeping)."""
-
-    __slots__ = ("what",)
-
-    def __init__(self) -> None:
-        self.what: str | None = None
-
-
-@contextlib.contextmanager
-def observing(observer: Observer) -> Iterator[None]:
-    """Install ``observer`` for the transforms started inside the block."""
-    token = _observer.set(observer)
-    try:
-        yield
-    finally:
-        _observer.reset(token)
-
-
-def current_observer() -> Observer | None:
-    return _observer.get()
 
 
 # --- primitives ---------------------------------------------------------------------

@@ -56,7 +56,7 @@ class DispatchPoint:
         # atomic), written under the lock so a registration never races a fill.
         self.table: dict[tuple[type, ...], Callable] = {}
         self._lock = threading.Lock()
-        self._add(default, bases)
+        self._add(default, plum.Signature(*bases, *rest))
 
     def register(self, *types: type) -> Callable[[Callable], Callable]:
         """Decorator: the method for arguments of these types (and subclasses)."""
@@ -65,27 +65,25 @@ class DispatchPoint:
                 f"{self.name}.register takes {self.on} types (one per dispatched "
                 f"argument), got {len(types)}: {types}"
             )
+        signature = plum.Signature(*types, *self.rest)
+        self._check(signature, f"{self.name}.register{types}")
 
         def decorate(method: Callable) -> Callable:
-            self._add(method, types)
+            self._add(method, signature)
             return method
 
         return decorate
 
-    def _add(self, method: Callable, types: tuple[type, ...] | None, precedence: int = 0) -> None:
-        """Register ``method`` for ``types`` (None: read them from its annotations)."""
-        signature = (
-            plum.Signature.from_callable(method, precedence=precedence)
-            if types is None
-            else plum.Signature(*types, *self.rest, precedence=precedence)
-        )
+    def _check(self, signature: plum.Signature, what: str) -> None:
         concrete = all(t is Any or isinstance(t, type) for t in signature.types)
         if not concrete or not signature.is_faithful:
             raise TypeError(
-                f"{self.name} method {getattr(method, '__qualname__', method)!r}: dispatch "
-                f"only on concrete classes (got {signature.types}); plum cannot decide "
-                f"parametric types, generic aliases or unions by a value's type."
+                f"{what}: dispatch only on concrete classes (got {signature.types}); "
+                f"parametric types, generic aliases and unions cannot be decided by the "
+                f"type of a value, which is what the dispatch tables are keyed by."
             )
+
+    def _add(self, method: Callable, signature: plum.Signature) -> None:
         with self._lock:
             self.function.register(method, signature=signature)
             self.table.clear()
@@ -133,7 +131,9 @@ class _Dispatcher:
                 f"@dispatch registers methods of {sorted(self.points)}, not "
                 f"{method.__name__!r}; name the function after the dispatch point."
             )
-        point._add(method, None, precedence)
+        signature = plum.Signature.from_callable(method, precedence=precedence)
+        point._check(signature, f"{point.name} method {method.__qualname__!r}")
+        point._add(method, signature)
         return point
 
 

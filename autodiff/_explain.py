@@ -1,7 +1,7 @@
 """explain: run a function, recording each primitive call that reaches NumPy through it.
 
 ``explain`` is an interpreter, outermost, so every call that depends on its
-inputs ends in its ``process``.  It is also the observer of ``_core``'s hook:
+inputs ends in its ``process``.  It is also the observer of ``_observe.py``'s hook:
 ``bind`` hands it every ``process`` call of the transforms started inside it
 (a *stage*: interpreter, primitive, arguments), forward mode tells it when its
 JVP rule runs, and the backward pass what each of its calls belongs to.  When a
@@ -23,17 +23,15 @@ import optree
 from autodiff._args import check_callable
 from autodiff._batching import BatchedTensor
 from autodiff._core import (
-    BackwardMark,
     Interpreter,
-    Observer,
     Primitive,
     current_interpreters,
     lift,
     new_interpreter,
-    observing,
     owned,
     process,
 )
+from autodiff._observe import BackwardMark, Observer, observing
 from autodiff._tracer import Tracer
 
 __all__ = ["Call", "ExplainInterpreter", "ExplainTensor", "Explanation", "Stage", "explain"]

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._core import current_observer
 from autodiff._nans import check_cotangent, checking_nans, in_vjp_of, node_site
+from autodiff._observe import current_observer
 from autodiff._transpose import vjp_rule_of
 from autodiff._validate import checking, validate_vjp
 from autodiff.errors import RuleError
