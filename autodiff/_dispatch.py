@@ -41,6 +41,13 @@ class DispatchPoint:
     ``default`` is its method for ``bases``, the most general types; ``rest``
     are the types of the remaining arguments, the same for every method
     (``process``'s ``args`` is a tuple and its ``params`` a dict).
+
+    >>> describe = DispatchPoint("describe", lambda x: "something", (object,))
+    >>> @describe.register(int)
+    ... def _(x):
+    ...     return "an int"
+    >>> describe(3), describe(3.0), describe.resolve(bool) is _  # bool is an int
+    ('an int', 'something', True)
     """
 
     __slots__ = ("_lock", "function", "name", "on", "rest", "table")
