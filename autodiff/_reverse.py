@@ -132,6 +132,7 @@ def unpack(interp: GradInterpreter, args: tuple) -> tuple[list, list, bool]:
 def _record(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
     # The hot path of reverse mode: one Node and one GradTensor per primitive.
     values, parents, traced = unpack(interp, args)
+    # (not recording(interp), inlined: this is the hot path)
     if not prim.differentiable or not parents or interp.level <= _no_grad_below.get():
         return prim.bind(*values, **params)
     if prim.vjp is None and prim.jvp is None:  # one is enough: the other is its transpose
