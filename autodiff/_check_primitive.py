@@ -20,6 +20,10 @@ from autodiff.errors import TransformTypeError
 __all__ = ["PrimitiveReport", "check_primitive"]
 
 
+# testing.py re-exports this module and this module calls testing's checkers: an
+# import circle, deferred to call time (docs/architecture.md, "Layers").
+
+
 def _precision(tree: Any) -> float:
     from autodiff.testing import _precision as precision
 
