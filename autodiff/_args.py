@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff._tracer import Tracer, check_live
+from autodiff._core import check_live
+from autodiff._tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 
 __all__ = [
@@ -23,7 +24,9 @@ __all__ = [
     "is_array",
     "normalize_argnums",
     "split_aux",
-    "unwrap_tree",
+    "at_positions",
+    "number_as_array",
+    "leaf_paths",
 ]
 
 
@@ -218,8 +221,26 @@ def split_aux(out: Any, transform: str) -> tuple[Any, Any]:
     return out
 
 
-def unwrap_tree(tree: Any, unwrap_leaf: Callable[[Any], Any]) -> Any:
-    return optree.tree_map(unwrap_leaf, tree)
+def at_positions(
+    func: Callable, args: Sequence[Any], positions: Sequence[int], kwargs: dict | None = None
+) -> Callable:
+    """``func`` as a function of the arguments at ``positions`` only; the others
+    keep their values in ``args`` (what grad's ``argnums`` and jacrev's mean)."""
+
+    def selected(*chosen):
+        full = list(args)
+        for i, value in zip(positions, chosen):
+            full[i] = value
+        return func(*full, **(kwargs or {}))
+
+    return selected
+
+
+def number_as_array(value: Any) -> Any:
+    """A Python number a transformed function returned, as a 0-d array."""
+    if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
+        return np.asarray(value)
+    return value
 
 
 def leaf_paths(args: tuple, positions: Sequence[int] | None = None) -> list[str]:

@@ -3,13 +3,16 @@
 A BatchedTensor holds a value with one extra axis, ``bdim``, that runs over
 the batch; everything else sees only its logical (per-example) shape.  Each
 primitive applied to one calls the primitive's batching rule with the
-unwrapped values and their batch axes.
+unwrapped values and their batch axes; a primitive without one runs in a
+Python loop over the batch (``batch_by_loop``), with a warning naming it.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -23,14 +26,22 @@ from autodiff._args import (
     check_chunk_size,
     check_randomness,
     is_array,
+    leaf_paths,
+    number_as_array,
 )
-from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
-from autodiff._custom import batch_by_loop
+from autodiff._core import Interpreter, Primitive, check_live, lift, new_interpreter, owned, process
 from autodiff._nans import check_output, checking_nans
-from autodiff._tracer import Tracer, check_live
+from autodiff._tracer import Tracer
 from autodiff._validate import checking, validate_batch
-from autodiff.errors import ConcretizationError, TransformTypeError, TransformValueError
+from autodiff.errors import (
+    AutodiffWarning,
+    ConcretizationError,
+    TransformTypeError,
+    TransformValueError,
+)
+from autodiff.rules import reductions as _reductions
 from autodiff.rules import shape as _shape_rules
+from autodiff.rules._helpers import batch_size_of, bring_to_front
 
 __all__ = ["BatchInterpreter", "BatchedTensor", "vmap"]
 
@@ -76,16 +87,13 @@ class BatchedTensor(Tracer):
         )
 
 
-BatchInterpreter.tracer_class = BatchedTensor
+@lift.register(BatchInterpreter, object)
+def _lift_batched(interp: BatchInterpreter, x: Any):
+    return BatchedTensor(interp, x, None)  # the same for every example
 
 
-@dispatch
-def lift(interp: BatchInterpreter, x: object):
-    return BatchedTensor(interp, x, None)
-
-
-@dispatch
-def process(interp: BatchInterpreter, prim: Primitive, args: tuple, params: dict):
+@process.register(BatchInterpreter, Primitive)
+def _batch(interp: BatchInterpreter, prim: Primitive, args: tuple, params: dict):
     batch_rule = prim.batch if prim.batch is not None else batch_by_loop(prim)
     values = [arg.value for arg in args]
     dims = [arg.bdim for arg in args]
@@ -121,6 +129,51 @@ def _shape_error(prim: Primitive, interp: BatchInterpreter, args: tuple, error: 
 
 def _wrap(interp: BatchInterpreter, value: Any, bdim: int | None) -> Any:
     return value if bdim is None else BatchedTensor(interp, value, bdim)
+
+
+# --- the fallback: a loop over the batch ----------------------------------------------
+
+_warned: weakref.WeakSet[Primitive] = weakref.WeakSet()
+
+
+def batch_by_loop(prim: Primitive) -> Callable:
+    """A batching rule that loops over the batch (for primitives without one)."""
+
+    def batch(args, dims, **params):
+        size = batch_size_of(args, dims)
+        if prim not in _warned:
+            _warned.add(prim)
+            warnings.warn(
+                f"primitive '{prim.name}' has no batching rule, so vmap runs it in a Python "
+                f"loop over the batch ({size} calls here). Add one with "
+                f"the primitive's def_batch(rule) (see autodiff/rules/README.md).",
+                AutodiffWarning,
+                stacklevel=2,
+            )
+        if size == 0:  # run one stand-in example for the result's shape and dtype
+            example = prim.bind(*(a if d is None else _zero_example(a, d)
+                                  for a, d in zip(args, dims)), **params)  # fmt: skip
+            if prim.multiple_results:
+                return tuple(_empty_batch(o) for o in example), (0,) * len(example)
+            return _empty_batch(example), 0
+        outs = [
+            prim.bind(*(a if d is None else _take(a, d, i) for a, d in zip(args, dims)), **params)
+            for i in range(size)
+        ]
+        if prim.multiple_results:
+            return tuple(_shape_rules.stack(list(col)) for col in zip(*outs)), (0,) * len(outs[0])
+        return _shape_rules.stack(outs), 0
+
+    return batch
+
+
+def _zero_example(x: Any, bdim: int) -> Any:
+    """Zeros shaped like one example of ``x`` (which has none), of x's array library."""
+    return np.zeros_like(_reductions.sum(x, axis=bdim), dtype=x.dtype)
+
+
+def _empty_batch(example: Any) -> Any:
+    return bring_to_front(example, None, 0)  # a batch of 0 examples like ``example``
 
 
 # --- vmap ------------------------------------------------------------------------
@@ -164,7 +217,7 @@ def _flatten_inputs(args: tuple, in_dims: Any):
     else:
         dims = _broadcast_prefix(in_dims, args, "the arguments", "in_dims")
     flat, tree = optree.tree_flatten(args)
-    paths = [_path_name(p) for p in optree.tree_flatten_with_path(args)[0]]
+    paths = leaf_paths(args)
     out_dims: list[int | None] = []
     for leaf, dim, path in zip(flat, dims, paths):
         check_live(leaf)  # a leaked tracer raises here, even if func never uses it
@@ -193,10 +246,6 @@ def _flatten_inputs(args: tuple, in_dims: Any):
     return flat, out_dims, tree, paths
 
 
-def _path_name(path: tuple) -> str:
-    return f"argument {path[0]}" + "".join(f"[{p!r}]" for p in path[1:])
-
-
 def _batch_size(flat: list, dims: list, paths: list) -> int:
     sizes = {path: leaf.shape[d] for leaf, d, path in zip(flat, dims, paths) if d is not None}
     if not sizes:
@@ -220,10 +269,8 @@ def _out_dims_for(out: Any, out_dims: Any) -> list:
 
 
 def _unbatch_output(interp: BatchInterpreter, leaf: Any, out_dim: int | None, i: int) -> Any:
-    if isinstance(check_live(leaf), BatchedTensor) and leaf._interp is interp:
-        value, bdim = leaf.value, leaf.bdim
-    else:
-        value, bdim = leaf, None
+    mine = owned(interp, leaf)
+    value, bdim = (leaf, None) if mine is None else (mine.value, mine.bdim)
     if out_dim is None:
         if bdim is not None:
             raise TransformValueError(
@@ -231,8 +278,7 @@ def _unbatch_output(interp: BatchInterpreter, leaf: Any, out_dim: int | None, i:
                 f"the batched inputs; give it an integer out_dim."
             )
         return value
-    if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
-        value = np.asarray(value)
+    value = number_as_array(value)
     if not is_array(value):
         raise TransformTypeError(
             f"vmap: output {i} of func is {a_type(value)}, not an array; "

@@ -13,11 +13,15 @@ from typing import Any
 import numpy as np
 
 from autodiff._core import Primitive
-from autodiff._custom import jvp_rule_of, vjp_rule_of
 from autodiff._tape import keep_residuals
+from autodiff._transpose import jvp_rule_of, vjp_rule_of
 from autodiff.errors import TransformTypeError
 
 __all__ = ["PrimitiveReport", "check_primitive"]
+
+
+# testing.py re-exports this module and this module calls testing's checkers: an
+# import circle, deferred to call time (docs/architecture.md, "Layers").
 
 
 def _precision(tree: Any) -> float:

@@ -17,37 +17,27 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff._args import check_callable, is_array
+from autodiff._args import at_positions, check_callable, is_array
+from autodiff._batching import vmap
 from autodiff._core import Primitive
+from autodiff._forward import jvp
+from autodiff._reverse import vjp
 
 __all__ = ["checkpoint"]
 
 
 def _checkpoint_primitive(name: str, fn: Callable) -> Primitive:
     """A primitive running ``fn`` (flat array arguments -> tuple of arrays)."""
-    from autodiff._batching import vmap
-    from autodiff._forward import jvp
-    from autodiff._reverse import vjp
-
-    def on(positions, values, primals):
-        """``fn`` as a function of the arguments at ``positions``."""
-
-        def selected(*chosen):
-            full = list(primals)
-            for i, value in zip(positions, chosen):
-                full[i] = value
-            return fn(*full)
-
-        return selected, tuple(values)
 
     def vjp_rule(cts, ans, primals, params, argnums):
-        selected, chosen = on(argnums, [primals[i] for i in argnums], primals)
-        _, pullback = vjp(selected, *chosen)  # the forward again: rematerialised
+        selected = at_positions(fn, primals, argnums)
+        _, pullback = vjp(selected, *(primals[i] for i in argnums))  # the forward again
         return list(pullback(tuple(cts)))
 
     def jvp_rule(tangents, ans, primals, params):
         moving = [i for i, t in enumerate(tangents) if t is not None]
-        selected, chosen = on(moving, [primals[i] for i in moving], primals)
+        selected = at_positions(fn, primals, moving)
+        chosen = tuple(primals[i] for i in moving)
         return jvp(selected, chosen, tuple(tangents[i] for i in moving))[1]
 
     def batch_rule(args, dims):

@@ -1,20 +1,23 @@
-"""Primitives, interpreters, the level stack, and ``bind``.
+"""The interpreter stack: primitives, interpreters, levels, and ``bind``.
 
 A primitive call flows like this (see ``docs/architecture.md``)::
 
     prim.bind(*args, **params)
-      -> find_top(args)            the highest-level live interpreter among the
-                                   tracers in ``args`` (None: evaluate NumPy)
-      -> lift(top, arg)            every other argument becomes a constant
-                                   tracer of ``top`` (plum-dispatched)
-      -> process(top, prim, ...)   the interpreter applies the primitive's rule
-                                   for its transform (plum-dispatched); the rule
-                                   calls primitives again on lower-level values,
-                                   so each call peels exactly one interpreter.
+      -> the top interpreter      the live interpreter with the highest level
+                                  among the tracers in ``args`` (none: NumPy)
+      -> lift(top, arg)           each other argument becomes a tracer of
+                                  ``top``; dispatched on (interpreter, value)
+      -> process(top, prim, ...)  the interpreter applies the primitive's rule
+                                  for its transform; dispatched on
+                                  (interpreter, primitive).  The rule binds
+                                  primitives again on lower-level values, so
+                                  each call peels exactly one interpreter.
 
-``find_top`` is the only place levels are compared.  This module knows no
-primitive and no transform: those register themselves through ``Primitive``,
-``lift`` and ``process``.
+``bind`` is where the top interpreter is chosen by level; the only other
+readers of levels are ``check_live`` (a tracer of another thread's transform)
+and ``no_grad`` (which grad levels record).  This module knows no primitive
+and no transform: each registers its ``lift`` and ``process`` methods (see
+``_dispatch.py``) next to its own code.
 """
 
 from __future__ import annotations
@@ -25,27 +28,23 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-from plum import Dispatcher
-
+from autodiff._dispatch import DispatchPoint, dispatch
+from autodiff._observe import Observer, current_observer
+from autodiff._rule_forms import check_arity, normalize_reads, normalized_jvp, normalized_vjp
 from autodiff._tracer import Tracer, leaked_error
-from autodiff._validate import check_arity
-from autodiff.errors import MissingRuleError
+from autodiff.errors import LeakedTracerError, MissingRuleError
 
 __all__ = [
     "Interpreter",
     "Primitive",
+    "check_live",
     "current_interpreters",
     "dispatch",
-    "find_top",
     "lift",
     "new_interpreter",
+    "owned",
     "process",
 ]
-
-# One dispatcher for the whole package: plum merges same-named functions
-# registered from different modules (``process`` in _reverse, _forward, ...).
-dispatch = Dispatcher()
 
 # Level tokens: unique per transform *call*, increasing with time.  Within one
 # thread's stack a later (inner) interpreter therefore has a larger level, and
@@ -63,14 +62,12 @@ class Interpreter:
     """One running transform: a level on the stack and the tracers it owns.
 
     Subclasses set ``transform`` (the user-facing name, for messages) and
-    ``tracer_class``, and register ``lift`` and ``process`` methods for
-    themselves with ``@dispatch``.  This is the extension point for new
-    transforms.
+    register ``lift`` and ``process`` methods for themselves.  This is the
+    extension point for new transforms (``docs/extending.md``).
     """
 
-    __slots__ = ("__weakref__", "active", "level")
+    __slots__ = ("__weakref__", "active", "level", "observer")
     transform = "transform"
-    tracer_class: type[Tracer] = Tracer
     # False: ``process`` receives other arguments unlifted and treats them as
     # constants itself (reverse mode does, to save a dispatch per constant).
     lifts = True
@@ -78,6 +75,7 @@ class Interpreter:
     def __init__(self) -> None:
         self.level = next(_level_counter)
         self.active = False
+        self.observer: Observer | None = None
 
     def describe(self) -> str:
         return f"{self.transform} (level {self.level})"
@@ -101,6 +99,7 @@ def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
     previous = _stack.get()
     _stack.set((*previous, interp))
     interp.active = True
+    interp.observer = current_observer()  # explain's hook (_observe.py)
     try:
         yield interp
     finally:
@@ -108,85 +107,40 @@ def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
         _stack.set(previous)
 
 
-def find_top(args: Sequence[Any]) -> Interpreter | None:
-    """The highest-level interpreter owning a tracer in ``args``, or None.
-
-    Raises ``LeakedTracerError`` for a tracer whose transform has ended.
-    """
-    top = None
-    for arg in args:
-        if isinstance(arg, Tracer):
-            interp = arg._interp
-            if not interp.active:
-                raise leaked_error(arg)
-            if top is None or interp.level > top.level:
-                top = interp
-    return top
-
-
-# --- rules ------------------------------------------------------------------
-#
-# Internally every primitive carries its rules in one normalised form:
-#   vjp(ct, ans, primals, params, argnums) -> list of cotangents, one per argnum
-#   jvp(tangents, ans, primals, params)    -> output tangent (tangents: None = 0)
-#   batch(args, dims, **params)            -> (out, out_dim)
-# Primitive() accepts the friendlier per-argument forms and converts them.
-
-
-def _per_argument_vjp(rules: Sequence[Callable | None]) -> Callable:
-    def vjp(ct, ans, primals, params, argnums):
-        if len(argnums) == 1:  # the common case, without the list comprehension
-            rule = rules[argnums[0]]
-            return [None if rule is None else rule(ct, ans, *primals, **params)]
-        return [
-            None if rules[i] is None else rules[i](ct, ans, *primals, **params) for i in argnums
-        ]
-
-    vjp.rules = tuple(rules)  # type: ignore[attr-defined]  # backward calls them directly
-    return vjp
-
-
-def _whole_vjp(rule: Callable) -> Callable:
-    def vjp(ct, ans, primals, params, argnums):
-        cts = rule(ct, ans, *primals, **params)
-        return [cts[i] for i in argnums]
-
-    return vjp
-
-
-def _per_argument_jvp(rules: Sequence[Callable | None]) -> Callable:
-    def jvp(tangents, ans, primals, params):
-        out = None
-        for rule, t in zip(rules, tangents):
-            if t is not None and rule is not None:
-                term = rule(t, ans, *primals, **params)
-                out = term if out is None else out + term
-        return out
-
-    return jvp
-
-
-def _whole_jvp(rule: Callable) -> Callable:
-    def jvp(tangents, ans, primals, params):
-        # np.zeros_like dispatches on the primal's type (tracer, CuPy, Dask...).
-        tangents = [np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals)]
-        return rule(tangents, ans, *primals, **params)
-
-    return jvp
-
-
-def _normalize_reads(name: str, reads: Any) -> tuple[frozenset, ...] | None:
-    if reads is None:
-        return None
-    out = tuple(frozenset(r) for r in reads)
-    for r in out:
-        if not all(x == "ans" or isinstance(x, int) for x in r):
-            raise TypeError(
-                f"primitive '{name}': vjp_reads takes, per argument, the positions of the "
-                f"primals its VJP rule reads and/or 'ans', e.g. [(1,), (0,)] for multiply; "
-                f"got {reads!r}"
+def check_live(x: Any) -> Any:
+    """``x``, unless it is a tracer whose transform has ended, or one of a transform
+    running in another thread or asyncio task that is newer than the innermost one
+    here (where a transform unwraps its outputs, it would hide that transform's own
+    tracers from it, and their derivatives would silently be lost)."""
+    if isinstance(x, Tracer):
+        if not x._interp.active:
+            raise leaked_error(x)
+        stack = _stack.get()
+        if stack and x._interp.level > stack[-1].level:  # not ours: ours are at most this
+            raise LeakedTracerError(
+                f"{type(x).__name__} of {x._interp.describe()} reached "
+                f"{stack[-1].describe()}, but that transform runs in another thread or "
+                f"asyncio task. Traced values must not be passed between threads or "
+                f"tasks while their transform runs; pass plain arrays instead."
             )
-    return out
+    return x
+
+
+def owned(interp: Interpreter, x: Any) -> Any:
+    """``x`` if it is a tracer of ``interp``, else None (checked with ``check_live``):
+    what a transform asks of each output leaf before unwrapping it.
+
+    >>> import numpy as np
+    >>> from autodiff import vmap
+    >>> def f(x):
+    ...     return owned(current_interpreters()[-1], x) is x, owned(current_interpreters()[-1], 1.0)
+    >>> vmap(f, out_dims=None)(np.zeros(2))
+    (True, None)
+    """
+    return x if isinstance(check_live(x), Tracer) and x._interp is interp else None
+
+
+# --- primitives ---------------------------------------------------------------------
 
 
 class Primitive:
@@ -230,17 +184,8 @@ class Primitive:
     8.0
     """
 
-    __slots__ = (
-        "__weakref__",
-        "batch",
-        "differentiable",
-        "impl",
-        "jvp",
-        "multiple_results",
-        "name",
-        "vjp",
-        "vjp_reads",
-    )
+    __slots__ = ("__weakref__", "batch", "differentiable", "impl", "jvp", "multiple_results",
+                 "name", "vjp", "vjp_reads")  # fmt: skip
 
     def __init__(
         self,
@@ -255,7 +200,7 @@ class Primitive:
         vjp_reads: Sequence[Sequence[int | str]] | None = None,
     ) -> None:
         self.name = name
-        self.vjp_reads = _normalize_reads(name, vjp_reads)
+        self.vjp_reads = normalize_reads(name, vjp_reads)
         self.impl = impl
         self.differentiable = differentiable
         self.multiple_results = multiple_results
@@ -271,23 +216,12 @@ class Primitive:
 
     def def_vjp(self, rule: Callable | Sequence[Callable | None]) -> Any:
         check_arity(self, "VJP", rule)
-        if isinstance(rule, (list, tuple)):
-            self.vjp = _per_argument_vjp(rule)
-        else:
-            self.vjp = _whole_vjp(rule)  # type: ignore[arg-type]
+        self.vjp = normalized_vjp(rule)
         return rule
 
     def def_jvp(self, rule: Callable | Sequence[Callable | None]) -> Any:
         check_arity(self, "JVP", rule)
-        if isinstance(rule, (list, tuple)):
-            if self.multiple_results:
-                raise TypeError(
-                    f"primitive '{self.name}' has multiple results: give its JVP as one "
-                    f"function jvp(tangents, ans, *primals) returning a tuple"
-                )
-            self.jvp = _per_argument_jvp(rule)
-        else:
-            self.jvp = _whole_jvp(rule)  # type: ignore[arg-type]
+        self.jvp = normalized_jvp(self, rule)
         return rule
 
     def def_batch(self, rule: Callable) -> Callable:
@@ -295,8 +229,8 @@ class Primitive:
         return rule
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        # The hot path of the library, so find_top is inlined: with no tracer
-        # among the arguments this is a type check per argument and a call.
+        # The hot path of the library.  With no tracer among the arguments this
+        # is a type check per argument and a call of the implementation.
         top = None
         for arg in args:
             if isinstance(arg, Tracer):
@@ -308,18 +242,17 @@ class Primitive:
                         top = interp
         if top is None:
             return self.impl(*args, **params)
-        if not top.lifts:
-            return _process(top, self, args, params)
-        for arg in args:
-            if not isinstance(arg, Tracer) or arg._interp is not top:
-                args = tuple(
-                    [
-                        a if isinstance(a, Tracer) and a._interp is top else _lift(top, a)
-                        for a in args
-                    ]
-                )
-                break
-        return _process(top, self, args, params)
+        if top.lifts:
+            for arg in args:
+                if not isinstance(arg, Tracer) or arg._interp is not top:
+                    args = tuple([a if isinstance(a, Tracer) and a._interp is top
+                                  else _lift(top, a) for a in args])  # fmt: skip
+                    break
+        key = (type(top), type(self))
+        method = _process_methods.get(key) or process.resolve(*key)
+        if top.observer is None:
+            return method(top, self, args, params)
+        return top.observer.process(method, top, self, args, params)
 
     def missing(self, rule: str, interp: Interpreter) -> MissingRuleError:
         """The error for a missing derivative rule (``"VJP"`` or ``"JVP"``): either
@@ -336,53 +269,32 @@ class Primitive:
         return f"Primitive({self.name!r})"
 
 
-# --- the two dispatch points -------------------------------------------------
-# Each transform registers methods for its own interpreter class; special kinds
-# of primitive (custom rules, randomness) register more specific ones.
+# --- the two dispatch points ------------------------------------------------------
+# Each transform registers methods for its own interpreter class, next to its
+# code (``@process.register(GradInterpreter, Primitive)``); special kinds of
+# primitive register more specific ones (``_custom.py``: CustomVJPPrimitive).
+# These defaults are for the most general types.
 
 
-@dispatch
-def lift(interp: Interpreter, x: object):
-    """Wrap ``x`` (a constant or a lower-level tracer) as a tracer of ``interp``."""
+def _no_lift(interp: Interpreter, x: object):
     raise NotImplementedError(f"{type(interp).__name__} registers no lift method")
 
 
-@dispatch
-def process(interp: Interpreter, prim: Primitive, args: tuple, params: dict):
-    """Apply ``prim`` to ``args`` (tracers of ``interp``) under its transform."""
+def _no_process(interp: Interpreter, prim: Primitive, args: tuple, params: dict):
     raise NotImplementedError(f"{type(interp).__name__} registers no process method")
 
 
-# plum's ``__call__`` costs about 0.45 µs; looking the resolved method up in
-# plum's own cache costs about 0.1 µs, and ``bind`` makes one or two such calls
-# per primitive.  plum clears that cache itself whenever a method is registered,
-# so new methods are seen at once; anything unexpected (a pending registration,
-# a cache miss, a return-type conversion, a plum version without these
-# attributes) takes the ordinary call.
-_plum_lift: Any = lift
-_plum_process: Any = process
-_lift_cache = getattr(lift, "_cache", None)
-_process_cache = getattr(process, "_cache", None)
+lift = DispatchPoint("lift", _no_lift, (Interpreter, object))
+"""``lift(interp, x)``: ``x`` (a constant or a lower-level tracer) as a tracer of ``interp``."""
+process = DispatchPoint("process", _no_process, (Interpreter, Primitive), rest=(tuple, dict))
+"""``process(interp, prim, args, params)``: apply ``prim`` to ``args`` (tracers of
+``interp``) under its transform."""
+dispatch.points.update(lift=lift, process=process)
+# bind reads the tables directly: one dict lookup per call.
+_lift_methods = lift.table
+_process_methods = process.table
 
 
-def _cached_lift(interp: Interpreter, x: Any) -> Any:
-    if not _plum_lift._pending:
-        entry = _lift_cache.get((type(interp), type(x)))  # type: ignore[union-attr]
-        if entry is not None and entry[1] is Any:
-            return entry[0](interp, x)
-    return lift(interp, x)
-
-
-def _cached_process(interp: Interpreter, prim: Primitive, args: tuple, params: dict) -> Any:
-    if not _plum_process._pending:
-        entry = _process_cache.get((type(interp), type(prim), tuple, dict))  # type: ignore[union-attr]
-        if entry is not None and entry[1] is Any:
-            return entry[0](interp, prim, args, params)
-    return process(interp, prim, args, params)
-
-
-_plum_cache_readable = all(
-    isinstance(getattr(f, "_cache", None), dict) and hasattr(f, "_pending") for f in (lift, process)
-)
-_lift = _cached_lift if _plum_cache_readable else lift
-_process = _cached_process if _plum_cache_readable else process
+def _lift(interp: Interpreter, x: Any) -> Any:
+    key = (type(interp), type(x))
+    return (_lift_methods.get(key) or lift.resolve(*key))(interp, x)

@@ -1,24 +1,17 @@
-"""Rules a primitive was not given, and Python functions with custom rules.
+"""Python functions with custom rules: ``custom_vjp`` and ``custom_jvp``.
 
-A VJP and a JVP are transposes of each other (in the bilinear pairing
-``Re sum(a * b)`` of the package's complex convention), and both are linear.
-So a missing one is derived from the other by running reverse mode through
-it: exact whenever the given rule is written with primitives.  A missing
-batching rule becomes a Python loop over the batch, with a warning naming
-the primitive (once per primitive).
-
-``custom_vjp`` and ``custom_jvp`` turn a Python function into a primitive
-whose rules are the user's; every transform then treats it like any other
-primitive: ``jvp`` of a ``custom_vjp`` function transposes its backward
-function, ``vmap`` maps the function and its rules, and higher orders
-differentiate the rules.
+Each call of such a function binds a primitive of its own, whose rules are
+the user's; every transform then treats it like any other primitive: ``jvp``
+of a ``custom_vjp`` function transposes its backward function, ``vmap`` maps
+the function and its rules, and higher orders differentiate the rules.  Only
+reverse mode treats a ``custom_vjp`` primitive specially (it runs ``fwd`` and
+keeps its residuals): that ``process`` method is registered here, for
+``(GradInterpreter, CustomVJPPrimitive)``.
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,140 +19,15 @@ import numpy as np
 import optree
 
 from autodiff._args import check_callable
-from autodiff._core import Primitive
-from autodiff.errors import AutodiffWarning, TransformTypeError, TransformValueError
+from autodiff._batching import vmap
+from autodiff._core import Primitive, process
+from autodiff._reverse import GradInterpreter, GradTensor, recording, unpack
+from autodiff._tape import Node
+from autodiff._transpose import jvp_from_vjp, vjp_from_jvp
+from autodiff.errors import TransformTypeError, TransformValueError
+from autodiff.rules._helpers import batch_size_of, bring_to_front
 
-__all__ = [
-    "batch_by_loop",
-    "custom_jvp",
-    "custom_vjp",
-    "jvp_from_vjp",
-    "jvp_rule_of",
-    "vjp_from_jvp",
-    "vjp_rule_of",
-]
-
-
-def _zeros_for(values: Any) -> Any:
-    return (
-        tuple(np.zeros_like(v) for v in values)
-        if isinstance(values, tuple)
-        else np.zeros_like(values)
-    )
-
-
-def _filled(cts: list, primals: tuple, argnums: list) -> tuple:
-    """Cotangents for ``argnums``, zeros where a rule returned None."""
-    return tuple(np.zeros_like(primals[i]) if c is None else c for c, i in zip(cts, argnums))
-
-
-def vjp_rule_of(prim: Primitive) -> Callable:
-    """The primitive's VJP rule, or one derived from its JVP rule."""
-    if prim.vjp is not None:
-        return prim.vjp
-    if prim.jvp is None:
-        raise TypeError(f"primitive '{prim.name}' has neither a VJP nor a JVP rule")
-    return vjp_from_jvp(prim.jvp)
-
-
-def jvp_rule_of(prim: Primitive) -> Callable:
-    """The primitive's JVP rule, or one derived from its VJP rule."""
-    if prim.jvp is not None:
-        return prim.jvp
-    if prim.vjp is None:
-        raise TypeError(f"primitive '{prim.name}' has neither a JVP nor a VJP rule")
-    return jvp_from_vjp(prim.vjp)
-
-
-def jvp_from_vjp(vjp_rule: Callable) -> Callable:
-    """A JVP rule (normalised form) from a VJP rule, by transposition."""
-    from autodiff._reverse import vjp
-
-    def jvp(tangents, ans, primals, params):
-        argnums = [i for i, t in enumerate(tangents) if t is not None]
-
-        def pullback(ct):
-            return _filled(vjp_rule(ct, ans, primals, params, argnums), primals, argnums)
-
-        _, transpose = vjp(pullback, _zeros_for(ans))
-        return transpose(tuple(tangents[i] for i in argnums))[0]
-
-    return jvp
-
-
-def vjp_from_jvp(jvp_rule: Callable) -> Callable:
-    """A VJP rule (normalised form) from a JVP rule, by transposition."""
-    from autodiff._reverse import vjp
-
-    def vjp_rule(ct, ans, primals, params, argnums):
-        def pushforward(*tangents):
-            full: list = [None] * len(primals)
-            for i, t in zip(argnums, tangents):
-                full[i] = t
-            return jvp_rule(tuple(full), ans, primals, params)
-
-        _, transpose = vjp(pushforward, *(np.zeros_like(primals[i]) for i in argnums))
-        return list(transpose(ct))
-
-    return vjp_rule
-
-
-_warned: weakref.WeakSet[Primitive] = weakref.WeakSet()
-
-
-def batch_by_loop(prim: Primitive) -> Callable:
-    """A batching rule that loops over the batch (for primitives without one)."""
-    from autodiff.rules.shape import stack
-
-    def batch(args, dims, **params):
-        size = next(np.shape(a)[d] if not hasattr(a, "shape") else a.shape[d]
-                    for a, d in zip(args, dims) if d is not None)  # fmt: skip
-        if prim not in _warned:
-            _warned.add(prim)
-            warnings.warn(
-                f"primitive '{prim.name}' has no batching rule, so vmap runs it in a Python "
-                f"loop over the batch ({size} calls here). Add one with "
-                f"the primitive's def_batch(rule) (see autodiff/rules/README.md).",
-                AutodiffWarning,
-                stacklevel=2,
-            )
-        if size == 0:  # run one stand-in example for the result's shape and dtype
-            example = prim.bind(*(a if d is None else _zero_example(a, d)
-                                  for a, d in zip(args, dims)), **params)  # fmt: skip
-            empty = tuple(_empty_batch(o) for o in example) if prim.multiple_results else None
-            if empty is not None:
-                return empty, (0,) * len(empty)
-            return _empty_batch(example), 0
-        outs = [
-            prim.bind(*(a if d is None else _example(a, d, i) for a, d in zip(args, dims)),
-                      **params)
-            for i in range(size)
-        ]  # fmt: skip
-        if prim.multiple_results:
-            return tuple(stack(list(col)) for col in zip(*outs)), (0,) * len(outs[0])
-        return stack(outs), 0
-
-    return batch
-
-
-def _example(x: Any, bdim: int, i: int) -> Any:
-    return x[(slice(None),) * bdim + (i,)]
-
-
-def _zero_example(x: Any, bdim: int) -> Any:
-    """Zeros shaped like one example of ``x`` (which has none), of x's array library."""
-    from autodiff.rules.reductions import sum as _sum  # rules import this module
-
-    return np.zeros_like(_sum(x, axis=bdim), dtype=x.dtype)
-
-
-def _empty_batch(example: Any) -> Any:
-    from autodiff.rules._helpers import bring_to_front
-
-    return bring_to_front(example, None, 0)  # a batch of 0 examples like ``example``
-
-
-# --- custom_vjp and custom_jvp ---------------------------------------------------------
+__all__ = ["CustomVJPPrimitive", "custom_jvp", "custom_vjp"]
 
 
 def _flat_function(fn: Callable, in_tree: Any, out_cell: list) -> Callable:
@@ -202,12 +70,37 @@ def _check_args(name: str, args: tuple, kwargs: dict) -> tuple[list, Any]:
 
 
 class CustomVJPPrimitive(Primitive):
-    """A ``custom_vjp`` function: under ``grad`` its ``fwd`` runs and ``bwd``
-    is the VJP (see ``_reverse``'s process for this class)."""
+    """A ``custom_vjp`` function: under ``grad`` its ``fwd`` runs and ``bwd`` is
+    the VJP (``_grad_of_custom_vjp`` below); elsewhere, a primitive like any other."""
 
     __slots__ = ("bwd", "fwd")
     fwd: Callable  # (*args) -> (outputs, residuals)
     bwd: Callable  # (residuals, cotangents) -> cotangents of the arguments
+
+
+@process.register(GradInterpreter, CustomVJPPrimitive)
+def _grad_of_custom_vjp(
+    interp: GradInterpreter, prim: CustomVJPPrimitive, args: tuple, params: dict
+):
+    """Run the function's ``fwd`` and keep its residuals on the tape for ``bwd``."""
+    values, parents, _ = unpack(interp, args)
+    if not parents or not recording(interp):
+        return prim.bind(*values, **params)
+    outs, residuals = prim.fwd(*values)
+    node = Node(prim, {"residuals": residuals}, values, outs, parents)
+    return tuple(GradTensor(interp, out, node, i) for i, out in enumerate(outs))
+
+
+def _batched(make: Callable[[], Primitive]) -> Callable:
+    """The batching rule of a custom-rule primitive: bind the primitive that ``make``
+    builds of the function and its rules under ``vmap``, on batch-first values."""
+
+    def batch(args, dims, **params):
+        size = batch_size_of(args, dims)
+        outs = make().bind(*(bring_to_front(a, d, size) for a, d in zip(args, dims)))
+        return outs, (0,) * len(outs)
+
+    return batch
 
 
 def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Callable):
@@ -229,20 +122,11 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
 
     prim.vjp = vjp_rule
     prim.jvp = jvp_from_vjp(vjp_rule)
-
-    def batch(args, dims, **params):
-        size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-        from autodiff._batching import vmap
-        from autodiff.rules._helpers import bring_to_front
-
-        moved = [bring_to_front(a, d, size) for a, d in zip(args, dims)]
-        batched = _make_custom_vjp_primitive(
+    prim.batch = _batched(
+        lambda: _make_custom_vjp_primitive(
             name, vmap(fun), vmap(fwd), vmap(lambda res, cts: bwd(res, cts))
         )
-        outs = batched.bind(*moved)
-        return outs, (0,) * len(outs)
-
-    prim.batch = batch
+    )
     return prim
 
 
@@ -345,18 +229,7 @@ def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> P
 
     prim.jvp = jvp_rule
     prim.vjp = vjp_from_jvp(jvp_rule)
-
-    def batch(args, dims, **params):
-        size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-        from autodiff._batching import vmap
-        from autodiff.rules._helpers import bring_to_front
-
-        moved = [bring_to_front(a, d, size) for a, d in zip(args, dims)]
-        batched = _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun))
-        outs = batched.bind(*moved)
-        return outs, (0,) * len(outs)
-
-    prim.batch = batch
+    prim.batch = _batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun)))
     return prim
 
 

@@ -24,6 +24,7 @@ from autodiff._args import (
     as_input_array,
     as_output,
     as_tangent,
+    at_positions,
     check_argnums_type,
     check_callable,
     check_chunk_size,
@@ -35,27 +36,15 @@ from autodiff._args import (
     split_aux,
 )
 from autodiff._batching import vmap
-from autodiff._custom import jvp_rule_of
 from autodiff._forward import jvp
 from autodiff._reverse import _vjp
 from autodiff._tape import Node, reachable
+from autodiff._transpose import jvp_rule_of
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import eye_like
 
 __all__ = ["hessian", "jacfwd", "jacrev", "linearize"]
-
-
-def _select(func: Callable, args: tuple, positions: tuple, kwargs: dict) -> Callable:
-    """``func`` as a function of the arguments at ``positions`` only."""
-
-    def selected(*chosen):
-        full = list(args)
-        for i, value in zip(positions, chosen):
-            full[i] = value
-        return func(*full, **kwargs)
-
-    return selected
 
 
 def _no_complex(leaves: list, transform: str, what: str) -> None:
@@ -117,7 +106,7 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
     def wrapper(*args, **kwargs):
         positions = normalize_argnums(argnums, len(args), "jacrev")
         chosen = tuple(args[i] for i in positions)
-        selected = _select(func, args, positions, kwargs)
+        selected = at_positions(func, args, positions, kwargs)
         out, vjp_fn, aux = _vjp(selected, chosen, has_aux, "jacrev", positions)
         out_leaves, out_tree = optree.tree_flatten(out)
         if not out_leaves:  # no output arrays (e.g. None): nothing to differentiate
@@ -172,7 +161,7 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
     def wrapper(*args, **kwargs):
         positions = normalize_argnums(argnums, len(args), "jacfwd")
         chosen = tuple(args[i] for i in positions)
-        selected = _select(func, args, positions, kwargs)
+        selected = at_positions(func, args, positions, kwargs)
         check_no_none(chosen, "jacfwd", positions)
         in_leaves, in_tree = optree.tree_flatten(chosen)
         in_leaves = [

@@ -1,30 +1,47 @@
-"""explain: run a function, recording each primitive call that reaches NumPy through it."""
+"""explain: run a function, recording each primitive call that reaches NumPy through it.
+
+``explain`` is an interpreter, outermost, so every call that depends on its
+inputs ends in its ``process``.  It is also the observer of ``_observe.py``'s hook:
+``bind`` hands it every ``process`` call of the transforms started inside it
+(a *stage*: interpreter, primitive, arguments), forward mode tells it when its
+JVP rule runs, and the backward pass what each of its calls belongs to.  When a
+call reaches NumPy, the stages still open are the chain of interpreters that
+handled it (see ``docs/extending.md``, "How it works").
+"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import sys
 from collections import namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
 import optree
 
-from autodiff import _core, _tape
 from autodiff._args import check_callable
 from autodiff._batching import BatchedTensor
-from autodiff._core import Interpreter, Primitive, current_interpreters, dispatch, new_interpreter
-from autodiff._tracer import Tracer, check_live
+from autodiff._core import (
+    Interpreter,
+    Primitive,
+    current_interpreters,
+    lift,
+    new_interpreter,
+    owned,
+    process,
+)
+from autodiff._observe import BackwardMark, Observer, observing
+from autodiff._tracer import Tracer
 
 __all__ = ["Call", "ExplainInterpreter", "ExplainTensor", "Explanation", "Stage", "explain"]
 
 
 class ExplainInterpreter(Interpreter):
-    __slots__ = ("calls", "frame")
+    __slots__ = ("calls", "recorder")
     transform = "explain"
     calls: list[Call]
-    frame: Any  # the explain call's frame: where the walk stops
+    recorder: _Recorder
 
 
 class ExplainTensor(Tracer):
@@ -43,11 +60,44 @@ class ExplainTensor(Tracer):
 # Call: its stages top down (NumPy last); within: the rules it was made in, outermost first.
 Stage = namedtuple("Stage", "transform depth rule ins out")
 Call = namedtuple("Call", "prim stages within")
-ExplainInterpreter.tracer_class = ExplainTensor
 _RULES = {"grad": "tape node", "jvp": "primal", "explain": "record", "vmap": "batching rule"}
 _TRACED = (np.ndarray, np.generic, float, complex)
-_codes: tuple[int, frozenset] = (-1, frozenset())
-_process: Any = _core.process  # plum's Function: .methods
+
+
+class _Recorder(Observer):
+    """explain's observer: what runs now, outermost first.  A stage is
+    ``[interpreter, primitive, args, params, rule]``, ``rule`` being the rule the
+    transform runs itself at the moment (``"JVP rule"``) or None; a ``BackwardMark`` is a
+    backward pass."""
+
+    def __init__(self) -> None:
+        self.open: list[Any] = []
+
+    def process(self, method, interp, prim, args, params):
+        self.open.append([interp, prim, args, params, None])
+        try:
+            return method(interp, prim, args, params)
+        finally:
+            self.open.pop()
+
+    @contextlib.contextmanager
+    def rule(self, interp: Interpreter, what: str) -> Iterator[None]:
+        stage = self.open[-1]  # interp's process call, which runs the rule
+        assert stage[0] is interp, "a rule is announced by the process call running it"
+        stage[4] = what
+        try:
+            yield
+        finally:
+            stage[4] = None
+
+    @contextlib.contextmanager
+    def backward(self) -> Iterator[BackwardMark]:
+        mark = BackwardMark()
+        self.open.append(mark)
+        try:
+            yield mark
+        finally:
+            self.open.pop()
 
 
 def _spec(x: Any) -> str:
@@ -62,53 +112,46 @@ def _example(x: Any) -> Any:  # x's value at its own level, for example 0 of its
     return np.take(value, 0, x.bdim) if batched else value
 
 
-@dispatch
-def lift(interp: ExplainInterpreter, x: object):
+@lift.register(ExplainInterpreter, object)
+def _lift_explained(interp: ExplainInterpreter, x: Any):
     return ExplainTensor(interp, x)
 
 
-@dispatch
-def process(interp: ExplainInterpreter, prim: Primitive, args: tuple, params: dict):
-    # The chain, at no cost to runs without explain: the interpreters above are still in
-    # their ``process`` (each bound the primitive on unwrapped values, which led here).
-    # Walk the frames outward to the explain call, pick those running a registered
-    # ``process`` (``_core.process.methods``, re-read when their number changes), read
-    # their ``interp``, ``prim``, ``args``, ``params`` (its first four locals).  What that
-    # process called tells how our call relates to it: ``bind`` (grad, jvp): the same
-    # call, one level up; vmap's batching rule: the same call if the same primitive, else
-    # one made inside the rule (moveaxis's transpose); jvp's JVP rule: inside it.  A
-    # ``_tape.backward`` frame (local ``node``): made in ``node.prim``'s VJP.
-    global _codes
-    if len(methods := _process.methods) != _codes[0]:
-        _codes = (len(methods), frozenset(m.implementation.__code__ for m in methods))
-    stack, above = current_interpreters(), []
+def _chain(interp: ExplainInterpreter, prim: Primitive) -> tuple[list, list[str]]:
+    """The stages that handled this call of ``prim`` (innermost first) and the rules
+    it was made inside (outermost first), from what the recorder has open.
+
+    Walking outward, each stage relates to the call below it: a rule the stage
+    announced (jvp's JVP rule) contains it; the same primitive is the same call,
+    one level up (grad, jvp's primal, a batching rule's own call); another one was
+    made inside the stage's rule (a transpose in matmul's batching rule)."""
+    stack = current_interpreters()
+    above: list[tuple] = []
     within: list[str] = []
     current: str | None = prim.name
-    summing = False
-    child, frame = sys._getframe(), sys._getframe(1)
-    while frame is not None and frame is not interp.frame:
-        if frame.f_code in _codes[1]:
-            owner, p, p_args, p_params = map(
-                frame.f_locals.__getitem__, frame.f_code.co_varnames[:4]
-            )
-            kind, name = owner.transform, getattr(owner, "name", owner.transform)
-            depth = stack.index(owner) + 1 if owner in stack else 0
-            via_bind = child.f_code is Primitive.bind.__code__
-            rule = "JVP rule" if kind == "jvp" and not via_bind else _RULES.get(kind, "process")
-            if via_bind or (current == p.name and kind != "jvp"):
-                if not within:
-                    above.append((name, depth, rule, p, p_args, p_params))
-            else:
-                within.insert(0, f"{rule} of {p.name} ({name} L{depth})")
-            current = p.name
-        elif frame.f_code is _tape.add_cotangents.__code__:
-            summing = True
-        elif frame.f_code is _tape.backward.__code__:
-            what = "cotangent sum after" if summing else "VJP of"
-            summing = False
-            within.insert(0, f"{what} {frame.f_locals['node'].prim.name} (backward pass)")
-            current = None
-        child, frame = frame, frame.f_back  # type: ignore[assignment]
+    for entry in reversed(interp.recorder.open):
+        if isinstance(entry, BackwardMark):  # the backward pass
+            if entry.what is not None:
+                within.insert(0, f"{entry.what} (backward pass)")
+                current = None
+            continue
+        owner, p, p_args, p_params, rule = entry
+        kind, name = owner.transform, getattr(owner, "name", owner.transform)
+        depth = stack.index(owner) + 1 if owner in stack else 0
+        if rule is not None:
+            within.insert(0, f"{rule} of {p.name} ({name} L{depth})")
+        elif current == p.name:
+            if not within:
+                above.append((name, depth, _RULES.get(kind, "process"), p, p_args, p_params))
+        else:
+            within.insert(0, f"{_RULES.get(kind, 'process')} of {p.name} ({name} L{depth})")
+        current = p.name
+    return above, within
+
+
+@process.register(ExplainInterpreter, Primitive)
+def _record_call(interp: ExplainInterpreter, prim: Primitive, args: tuple, params: dict):
+    above, within = _chain(interp, prim)
     values = tuple(arg.value for arg in args)
     ans = prim.bind(*values, **params)
     out: tuple | None = tuple(map(_spec, ans if prim.multiple_results else (ans,)))
@@ -181,15 +224,12 @@ def explain(func: Callable) -> Callable:
     @functools.wraps(func)
     def explained(*args: Any, **kwargs: Any) -> Explanation:
         interp = ExplainInterpreter()
-        interp.calls, interp.frame = [], sys._getframe()
+        interp.calls, interp.recorder = [], _Recorder()
         wrap = lambda x: ExplainTensor(interp, np.asarray(x)) if isinstance(x, _TRACED) else x
-        mine = lambda x: isinstance(check_live(x), ExplainTensor) and x._interp is interp
-        try:
-            with new_interpreter(interp):
-                out = func(*optree.tree_map(wrap, args), **kwargs)
-                out = optree.tree_map(lambda x: x.value if mine(x) else x, out)
-        finally:
-            interp.frame = None  # no frame <-> interpreter cycle
+        # explain's own interpreter is pushed first, so it is not observed itself
+        with new_interpreter(interp), observing(interp.recorder):
+            out = func(*optree.tree_map(wrap, args), **kwargs)
+            out = optree.tree_map(lambda x: x if owned(interp, x) is None else x.value, out)
         name = getattr(func, "__name__", "func")
         seen = {s.depth: s.transform for c in interp.calls for s in c.stages}
         for depth in sorted(seen.keys() - {0}, reverse=True):  # the title: transforms inside

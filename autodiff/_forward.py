@@ -24,12 +24,13 @@ from autodiff._args import (
     check_no_none,
     is_array,
     leaf_paths,
+    number_as_array,
     split_aux,
 )
-from autodiff._core import Interpreter, Primitive, dispatch, new_interpreter
-from autodiff._custom import jvp_rule_of
+from autodiff._core import Interpreter, Primitive, lift, new_interpreter, owned, process
 from autodiff._nans import check_output, check_tangent, checking_nans
-from autodiff._tracer import Tracer, check_live
+from autodiff._tracer import Tracer
+from autodiff._transpose import jvp_rule_of
 from autodiff._validate import checking, validate_jvp
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules._helpers import shape_of
@@ -57,16 +58,13 @@ class DualTensor(Tracer):
         return self.primal
 
 
-JvpInterpreter.tracer_class = DualTensor
+@lift.register(JvpInterpreter, object)
+def _lift_dual(interp: JvpInterpreter, x: Any):
+    return DualTensor(interp, x, None)  # a constant: zero tangent
 
 
-@dispatch
-def lift(interp: JvpInterpreter, x: object):
-    return DualTensor(interp, x, None)
-
-
-@dispatch
-def process(interp: JvpInterpreter, prim: Primitive, args: tuple, params: dict):
+@process.register(JvpInterpreter, Primitive)
+def _push_tangents(interp: JvpInterpreter, prim: Primitive, args: tuple, params: dict):
     primals = tuple(arg.primal for arg in args)
     if not prim.differentiable:
         return prim.bind(*primals, **params)
@@ -76,7 +74,11 @@ def process(interp: JvpInterpreter, prim: Primitive, args: tuple, params: dict):
     if nans := checking_nans():  # before the JVP rule, which would spread it
         check_output(prim, primals, ans)
     tangents = tuple(arg.tangent for arg in args)
-    tangent = jvp_rule_of(prim)(tangents, ans, primals, params)
+    if interp.observer is None:
+        tangent = jvp_rule_of(prim)(tangents, ans, primals, params)
+    else:  # explain's hook: the calls the rule makes are the rule's, not the primitive's
+        with interp.observer.rule(interp, "JVP rule"):
+            tangent = jvp_rule_of(prim)(tangents, ans, primals, params)
     if checking.get():
         validate_jvp(prim, tangent, ans)
     if nans:
@@ -152,12 +154,9 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
         out_flat, out_tree = optree.tree_flatten(out)
         primals_out, tangents_out = [], []
         for i, leaf in enumerate(out_flat):
-            if isinstance(check_live(leaf), DualTensor) and leaf._interp is interp:
-                primal, tangent = leaf.primal, leaf.tangent
-            else:
-                primal, tangent = leaf, None
-            if isinstance(primal, (int, float, complex)) and not isinstance(primal, bool):
-                primal = np.asarray(primal)
+            mine = owned(interp, leaf)
+            primal, tangent = (leaf, None) if mine is None else (mine.primal, mine.tangent)
+            primal = number_as_array(primal)
             if not is_array(primal):
                 raise TransformTypeError(
                     f"jvp: output {i} of func is {a_type(primal)}, not an "

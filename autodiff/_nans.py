@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from autodiff._core import current_interpreters
 from autodiff.errors import NonFiniteError
 
 __all__ = [
@@ -124,8 +125,6 @@ def _new(outputs: Sequence[Any], inputs: Sequence[Any]) -> list[str]:
 
 
 def _where() -> str:
-    from autodiff._core import current_interpreters
-
     transforms = " > ".join(interp.describe() for interp in current_interpreters())
     vjp = _vjp_of.get()
     inside = f", inside the VJP of '{vjp[0]}' (called at {vjp[1]})" if vjp else ""

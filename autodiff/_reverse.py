@@ -23,6 +23,7 @@ from autodiff._args import (
     as_input_array,
     as_output,
     as_tangent,
+    at_positions,
     check_argnums_type,
     check_callable,
     check_flag,
@@ -30,15 +31,23 @@ from autodiff._args import (
     is_array,
     leaf_paths,
     normalize_argnums,
+    number_as_array,
     split_aux,
 )
-from autodiff._core import Interpreter, Primitive, current_interpreters, dispatch, new_interpreter
-from autodiff._custom import CustomVJPPrimitive
+from autodiff._core import (
+    Interpreter,
+    Primitive,
+    current_interpreters,
+    lift,
+    new_interpreter,
+    owned,
+    process,
+)
 from autodiff._nans import check_output, checking_nans, user_site
 from autodiff._tape import Node, backward, keep_residuals
-from autodiff._tracer import Tracer, check_live
+from autodiff._tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
-from autodiff.rules._helpers import shape_of
+from autodiff.rules._helpers import is_complex, shape_of
 from autodiff.rules.elementwise import stop_gradient as _stop
 
 __all__ = [
@@ -89,15 +98,17 @@ class GradTensor(Tracer):
         return self.value
 
 
-GradInterpreter.tracer_class = GradTensor
+@lift.register(GradInterpreter, object)
+def _lift_grad(interp: GradInterpreter, x: Any):
+    return GradTensor(interp, x, None)  # a constant at this level (bind never asks: lifts=False)
 
 
-@dispatch
-def lift(interp: GradInterpreter, x: object):
-    return GradTensor(interp, x, None)
+def recording(interp: GradInterpreter) -> bool:
+    """Whether ``interp`` records: not inside a ``no_grad()`` entered at or above its level."""
+    return interp.level > _no_grad_below.get()
 
 
-def _unpack(interp: GradInterpreter, args: tuple) -> tuple[list, list, bool]:
+def unpack(interp: GradInterpreter, args: tuple) -> tuple[list, list, bool]:
     """The values of ``args``; ``(position, node, index)`` for each that needs a
     cotangent; whether any value is a tracer of a lower level.  Arguments that
     are not GradTensors of ``interp`` arrive unlifted (``lifts = False``): they
@@ -117,10 +128,11 @@ def _unpack(interp: GradInterpreter, args: tuple) -> tuple[list, list, bool]:
     return values, parents, traced
 
 
-@dispatch
-def process(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+@process.register(GradInterpreter, Primitive)
+def _record(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
     # The hot path of reverse mode: one Node and one GradTensor per primitive.
-    values, parents, traced = _unpack(interp, args)
+    values, parents, traced = unpack(interp, args)
+    # (not recording(interp), inlined: this is the hot path)
     if not prim.differentiable or not parents or interp.level <= _no_grad_below.get():
         return prim.bind(*values, **params)
     if prim.vjp is None and prim.jvp is None:  # one is enough: the other is its transpose
@@ -140,27 +152,10 @@ def process(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict)
     return GradTensor(interp, ans, node)
 
 
-# A second method of the same plum function, so it must share the name.
-@dispatch  # type: ignore[no-redef]
-def process(interp: GradInterpreter, prim: CustomVJPPrimitive, args: tuple, params: dict):  # noqa: F811
-    """A custom_vjp function: run its fwd, keep its residuals for its bwd."""
-    values, parents, _ = _unpack(interp, args)
-    if not parents or interp.level <= _no_grad_below.get():
-        return prim.bind(*values, **params)
-    outs, residuals = prim.fwd(*values)
-    node = Node(prim, {"residuals": residuals}, values, outs, parents)
-    return tuple(GradTensor(interp, out, node, i) for i, out in enumerate(outs))
-
-
-def _is_complex(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and dtype.kind == "c"
-
-
 def _match_realness(ct: Any, primal: Any) -> Any:
     """The cotangent of a real value is real: drop the imaginary part a rule
     produced where a real value met complex ones (JAX's convention)."""
-    return np.real(ct) if _is_complex(ct) and not _is_complex(primal) else ct
+    return np.real(ct) if is_complex(ct) and not is_complex(primal) else ct
 
 
 # --- vjp -------------------------------------------------------------------------
@@ -241,12 +236,11 @@ def _vjp(
         out_flat, out_tree = optree.tree_flatten(out)
         values, meta = [], []
         for i, leaf in enumerate(out_flat):
-            if isinstance(check_live(leaf), GradTensor) and leaf._interp is interp:
-                value, node, index = leaf.value, leaf.node, leaf.index
+            mine = owned(interp, leaf)
+            if mine is None:
+                value, node, index = number_as_array(leaf), None, None
             else:
-                value, node, index = leaf, None, None
-            if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
-                value = np.asarray(value)
+                value, node, index = number_as_array(mine.value), mine.node, mine.index
             if not is_array(value) or np.dtype(value.dtype).kind not in "fc":
                 what = type(value).__name__ if not is_array(value) else f"dtype {value.dtype}"
                 raise TransformTypeError(
@@ -294,15 +288,9 @@ def _grad_and_value_impl(func, argnums, has_aux, transform):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         positions = normalize_argnums(argnums, len(args), transform)
-
-        def partial_func(*diff_args):
-            full = list(args)
-            for i, arg in zip(positions, diff_args):
-                full[i] = arg
-            return func(*full, **kwargs)
-
         diff_args = tuple(args[i] for i in positions)
-        out, vjp_fn, aux = _vjp(partial_func, diff_args, has_aux, transform, positions)
+        selected = at_positions(func, args, positions, kwargs)
+        out, vjp_fn, aux = _vjp(selected, diff_args, has_aux, transform, positions)
         _check_scalar_output(out, transform, has_aux)
         vjp_fn._consume = True
         grads = vjp_fn(np.ones_like(out))

@@ -17,18 +17,21 @@ are kept regardless: dropping them saves no memory and costs time.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 from typing import Any
 
 import numpy as np
 
-from autodiff._custom import vjp_rule_of
 from autodiff._nans import check_cotangent, checking_nans, in_vjp_of, node_site
+from autodiff._observe import current_observer
+from autodiff._transpose import vjp_rule_of
 from autodiff._validate import checking, validate_vjp
 from autodiff.errors import RuleError
+from autodiff.rules._helpers import is_complex
 
-__all__ = ["Dropped", "Node", "add_cotangents", "backward", "keep_residuals", "reachable"]
+__all__ = ["Dropped", "Node", "backward", "keep_residuals", "reachable"]
 
 # Arrays of at most this many elements are kept even when the VJP does not read
 # them.  Tests set it to -1 (drop every unread residual) to check declarations.
@@ -45,8 +48,8 @@ class Node:
     or None)`` for each input that needs a cotangent.
     """
 
-    # site: set only under debug_nans (where the primitive was called, by which transform)
     __slots__ = ("ans", "params", "parents", "prim", "primals", "seq", "site")
+    site: tuple[str, str]  # only under debug_nans: where the primitive was called, and by whom
 
     def __init__(self, prim, params, primals, ans, parents) -> None:
         self.seq = next(_sequence)
@@ -150,17 +153,6 @@ def reachable(roots: list[Node]) -> list[Node]:
     return sorted(seen.values(), key=lambda node: node.seq)
 
 
-def _is_complex(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and dtype.kind == "c"
-
-
-def add_cotangents(old: Any, new: Any) -> Any:
-    """The sum of two cotangents of one value (a function of its own, so that
-    ``explain`` can tell fan-in sums from VJP rules)."""
-    return old + new
-
-
 def backward(seeds: list[tuple[Node, int | None, Any]], consume: bool = False) -> dict:
     """Propagate cotangents from ``seeds``; returns the cotangent of every input node.
 
@@ -177,10 +169,10 @@ def backward(seeds: list[tuple[Node, int | None, Any]], consume: bool = False) -
         if old is None:
             push(heap, (-node.seq, node))
         if index is None:
-            cts[node] = ct if old is None else add_cotangents(old, ct)
+            cts[node] = ct if old is None else old + ct
         else:
             slots = old if old is not None else [None] * len(node.ans)
-            slots[index] = ct if slots[index] is None else add_cotangents(slots[index], ct)
+            slots[index] = ct if slots[index] is None else slots[index] + ct
             cts[node] = slots
 
     for node, index, ct in seeds:
@@ -188,54 +180,73 @@ def backward(seeds: list[tuple[Node, int | None, Any]], consume: bool = False) -
     inputs = {}
     check = checking.get()
     nans = checking_nans()
-    while heap:  # the hot loop: the common cases are inlined
-        node = pop(heap)[1]
-        ct = cts.pop(node)
-        prim = node.prim
-        if prim is None:
-            inputs[node] = ct
-            continue
-        primals = node.primals
-        if prim.multiple_results:
-            ct = tuple(np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans))
-        parents = node.parents
-        rule = prim.vjp or vjp_rule_of(prim)
-        rules = getattr(rule, "rules", None)
-        if nans:  # the slow path, naming the rule for errors raised inside it
-            with in_vjp_of(prim.name, node_site(node)[0]):
+    observer = current_observer()
+    # explain's hook: ``mark.what`` tells it what the calls made now belong to
+    observed = contextlib.nullcontext() if observer is None else observer.backward()
+    with observed as mark:
+        while heap:  # the hot loop: the common cases are inlined
+            node = pop(heap)[1]
+            ct = cts.pop(node)
+            prim = node.prim
+            if prim is None:
+                inputs[node] = ct
+                continue
+            primals = node.primals
+            parents = node.parents
+            if prim.multiple_results:
+                ct = tuple(np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans))
+            rule = prim.vjp or vjp_rule_of(prim)
+            rules = getattr(rule, "rules", None)
+            if nans or mark is not None:  # the slow path: debug_nans, explain
+                if mark is not None:
+                    mark.what = f"VJP of {prim.name}"
+                arg_cts = _checked_vjp(node, rule, ct, check, nans)
+                if mark is not None:
+                    mark.what = f"cotangent sum after {prim.name}"
+            elif rules is not None and not check:  # per-argument rules, without the wrapper
+                ans, params = node.ans, node.params
+                arg_cts = [
+                    None if (r := rules[a]) is None else r(ct, ans, *primals, **params)
+                    for a, _, _ in parents
+                ]
+            else:
                 argnums = [argnum for argnum, _, _ in parents]
                 arg_cts = rule(ct, node.ans, primals, node.params, argnums)
-            if check:
-                validate_vjp(prim, arg_cts, primals, argnums)
-            for argnum, arg_ct in zip(argnums, arg_cts):
-                if arg_ct is not None:
-                    check_cotangent(node, argnum, ct, arg_ct, primals)
-        elif rules is not None and not check:  # per-argument rules, without the wrapper
-            ans, params = node.ans, node.params
-            arg_cts = [
-                None if (r := rules[a]) is None else r(ct, ans, *primals, **params)
-                for a, _, _ in parents
-            ]
-        else:
-            argnums = [argnum for argnum, _, _ in parents]
-            arg_cts = rule(ct, node.ans, primals, node.params, argnums)
-            if check:
-                validate_vjp(prim, arg_cts, primals, argnums)
-        if consume:
-            node.primals = node.ans = node.parents = None  # type: ignore[assignment]
-        for (argnum, parent, index), arg_ct in zip(parents, arg_cts):
-            if arg_ct is None:
-                continue
-            dtype = getattr(arg_ct, "dtype", None)
-            if dtype is not None and dtype.kind == "c" and not _is_complex(primals[argnum]):
-                arg_ct = np.real(arg_ct)  # the cotangent of a real value is real
-            if index is None:
-                old = cts.get(parent)
-                if old is None:
-                    cts[parent] = arg_ct
-                    push(heap, (-parent.seq, parent))
+                if check:
+                    validate_vjp(prim, arg_cts, primals, argnums)
+            if consume:
+                node.primals = node.ans = node.parents = None  # type: ignore[assignment]
+            for (argnum, parent, index), arg_ct in zip(parents, arg_cts):
+                if arg_ct is None:
+                    continue
+                dtype = getattr(arg_ct, "dtype", None)
+                if dtype is not None and dtype.kind == "c" and not is_complex(primals[argnum]):
+                    arg_ct = np.real(arg_ct)  # the cotangent of a real value is real
+                if index is None:
+                    old = cts.get(parent)
+                    if old is None:
+                        cts[parent] = arg_ct
+                        push(heap, (-parent.seq, parent))
+                    else:
+                        cts[parent] = old + arg_ct
                 else:
-                    cts[parent] = add_cotangents(old, arg_ct)
-            else:
-                accumulate(parent, index, arg_ct)
+                    accumulate(parent, index, arg_ct)
     return inputs
+
+
+def _checked_vjp(node: Node, rule: Any, ct: Any, check: bool, nans: bool) -> list:
+    """The node's VJP rule, with the checks of debug_rules and debug_nans."""
+    prim, primals = node.prim, node.primals
+    argnums = [argnum for argnum, _, _ in node.parents]
+    if nans:  # errors raised inside the rule name it
+        with in_vjp_of(prim.name, node_site(node)[0]):
+            arg_cts = rule(ct, node.ans, primals, node.params, argnums)
+    else:
+        arg_cts = rule(ct, node.ans, primals, node.params, argnums)
+    if check:
+        validate_vjp(prim, arg_cts, primals, argnums)
+    if nans:
+        for argnum, arg_ct in zip(argnums, arg_cts):
+            if arg_ct is not None:
+                check_cotangent(node, argnum, ct, arg_ct, primals)
+    return arg_cts

@@ -26,7 +26,6 @@ __all__ = [
     "INDEX_UPDATE",
     "SET_ITEM",
     "Tracer",
-    "check_live",
     "leaked_error",
     "numpy_overrides",
     "register_numpy",
@@ -69,27 +68,6 @@ def register_numpy(*numpy_funcs: Any) -> Callable[[Callable], Callable]:
     return register
 
 
-def check_live(x: Any) -> Any:
-    """``x``, unless it is a tracer whose transform has ended, or one of a transform
-    running in another thread or asyncio task that is newer than the innermost one
-    here (where a transform unwraps its outputs, it would hide that transform's own
-    tracers from it, and their derivatives would silently be lost)."""
-    if isinstance(x, Tracer):
-        if not x._interp.active:
-            raise leaked_error(x)
-        from autodiff._core import current_interpreters
-
-        stack = current_interpreters()
-        if stack and x._interp.level > stack[-1].level:  # not ours: ours are at most this
-            raise LeakedTracerError(
-                f"{type(x).__name__} of {x._interp.describe()} reached "
-                f"{stack[-1].describe()}, but that transform runs in another thread or "
-                f"asyncio task. Traced values must not be passed between threads or "
-                f"tasks while their transform runs; pass plain arrays instead."
-            )
-    return x
-
-
 def leaked_error(tracer: Tracer) -> LeakedTracerError:
     return LeakedTracerError(
         f"{type(tracer).__name__} of {tracer._interp.describe()} used after that "
@@ -116,6 +94,9 @@ def _numpy_is_storing(depth: int) -> bool:
 
 
 _API_VERSIONS = (None, "2021.12", "2022.12", "2023.12", "2024.12")
+# What __array_namespace__ returns: autodiff.numpy, which sets it when it is imported
+# (it sits layers above this module, which therefore cannot import it).
+array_namespace: Any = None
 
 
 def _conversion_hint(frame: Any) -> str:
@@ -428,9 +409,7 @@ class Tracer:
                 f"autodiff.numpy implements the array API standard {_API_VERSIONS[-1]}; "
                 f"api_version={api_version!r} is not one of {_API_VERSIONS[1:]}"
             )
-        import autodiff.numpy
-
-        return autodiff.numpy
+        return array_namespace
 
     @property
     def device(self):

@@ -1,4 +1,4 @@
-"""Checks of rules: at registration (arity), and on every call in debug mode.
+"""Checks of what rules return, on every call in debug mode.
 
 ``debug_rules()`` turns on a check of what every VJP, JVP and batching rule
 returns (structure, shapes, real/complex kind): a wrong rule then fails at
@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import inspect
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from autodiff.errors import RuleError
+from autodiff.rules._helpers import is_complex
 
-__all__ = ["check_arity", "checking", "debug_rules", "validate_batch", "validate_jvp",
-           "validate_vjp"]  # fmt: skip
+__all__ = ["checking", "debug_rules", "validate_batch", "validate_jvp", "validate_vjp"]
 
 checking: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "autodiff_debug_rules", default=False
@@ -46,11 +45,6 @@ def _shape(x: Any) -> tuple:
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
-def _is_complex(x: Any) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and np.dtype(dtype).kind == "c"
-
-
 def _fail(prim: Any, rule: str, message: str) -> RuleError:
     return RuleError(f"the {rule} rule of primitive '{prim.name}' {message}")
 
@@ -74,7 +68,7 @@ def validate_jvp(prim: Any, tangent: Any, ans: Any) -> None:
         if t is not None and _shape(t) != _shape(a):
             raise _fail(prim, "JVP", f"returned shape {_shape(t)} for an output of shape "
                                      f"{_shape(a)}")  # fmt: skip
-        if t is not None and _is_complex(t) and not _is_complex(a):
+        if t is not None and is_complex(t) and not is_complex(a):
             raise _fail(prim, "JVP", "returned a complex tangent for a real output")
 
 
@@ -100,39 +94,3 @@ def validate_batch(prim: Any, out: Any, out_dim: Any, values: Sequence, dims: Se
             raise _fail(prim, "batching", f"returned per-example shape {logical} (shape "
                                           f"{shape}, batch axis {d}); the primitive gives "
                                           f"{_shape(e)}")  # fmt: skip
-
-
-def _arity(fn: Callable) -> tuple[int, int] | None:
-    """How many positional arguments ``fn`` takes: (required, at most), or None
-    if that varies (``*args``) or cannot be read."""
-    nin = getattr(fn, "nin", None)  # NumPy ufuncs
-    if isinstance(nin, int):
-        return nin, nin
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
-        return None
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    positional = [p for p in parameters if p.kind in kinds]
-    return sum(p.default is p.empty for p in positional), len(positional)
-
-
-def check_arity(prim: Any, rule: str, rules: Any) -> None:
-    """At registration: per-argument rules match the implementation's arguments,
-    and every rule takes (cotangent or tangent, ans, *primals)."""
-    arity = _arity(prim.impl)
-    per_argument = isinstance(rules, (list, tuple))
-    if per_argument and arity is not None and not arity[0] <= len(rules) <= arity[1]:
-        raise _fail(prim, rule, f"is given for {len(rules)} arguments, but the implementation "
-                                f"takes {arity[0]}")  # fmt: skip
-    if not per_argument and arity is None:
-        return
-    nargs = len(rules) if per_argument else arity[0]  # type: ignore[index]
-    for fn in rules if per_argument else [rules]:
-        takes = None if fn is None else _arity(fn)
-        if takes is not None and not takes[0] <= 2 + nargs <= takes[1]:
-            first = "ct" if rule == "VJP" else ("t" if per_argument else "tangents")
-            raise _fail(prim, rule, f"takes {takes[0]} positional arguments; it should take "
-                                    f"({first}, ans, *primals): {2 + nargs}")  # fmt: skip

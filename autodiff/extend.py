@@ -13,23 +13,25 @@ helpers, exactly as ``autodiff/rules/`` does:
 12.0
 
 Write a transform by subclassing ``Interpreter`` and ``Tracer`` and
-registering ``lift`` and ``process`` for your interpreter with ``@dispatch``
-(see ``docs/extending.md``).  Check a primitive's rules with
-``autodiff.testing.check_primitive``.
+registering its methods of the dispatch points ``lift`` and ``process``,
+``@process.register(MyInterpreter, Primitive)`` (``@dispatch`` on functions
+named ``lift``/``process`` does the same; see ``docs/extending.md``).  Check a
+primitive's rules with ``autodiff.testing.check_primitive``.
 """
 
 from autodiff._core import (
     Interpreter,
     Primitive,
+    check_live,
     current_interpreters,
     dispatch,
-    find_top,
     lift,
     new_interpreter,
+    owned,
     process,
 )
 from autodiff._custom import custom_jvp, custom_vjp
-from autodiff._tracer import Tracer, check_live, register_numpy
+from autodiff._tracer import Tracer, register_numpy
 from autodiff._validate import debug_rules
 from autodiff.rules._helpers import (
     bring_to_front,
@@ -56,13 +58,13 @@ __all__ = [
     "custom_vjp",
     "debug_rules",
     "dispatch",
-    "find_top",
     "implements",
     "lift",
     "move_to_front",
     "ndim_of",
     "new_interpreter",
     "normalize_axes",
+    "owned",
     "process",
     "register_numpy",
     "shape_of",

@@ -141,21 +141,27 @@ def memory_section(targets: list) -> list[str]:
         done = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ)
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
     ref = rows[0]
+    floor = ref["floor_mb"]
     lines = ["## W6: peak memory above baseline during one W2 gradient", "",
              "Each system in a fresh process. RSS: resident set size sampled every 0.2 ms; "
-             "traced: tracemalloc's peak (NumPy-based systems only; exact).", "",
-             "| system | RSS peak MB | x reference | traced peak MB | x reference |",
-             "|---|---|---|---|---|"]  # fmt: skip
+             "traced: tracemalloc's peak (NumPy-based systems only; exact). The floor, "
+             f"{floor:.1f} MB, is the least any system can peak at: the gradients plus one "
+             "(N, H) array, the hidden layer's cotangent, alive while the last matmul writes "
+             "dW1.", "",
+             "| system | RSS peak MB | x reference | traced peak MB | x reference | x floor |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         rss, traced = r["rss_peak_mb"], r.get("traced_peak_mb")
         rss_ratio = rss / ref["rss_peak_mb"]
         traced_text = (
-            "- | -" if traced is None else (f"{traced:.1f} | {traced / ref['traced_peak_mb']:.2f}")
+            "- | - | -"
+            if traced is None
+            else f"{traced:.1f} | {traced / ref['traced_peak_mb']:.2f} | {traced / floor:.2f}"
         )
         lines.append(f"| {r['system']} | {rss:.1f} | {rss_ratio:.2f} | {traced_text} |")
     ours = next(r for r in rows if r["system"] == "autodiff")
-    ratio = ours["traced_peak_mb"] / ref["traced_peak_mb"]
-    targets.append(("W6", "x reference ≤ 1.10 (traced peak)", ratio,
+    ratio = ours["traced_peak_mb"] / floor
+    targets.append(("W6", "x floor ≤ 1.10 (traced peak)", ratio,
                     "reached" if ratio <= 1.10 else "**missed**"))  # fmt: skip
     return [*lines, ""]
 

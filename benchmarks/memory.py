@@ -6,7 +6,9 @@ Two measures: the resident set size sampled every 0.2 ms by a thread (any
 system), and tracemalloc's peak (exact, but it sees only allocations made
 through Python's and NumPy's allocators, so it is reported for NumPy-based
 systems only).  The baseline is taken after the inputs exist and after one
-warm-up call.
+warm-up call.  ``floor_mb`` is the least any system can peak at
+(``workloads.w6_floor_mb``: the gradients plus one hidden-layer-sized array);
+``x_floor`` is the traced peak over it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class Sampler(threading.Thread):
 
 def measure(system: str) -> dict:
     from benchmarks._harness import settled
-    from benchmarks.workloads import w2_systems
+    from benchmarks.workloads import w2_systems, w6_floor_mb
 
     run = settled(system, w2_systems()[system])
     run()  # warm-up: lazy imports, caches, first-call allocations
@@ -52,7 +54,8 @@ def measure(system: str) -> dict:
     result = run()
     sampler.running = False
     sampler.join()
-    out = {"system": system, "rss_peak_mb": (max(sampler.peak, rss()) - base) / 2**20}
+    out = {"system": system, "rss_peak_mb": (max(sampler.peak, rss()) - base) / 2**20,
+           "floor_mb": w6_floor_mb()}  # fmt: skip
     del result
     gc.collect()
     if "JAX" not in system and "torch" not in system:
@@ -60,6 +63,7 @@ def measure(system: str) -> dict:
         run()
         out["traced_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
+        out["x_floor"] = out["traced_peak_mb"] / out["floor_mb"]
     return out
 
 

@@ -59,7 +59,7 @@ def w1(per_op_us: float, reference_us: float) -> list[str]:
         "",
         "Per primitive, autodiff adds to NumPy's own work: in the forward pass the "
         "operator on the tracer, the public function, `bind` (find the top interpreter, "
-        "look the `process` method up in plum's cache), grad's `process` (unwrap, call "
+        "look the `process` method up in its dispatch table), grad's `process` (unwrap, call "
         "the implementation, declare residuals), a `Node` and a `GradTensor`; in the "
         "backward pass a heap pop, the normalised VJP wrapper and the rule (a lambda "
         "calling one to three NumPy functions, each through its public function), the "

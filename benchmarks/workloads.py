@@ -177,6 +177,15 @@ def w2_systems() -> dict[str, Callable[[], Any]]:
     return systems
 
 
+def w6_floor_mb() -> float:
+    """The least memory any W2 gradient can peak at, above its inputs: the gradients
+    themselves (they are the result) plus one (N, H) activation-sized array, the
+    cotangent of the hidden layer, alive while the last matmul writes dW1."""
+    X, _, params = mlp_data()
+    hidden = X.shape[0] * params[0].shape[1] * X.itemsize
+    return (sum(p.nbytes for p in params) + hidden) / 2**20
+
+
 def w5_systems() -> dict[str, Callable[[], Any]]:
     X, Y, params = mlp_data()
     rng = np.random.default_rng(5)

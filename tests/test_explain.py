@@ -7,6 +7,7 @@ import pytest
 from autodiff import grad, jvp, vmap
 from autodiff._core import current_interpreters
 from autodiff._explain import Explanation, explain
+from autodiff._observe import Observer, current_observer
 
 rng = np.random.default_rng(0)
 W, XS, YS = rng.normal(size=(3, 2)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
@@ -188,6 +189,35 @@ def test_the_stack_is_empty_afterwards_also_when_func_raises():
 
     with pytest.raises(ZeroDivisionError, match="inside"):
         explain(vmap(bad))(np.ones((2, 3)))
-    assert current_interpreters() == ()
+    assert current_interpreters() == () and current_observer() is None
     explain(np.cos)(1.0)
-    assert current_interpreters() == ()
+    assert current_interpreters() == () and current_observer() is None
+
+
+def test_a_jvp_rule_that_calls_its_own_primitive_is_shown_as_the_rule():
+    # jvp's primal is the call itself; the multiplies of multiply's JVP rule are the
+    # rule's own calls (forward mode tells explain where its rule runs), not the call
+    ex = explain(lambda x: jvp(lambda y: y * y, (x,), (np.ones(3),)))(np.full(3, 2.0))
+    rule = ("JVP rule of multiply (jvp L2)",)
+    assert [(c.prim, c.within) for c in ex.calls] == [
+        ("multiply", ()), ("multiply", rule), ("multiply", rule), ("add", rule),
+    ]  # fmt: skip
+    assert chains(ex) == ["jvp L2 -> numpy L0"] + ["numpy L0"] * 3
+    assert rules(ex) == [("primal",), (), (), ()]
+    np.testing.assert_array_equal(ex.result[1], np.full(3, 4.0))
+
+
+def test_the_hook_is_on_only_for_the_transforms_started_inside_explain():
+    seen = {}
+
+    def f(x):
+        stack = current_interpreters()
+        seen["inner"], seen["outermost"] = stack[-1].observer, stack[0].observer
+        return np.sin(x)
+
+    explain(grad(f))(0.5)
+    assert isinstance(seen["inner"], Observer)  # grad's calls are handed to explain
+    assert seen["outermost"] is None  # explain's own interpreter is not observed
+    assert current_observer() is None
+    grad(f)(0.5)
+    assert seen["inner"] is None  # without explain: one attribute test per call

@@ -8,7 +8,7 @@ code (``SITES``, only those the computation reaches), times the first and the la
 call at that place.  Each case checks, after the fault: the very exception that was
 raised reached the caller (same object, type and message); the interpreter stack is
 empty; ``no_grad``'s context variable is reset; every dispatch still resolves from
-plum's cache; and the same computation, fault disarmed, gives the reference result
+the dispatch tables; and the same computation, fault disarmed, gives the reference result
 computed before the fault.
 """
 
@@ -22,7 +22,6 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import (
-    _core,
     _reverse,
     _validate,
     checkpoint,
@@ -41,6 +40,7 @@ from autodiff import (
     vjp,
     vmap,
 )
+from autodiff._dispatch import DispatchPoint
 from autodiff.extend import Primitive, current_interpreters
 
 
@@ -274,7 +274,7 @@ def assert_same(actual, expected):
 
 
 def _probe():
-    """A small computation through every interpreter kind and plum's lift/process."""
+    """A small computation through every interpreter kind and the lift/process dispatch points."""
     per_example = vmap(grad(lambda y: anp.sum(anp.sin(y) * y)))(np.ones((2, 3)))
     hvp = jvp(grad(lambda y: anp.sum(y**3)), (np.ones(3),), (V,))[1]
     np.testing.assert_allclose(per_example, np.cos(1.0) + np.sin(1.0) + np.zeros((2, 3)))
@@ -282,24 +282,23 @@ def _probe():
 
 
 def assert_clean():
-    """No interpreter, no no_grad level, and dispatch still served by plum's cache."""
+    """No interpreter, no no_grad level, and dispatch still served by its tables."""
     assert current_interpreters() == ()
     assert _reverse._no_grad_below.get() == 0
     assert not _validate.checking.get()
     slow = []
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("process", "lift"):  # bind falls back to these on a cache miss
-            plum_function = getattr(_core, name)
-            patch.setattr(
-                _core, name, lambda *a, _f=plum_function, _n=name: slow.append(_n) or _f(*a)
-            )
+    resolve = DispatchPoint.resolve
+    with pytest.MonkeyPatch.context() as patch:  # bind asks plum only on a table miss
+        patch.setattr(
+            DispatchPoint, "resolve", lambda self, *t: slow.append(t) or resolve(self, *t)
+        )
         _probe()
-    assert slow == [], f"dispatch missed plum's cache after the fault: {slow}"
+    assert slow == [], f"dispatch missed its tables after the fault: {slow}"
 
 
 def arm(site, k, exception=InjectedFault):
     """Raise ``exception`` at the ``k``-th call at ``site`` from now on."""
-    _probe()  # every dispatch the probe makes is now in plum's cache (see assert_clean)
+    _probe()  # every dispatch the probe makes is now in the tables (see assert_clean)
     FAULT.reset((site, k), exception)
 
 

@@ -274,3 +274,67 @@ def test_loops_of_every_transform_do_not_grow_memory():
     growth, acc = _traced_growth(step, np.zeros(3), warmup=20, steps=150)
     assert growth < 100_000, f"memory grew by {growth} bytes over 150 steps"
     assert np.all(np.isfinite(acc))
+
+
+# --- the peak of a gradient (benchmark W6, in small) ----------------------------------
+
+
+def _traced_peak(run):
+    """Bytes allocated at the peak of ``run()``, above what was allocated before it."""
+    run()  # warm-up: lazy imports, dispatch tables
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        run()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_grad_of_a_tanh_mlp_peaks_at_its_floor():
+    # W6's MLP at a quarter of the size.  The least any gradient can peak at is the
+    # gradients (the result) plus one (N, H) array: the hidden layer's cotangent,
+    # alive while the last matmul writes dW1.  tanh's VJP used to need two more
+    # (N, H) temporaries next to its output and cotangent (1.29x this floor).
+    rng = np.random.default_rng(6)
+    n, d, h, o = 256, 512, 512, 128
+    X, Y = rng.standard_normal((n, d)), rng.standard_normal((n, o))
+    params = (rng.standard_normal((d, h)) / 23, rng.standard_normal(h) / 10,
+              rng.standard_normal((h, o)) / 23, rng.standard_normal(o) / 10)  # fmt: skip
+
+    def loss(p):
+        w1, b1, w2, b2 = p
+        return anp.mean((anp.tanh(X @ w1 + b1) @ w2 + b2 - Y) ** 2)
+
+    floor = sum(p.nbytes for p in params) + n * h * 8
+    peak = _traced_peak(lambda: grad(loss)(params))
+    assert peak <= 1.10 * floor, f"peak {peak / floor:.2f}x the floor of {floor} bytes"
+    w1, b1, w2, b2 = params  # and the gradient is the hand-written one
+    hidden = np.tanh(X @ w1 + b1)
+    d_out = (hidden @ w2 + b2 - Y) * (2.0 / Y.size)
+    d_hidden = (d_out @ w2.T) * (1 - hidden * hidden)
+    want = (X.T @ d_hidden, d_hidden.sum(0), hidden.T @ d_out, d_out.sum(0))
+    for got, expected in zip(grad(loss)(params), want):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+def test_tanh_derivative_on_plain_arrays_is_the_expression_bit_for_bit(dtype):
+    # The one-buffer evaluation of tanh's derivative for large plain arrays is the
+    # same arithmetic as the expression traced values take, in the same order.
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((256, 256)).astype(dtype)  # 256 KiB and more
+    g = rng.standard_normal((256, 256)).astype(dtype)
+    ans = np.tanh(x)
+    (rule,) = anp.tanh.primitive.vjp.rules
+    got = rule(g, ans, x)
+    assert got.dtype == dtype and got is not g and got is not ans
+    np.testing.assert_array_equal(got, g * (1 - ans * ans), strict=True)
+    np.testing.assert_array_equal(ans, np.tanh(x))  # the residual is left as it was
+    # other shapes, dtypes, small and 0-d values take the expression itself
+    np.testing.assert_array_equal(rule(g[:1], ans, x), g[:1] * (1 - ans * ans), strict=True)
+    small = rule(g[:4, :4], ans[:4, :4], x[:4, :4])
+    np.testing.assert_array_equal(small, g[:4, :4] * (1 - ans[:4, :4] ** 2), strict=True)
+    np.testing.assert_array_equal(rule(np.float64(2.0), ans[0, 0], x[0, 0]),
+                                  2.0 * (1 - ans[0, 0] ** 2))  # fmt: skip

@@ -20,9 +20,10 @@ from autodiff.extend import (
     Interpreter,
     Primitive,
     Tracer,
-    check_live,
-    dispatch,
+    lift,
     new_interpreter,
+    owned,
+    process,
 )
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -48,9 +49,6 @@ class CountTensor(Tracer):
         return self.value
 
 
-CountInterpreter.tracer_class = CountTensor
-
-
 def size(x):
     return math.prod(getattr(x, "shape", ()))
 
@@ -65,13 +63,13 @@ def estimate_flops(prim, values, out):
     return sum(map(size, out)) if prim.multiple_results else size(out)  # elementwise
 
 
-@dispatch
-def lift(interp: CountInterpreter, x: object):
+@lift.register(CountInterpreter, object)
+def lift_to_count(interp, x):
     return CountTensor(interp, x)  # a constant, or a value of an outer transform
 
 
-@dispatch
-def process(interp: CountInterpreter, prim: Primitive, args: tuple, params: dict):
+@process.register(CountInterpreter, Primitive)
+def count_call(interp, prim, args, params):
     values = [arg.value for arg in args]  # every arg is a CountTensor of interp (lifted)
     out = prim.bind(*values, **params)  # peels this level: NumPy, or the next transform
     interp.calls[prim.name] += 1
@@ -96,7 +94,7 @@ def count_flops(func):
         with new_interpreter(interp):
             wrap = lambda x: CountTensor(interp, x) if hasattr(x, "shape") else x
             out = func(*optree.tree_map(wrap, args), **kwargs)
-            mine = lambda x: isinstance(check_live(x), CountTensor) and x._interp is interp
+            mine = lambda x: owned(interp, x) is not None  # ours, and not leaked
             out = optree.tree_map(lambda x: x.value if mine(x) else x, out)
         return Counts(out, interp.calls, interp.flops)
 

@@ -16,8 +16,11 @@ object; on a traced value those raise ``UnsupportedFunctionError`` (see ``_borro
 (True, array([0., 0.]), array([1. , 2.5]))
 """
 
+import sys as _sys
+
 import numpy as _np
 
+from autodiff import _tracer
 from autodiff.numpy import fft as fft
 from autodiff.numpy import linalg as linalg
 from autodiff.numpy import random as random
@@ -40,6 +43,8 @@ from autodiff.rules.reductions import *  # noqa: F403
 from autodiff.rules.reductions import __all__ as _reductions
 from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
+from autodiff.rules.sorting import *  # noqa: F403
+from autodiff.rules.sorting import __all__ as _sorting
 
 globals().update(_SCALAR_TYPES)
 
@@ -53,6 +58,7 @@ _own = frozenset(
         *_products,
         *_reductions,
         *_shape,
+        *_sorting,
         *_SCALAR_TYPES,
         "c_",
         "fft",
@@ -65,4 +71,5 @@ _own = frozenset(
 # Everything else of NumPy's, as NumPy's own objects.
 _borrowed, __getattr__ = _borrow(globals(), _np)
 __array_api_version__ = _np.__array_api_version__
+_tracer.array_namespace = _sys.modules[__name__]  # what traced values' __array_namespace__ gives
 __all__ = sorted(_own | set(_borrowed))

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from autodiff._batching import BatchedTensor, BatchInterpreter
-from autodiff._core import current_interpreters
-from autodiff._tracer import Tracer, check_live
+from autodiff._core import check_live, current_interpreters
+from autodiff._tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules.elementwise import add, less, multiply, subtract
 

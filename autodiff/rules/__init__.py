@@ -12,6 +12,7 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     products,
     reductions,
     shape,
+    sorting,
 )
 
 try:

@@ -307,7 +307,7 @@ def broadcasting(
     numpy: Sequence[Any] = (),
     differentiable: bool = True,
     reads: Sequence[Sequence[int | str]] | None = None,
-) -> Callable:
+) -> tuple[Primitive, Callable]:
     """Declare an elementwise primitive of several arguments, with broadcasting.
 
     ``derivs`` has one entry per argument: ``deriv(g, ans, *args)`` maps a
@@ -316,7 +316,7 @@ def broadcasting(
     so the same map serves as JVP (broadcast up to the output) and as VJP
     (summed back down to the argument's shape).  ``reads`` is the primitive's
     ``vjp_reads`` (what each argument's ``deriv`` reads, for a lean tape).
-    Returns the public function.
+    Returns the primitive and its public function: ``hypot_p, hypot = broadcasting(...)``.
     """
     nargs = nargs or len(derivs)
     prim = Primitive(name, impl, differentiable=differentiable, vjp_reads=reads)
@@ -324,7 +324,7 @@ def broadcasting(
         prim.def_vjp([d and _unbroadcast_vjp(d, i) for i, d in enumerate(derivs)])
         prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
     prim.def_batch(_broadcasting_batch(prim))
-    return _public(prim, nargs, numpy, _doc(name, numpy, differentiable))
+    return prim, _public(prim, nargs, numpy, _doc(name, numpy, differentiable))
 
 
 def unary(
@@ -336,7 +336,7 @@ def unary(
     numpy: Sequence[Any] = (),
     differentiable: bool = True,
     reads: Sequence[int | str] | None = None,
-) -> Callable:
+) -> tuple[Primitive, Callable]:
     """Declare an elementwise primitive of one argument.
 
     ``deriv(g, ans, x)`` maps a perturbation ``g`` of ``x`` to the output's; it
@@ -344,7 +344,8 @@ def unary(
     (a separate VJP is needed only where real and complex values meet: the
     JVP of ``real`` is ``real(t)`` but its VJP makes ``ct`` complex).
     ``reads`` says what the VJP reads: ``(0,)`` for ``x``, ``("ans",)``, both,
-    or ``()`` (see ``Primitive``'s ``vjp_reads``).  Returns the public function.
+    or ``()`` (see ``Primitive``'s ``vjp_reads``).  Returns the primitive and its
+    public function: ``cosh_p, cosh = unary(...)``.
     """
     prim = Primitive(
         name, impl, differentiable=differentiable, vjp_reads=None if reads is None else [reads]
@@ -353,7 +354,7 @@ def unary(
         prim.def_vjp([vjp or deriv])
         prim.def_jvp([deriv])
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
-    return _public(prim, 1, numpy, _doc(name, numpy, differentiable))
+    return prim, _public(prim, 1, numpy, _doc(name, numpy, differentiable))
 
 
 # The structural primitives these helpers call are declared with the helpers'

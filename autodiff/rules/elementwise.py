@@ -69,10 +69,10 @@ __all__ = [
 
 
 # --- arithmetic -------------------------------------------------------------------------
-add = broadcasting(
+add_p, add = broadcasting(
     "add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g, numpy=[np.add], reads=[(), ()]
 )
-subtract = broadcasting(
+subtract_p, subtract = broadcasting(
     "subtract",
     np.subtract,
     lambda g, a, x, y: g,
@@ -80,7 +80,7 @@ subtract = broadcasting(
     numpy=[np.subtract],
     reads=[(), ()],
 )
-multiply = broadcasting(
+multiply_p, multiply = broadcasting(
     "multiply",
     np.multiply,
     lambda g, a, x, y: g * y,
@@ -88,7 +88,7 @@ multiply = broadcasting(
     numpy=[np.multiply],
     reads=[(1,), (0,)],
 )
-divide = broadcasting(
+divide_p, divide = broadcasting(
     "divide",
     np.divide,
     lambda g, a, x, y: g / y,
@@ -97,12 +97,18 @@ divide = broadcasting(
     reads=[(1,), (1, "ans")],
 )
 true_divide = divide
-negative = unary("negative", np.negative, lambda g, a, x: -g, numpy=[np.negative], reads=())
-positive = unary("positive", np.positive, lambda g, a, x: g, numpy=[np.positive])
-reciprocal = unary("reciprocal", np.reciprocal, lambda g, a, x: -g * a * a, numpy=[np.reciprocal])
-square = unary("square", np.square, lambda g, a, x: g * (2 * x), numpy=[np.square], reads=(0,))
-sqrt = unary("sqrt", np.sqrt, lambda g, a, x: g / (2 * a), numpy=[np.sqrt], reads=("ans",))
-cbrt = unary("cbrt", np.cbrt, lambda g, a, x: g / (3 * a * a), numpy=[np.cbrt])
+negative_p, negative = unary(
+    "negative", np.negative, lambda g, a, x: -g, numpy=[np.negative], reads=()
+)
+positive_p, positive = unary("positive", np.positive, lambda g, a, x: g, numpy=[np.positive])
+reciprocal_p, reciprocal = unary(
+    "reciprocal", np.reciprocal, lambda g, a, x: -g * a * a, numpy=[np.reciprocal]
+)
+square_p, square = unary(
+    "square", np.square, lambda g, a, x: g * (2 * x), numpy=[np.square], reads=(0,)
+)
+sqrt_p, sqrt = unary("sqrt", np.sqrt, lambda g, a, x: g / (2 * a), numpy=[np.sqrt], reads=("ans",))
+cbrt_p, cbrt = unary("cbrt", np.cbrt, lambda g, a, x: g / (3 * a * a), numpy=[np.cbrt])
 
 
 def _power_dx(g, ans, x, y):
@@ -122,13 +128,13 @@ def _power_dy(g, ans, x, y):
     return g * (ans * where(at_zero, 0.0, log(where(at_zero, 1.0, x))))
 
 
-power = broadcasting(
+power_p, power = broadcasting(
     "power", np.power, _power_dx, _power_dy, numpy=[np.power], reads=[(0, 1), (0, "ans")]
 )
-float_power = broadcasting(
+float_power_p, float_power = broadcasting(
     "float_power", np.float_power, _power_dx, _power_dy, numpy=[np.float_power]
 )
-remainder = broadcasting(
+remainder_p, remainder = broadcasting(
     "remainder",
     np.remainder,
     lambda g, a, x, y: g,
@@ -136,10 +142,10 @@ remainder = broadcasting(
     numpy=[np.remainder],
 )
 mod = remainder
-fmod = broadcasting(
+fmod_p, fmod = broadcasting(
     "fmod", np.fmod, lambda g, a, x, y: g, lambda g, a, x, y: -g * trunc(x / y), numpy=[np.fmod]
 )
-floor_divide = broadcasting(
+floor_divide_p, floor_divide = broadcasting(
     "floor_divide", np.floor_divide, nargs=2, numpy=[np.floor_divide], differentiable=False
 )
 
@@ -161,27 +167,27 @@ def _abs_vjp(ct, ans, x):
     return ct * conj(_unit(x, ans)) if is_complex(x) else ct * sign(x)
 
 
-absolute = unary("absolute", np.absolute, _abs_jvp, vjp=_abs_vjp, numpy=[np.absolute])
+absolute_p, absolute = unary("absolute", np.absolute, _abs_jvp, vjp=_abs_vjp, numpy=[np.absolute])
 abs = absolute
-fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fabs])
+fabs_p, fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fabs])
 
 # --- exponentials and logarithms ----------------------------------------------------------
 _LN2, _LN10 = math.log(2), math.log(10)  # Python floats: they keep float32 float32
-exp = unary("exp", np.exp, lambda g, a, x: g * a, numpy=[np.exp], reads=("ans",))
-exp2 = unary("exp2", np.exp2, lambda g, a, x: g * (a * _LN2), numpy=[np.exp2])
-expm1 = unary("expm1", np.expm1, lambda g, a, x: g * (a + 1), numpy=[np.expm1])
-log = unary("log", np.log, lambda g, a, x: g / x, numpy=[np.log], reads=(0,))
-log2 = unary("log2", np.log2, lambda g, a, x: g / (x * _LN2), numpy=[np.log2])
-log10 = unary("log10", np.log10, lambda g, a, x: g / (x * _LN10), numpy=[np.log10])
-log1p = unary("log1p", np.log1p, lambda g, a, x: g / (1 + x), numpy=[np.log1p])
-logaddexp = broadcasting(
+exp_p, exp = unary("exp", np.exp, lambda g, a, x: g * a, numpy=[np.exp], reads=("ans",))
+exp2_p, exp2 = unary("exp2", np.exp2, lambda g, a, x: g * (a * _LN2), numpy=[np.exp2])
+expm1_p, expm1 = unary("expm1", np.expm1, lambda g, a, x: g * (a + 1), numpy=[np.expm1])
+log_p, log = unary("log", np.log, lambda g, a, x: g / x, numpy=[np.log], reads=(0,))
+log2_p, log2 = unary("log2", np.log2, lambda g, a, x: g / (x * _LN2), numpy=[np.log2])
+log10_p, log10 = unary("log10", np.log10, lambda g, a, x: g / (x * _LN10), numpy=[np.log10])
+log1p_p, log1p = unary("log1p", np.log1p, lambda g, a, x: g / (1 + x), numpy=[np.log1p])
+logaddexp_p, logaddexp = broadcasting(
     "logaddexp",
     np.logaddexp,
     lambda g, a, x, y: g * exp(x - a),
     lambda g, a, x, y: g * exp(y - a),
     numpy=[np.logaddexp],
 )
-logaddexp2 = broadcasting(
+logaddexp2_p, logaddexp2 = broadcasting(
     "logaddexp2",
     np.logaddexp2,
     lambda g, a, x, y: g * exp2(x - a),
@@ -190,31 +196,65 @@ logaddexp2 = broadcasting(
 )
 
 # --- trigonometric and hyperbolic ----------------------------------------------------------
-sin = unary("sin", np.sin, lambda g, a, x: g * cos(x), numpy=[np.sin], reads=(0,))
-cos = unary("cos", np.cos, lambda g, a, x: -g * sin(x), numpy=[np.cos], reads=(0,))
-tan = unary("tan", np.tan, lambda g, a, x: g * (1 + a * a), numpy=[np.tan])
-arcsin = unary("arcsin", np.arcsin, lambda g, a, x: g / sqrt(1 - x * x), numpy=[np.arcsin])
-arccos = unary("arccos", np.arccos, lambda g, a, x: -g / sqrt(1 - x * x), numpy=[np.arccos])
-arctan = unary("arctan", np.arctan, lambda g, a, x: g / (1 + x * x), numpy=[np.arctan])
-arctan2 = broadcasting(
+sin_p, sin = unary("sin", np.sin, lambda g, a, x: g * cos(x), numpy=[np.sin], reads=(0,))
+cos_p, cos = unary("cos", np.cos, lambda g, a, x: -g * sin(x), numpy=[np.cos], reads=(0,))
+tan_p, tan = unary("tan", np.tan, lambda g, a, x: g * (1 + a * a), numpy=[np.tan])
+arcsin_p, arcsin = unary(
+    "arcsin", np.arcsin, lambda g, a, x: g / sqrt(1 - x * x), numpy=[np.arcsin]
+)
+arccos_p, arccos = unary(
+    "arccos", np.arccos, lambda g, a, x: -g / sqrt(1 - x * x), numpy=[np.arccos]
+)
+arctan_p, arctan = unary("arctan", np.arctan, lambda g, a, x: g / (1 + x * x), numpy=[np.arctan])
+arctan2_p, arctan2 = broadcasting(
     "arctan2",
     np.arctan2,
     lambda g, a, y, x: g * x / (x * x + y * y),
     lambda g, a, y, x: -g * y / (x * x + y * y),
     numpy=[np.arctan2],
 )
-hypot = broadcasting(
+hypot_p, hypot = broadcasting(
     "hypot", np.hypot, lambda g, a, x, y: g * x / a, lambda g, a, x, y: g * y / a, numpy=[np.hypot]
 )
-sinh = unary("sinh", np.sinh, lambda g, a, x: g * cosh(x), numpy=[np.sinh])
-cosh = unary("cosh", np.cosh, lambda g, a, x: g * sinh(x), numpy=[np.cosh])
-tanh = unary("tanh", np.tanh, lambda g, a, x: g * (1 - a * a), numpy=[np.tanh], reads=("ans",))
-arcsinh = unary("arcsinh", np.arcsinh, lambda g, a, x: g / sqrt(x * x + 1), numpy=[np.arcsinh])
-arccosh = unary("arccosh", np.arccosh, lambda g, a, x: g / sqrt(x * x - 1), numpy=[np.arccosh])
-arctanh = unary("arctanh", np.arctanh, lambda g, a, x: g / (1 - x * x), numpy=[np.arctanh])
+sinh_p, sinh = unary("sinh", np.sinh, lambda g, a, x: g * cosh(x), numpy=[np.sinh])
+cosh_p, cosh = unary("cosh", np.cosh, lambda g, a, x: g * sinh(x), numpy=[np.cosh])
+
+
+def _tanh_deriv(g, ans, x):
+    # On large plain arrays of one shape and dtype (the backward pass of a grad with
+    # no transform outside it), the same arithmetic in one buffer instead of three:
+    # the backward pass of a tanh layer then needs one activation-sized temporary,
+    # as torch's fused kernel does, not two (benchmark W6).  Small arrays gain
+    # nothing (NumPy reuses small blocks) and traced values must take the expression,
+    # which keeps the rule differentiable and batchable.
+    plain = type(g) is type(ans) is np.ndarray and ans.nbytes >= _LARGE
+    if plain and g.shape == ans.shape and g.dtype == ans.dtype:
+        out = np.multiply(ans, ans)
+        np.subtract(1, out, out=out)
+        return np.multiply(g, out, out=out)
+    return g * (1 - ans * ans)
+
+
+_LARGE = 1 << 18  # bytes: NumPy's own threshold for reusing a temporary's buffer
+
+
+tanh_p, tanh = unary("tanh", np.tanh, _tanh_deriv, numpy=[np.tanh], reads=("ans",))
+arcsinh_p, arcsinh = unary(
+    "arcsinh", np.arcsinh, lambda g, a, x: g / sqrt(x * x + 1), numpy=[np.arcsinh]
+)
+arccosh_p, arccosh = unary(
+    "arccosh", np.arccosh, lambda g, a, x: g / sqrt(x * x - 1), numpy=[np.arccosh]
+)
+arctanh_p, arctanh = unary(
+    "arctanh", np.arctanh, lambda g, a, x: g / (1 - x * x), numpy=[np.arctanh]
+)
 _DEG = math.pi / 180
-deg2rad = unary("deg2rad", np.deg2rad, lambda g, a, x: g * _DEG, numpy=[np.deg2rad, np.radians])
-rad2deg = unary("rad2deg", np.rad2deg, lambda g, a, x: g / _DEG, numpy=[np.rad2deg, np.degrees])
+deg2rad_p, deg2rad = unary(
+    "deg2rad", np.deg2rad, lambda g, a, x: g * _DEG, numpy=[np.deg2rad, np.radians]
+)
+rad2deg_p, rad2deg = unary(
+    "rad2deg", np.rad2deg, lambda g, a, x: g / _DEG, numpy=[np.rad2deg, np.degrees]
+)
 radians, degrees = deg2rad, rad2deg
 
 
@@ -225,7 +265,7 @@ def _sinc_deriv(g, ans, x):
     return g * where(at_zero, 0.0, (cos(math.pi * safe) - sinc(safe)) / safe)
 
 
-sinc = unary("sinc", np.sinc, _sinc_deriv, numpy=[np.sinc])
+sinc_p, sinc = unary("sinc", np.sinc, _sinc_deriv, numpy=[np.sinc])
 
 
 # --- piecewise and selection ------------------------------------------------------------------
@@ -240,28 +280,28 @@ def _won_ignoring_nan(g, x, y):
     return where(isnan(y), where(isnan(x), 0.0, g), where(isnan(x), 0.0, _won(g, x, y)))
 
 
-maximum = broadcasting(
+maximum_p, maximum = broadcasting(
     "maximum",
     np.maximum,
     lambda g, a, x, y: _won(g, x, y),
     lambda g, a, x, y: _won(g, y, x),
     numpy=[np.maximum],
 )
-minimum = broadcasting(
+minimum_p, minimum = broadcasting(
     "minimum",
     np.minimum,
     lambda g, a, x, y: _won(g, y, x),
     lambda g, a, x, y: _won(g, x, y),
     numpy=[np.minimum],
 )
-fmax = broadcasting(
+fmax_p, fmax = broadcasting(
     "fmax",
     np.fmax,
     lambda g, a, x, y: _won_ignoring_nan(g, x, y),
     lambda g, a, x, y: _won_ignoring_nan(g, y, x),
     numpy=[np.fmax],
 )
-fmin = broadcasting(
+fmin_p, fmin = broadcasting(
     "fmin",
     np.fmin,
     lambda g, a, x, y: _won_ignoring_nan(-g, -x, -y) * -1.0,
@@ -308,7 +348,7 @@ def select(condlist, choicelist, default=0):
     return result
 
 
-where = broadcasting(
+where_p, where = broadcasting(
     "where",
     np.where,
     None,
@@ -316,7 +356,7 @@ where = broadcasting(
     lambda g, a, c, x, y: where(c, 0.0, g),
     numpy=[np.where],
 )
-copysign = broadcasting(
+copysign_p, copysign = broadcasting(
     "copysign",
     np.copysign,
     lambda g, a, x, y: g * (copysign(1.0, x) * copysign(1.0, y)),
@@ -353,15 +393,15 @@ def _to_dtype_of(ct, ans, x):
     return astype(ct, dtype_of(x))
 
 
-real = unary("real", np.real, lambda g, a, x: real(g), vjp=_to_dtype_of, numpy=[np.real])
-imag = unary(
+real_p, real = unary("real", np.real, lambda g, a, x: real(g), vjp=_to_dtype_of, numpy=[np.real])
+imag_p, imag = unary(
     "imag",
     np.imag,
     lambda g, a, x: imag(g),
     vjp=lambda ct, a, x: -1j * ct if is_complex(x) else ct * 0.0,
     numpy=[np.imag],
 )
-conj = unary("conj", np.conj, lambda g, a, x: conj(g), numpy=[np.conj, np.conjugate])
+conj_p, conj = unary("conj", np.conj, lambda g, a, x: conj(g), numpy=[np.conj, np.conjugate])
 conjugate = conj
 
 
@@ -374,7 +414,7 @@ def _angle_vjp(ct, ans, x):
     return -1j * ct * conj(x) / real(x * conj(x)) if is_complex(x) else ct * 0.0
 
 
-angle = unary("angle", np.angle, _angle_jvp, vjp=_angle_vjp, numpy=[np.angle])
+angle_p, angle = unary("angle", np.angle, _angle_jvp, vjp=_angle_vjp, numpy=[np.angle])
 
 
 # --- not differentiable -------------------------------------------------------------------------
@@ -382,44 +422,44 @@ def _nondiff(name, impl, nargs, *numpy_funcs):
     return broadcasting(name, impl, nargs=nargs, numpy=numpy_funcs, differentiable=False)
 
 
-equal = _nondiff("equal", np.equal, 2, np.equal)
-not_equal = _nondiff("not_equal", np.not_equal, 2, np.not_equal)
-less = _nondiff("less", np.less, 2, np.less)
-less_equal = _nondiff("less_equal", np.less_equal, 2, np.less_equal)
-greater = _nondiff("greater", np.greater, 2, np.greater)
-greater_equal = _nondiff("greater_equal", np.greater_equal, 2, np.greater_equal)
-logical_and = _nondiff("logical_and", np.logical_and, 2, np.logical_and)
-logical_or = _nondiff("logical_or", np.logical_or, 2, np.logical_or)
-logical_xor = _nondiff("logical_xor", np.logical_xor, 2, np.logical_xor)
-heaviside = _nondiff("heaviside", np.heaviside, 2, np.heaviside)
-logical_not = _nondiff("logical_not", np.logical_not, 1, np.logical_not)
-isnan = _nondiff("isnan", np.isnan, 1, np.isnan)
-isinf = _nondiff("isinf", np.isinf, 1, np.isinf)
-isfinite = _nondiff("isfinite", np.isfinite, 1, np.isfinite)
-signbit = _nondiff("signbit", np.signbit, 1, np.signbit)
-sign = _nondiff("sign", np.sign, 1, np.sign)
-floor = _nondiff("floor", np.floor, 1, np.floor)
-ceil = _nondiff("ceil", np.ceil, 1, np.ceil)
-rint = _nondiff("rint", np.rint, 1, np.rint)
-trunc = _nondiff("trunc", np.trunc, 1, np.trunc, np.fix)
+equal_p, equal = _nondiff("equal", np.equal, 2, np.equal)
+not_equal_p, not_equal = _nondiff("not_equal", np.not_equal, 2, np.not_equal)
+less_p, less = _nondiff("less", np.less, 2, np.less)
+less_equal_p, less_equal = _nondiff("less_equal", np.less_equal, 2, np.less_equal)
+greater_p, greater = _nondiff("greater", np.greater, 2, np.greater)
+greater_equal_p, greater_equal = _nondiff("greater_equal", np.greater_equal, 2, np.greater_equal)
+logical_and_p, logical_and = _nondiff("logical_and", np.logical_and, 2, np.logical_and)
+logical_or_p, logical_or = _nondiff("logical_or", np.logical_or, 2, np.logical_or)
+logical_xor_p, logical_xor = _nondiff("logical_xor", np.logical_xor, 2, np.logical_xor)
+heaviside_p, heaviside = _nondiff("heaviside", np.heaviside, 2, np.heaviside)
+logical_not_p, logical_not = _nondiff("logical_not", np.logical_not, 1, np.logical_not)
+isnan_p, isnan = _nondiff("isnan", np.isnan, 1, np.isnan)
+isinf_p, isinf = _nondiff("isinf", np.isinf, 1, np.isinf)
+isfinite_p, isfinite = _nondiff("isfinite", np.isfinite, 1, np.isfinite)
+signbit_p, signbit = _nondiff("signbit", np.signbit, 1, np.signbit)
+sign_p, sign = _nondiff("sign", np.sign, 1, np.sign)
+floor_p, floor = _nondiff("floor", np.floor, 1, np.floor)
+ceil_p, ceil = _nondiff("ceil", np.ceil, 1, np.ceil)
+rint_p, rint = _nondiff("rint", np.rint, 1, np.rint)
+trunc_p, trunc = _nondiff("trunc", np.trunc, 1, np.trunc, np.fix)
 fix = trunc
-gcd = _nondiff("gcd", np.gcd, 2, np.gcd)
-lcm = _nondiff("lcm", np.lcm, 2, np.lcm)
-bitwise_and = _nondiff("bitwise_and", np.bitwise_and, 2, np.bitwise_and)
-bitwise_or = _nondiff("bitwise_or", np.bitwise_or, 2, np.bitwise_or)
-bitwise_xor = _nondiff("bitwise_xor", np.bitwise_xor, 2, np.bitwise_xor)
-invert = _nondiff("invert", np.invert, 1, np.invert)
+gcd_p, gcd = _nondiff("gcd", np.gcd, 2, np.gcd)
+lcm_p, lcm = _nondiff("lcm", np.lcm, 2, np.lcm)
+bitwise_and_p, bitwise_and = _nondiff("bitwise_and", np.bitwise_and, 2, np.bitwise_and)
+bitwise_or_p, bitwise_or = _nondiff("bitwise_or", np.bitwise_or, 2, np.bitwise_or)
+bitwise_xor_p, bitwise_xor = _nondiff("bitwise_xor", np.bitwise_xor, 2, np.bitwise_xor)
+invert_p, invert = _nondiff("invert", np.invert, 1, np.invert)
 bitwise_not = bitwise_invert = invert
-left_shift = _nondiff("left_shift", np.left_shift, 2, np.left_shift)
-right_shift = _nondiff("right_shift", np.right_shift, 2, np.right_shift)
+left_shift_p, left_shift = _nondiff("left_shift", np.left_shift, 2, np.left_shift)
+right_shift_p, right_shift = _nondiff("right_shift", np.right_shift, 2, np.right_shift)
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
-bitwise_count = _nondiff("bitwise_count", np.bitwise_count, 1, np.bitwise_count)
+bitwise_count_p, bitwise_count = _nondiff("bitwise_count", np.bitwise_count, 1, np.bitwise_count)
 
 # The array API standard's names for functions above (in NumPy 2 the same ufuncs).
 acos, asin, atan, atan2 = arccos, arcsin, arctan, arctan2
 acosh, asinh, atanh, pow = arccosh, arcsinh, arctanh, power
 
-stop_gradient = unary("stop_gradient", lambda x: x, differentiable=False)
+stop_gradient_p, stop_gradient = unary("stop_gradient", lambda x: x, differentiable=False)
 stop_gradient.__doc__ = "``x`` as a constant for every derivative; values and batching still flow."
 
 _round_p = Primitive(

@@ -76,13 +76,13 @@ def _resize_impl(x, *, axis, n):
     return np.pad(x, widths)
 
 
-resize_p = Primitive(
+fft_resize_p = Primitive(
     "fft_resize",
     _resize_impl,
-    vjp=[lambda ct, ans, x, *, axis, n: resize_p.bind(ct, axis=axis, n=shape_of(x)[axis])],
-    jvp=[lambda t, ans, x, *, axis, n: resize_p.bind(t, axis=axis, n=n)],
+    vjp=[lambda ct, ans, x, *, axis, n: fft_resize_p.bind(ct, axis=axis, n=shape_of(x)[axis])],
+    jvp=[lambda t, ans, x, *, axis, n: fft_resize_p.bind(t, axis=axis, n=n)],
     batch=lambda args, dims, *, axis, n: (
-        resize_p.bind(args[0], axis=_physical(axis, dims[0]), n=n),
+        fft_resize_p.bind(args[0], axis=_physical(axis, dims[0]), n=n),
         dims[0],
     ),
 )
@@ -93,7 +93,7 @@ def _resize(x: Any, axis: int, n: int | None) -> Any:
     if n is None:
         return x
     n = _points(n)
-    return x if n == shape_of(x)[axis] else resize_p.bind(x, axis=axis, n=n)
+    return x if n == shape_of(x)[axis] else fft_resize_p.bind(x, axis=axis, n=n)
 
 
 # --- complex-to-complex over axes -------------------------------------------------------
@@ -104,16 +104,16 @@ def _c2c_impl(x, *, axes, inverse, norm):
 
 
 def _c2c_linear(t, ans, x, *, axes, inverse, norm):
-    return c2c_p.bind(t, axes=axes, inverse=inverse, norm=norm)
+    return fft_c2c_p.bind(t, axes=axes, inverse=inverse, norm=norm)
 
 
-c2c_p = Primitive(
+fft_c2c_p = Primitive(
     "fft_c2c",
     _c2c_impl,
     vjp=[_c2c_linear],  # the DFT matrix is symmetric: its transpose is itself
     jvp=[_c2c_linear],
     batch=lambda args, dims, *, axes, inverse, norm: (
-        c2c_p.bind(
+        fft_c2c_p.bind(
             args[0],
             axes=tuple(_physical(a, dims[0]) for a in axes),
             inverse=inverse,
@@ -129,7 +129,7 @@ c2c_p = Primitive(
 
 def _rfft_vjp(ct, ans, x, *, axis, norm):
     n = shape_of(x)[axis]
-    return real(c2c_p.bind(_resize(ct, axis, n), axes=(axis,), inverse=False, norm=norm))
+    return real(fft_c2c_p.bind(_resize(ct, axis, n), axes=(axis,), inverse=False, norm=norm))
 
 
 rfft_p = Primitive(
@@ -179,17 +179,17 @@ irfft_p = Primitive(
 
 # --- roll (fftshift) ---------------------------------------------------------------------
 
-roll_p = Primitive(
+fftshift_p = Primitive(
     "fftshift",
     lambda x, *, shifts, axes: np.roll(x, shifts, axes),
     vjp=[
-        lambda ct, ans, x, *, shifts, axes: roll_p.bind(
+        lambda ct, ans, x, *, shifts, axes: fftshift_p.bind(
             ct, shifts=tuple(-s for s in shifts), axes=axes
         )
     ],
-    jvp=[lambda t, ans, x, *, shifts, axes: roll_p.bind(t, shifts=shifts, axes=axes)],
+    jvp=[lambda t, ans, x, *, shifts, axes: fftshift_p.bind(t, shifts=shifts, axes=axes)],
     batch=lambda args, dims, *, shifts, axes: (
-        roll_p.bind(args[0], shifts=shifts, axes=tuple(_physical(a, dims[0]) for a in axes)),
+        fftshift_p.bind(args[0], shifts=shifts, axes=tuple(_physical(a, dims[0]) for a in axes)),
         dims[0],
     ),
 )
@@ -225,7 +225,7 @@ def _axis(a: Any, axis: Any) -> int:
 def _c2c(x: Any, axes: Sequence[int], inverse: bool, norm: str) -> Any:
     if not axes:  # like NumPy: no axes, no transform
         return x
-    return c2c_p.bind(x, axes=tuple(sorted(axes)), inverse=inverse, norm=norm)
+    return fft_c2c_p.bind(x, axes=tuple(sorted(axes)), inverse=inverse, norm=norm)
 
 
 def _transform_1d(a, n, axis, norm, inverse):
@@ -259,7 +259,7 @@ def _transform_nd(a, s, axes, norm, inverse):
 # --- public functions -------------------------------------------------------------------------
 
 
-@implements(c2c_p, np.fft.fft)
+@implements(fft_c2c_p, np.fft.fft)
 def fft(a, n=None, axis=-1, norm=None, out=None):
     """Like numpy.fft.fft: the DFT along ``axis``, ``a`` padded/cropped to ``n``.
 
@@ -271,7 +271,7 @@ def fft(a, n=None, axis=-1, norm=None, out=None):
     return _transform_1d(a, n, axis, norm, inverse=False)
 
 
-@implements(c2c_p, np.fft.ifft)
+@implements(fft_c2c_p, np.fft.ifft)
 def ifft(a, n=None, axis=-1, norm=None, out=None):
     """Like numpy.fft.ifft: the inverse DFT along ``axis``.
 
@@ -314,7 +314,7 @@ def irfft(a, n=None, axis=-1, norm=None, out=None):
     return irfft_p.bind(_resize(a, axis, n // 2 + 1), axis=axis, n=n, norm=_norm(norm))
 
 
-@implements(c2c_p, np.fft.fftn)
+@implements(fft_c2c_p, np.fft.fftn)
 def fftn(a, s=None, axes=None, norm=None, out=None):
     """Like numpy.fft.fftn: the DFT over ``axes`` (default all), each padded/cropped to ``s``.
 
@@ -327,7 +327,7 @@ def fftn(a, s=None, axes=None, norm=None, out=None):
     return _transform_nd(a, s, axes, norm, inverse=False)
 
 
-@implements(c2c_p, np.fft.ifftn)
+@implements(fft_c2c_p, np.fft.ifftn)
 def ifftn(a, s=None, axes=None, norm=None, out=None):
     """Like numpy.fft.ifftn: the inverse DFT over ``axes`` (default all).
 
@@ -340,7 +340,7 @@ def ifftn(a, s=None, axes=None, norm=None, out=None):
     return _transform_nd(a, s, axes, norm, inverse=True)
 
 
-@implements(c2c_p, np.fft.fft2)
+@implements(fft_c2c_p, np.fft.fft2)
 def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     """Like numpy.fft.fft2: fftn over the last two axes by default.
 
@@ -353,7 +353,7 @@ def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _transform_nd(a, s, axes, norm, inverse=False)
 
 
-@implements(c2c_p, np.fft.ifft2)
+@implements(fft_c2c_p, np.fft.ifft2)
 def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     """Like numpy.fft.ifft2: ifftn over the last two axes by default.
 
@@ -372,10 +372,10 @@ def _shift(x: Any, axes: Any, sign: int) -> Any:
     if not axes:
         return x
     shifts = tuple(sign * (shape[ax] // 2) for ax in axes)
-    return roll_p.bind(x, shifts=shifts, axes=axes)
+    return fftshift_p.bind(x, shifts=shifts, axes=axes)
 
 
-@implements(roll_p, np.fft.fftshift)
+@implements(fftshift_p, np.fft.fftshift)
 def fftshift(x, axes=None):
     """Like numpy.fft.fftshift: roll the zero frequency to the centre of ``axes``.
 
@@ -386,7 +386,7 @@ def fftshift(x, axes=None):
     return _shift(x, axes, 1)
 
 
-@implements(roll_p, np.fft.ifftshift)
+@implements(fftshift_p, np.fft.ifftshift)
 def ifftshift(x, axes=None):
     """Like numpy.fft.ifftshift: the inverse of fftshift.
 

@@ -495,11 +495,11 @@ def _logical_reduction(name, impl):
     public.__name__ = public.__qualname__ = name
     public.__doc__ = f"Like numpy.{name} over ``axis`` (not differentiable; batchable)."
     public.primitive = prim  # type: ignore[attr-defined]
-    return register_numpy(impl)(public)
+    return prim, register_numpy(impl)(public)
 
 
-all = _logical_reduction("all", np.all)
-any = _logical_reduction("any", np.any)
+all_p, all = _logical_reduction("all", np.all)
+any_p, any = _logical_reduction("any", np.any)
 
 
 # --- NumPy's ufunc methods: np.add.reduce(x), np.maximum.accumulate(x), ... ---------------------

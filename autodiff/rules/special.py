@@ -79,27 +79,31 @@ def _polygamma_impl(n, x):
     return out.astype(dtype) if dtype == np.float32 else out
 
 
-erf = unary(
+erf_p, erf = unary(
     "erf", _sp.erf, lambda g, a, x: g * (_TWO_OVER_SQRT_PI * exp(-(x * x))), numpy=[_sp.erf]
 )
-erfc = unary(
+erfc_p, erfc = unary(
     "erfc", _sp.erfc, lambda g, a, x: g * (-_TWO_OVER_SQRT_PI * exp(-(x * x))), numpy=[_sp.erfc]
 )
-expit = unary("expit", _sp.expit, lambda g, a, x: g * (a * (1 - a)), numpy=[_sp.expit])
-logit = unary("logit", _sp.logit, lambda g, a, x: g / (x * (1 - x)), numpy=[_sp.logit])
-gammaln = unary("gammaln", _sp.gammaln, lambda g, a, x: g * digamma(x), numpy=[_sp.gammaln])
-digamma = unary("digamma", _sp.digamma, lambda g, a, x: g * polygamma(1, x), numpy=[_sp.digamma])
-polygamma = broadcasting(
+expit_p, expit = unary("expit", _sp.expit, lambda g, a, x: g * (a * (1 - a)), numpy=[_sp.expit])
+logit_p, logit = unary("logit", _sp.logit, lambda g, a, x: g / (x * (1 - x)), numpy=[_sp.logit])
+gammaln_p, gammaln = unary(
+    "gammaln", _sp.gammaln, lambda g, a, x: g * digamma(x), numpy=[_sp.gammaln]
+)
+digamma_p, digamma = unary(
+    "digamma", _sp.digamma, lambda g, a, x: g * polygamma(1, x), numpy=[_sp.digamma]
+)
+polygamma_p, polygamma = broadcasting(
     "polygamma", _polygamma_impl, None, lambda g, a, n, x: g * polygamma(n + 1, x)
 )
-xlogy = broadcasting(
+xlogy_p, xlogy = broadcasting(
     "xlogy",
     _sp.xlogy,
     lambda g, a, x, y: g * log(y),
     lambda g, a, x, y: g * _quotient_or_zero(x, y),
     numpy=[_sp.xlogy],
 )
-xlog1py = broadcasting(
+xlog1py_p, xlog1py = broadcasting(
     "xlog1py",
     _sp.xlog1py,
     lambda g, a, x, y: g * log1p(y),

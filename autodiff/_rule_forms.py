@@ -1,0 +1,143 @@
+"""The one form of each rule that the transforms call.
+
+Rule blocks declare VJP and JVP rules per argument or whole (see
+``Primitive``); inside, every primitive carries them normalised to::
+
+    vjp(ct, ans, primals, params, argnums) -> list of cotangents, one per argnum
+    jvp(tangents, ans, primals, params)    -> output tangent (tangents: None = 0)
+
+and ``vjp_reads`` to one frozenset of positions (and/or ``"ans"``) per argument.
+At registration each rule's arity is checked against the implementation's.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from autodiff.errors import RuleError
+
+__all__ = ["check_arity", "normalize_reads", "normalized_jvp", "normalized_vjp"]
+
+
+def normalized_vjp(rule: Callable | Sequence[Callable | None]) -> Callable:
+    if isinstance(rule, (list, tuple)):
+        return _per_argument_vjp(rule)
+    return _whole_vjp(rule)  # type: ignore[arg-type]
+
+
+def normalized_jvp(prim: Any, rule: Callable | Sequence[Callable | None]) -> Callable:
+    if not isinstance(rule, (list, tuple)):
+        return _whole_jvp(rule)  # type: ignore[arg-type]
+    if prim.multiple_results:
+        raise TypeError(
+            f"primitive '{prim.name}' has multiple results: give its JVP as one "
+            f"function jvp(tangents, ans, *primals) returning a tuple"
+        )
+    return _per_argument_jvp(rule)
+
+
+def _per_argument_vjp(rules: Sequence[Callable | None]) -> Callable:
+    def vjp(ct, ans, primals, params, argnums):
+        if len(argnums) == 1:  # the common case, without the list comprehension
+            rule = rules[argnums[0]]
+            return [None if rule is None else rule(ct, ans, *primals, **params)]
+        return [
+            None if rules[i] is None else rules[i](ct, ans, *primals, **params) for i in argnums
+        ]
+
+    vjp.rules = tuple(rules)  # type: ignore[attr-defined]  # backward calls them directly
+    return vjp
+
+
+def _whole_vjp(rule: Callable) -> Callable:
+    def vjp(ct, ans, primals, params, argnums):
+        cts = rule(ct, ans, *primals, **params)
+        return [cts[i] for i in argnums]
+
+    return vjp
+
+
+def _per_argument_jvp(rules: Sequence[Callable | None]) -> Callable:
+    def jvp(tangents, ans, primals, params):
+        out = None
+        for rule, t in zip(rules, tangents):
+            if t is not None and rule is not None:
+                term = rule(t, ans, *primals, **params)
+                out = term if out is None else out + term
+        return out
+
+    return jvp
+
+
+def _whole_jvp(rule: Callable) -> Callable:
+    def jvp(tangents, ans, primals, params):
+        # np.zeros_like dispatches on the primal's type (tracer, CuPy, Dask...).
+        tangents = [np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals)]
+        return rule(tangents, ans, *primals, **params)
+
+    return jvp
+
+
+def normalize_reads(name: str, reads: Any) -> tuple[frozenset, ...] | None:
+    if reads is None:
+        return None
+    out = tuple(frozenset(r) for r in reads)
+    for r in out:
+        if not all(x == "ans" or isinstance(x, int) for x in r):
+            raise TypeError(
+                f"primitive '{name}': vjp_reads takes, per argument, the positions of the "
+                f"primals its VJP rule reads and/or 'ans', e.g. [(1,), (0,)] for multiply; "
+                f"got {reads!r}"
+            )
+    return out
+
+
+def _arity(fn: Callable) -> tuple[int, int] | None:
+    """How many positional arguments ``fn`` takes: (required, at most), or None
+    if that varies (``*args``) or cannot be read."""
+    nin = getattr(fn, "nin", None)  # NumPy ufuncs
+    if isinstance(nin, int):
+        return nin, nin
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in parameters if p.kind in kinds]
+    return sum(p.default is p.empty for p in positional), len(positional)
+
+
+def check_arity(prim: Any, rule: str, rules: Any) -> None:
+    """At registration: per-argument rules match the implementation's arguments,
+    and every rule takes (cotangent or tangent, ans, *primals)."""
+    arity = _arity(prim.impl)
+    per_argument = isinstance(rules, (list, tuple))
+    if per_argument and arity is not None and not arity[0] <= len(rules) <= arity[1]:
+        raise _arity_error(
+            prim,
+            rule,
+            f"is given for {len(rules)} arguments, but the implementation takes {arity[0]}",
+        )
+    if not per_argument and arity is None:
+        return
+    nargs = len(rules) if per_argument else arity[0]  # type: ignore[index]
+    for fn in rules if per_argument else [rules]:
+        takes = None if fn is None else _arity(fn)
+        if takes is not None and not takes[0] <= 2 + nargs <= takes[1]:
+            first = "ct" if rule == "VJP" else ("t" if per_argument else "tangents")
+            raise _arity_error(
+                prim,
+                rule,
+                f"takes {takes[0]} positional arguments; it should take "
+                f"({first}, ans, *primals): {2 + nargs}",
+            )
+
+
+def _arity_error(prim: Any, rule: str, message: str) -> RuleError:
+    return RuleError(f"the {rule} rule of primitive '{prim.name}' {message}")
