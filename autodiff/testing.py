@@ -58,8 +58,15 @@ def _inner(a: Any, b: Any) -> float:
     """Re sum(a * b): bilinear, not conjugating.  With JAX's convention for
     complex numbers (which autodiff follows) <ct, J v> = <vjp(ct), v> holds in
     this pairing, and finite differences of <ct, f(x + t v)> give <ct, J v>."""
-    pairs = zip(optree.tree_leaves(a), optree.tree_leaves(b))
-    return float(sum(np.real(np.sum(np.asarray(x) * np.asarray(y))) for x, y in pairs))
+    xs, ys = optree.tree_leaves(a), optree.tree_leaves(b)
+    if len(xs) != len(ys):
+        raise AssertionError(
+            f"check_grads: a derivative has {len(xs)} leaves where {len(ys)} are expected "
+            f"(a rule dropped or added an output)"
+        )
+    return float(
+        sum(np.real(np.sum(np.asarray(x) * np.asarray(y))) for x, y in zip(xs, ys, strict=True))
+    )
 
 
 def _conj(tree: Any) -> Any:
@@ -98,7 +105,7 @@ def check_grads(
     """
     args = _check_args(f, args, "check_grads")
     check_no_none(args, "check_grads")
-    for x, what in zip(optree.tree_leaves(args), leaf_paths(args)):
+    for x, what in zip(optree.tree_leaves(args), leaf_paths(args), strict=True):
         as_input_array(x, what, "check_grads", differentiable=True)
     if not isinstance(order, (int, np.integer)) or isinstance(order, bool) or order < 1:
         raise TransformValueError(
@@ -164,26 +171,53 @@ def _take(x: Any, axis: int, i: int | slice) -> Any:
     return np.asarray(x)[(slice(None),) * (axis % np.ndim(x)) + (i,)]
 
 
+def _dims_per_leaf(out_dims: Any, out: Any) -> list:
+    """One out_dim per leaf of ``out``, from ``out_dims`` (an int, None, or a pytree
+    prefix of ``out``), as ``vmap`` reads it."""
+    prefix = optree.tree_structure(out_dims, none_is_leaf=True)
+    subtrees = prefix.flatten_up_to(out)
+    dims = optree.tree_leaves(out_dims, none_is_leaf=True)
+    return [d for d, sub in zip(dims, subtrees, strict=True) for _ in optree.tree_leaves(sub)]
+
+
+def _stacked(leaves: list, dim: int | None, n: int, like: Any) -> np.ndarray:
+    """What vmap should give for one output leaf: the examples' values stacked
+    along ``dim`` (``like``, one example's value, gives the shape when n is 0)."""
+    if dim is None:
+        return np.asarray(like)
+    if n == 0:
+        empty = np.asarray(like)[np.newaxis][:0]
+        return np.moveaxis(empty, 0, dim % empty.ndim)
+    stacked = np.stack([np.asarray(x) for x in leaves])
+    return np.moveaxis(stacked, 0, dim % stacked.ndim)
+
+
 def check_vmap(
     f: Callable,
     in_dims: Any,
     args: Sequence[Any],
     *,
+    out_dims: Any = 0,
     rtol: float = 1e-7,
     atol: float = 1e-9,
 ) -> None:
-    """Check ``vmap(f, in_dims)(*args)`` against a Python loop over the batch.
+    """Check ``vmap(f, in_dims, out_dims)(*args)`` against a Python loop over the batch.
 
     ``args`` are plain arrays (not pytrees); ``in_dims`` an int, None or one
-    entry per argument.  Batches of size 1 and 0 (the first examples of
-    ``args``) are checked too; for size 0 only shapes and dtypes can be.
+    entry per argument; ``out_dims`` as ``vmap`` takes it (an int, None or a
+    pytree prefix of f's output).  The result must have the loop's structure,
+    and each output the loop's shape, dtype and values (an output with
+    out_dims None must be the same for every example).  Batches of size 1 and
+    0 (the first examples of ``args``) are checked too; for size 0 only
+    structure, shapes and dtypes can be.
     """
     args = _check_args(f, args, "check_vmap")
-    batched = vmap(f, in_dims=in_dims)  # checks the kinds of in_dims
+    batched = vmap(f, in_dims=in_dims, out_dims=out_dims)  # checks the kinds of the dims
     dims = tuple(in_dims) if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
     try:
-        size = next(np.shape(a)[d] for a, d in zip(args, dims) if d is not None)
-    except (IndexError, StopIteration):  # a mapped axis that is not there, or none
+        sizes = [np.shape(a)[d] for a, d in zip(args, dims, strict=True) if d is not None]
+        size = sizes[0]
+    except (IndexError, ValueError):  # a mapped axis that is not there, or none
         batched(*args)  # raises vmap's own error, which names the argument
         raise
     if size == 0:
@@ -191,30 +225,44 @@ def check_vmap(
             "check_vmap: the mapped axes have size 0, so there is no example to loop "
             "over; give at least one example (batch sizes 1 and 0 are checked too)."
         )
+    name = getattr(f, "__name__", f)
+    where = f"vmap({name}, in_dims={in_dims}, out_dims={out_dims})"
 
     def example(i):
-        return f(*[a if d is None else _take(a, d, i) for a, d in zip(args, dims)])
-
-    def expect(n):
-        if n == 0:  # nothing to loop over: the per-example result, with 0 examples
-            return optree.tree_map(lambda x: np.asarray(x)[np.newaxis][:0], example(0))
-        outs = [example(i) for i in range(n)]
-        return optree.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
+        return f(*[a if d is None else _take(a, d, i) for a, d in zip(args, dims, strict=True)])
 
     for n in sorted({size, 1, 0}):
-        sliced = [a if d is None else _take(a, d, slice(0, n)) for a, d in zip(args, dims)]
-        got = vmap(f, in_dims=in_dims)(*sliced)
-        want = expect(n)
-        got_leaves, want_leaves = optree.tree_leaves(got), optree.tree_leaves(want)
-        for k, (g, w) in enumerate(zip(got_leaves, want_leaves)):
+        sliced = [
+            a if d is None else _take(a, d, slice(0, n)) for a, d in zip(args, dims, strict=True)
+        ]
+        got = vmap(f, in_dims=in_dims, out_dims=out_dims)(*sliced)
+        outs = [example(i) for i in range(max(n, 1))]  # n = 0: one example for the shapes
+        structure = optree.tree_structure(outs[0])
+        if optree.tree_structure(got) != structure:
+            raise AssertionError(
+                f"check_vmap: {where} at batch size {n} returns {optree.tree_structure(got)}, "
+                f"a loop {structure}"
+            )
+        columns = zip(*(optree.tree_leaves(o) for o in outs), strict=True)
+        leaf_dims = _dims_per_leaf(out_dims, outs[0])
+        pieces = zip(optree.tree_leaves(got), columns, leaf_dims, strict=True)
+        for k, (g, column, d) in enumerate(pieces):
             g = np.asarray(g)
-            same = g.shape == w.shape and (n > 0 or g.dtype == w.dtype)
-            if not same or not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+            want = _stacked(list(column[:n]), d, n, column[0])
+            if d is None and not all(
+                np.array_equal(np.asarray(c), want, equal_nan=True) for c in column[:n]
+            ):
                 raise AssertionError(
-                    f"check_vmap: output {k} of vmap({getattr(f, '__name__', f)}, "
-                    f"in_dims={in_dims}) at batch size {n} differs from a loop: got "
-                    f"shape {g.shape}, expected {w.shape}; max abs difference "
-                    f"{np.max(np.abs(g - w)) if g.shape == w.shape else 'n/a'}"
+                    f"check_vmap: output {k} of {where} has out_dims None, but the loop's "
+                    f"examples differ there (it depends on the batch)"
+                )
+            same = g.shape == want.shape and g.dtype == want.dtype
+            if not same or not np.allclose(g, want, rtol=rtol, atol=atol, equal_nan=True):
+                raise AssertionError(
+                    f"check_vmap: output {k} of {where} at batch size {n} differs from a "
+                    f"loop: got {g.dtype} of shape {g.shape}, expected {want.dtype} of shape "
+                    f"{want.shape}; max abs difference "
+                    f"{np.max(np.abs(g - want), initial=0) if g.shape == want.shape else 'n/a'}"
                 )
 
 

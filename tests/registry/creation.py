@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from tests.registry import OpInfo, Sample
 from tests.registry.domains import real
 
@@ -21,5 +23,12 @@ OPS += [
         call=lambda lib, a, v: lib.full_like(a, v),
         numpy_dispatch=(0,),
     ),
-    OpInfo("empty_like", [Sample((real(2, 3),))], differentiable=False, numpy_name=None),
+    # NumPy leaves the entries unspecified; autodiff documents zeros.
+    OpInfo(
+        "empty_like",
+        [Sample((real(2, 3),))],
+        differentiable=False,
+        numpy_name=None,
+        reference=np.zeros_like,
+    ),
 ]
