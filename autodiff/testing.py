@@ -231,12 +231,13 @@ def check_vmap(
     def example(i):
         return f(*[a if d is None else _take(a, d, i) for a, d in zip(args, dims, strict=True)])
 
+    loop = [example(i) for i in range(size)]
     for n in sorted({size, 1, 0}):
         sliced = [
             a if d is None else _take(a, d, slice(0, n)) for a, d in zip(args, dims, strict=True)
         ]
         got = vmap(f, in_dims=in_dims, out_dims=out_dims)(*sliced)
-        outs = [example(i) for i in range(max(n, 1))]  # n = 0: one example for the shapes
+        outs = loop[: max(n, 1)]  # n = 0: one example for the shapes
         structure = optree.tree_structure(outs[0])
         if optree.tree_structure(got) != structure:
             raise AssertionError(

@@ -98,9 +98,8 @@ def _draw_in_dims(rng, ndims, count):
     combos = {tuple(_draw_dim(rng, nd) for nd in ndims): None}
     if n > 1:
         for i in range(n):
-            combos[tuple(_draw_dim(rng, nd) if j == i else None for j, nd in enumerate(ndims))] = (
-                None
-            )
+            alone = tuple(_draw_dim(rng, nd) if j == i else None for j, nd in enumerate(ndims))
+            combos[alone] = None
     for _ in range(20 * count):
         if len(combos) >= count:
             break
