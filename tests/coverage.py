@@ -7,8 +7,8 @@
 Every cell is backed by tests/test_primitives.py: a function is listed with
 VJP/JVP only if it has differentiable samples (checked to second order
 against finite differences), with batching because every sample runs
-under vmap against a loop, and with a plain NumPy call if its samples also
-run as numpy.X(traced value).
+under vmap against a loop over independently drawn examples, and with a
+plain NumPy call if its samples also run as numpy.X(traced value).
 """
 
 from __future__ import annotations
@@ -101,8 +101,10 @@ def markdown() -> str:
         "",
         "A ✅ means the samples in the registry pass: VJP and JVP to second order against "
         "central finite differences and against each other, batching against a Python loop "
-        "for every in_dims combination at batch sizes 3, 1 and 0. The last column is the "
-        "plain NumPy (or SciPy) call that reaches the same rules on traced values.",
+        "over independently drawn examples, with in_dims and out_dims sampled from every "
+        "axis (vmap of vmap, grad and jvp too), at batch sizes 3, 1 and 0; forward values "
+        "against an independent reference (NumPy, SciPy or a closed form). The last column "
+        "is the plain NumPy (or SciPy) call that reaches the same rules on traced values.",
         "",
         "| function | kind | VJP | JVP | batching | plain NumPy call | samples |",
         "|---|---|---|---|---|---|---|",

@@ -123,6 +123,10 @@ CUPY_DIFFERENT = {
 }
 LIMITS = {"dask": DASK_LIMITS, "cupy": CUPY_LIMITS}
 
+# Samples whose derivatives read index values on purpose, which StrictArray refuses: the
+# derivatives of x.at[i].multiply(y) check every example's indices for repeats.
+READS_INDEX_VALUES = {("at.multiply", "batched index"): ("vjp", "jvp", "vmap(grad)")}
+
 # Dask graphs cost milliseconds to build and run: on Dask the registry runs the first
 # sample of each function, without vmap(grad) (which the Dask tests below run).
 _DASK_SKIPS = ("vmap(grad)",)
@@ -146,13 +150,6 @@ def _registry_cases(backend: Backend):
     ]  # fmt: skip
 
 
-def _example(x: np.ndarray, k: int) -> np.ndarray:
-    """The k-th example like ``x``, in the same input domain (as in test_primitives)."""
-    if x.dtype.kind in "fc":
-        return x * (1 + 0.05 * k)
-    return np.roll(x.ravel(), k).reshape(x.shape)  # index arrays, masks: stay valid
-
-
 def _random_like(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     out = rng.standard_normal(np.shape(x))
     if x.dtype.kind == "c":
@@ -167,10 +164,12 @@ def _transforms(op: OpInfo, sample: Sample):
     args = sample.args
     positions = sample.diff_positions() if op.differentiable else ()
     rng = np.random.default_rng(0)
+    # independent examples from each argument's domain (as in test_primitives)
+    examples = [np.stack([sample.draw(rng, i) for _ in range(3)]) for i in range(len(args))]
 
     def with_diff(put, diff_args):
         full = list(put(args))
-        for i, a in zip(positions, diff_args):
+        for i, a in zip(positions, diff_args, strict=True):
             full[i] = a
         return full
 
@@ -193,7 +192,7 @@ def _transforms(op: OpInfo, sample: Sample):
             def total(*d):  # the sum of the real parts of every output
                 return sum(anp.sum(anp.real(leaf)) for leaf in optree.tree_leaves(f(put)(*d)))
 
-            batched = np.stack([_example(primals[0], k) for k in range(3)])
+            batched = examples[positions[0]]
             g = grad(total, argnums=tuple(range(len(primals))))
             in_dims = (0,) + (None,) * (len(primals) - 1)
             return vmap(g, in_dims=in_dims)(*put((batched, *primals[1:])))
@@ -201,8 +200,7 @@ def _transforms(op: OpInfo, sample: Sample):
         runs.append(("vjp", run_vjp))
         runs.append(("jvp", lambda put: jvp(f(put), tuple(put(primals)), tuple(put(tangents)))))
         runs.append(("vmap(grad)", run_vmap_grad))
-    batched = [np.stack([_example(a, k) for k in range(3)]) for a in args]
-    runs.append(("vmap", lambda put: vmap(fn)(*put(batched))))
+    runs.append(("vmap", lambda put: vmap(fn)(*put(examples))))
     return runs
 
 
@@ -215,9 +213,9 @@ def _check_leaves(backend: Backend, results: list) -> None:
         assert len(got_leaves) == len(want_leaves), what
         for g in got_leaves:
             assert isinstance(g, kind), f"{what}: a {type(g).__name__} came back, not a {kind}"
-        pairs += [(what, g, w) for g, w in zip(got_leaves, want_leaves)]
+        pairs += [(what, g, w) for g, w in zip(got_leaves, want_leaves, strict=True)]
     values = backend.get([g for _, g, _ in pairs])  # one Dask computation for all
-    for (what, _, w), g in zip(pairs, values):
+    for (what, _, w), g in zip(pairs, values, strict=True):
         assert np.asarray(g).dtype == np.asarray(w).dtype, what
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=what)
 
@@ -237,6 +235,8 @@ def test_registry_sample_on_backend(backend, op, sample):
     for name, run in _transforms(op, sample):
         if backend.name == "dask" and name in _DASK_SKIPS:
             continue
+        if backend.name == "strict" and name in READS_INDEX_VALUES.get((op.name, sample.label), ()):
+            continue  # CuPy and Dask can be read (bool()); StrictArray refuses
         what = f"{name} of {op.name} on {backend.name}"
         want = run(lambda tree: tree)
         try:

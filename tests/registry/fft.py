@@ -5,16 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from tests.registry import OpInfo, Sample
+from tests.registry.domains import domain
 
 _rng = np.random.default_rng(2024)  # local: these draws don't shift other families'
 
 
-def real(*shape):
-    return _rng.standard_normal(shape)
+@domain(_rng)
+def real(rng, *shape):
+    return rng.standard_normal(shape)
 
 
-def cplx(*shape):
-    return _rng.standard_normal(shape) + 1j * _rng.standard_normal(shape)
+@domain(_rng)
+def cplx(rng, *shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
 def s(*args, label="", **kwargs):

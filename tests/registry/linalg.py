@@ -14,6 +14,7 @@ from tests.registry.domains import (
     away_from_zero,
     cplx,
     distinct_spectrum,
+    domain,
     real,
     spd,
     well_conditioned,
@@ -30,39 +31,43 @@ def s(*args, label="", **kwargs):
 # --- local input domains --------------------------------------------------------------
 
 
-def _unitary(n, *batch, complex_=False):
-    a = _rng.standard_normal((*batch, n, n))
+def _unitary(rng, n, *batch, complex_=False):
+    a = rng.standard_normal((*batch, n, n))
     if complex_:
-        a = a + 1j * _rng.standard_normal((*batch, n, n))
+        a = a + 1j * rng.standard_normal((*batch, n, n))
     q, _ = np.linalg.qr(a)
     return q
 
 
-def separated(m, n, *batch, complex_=False):
+@domain(_rng)
+def separated(rng, m, n, *batch, complex_=False):
     """m x n matrices with well-separated singular values in [1, 3.5] (svd, qr, pinv)."""
     k = min(m, n)
-    s_ = np.linspace(3.5, 1.0, k) + _rng.uniform(0, 0.1, k)
-    u = _unitary(m, *batch, complex_=complex_)[..., :k]
-    v = _unitary(n, *batch, complex_=complex_)[..., :k]
+    s_ = np.linspace(3.5, 1.0, k) + rng.uniform(0, 0.1, k)
+    u = _unitary(rng, m, *batch, complex_=complex_)[..., :k]
+    v = _unitary(rng, n, *batch, complex_=complex_)[..., :k]
     return (u * s_) @ np.conj(np.swapaxes(v, -1, -2))
 
 
-def cwell(n, *batch):
+@domain(_rng)
+def cwell(rng, n, *batch):
     """Complex square matrices with singular values in [1, 3]."""
-    u, v = _unitary(n, *batch, complex_=True), _unitary(n, *batch, complex_=True)
-    return (u * _rng.uniform(1.0, 3.0, (*batch, n))[..., None, :]) @ v
+    u, v = _unitary(rng, n, *batch, complex_=True), _unitary(rng, n, *batch, complex_=True)
+    return (u * rng.uniform(1.0, 3.0, (*batch, n))[..., None, :]) @ v
 
 
-def hpd(n, *batch):
+@domain(_rng)
+def hpd(rng, n, *batch):
     """Hermitian positive definite complex matrices, well conditioned."""
-    a = _rng.standard_normal((*batch, n, n)) + 1j * _rng.standard_normal((*batch, n, n))
+    a = rng.standard_normal((*batch, n, n)) + 1j * rng.standard_normal((*batch, n, n))
     return a @ np.conj(np.swapaxes(a, -1, -2)) / n + np.eye(n)
 
 
-def hermitian_distinct(n, *batch):
+@domain(_rng)
+def hermitian_distinct(rng, n, *batch):
     """Hermitian complex matrices with well-separated eigenvalues."""
-    q = _unitary(n, *batch, complex_=True)
-    w = np.arange(1, n + 1) * 1.5 + _rng.uniform(0, 0.2, n)
+    q = _unitary(rng, n, *batch, complex_=True)
+    w = np.arange(1, n + 1) * 1.5 + rng.uniform(0, 0.2, n)
     return (q * w) @ np.conj(np.swapaxes(q, -1, -2))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from tests.registry import OpInfo, Sample
 from tests.registry.domains import cplx, real
 
@@ -34,6 +36,7 @@ OPS = [
         [s(real(2, 3), real(3), label="operator @")],
         call=lambda lib, a, b: a @ b,
         numpy_name=None,
+        reference=np.matmul,
     ),
     OpInfo(
         "dot",

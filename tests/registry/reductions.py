@@ -50,6 +50,23 @@ def _ufunc_method(ufunc, method):
     return lambda lib, *xs, **kw: getattr(getattr(np, ufunc), method)(*xs, **kw)
 
 
+def _running(reduce):
+    """A closed form of ``ufunc.accumulate``: ``reduce`` over each prefix along ``axis``."""
+
+    def accumulate(x, axis=0):
+        prefixes = [
+            reduce(np.take(x, range(k + 1), axis=axis), axis=axis) for k in range(x.shape[axis])
+        ]
+        return np.stack(prefixes, axis=axis)
+
+    return accumulate
+
+
+def _outer(op):
+    """A closed form of ``ufunc.outer``: every pair of elements."""
+    return lambda a, b: op(np.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b)
+
+
 OPS += [
     OpInfo(
         "prod",
@@ -123,56 +140,69 @@ OPS += [
         [s(real(3, 4)), s(real(2, 3, 4), axis=(0, 2))],
         call=_ufunc_method("add", "reduce"),
         numpy_name=None,
+        reference=lambda x, axis=0: np.sum(x, axis=axis),
     ),
     OpInfo(
         "multiply.reduce",
         [s(positive(3, 4), axis=1)],
         call=_ufunc_method("multiply", "reduce"),
         numpy_name=None,
+        reference=lambda x, axis=0: np.prod(x, axis=axis),
     ),
     OpInfo(
         "maximum.reduce",
         [s(distinct(3, 4))],
         call=_ufunc_method("maximum", "reduce"),
         numpy_name=None,
+        reference=lambda x, axis=0: np.max(x, axis=axis),
     ),
     OpInfo(
         "minimum.reduce",
         [s(distinct(3, 4), axis=1)],
         call=_ufunc_method("minimum", "reduce"),
         numpy_name=None,
+        reference=lambda x, axis=0: np.min(x, axis=axis),
     ),
     OpInfo(
         "add.accumulate",
         [s(real(3, 4), axis=1)],
         call=_ufunc_method("add", "accumulate"),
         numpy_name=None,
+        reference=_running(np.sum),
     ),
     OpInfo(
         "multiply.accumulate",
         [s(positive(5))],
         call=_ufunc_method("multiply", "accumulate"),
         numpy_name=None,
+        reference=_running(np.prod),
     ),
     OpInfo(
         "maximum.accumulate",
         [s(distinct(6)), s(distinct(3, 4), axis=1)],
         call=_ufunc_method("maximum", "accumulate"),
         numpy_name=None,
+        reference=_running(np.max),
     ),
     OpInfo(
         "minimum.accumulate",
         [s(distinct(6))],
         call=_ufunc_method("minimum", "accumulate"),
         numpy_name=None,
+        reference=_running(np.min),
     ),
     OpInfo(
-        "add.outer", [s(real(3), real(2, 2))], call=_ufunc_method("add", "outer"), numpy_name=None
+        "add.outer",
+        [s(real(3), real(2, 2))],
+        call=_ufunc_method("add", "outer"),
+        numpy_name=None,
+        reference=_outer(np.add),
     ),
     OpInfo(
         "multiply.outer",
         [s(real(3), real(4))],
         call=_ufunc_method("multiply", "outer"),
         numpy_name=None,
+        reference=_outer(np.multiply),
     ),
 ]
