@@ -116,19 +116,19 @@ def _describe(x: Any) -> str:
     return f"shape {shape_of(x)} and dtype {dtype_of(x)}"
 
 
+_KINDS = {"b": "b", "i": "i", "u": "i", "f": "f", "c": "c"}
+
+
 def _same_type(ref: Any, got: Any) -> bool:
-    """Same shape and dtype; a Python number (weakly typed, as in JAX) matches a
-    value of the dtype NumPy would give it next to that value."""
+    """Same shape and dtype; a Python number (weakly typed, as in JAX) matches any
+    dtype of its kind (``0.0`` a float32 value, ``0`` an int32 one)."""
     if shape_of(ref) != shape_of(got):
         return False
     ref_dtype, got_dtype = dtype_of(ref), dtype_of(got)
     if ref_dtype == got_dtype:
         return True
-    if isinstance(ref, (bool, int, float, complex)):
-        return np.result_type(ref, got_dtype) == got_dtype
-    if isinstance(got, (bool, int, float, complex)):
-        return np.result_type(got, ref_dtype) == ref_dtype
-    return False
+    weak = isinstance(ref, (bool, int, float, complex)) or isinstance(got, (bool, int, float, complex))
+    return weak and _KINDS.get(ref_dtype.kind) == _KINDS.get(got_dtype.kind)
 
 
 def check_like(
@@ -197,24 +197,25 @@ def _bottom(x: Any) -> Any:
 
 
 def _taken(index: Any, n: int) -> list[int]:
-    """The branches some example takes (``index`` clamped to [0, n - 1]), sorted."""
+    """The branches some example takes (``index`` clamped to [0, n - 1]), sorted; for
+    a batch of no examples the first branch (which gives the outputs' types)."""
     if not isinstance(index, Tracer):
         return [min(max(int(index), 0), n - 1)]
     values = _bottom(index)
     if np.ndim(values) == 0:
         return [min(max(int(values), 0), n - 1)]
-    return sorted({min(max(int(v), 0), n - 1) for v in np.unique(values)})
+    return sorted({min(max(int(v), 0), n - 1) for v in np.unique(values)}) or [0]
 
 
 def _decided(pred: Any) -> bool | None:
     """``bool(pred)`` when every example agrees (or nothing is batched), None when the
-    examples of a batch differ."""
+    examples of a batch differ; False for a batch of no examples."""
     if not isinstance(pred, Tracer):
         return bool(pred)
     values = _bottom(pred)
-    if bool(np.all(values)):
-        return True
-    return False if not bool(np.any(values)) else None
+    if not bool(np.any(values)):
+        return False
+    return True if bool(np.all(values)) else None
 
 
 # --- cond and switch -------------------------------------------------------------------

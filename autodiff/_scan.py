@@ -102,7 +102,16 @@ def _stacked(ys: list, body: _Body, carry: tuple, xs: tuple) -> tuple:
         x = [np.zeros(shape_of(v)[1:], dtype_of(v), like=array_like(v)) for v in xs]
         out = body(*carry, *x)[len(carry) :]
         return tuple(np.zeros((0, *shape_of(v)), dtype_of(v), like=array_like(v)) for v in out)
-    return tuple(stack(list(column)) for column in zip(*ys))
+    return tuple(map(_stack, zip(*ys)))
+
+
+def _stack(column: tuple) -> Any:
+    """One y leaf of every step, stacked; Python numbers take the others' dtype."""
+    if any(isinstance(y, (bool, int, float, complex)) for y in column):
+        dtype = np.result_type(*(y if isinstance(y, (bool, int, float, complex)) else dtype_of(y)
+                                 for y in column))  # fmt: skip
+        return stack(list(column), dtype=dtype)
+    return stack(list(column))
 
 
 def _scan_impl(*operands: Any, body: _Body, length: int, reverse: bool,
@@ -165,9 +174,9 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
 
 
 def _length(x_leaves: list, names: list, length: Any) -> int:
-    if length is not None and (not isinstance(length, (int, np.integer)) or length < 0
-                               or isinstance(length, bool)):  # fmt: skip
-        raise TransformTypeError(f"scan: length must be a non-negative int, got {length!r:.40}.")
+    if length is not None and (not _static_int(length) or length < 0):
+        error = TransformValueError if _static_int(length) else TransformTypeError
+        raise error(f"scan: length must be None or a non-negative int, got {length!r:.40}.")
     sizes = {}
     for leaf, name in zip(x_leaves, names):
         if not shape_of(leaf):
