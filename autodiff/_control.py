@@ -34,7 +34,6 @@ import optree
 from autodiff._args import a_type, check_callable, is_array
 from autodiff._batching import BatchedTensor, BatchInterpreter
 from autodiff._core import Primitive, process
-from autodiff._custom import _flat_function
 from autodiff._explain import ExplainInterpreter
 from autodiff._forward import DualTensor, JvpInterpreter
 from autodiff._reverse import GradInterpreter
@@ -117,18 +116,20 @@ def _describe(x: Any) -> str:
 
 
 _KINDS = {"b": "b", "i": "i", "u": "i", "f": "f", "c": "c"}
+_NUMBERS = (bool, int, float, complex)
 
 
 def _same_type(ref: Any, got: Any) -> bool:
     """Same shape and dtype; a Python number (weakly typed, as in JAX) matches any
     dtype of its kind (``0.0`` a float32 value, ``0`` an int32 one)."""
+    weak = type(ref) in _NUMBERS or type(got) in _NUMBERS
+    if not weak:  # arrays and tracers: checked on every iteration, so first and quickly
+        return ref.shape == got.shape and ref.dtype == got.dtype
+    if type(ref) is type(got):
+        return True
     if shape_of(ref) != shape_of(got):
         return False
-    ref_dtype, got_dtype = dtype_of(ref), dtype_of(got)
-    if ref_dtype == got_dtype:
-        return True
-    weak = isinstance(ref, (bool, int, float, complex)) or isinstance(got, (bool, int, float, complex))
-    return weak and _KINDS.get(ref_dtype.kind) == _KINDS.get(got_dtype.kind)
+    return _KINDS.get(dtype_of(ref).kind) == _KINDS.get(dtype_of(got).kind)
 
 
 def check_like(
@@ -161,9 +162,14 @@ def output_types(fn: Callable, leaves: Sequence) -> tuple[Any, list] | None:
     return None
 
 
+_SCALARS = {"bool": (bool, np.bool_), "int": (int, np.int64, np.int32)}
+
+
 def _check_predicate(pred: Any, what: str, kind: str) -> None:
     """``kind`` "bool": a boolean scalar (cond, while_loop); "int": an integer
     scalar (switch)."""
+    if type(pred) in _SCALARS[kind]:  # checked once per iteration: fast
+        return
     if not (is_array(pred) or isinstance(pred, (bool, int, float, complex))):
         raise TransformTypeError(f"{what} must be a scalar array, got {a_type(pred)}.")
     shape, dtype = shape_of(pred), dtype_of(pred)
@@ -225,17 +231,16 @@ def _cond_impl(index: Any, *operands: Any, branches: tuple, names: tuple, who: s
     taken = _taken(index, len(branches))
     outs = {b: branches[b](*operands) for b in taken}
     first = taken[0]
-    ref_tree = branches[first].out_cell[0]
+    ref_tree = branches[first].out_tree
     ref_names = names_of(ref_tree, "output")
+    hint = "every branch must return the same structure, shapes and dtypes."
     for b, branch in enumerate(branches):
-        if b in outs:
-            got = (branch.out_cell[0], outs[b])
-        else:  # not run: its types, where they can be known without running it
-            got = output_types(branch, operands)
+        # a branch that did not run: its types, where they can be known without running it
+        got = (branch.out_tree, outs[b]) if b in outs else output_types(branch, operands)
         if got is not None and b != first:
             check_like(got[1], got[0], outs[first], ref_tree, ref_names,
                        f"{who}: the output of {names[b]}", f"the output of {names[first]}",
-                       "every branch must return the same structure, shapes and dtypes.")  # fmt: skip
+                       hint)  # fmt: skip
     if len(taken) == 1:
         return outs[first]
     if dtype_of(index).kind == "b":  # cond: one select
@@ -251,24 +256,27 @@ cond_p = ControlFlowPrimitive("cond", _cond_impl, multiple_results=True)
 
 
 class _Branch:
-    """A branch on flat leaves; ``out_cell[0]`` is the structure of its last output."""
+    """A function on flat leaves returning a tuple of leaves; ``out_tree`` is the
+    structure of its last output."""
 
-    __slots__ = ("fn", "out_cell")
+    __slots__ = ("fn", "in_tree", "out_tree")
 
     def __init__(self, fn: Callable, in_tree: Any) -> None:
-        self.out_cell: list = []
-        self.fn = _flat_function(fn, in_tree, self.out_cell)
+        self.fn, self.in_tree, self.out_tree = fn, in_tree, None
 
     def __call__(self, *leaves: Any) -> tuple:
-        return self.fn(*leaves)
+        out, self.out_tree = optree.tree_flatten(
+            self.fn(*optree.tree_unflatten(self.in_tree, leaves))
+        )
+        return tuple(out)
 
 
 def _branch_call(what: str, index: Any, fns: Sequence[Callable], names: tuple, operands):
     leaves, tree, _ = leaves_of(tuple(operands), "operands", what)
     branches = tuple(_Branch(fn, tree) for fn in fns)
     outs = cond_p.bind(index, *leaves, branches=branches, names=names, who=what)
-    ran = next(b for b in branches if b.out_cell)
-    return optree.tree_unflatten(ran.out_cell[0], list(outs))
+    ran = next(b for b in branches if b.out_tree is not None)
+    return optree.tree_unflatten(ran.out_tree, list(outs))
 
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
@@ -329,10 +337,10 @@ def _while_impl(*carry: Any, cond_fun: _Branch, body_fun: _Branch, tree: Any, na
                 who: str) -> tuple:  # fmt: skip
     while True:
         pred = cond_fun(*carry)
-        if not cond_fun.out_cell[0].is_leaf():
+        if not cond_fun.out_tree.is_leaf():
             raise TransformTypeError(
                 f"{who}: cond_fun must return a boolean scalar, got a value structured "
-                f"as {cond_fun.out_cell[0]}."
+                f"as {cond_fun.out_tree}."
             )
         pred = pred[0]
         _check_predicate(pred, f"{who}: the value cond_fun returns", "bool")
@@ -340,7 +348,7 @@ def _while_impl(*carry: Any, cond_fun: _Branch, body_fun: _Branch, tree: Any, na
         if running is False:
             return tuple(carry)
         new = body_fun(*carry)
-        check_like(new, body_fun.out_cell[0], carry, tree, names,
+        check_like(new, body_fun.out_tree, carry, tree, names,
                    f"{who}: the value body_fun returned", "the value it was given",
                    _CARRY_HINT)  # fmt: skip
         if running is None:  # some examples are done: they keep their carry

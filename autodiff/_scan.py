@@ -58,7 +58,8 @@ class _Body:
     """``f`` on flat leaves, ``(*carry, *x) -> (*carry, *y)``, checking what it returns:
     a pair, a carry like the one it was given, and ``y`` like the last step's."""
 
-    __slots__ = ("carry_names", "carry_tree", "f", "n_carry", "xs_tree", "y_tree", "y_types")
+    __slots__ = ("carry_names", "carry_tree", "f", "n_carry", "xs_tree", "y_names", "y_tree",
+                 "y_types")  # fmt: skip
 
     def __init__(self, f: Callable, carry_tree: Any, carry_names: list, xs_tree: Any) -> None:
         self.f, self.xs_tree = f, xs_tree
@@ -66,6 +67,7 @@ class _Body:
         self.n_carry = carry_tree.num_leaves
         self.y_tree: Any = None
         self.y_types: list = []
+        self.y_names: list = []
 
     def __call__(self, *leaves: Any) -> tuple:
         carry, x = leaves[: self.n_carry], leaves[self.n_carry :]
@@ -82,9 +84,9 @@ class _Body:
                    "scan: the carry f returned", "the carry it was given", _CARRY_HINT)  # fmt: skip
         y, y_tree = optree.tree_flatten(out[1])
         if self.y_tree is None:
-            self.y_tree = y_tree
+            self.y_tree, self.y_names = y_tree, names_of(y_tree, "y")
         else:
-            check_like(y, y_tree, self.y_types, self.y_tree, names_of(self.y_tree, "y"),
+            check_like(y, y_tree, self.y_types, self.y_tree, self.y_names,
                        "scan: the y f returned", "the y of the step before",
                        "every step's y must have the same structure, shapes and dtypes, "
                        "to be stacked.")  # fmt: skip

@@ -94,8 +94,9 @@ def switch_ref(i, x):
 
 # cond on a pytree, predicate computed from the operands, closure over w
 def tree_fn(w, x):
-    return cond(anp.sum(x) > 0, lambda d: {"a": d["x"] * w, "b": (d["y"],)},
-                lambda d: {"a": anp.tanh(d["x"]), "b": (d["y"] * 2.0,)}, {"x": x, "y": w})  # fmt: skip
+    yes = lambda d: {"a": d["x"] * w, "b": (d["y"],)}
+    no = lambda d: {"a": anp.tanh(d["x"]), "b": (d["y"] * 2.0,)}
+    return cond(anp.sum(x) > 0, yes, no, {"x": x, "y": w})
 
 
 def tree_ref(w, x):
@@ -590,7 +591,7 @@ def test_checkpoint_is_one_tape_node_whose_vjp_recomputes():
 def test_a_checkpointed_vjp_fn_runs_later_many_times_and_under_vmap():
     loss, w = _lstm(True, steps=5, hidden=3)
     plain, _ = _lstm(False, steps=5, hidden=3)
-    value, vjp_fn = vjp(loss, w)
+    _, vjp_fn = vjp(loss, w)
     first = vjp_fn(np.array(1.0))[0]
     np.testing.assert_allclose(vjp_fn(np.array(2.0))[0], 2 * first, rtol=1e-12)
     np.testing.assert_allclose(first, grad(plain)(w), rtol=1e-12)
@@ -658,7 +659,8 @@ def test_switch_index_is_clamped_under_every_transform():
     f = lambda i, x: switch(i, BRANCHES, x)
     x = np.array([[0.5, 0.1], [0.2, -0.4]])
     for i in (-5, 0, 1, 2, 9):
-        _close(grad(lambda x: _total(f(i, x)))(x), grad(lambda x: _total(switch_ref(i, x)))(x))
+        got = grad(lambda x, i=i: _total(f(i, x)))(x)
+        _close(got, grad(lambda x, i=i: _total(switch_ref(i, x)))(x))
     check_vmap(f, (0, None), (np.array([-5, 0, 9]), x))
 
 
@@ -685,8 +687,9 @@ def test_weakly_typed_python_numbers_take_the_dtype_of_the_loop():
         (lambda: cond(True, lambda x: x, lambda x: x, "text"), TransformTypeError,
          r"operands\[0\] is a str"),
         (lambda: while_loop(lambda c: c["x"] < 3, lambda c: {"x": c["x"] + 1.0}, {"x": 0}),
-         TransformTypeError, r"while_loop: the value body_fun returned has shape \(\) and dtype "
-         r"float64 at init_val\['x'\], where the value it was given has shape \(\) and dtype int64"),
+         TransformTypeError, r"while_loop: the value body_fun returned has shape \(\) and "
+         r"dtype float64 at init_val\['x'\], where the value it was given has shape \(\) and "
+         r"dtype int64"),
         (lambda: while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, np.ones(3)), (0, np.ones(2))),
          TransformTypeError, r"shape \(3,\) and dtype float64 at init_val\[1\]"),
         (lambda: while_loop(lambda c: c < 3, lambda c: (c + 1,), 0), TransformTypeError,
@@ -726,9 +729,10 @@ def test_type_errors_name_the_offending_leaf(call, error, message):
 def test_branches_that_disagree_are_caught_where_both_run():
     f = lambda p, x: cond(p, lambda x: {"a": x}, lambda x: {"a": x[:1]}, x)
     f(True, np.ones(2))  # eagerly only one branch runs: nothing to compare it with
-    with pytest.raises(TransformTypeError, match=r"cond: the output of true_fun has shape "
-                       r"\(2,\).* at output\['a'\], where the output of false_fun has shape \(1,\)"):
-        vmap(f, (0, None))(np.array([True, False]), np.ones(2))  # fmt: skip
+    message = (r"cond: the output of true_fun has shape \(2,\).* at output\['a'\], where the "
+               r"output of false_fun has shape \(1,\)")  # fmt: skip
+    with pytest.raises(TransformTypeError, match=message):
+        vmap(f, (0, None))(np.array([True, False]), np.ones(2))
     g = lambda p, x: cond(p, lambda x: x.astype(np.float32), lambda x: x, x)
     with pytest.raises(TransformTypeError, match="dtype float32"):
         vmap(g, (0, None))(np.array([True, False]), np.ones(2))
