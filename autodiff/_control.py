@@ -262,7 +262,8 @@ class _Branch:
     __slots__ = ("fn", "in_tree", "out_tree")
 
     def __init__(self, fn: Callable, in_tree: Any) -> None:
-        self.fn, self.in_tree, self.out_tree = fn, in_tree, None
+        self.fn, self.in_tree = fn, in_tree
+        self.out_tree: Any = None
 
     def __call__(self, *leaves: Any) -> tuple:
         out, self.out_tree = optree.tree_flatten(
