@@ -14,7 +14,7 @@ LAYERS = {
     "rules": ["rules", "rules.*", "_args", "_nans", "_validate"],
     "transforms": ["_transpose", "_tape", "_reverse", "_forward", "_batching"],
     "compositions": ["_derived", "_checkpoint", "_custom", "_explain", "_checkers", "numpy.random",
-                     "numpy._draws"],
+                     "numpy._draws", "_control", "_scan"],
     "public": ["", "__main__", "extend", "testing", "_check_primitive", "numpy", "numpy.*",
                "scipy", "scipy.*"],
 }  # fmt: skip
