@@ -273,6 +273,28 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
     return [*lines, ""], targets
 
 
+def why() -> list[str]:
+    """Where a missed C1 target's time goes: the Python calls each system makes
+    (cProfile's count, which the machine's noise does not change)."""
+    import cProfile
+    import pstats
+
+    lines = ["### C1: the Python calls scan adds", "",
+             "| system | Python calls in one gradient | x eager loop |",
+             "|---|---|---|"]  # fmt: skip
+    base = None
+    for name, run in c1_systems("lstm").items():
+        profile = cProfile.Profile()
+        profile.runcall(run)
+        calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+        base = base or calls
+        lines.append(f"| {name} | {calls} | {calls / base:.2f} |")
+    return [*lines, "",
+            "Control flow adds a few Python calls per iteration (flattening the carry, checking "
+            "its types; C0 measures them). A time ratio well above the ratio of calls is the "
+            "machine's noise: rerun on a quiet machine.", ""]  # fmt: skip
+
+
 def main() -> None:
     started = time.perf_counter()
     lines, targets = report()
