@@ -20,6 +20,7 @@ says how a transform sees inside control flow, ``ControlFlowPrimitive``).  Check
 primitive's rules with ``autodiff.testing.check_primitive``.
 """
 
+from autodiff._control import ControlFlowPrimitive
 from autodiff._core import (
     Interpreter,
     Primitive,
@@ -31,7 +32,6 @@ from autodiff._core import (
     owned,
     process,
 )
-from autodiff._control import ControlFlowPrimitive
 from autodiff._custom import custom_jvp, custom_vjp
 from autodiff._tracer import Tracer, register_numpy
 from autodiff._validate import debug_rules
