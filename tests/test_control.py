@@ -391,6 +391,7 @@ def test_grad_jvp_and_jacobians_match_python_control_flow(prog):
     _close(grad(f, argnums)(*diff), grad(ref, argnums)(*diff))
     tangents = tuple(np.cos(np.arange(np.size(d)) + 1.0).reshape(np.shape(d)) for d in diff)
     _close(jvp(f, diff, tangents), jvp(ref, diff, tangents))
+    _close(linearize(f, *diff)[1](*tangents), jvp(ref, diff, tangents)[1])
     full, full_ref = (_on(lambda *a, g=g: _floats(g(*a)), args, prog.diff)
                       for g in (prog.fn, prog.ref))  # fmt: skip
     _close(jacrev(full, argnums)(*diff), jacrev(full_ref, argnums)(*diff))
@@ -777,3 +778,40 @@ def test_scan_and_static_fori_on_a_strict_array():
         _close(unwrap(got), vmap(fn, (None, 0, None))(w, np.stack([xs, -xs]), h0))
     got = jvp(fori_fn, strict((w[0], h0)), strict((h0, h0)))
     _close(unwrap(got), jvp(fori_fn, (w[0], h0), (h0, h0)))
+
+
+def test_scan_on_dask_stays_lazy():
+    """No data-dependent decision: a scan builds a Dask graph and computes nothing;
+    a data-dependent branch reads its predicate (computes it), as it must."""
+    from tests.backends import Dask
+
+    dask = Dask()
+    if dask.reason:
+        pytest.skip(dask.reason)
+    w, xs, h0 = rnn_draw(np.random.default_rng(5))
+    for ckpt in (False, True):
+        fn = rnn(ckpt)
+        total = lambda w, xs, h0, fn=fn: _total(fn(w, xs, h0))
+        with dask.lazy():
+            got = grad(total, (0, 1, 2))(*dask.put((w, xs, h0)))
+        assert all(isinstance(g, dask.array_type()) for g in got)
+        _close(dask.get(got), grad(total, (0, 1, 2))(w, xs, h0))
+    with dask.lazy(), pytest.raises(AssertionError, match="a Dask graph was computed"):
+        cond_fn(*dask.put(cond_draw(np.random.default_rng(0))))
+
+
+def test_nested_checkpointed_scans_and_loops():
+    xs = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+
+    def f(w, ckpt):
+        def row(c, x):
+            inner = scan(lambda d, v: (anp.sin(d * w + v), d), c, x, checkpoint=ckpt)
+            n = while_loop(lambda k: k[0] < 2, lambda k: (k[0] + 1, k[1] * w), (0, inner[0]))
+            return n[1], anp.sum(inner[1])
+
+        return _total(scan(row, 0.3, xs, checkpoint=ckpt, reverse=True))
+
+    np.testing.assert_allclose(grad(f)(0.7, True), grad(f)(0.7, False), rtol=1e-12)
+    check_grads(lambda w: f(w, True), (0.7,), order=2)
+    np.testing.assert_allclose(vmap(grad(f), (0, None))(np.array([0.7, -0.4]), True),
+                               vmap(grad(f), (0, None))(np.array([0.7, -0.4]), False))  # fmt: skip
