@@ -334,8 +334,8 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
 _CARRY_HINT = "a loop's carry keeps its structure, shapes and dtypes (cast with .astype)."
 
 
-def _while_impl(*carry: Any, cond_fun: _Branch, body_fun: _Branch, tree: Any, names: list,
-                who: str) -> tuple:  # fmt: skip
+def _while_impl(*carry: Any, cond_fun: _Branch, body_fun: _Branch, tree: Any,
+                names: list | None, who: str) -> tuple:  # fmt: skip
     while True:
         pred = cond_fun(*carry)
         if not cond_fun.out_tree.is_leaf():
@@ -349,9 +349,10 @@ def _while_impl(*carry: Any, cond_fun: _Branch, body_fun: _Branch, tree: Any, na
         if running is False:
             return tuple(carry)
         new = body_fun(*carry)
-        check_like(new, body_fun.out_tree, carry, tree, names,
-                   f"{who}: the value body_fun returned", "the value it was given",
-                   _CARRY_HINT)  # fmt: skip
+        if names is not None:
+            check_like(new, body_fun.out_tree, carry, tree, names,
+                       f"{who}: the value body_fun returned", "the value it was given",
+                       _CARRY_HINT)  # fmt: skip
         if running is None:  # some examples are done: they keep their carry
             new = tuple(n if n is c else where(pred, n, c) for n, c in zip(new, carry))
         carry = new
@@ -360,12 +361,14 @@ def _while_impl(*carry: Any, cond_fun: _Branch, body_fun: _Branch, tree: Any, na
 while_loop_p = ControlFlowPrimitive("while_loop", _while_impl, multiple_results=True)
 
 
-def _while(who: str, cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+def _while(who: str, cond_fun: Callable, body_fun: Callable, init_val: Any,
+           check_carry: bool = True) -> Any:  # fmt: skip
+    """``while_loop``; ``check_carry=False``: the caller's body checks the carry itself."""
     leaves, tree, names = leaves_of(init_val, "init_val", who)
     called = optree.tree_structure((init_val,))  # the functions take the carry as one argument
     outs = while_loop_p.bind(*leaves, cond_fun=_Branch(cond_fun, called),
-                             body_fun=_Branch(body_fun, called), tree=tree, names=names,
-                             who=who)  # fmt: skip
+                             body_fun=_Branch(body_fun, called), tree=tree,
+                             names=names if check_carry else None, who=who)  # fmt: skip
     return optree.tree_unflatten(tree, list(outs))
 
 

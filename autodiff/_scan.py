@@ -56,12 +56,14 @@ class ScanPrimitive(ControlFlowPrimitive):
 
 class _Body:
     """``f`` on flat leaves, ``(*carry, *x) -> (*carry, *y)``, checking what it returns:
-    a pair, a carry like the one it was given, and ``y`` like the last step's."""
+    a pair, a carry like the one it was given (unless ``carry_names`` is None: the
+    caller checks it), and ``y`` like the last step's."""
 
     __slots__ = ("carry_names", "carry_tree", "f", "n_carry", "xs_tree", "y_names", "y_tree",
                  "y_types")  # fmt: skip
 
-    def __init__(self, f: Callable, carry_tree: Any, carry_names: list, xs_tree: Any) -> None:
+    def __init__(self, f: Callable, carry_tree: Any, carry_names: list | None,
+                 xs_tree: Any) -> None:  # fmt: skip
         self.f, self.xs_tree = f, xs_tree
         self.carry_tree, self.carry_names = carry_tree, carry_names
         self.n_carry = carry_tree.num_leaves
@@ -80,8 +82,10 @@ class _Body:
                 f"when there is nothing to stack."
             )
         new, c_tree = optree.tree_flatten(out[0])
-        check_like(new, c_tree, carry, self.carry_tree, self.carry_names,
-                   "scan: the carry f returned", "the carry it was given", _CARRY_HINT)  # fmt: skip
+        if self.carry_names is not None:
+            check_like(new, c_tree, carry, self.carry_tree, self.carry_names,
+                       "scan: the carry f returned", "the carry it was given",
+                       _CARRY_HINT)  # fmt: skip
         y, y_tree = optree.tree_flatten(out[1])
         if self.y_tree is None:
             self.y_tree, self.y_names = y_tree, names_of(y_tree, "y")
@@ -163,10 +167,15 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     check_callable(f, "scan")
     check_flag(reverse, "reverse", "scan")
     check_flag(checkpoint, "checkpoint", "scan")
+    return _scan(f, init, xs, length, reverse, checkpoint)
+
+
+def _scan(f: Callable, init: Any, xs: Any, length: Any, reverse: bool, checkpoint: bool,
+          check_carry: bool = True) -> tuple:  # fmt: skip
     carry, carry_tree, carry_names = leaves_of(init, "init", "scan")
     x_leaves, xs_tree, x_names = leaves_of(xs, "xs", "scan")
     length = _length(x_leaves, x_names, length)
-    body = _Body(f, carry_tree, carry_names, xs_tree)
+    body = _Body(f, carry_tree, carry_names if check_carry else None, xs_tree)
     operands = [*carry, *x_leaves]
     if checkpoint:
         operands = _for_checkpoint(operands)
@@ -238,11 +247,13 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     if _static_int(lower) and _static_int(upper):
         if upper <= lower:
             return init_val
-        (_, out), _ = scan(lambda c, _: ((c[0] + 1, step(*c)), None), (int(lower), init_val),
-                           length=int(upper) - int(lower))  # fmt: skip
+        # step checks the carry, with fori_loop's names: the scan need not
+        steps = int(upper) - int(lower)
+        (_, out), _ = _scan(lambda c, _: ((c[0] + 1, step(*c)), None), (int(lower), init_val),
+                            None, steps, False, False, check_carry=False)  # fmt: skip
         return out
     _, out = _while("fori_loop", lambda c: c[0] < upper, lambda c: (c[0] + 1, step(*c)),
-                    (lower, init_val))  # fmt: skip
+                    (lower, init_val), check_carry=False)  # fmt: skip
     return out
 
 

@@ -1,8 +1,10 @@
 """Control flow: C1 (an RNN's gradient through scan), C2 (per-example Newton solves
 under vmap), C0 (what the primitives cost eagerly, over a Python loop).
 
-    python -m benchmarks.control_flow                 # the tables, on their own
+    python -m benchmarks.control_flow       # these tables alone: results-control-flow.md
     python -m benchmarks.control_flow memory CELL SYSTEM   # one peak, in this process
+
+``python -m benchmarks`` runs them too, with the other workloads, into results.md.
 
 C1: 200 steps, hidden 64, batch 32, input 16.  The target cell is an LSTM: its step
 keeps five (batch, hidden) arrays for its derivative besides its carry (h, c), which
@@ -133,7 +135,7 @@ def c1_memory_rows() -> dict[tuple[str, str], float]:
 
 # --- C2: Newton's method per example ----------------------------------------------------------
 
-NEWTON_BATCH, NEWTON_N, TOL = 512, 16, 1e-20
+NEWTON_BATCH, NEWTON_N, TOL = 1024, 16, 1e-20
 
 
 def newton_data(seed: int = 0) -> tuple:
@@ -296,12 +298,40 @@ def why() -> list[str]:
 
 
 def main() -> None:
+    import datetime
+    import pathlib
+
+    if hasattr(os, "sched_setaffinity"):  # one core, as python -m benchmarks runs
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     started = time.perf_counter()
-    lines, targets = report()
-    print("\n".join(lines))
-    for workload, text, value, verdict in targets:
-        print(f"{workload}: {text}: {value:.3g} {verdict}")
-    print(f"{time.perf_counter() - started:.0f} s")
+    rounds = 15
+    lines, targets = report(rounds)
+    text = [
+        "# Benchmarks: control flow",
+        "",
+        f"`python -m benchmarks.control_flow`, {datetime.date.today().isoformat()}. One thread; "
+        f"the systems of a table run in the same process, interleaved round by round; times "
+        f"are medians (and min-max) over {rounds} rounds, ratios to the first row's median; "
+        "every system's result is checked against the first row's first.",
+        "",
+        *h.environment(),
+        "",
+        *lines,
+        "## Targets",
+        "",
+        "| workload | target | measured | verdict |",
+        "|---|---|---|---|",
+        *[f"| {wl} | {t} | {'-' if v != v else f'{v:.3g}'} | {verdict} |"
+          for wl, t, v, verdict in targets],
+        "",
+        *(why() if any(wl == "C1" and "missed" in v for wl, _, _, v in targets) else []),
+        f"Run time: {time.perf_counter() - started:.0f} s.",
+        "",
+    ]  # fmt: skip
+    out = pathlib.Path(__file__).with_name("results-control-flow.md")
+    out.write_text("\n".join(text))
+    print("\n".join(text[text.index("## Targets") :]))
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
