@@ -815,3 +815,24 @@ def test_nested_checkpointed_scans_and_loops():
     check_grads(lambda w: f(w, True), (0.7,), order=2)
     np.testing.assert_allclose(vmap(grad(f), (0, None))(np.array([0.7, -0.4]), True),
                                vmap(grad(f), (0, None))(np.array([0.7, -0.4]), False))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fn", "dims", "shapes"),
+    [
+        (cond_fn, (None, 1), [(), (3, 4)]),
+        (cond_fn, (0, -1), [(4,), (3, 4)]),
+        (rnn(True), (None, 2, 1), [(3, 3), (5, 3, 4), (3, 4)]),
+        (rnn(False), (-1, None, 0), [(3, 3, 4), (5, 3), (4, 3)]),
+        (fori_n_fn, (0, 1), [(4,), (2, 4)]),
+    ],
+)
+def test_batch_axes_other_than_the_first(fn, dims, shapes):
+    rng = np.random.default_rng(7)
+    args = [rng.normal(size=s) for s in shapes]
+    if fn in (cond_fn,):
+        args[0] = np.where(np.arange(args[0].size).reshape(np.shape(args[0])) % 2, 0.8, -0.9)
+    if fn is fori_n_fn:
+        args[0] = np.array([0, 3, 1, 2])
+    for out_dims in (0, -1):
+        check_vmap(fn, dims, tuple(args), out_dims=out_dims)
