@@ -27,6 +27,7 @@ FAMILIES = [
     "creation",
     "elementwise",
     "reductions",
+    "statistics",
     "shape",
     "indexing",
     "products",
