@@ -588,18 +588,25 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return cumprod(_nan_filled(a, 1.0), axis, dtype=dtype)
 
 
+def _skipping_nans(reduce, a, axis, keepdims, fill, all_nan):
+    """``reduce`` of ``a`` with its NaNs replaced by ``fill``, and ``all_nan`` for the
+    slices that were all NaN; and whether there are such slices (where that is known)."""
+    a = _as_array(a)
+    if dtype_of(a).kind not in "fc":
+        return reduce(a, axis, keepdims=keepdims), False
+    missing = _elt.isnan(a)
+    result = reduce(_elt.where(missing, fill, a), axis, keepdims=keepdims)
+    empty = all(missing, axis, keepdims=keepdims)
+    return _elt.where(empty, all_nan, result), not _all_known_true(_elt.logical_not(empty))
+
+
 def _nan_extreme(name, reduce, fill):
     def extreme(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         _check_supported(name, out, initial, where)
-        a = _as_array(a)
-        if dtype_of(a).kind not in "fc":
-            return reduce(a, axis, keepdims=keepdims)
-        missing = _elt.isnan(a)
-        result = reduce(_elt.where(missing, fill, a), axis, keepdims=keepdims)
-        all_missing = all(missing, axis, keepdims=keepdims)
-        if not _all_known_true(_elt.logical_not(all_missing)):
+        result, some_all_nan = _skipping_nans(reduce, a, axis, keepdims, fill, np.nan)
+        if some_all_nan:
             warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=2)
-        return _elt.where(all_missing, np.nan, result)
+        return result
 
     extreme.__name__ = extreme.__qualname__ = name
     word = "largest" if name == "nanmax" else "smallest"
@@ -613,24 +620,13 @@ def _nan_extreme(name, reduce, fill):
     return register_numpy(getattr(np, name))(extreme)
 
 
-nanmax = _nan_extreme("nanmax", lambda a, axis, keepdims: max(a, axis, keepdims=keepdims),
-                      -np.inf)  # fmt: skip
-nanmin = _nan_extreme("nanmin", lambda a, axis, keepdims: min(a, axis, keepdims=keepdims),
-                      np.inf)  # fmt: skip
-
-
 def _nan_arg(name, arg, fill):
     def nan_arg(a, axis=None, out=None, *, keepdims=False):
         _check_supported(name, out)
-        a = _as_array(a)
-        if dtype_of(a).kind not in "fc":
-            return arg(a, axis, keepdims=keepdims)
-        missing = _elt.isnan(a)
-        result = arg(_elt.where(missing, fill, a), axis, keepdims=keepdims)
-        all_missing = all(missing, axis, keepdims=keepdims)
-        if not _all_known_true(_elt.logical_not(all_missing)):
+        result, some_all_nan = _skipping_nans(arg, a, axis, keepdims, fill, -1)  # -1: JAX's
+        if some_all_nan:
             raise ValueError("All-NaN slice encountered")
-        return _elt.where(all_missing, -1, result)  # under vmap: JAX's -1
+        return result
 
     nan_arg.__name__ = nan_arg.__qualname__ = name
     nan_arg.__doc__ = (
@@ -644,6 +640,10 @@ def _nan_arg(name, arg, fill):
     return register_numpy(getattr(np, name))(nan_arg)
 
 
+nanmax = _nan_extreme("nanmax", lambda a, axis, keepdims: max(a, axis, keepdims=keepdims),
+                      -np.inf)  # fmt: skip
+nanmin = _nan_extreme("nanmin", lambda a, axis, keepdims: min(a, axis, keepdims=keepdims),
+                      np.inf)  # fmt: skip
 nanargmax = _nan_arg("nanargmax", lambda a, axis, keepdims: argmax(a, axis, keepdims=keepdims),
                      -np.inf)  # fmt: skip
 nanargmin = _nan_arg("nanargmin", lambda a, axis, keepdims: argmin(a, axis, keepdims=keepdims),
@@ -662,6 +662,14 @@ def count_nonzero(a, axis=None, *, keepdims=False):
     return sum(_elt.astype(_elt.not_equal(a, 0), np.intp), axis, keepdims=keepdims)
 
 
+def _neighbours_sum(x, axis, sign):
+    """``x[i + 1] + sign * x[i]`` along ``axis``."""
+    n, nd = shape_of(x)[axis], ndim_of(x)
+    after = _idx.getitem(x, _shp._along(axis, nd, slice(1, n)))
+    before = _idx.getitem(x, _shp._along(axis, nd, slice(0, n - 1)))
+    return after + before if sign > 0 else after - before
+
+
 @register_numpy(np.trapezoid)
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """Like numpy.trapezoid: the integral of ``y`` along ``axis`` by the trapezoidal
@@ -675,7 +683,6 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     y = _as_array(y)
     nd = ndim_of(y)
     axis = normalize_axes(axis, nd)[0]
-    ahead = (slice(None),) * axis
     if x is None:
         d = dx
     else:
@@ -685,9 +692,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
             d = _shp.reshape(d, tuple(shape_of(d)[0] if i == axis else 1 for i in range(nd)))
         else:  # NumPy's diff(x, axis=axis)
             x_axis = normalize_axes(axis - nd, ndim_of(x))[0]
-            x_ahead = (slice(None),) * x_axis
-            d = x[(*x_ahead, slice(1, None))] - x[(*x_ahead, slice(None, -1))]
-    pairs = y[(*ahead, slice(1, None))] + y[(*ahead, slice(None, -1))]
+            d = _neighbours_sum(x, x_axis, -1)
+    pairs = _neighbours_sum(y, axis, 1)
     return sum(d * pairs / 2.0, axis)
 
 

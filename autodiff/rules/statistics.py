@@ -596,7 +596,7 @@ def _quantiles(a, q, axis, keepdims, method, *, skip_nan, weights=None, scale=1)
         qs = _shp.reshape(q, (1,) * len(kept_shape) + (int(np.prod(q_shape)),))
     inexact = dtype_of(x).kind == "f"
     missing = _elt.isnan(x) if inexact else None
-    count: Any = n
+    count = n
     if skip_nan and inexact:
         count = _red.sum(_elt.astype(_elt.logical_not(missing), np.float64), -1, keepdims=True)
     plain = isinstance(qs, (int, float)) and isinstance(count, int)  # positions in Python
