@@ -21,6 +21,7 @@ import itertools
 import warnings
 
 import numpy as np
+import optree
 import pytest
 
 import autodiff.numpy as anp
@@ -44,9 +45,19 @@ CONTINUOUS = [
 
 
 def _same(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    for g, w in zip(optree.tree_leaves(got), optree.tree_leaves(want), strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g, w)
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def _agree(ours, numpys, a, *args, **kwargs):
+    """``ours`` gives NumPy's values: on plain arrays (where it calls NumPy's own) and on
+    traced ones (the composition: here batched, as one example under vmap)."""
+    want = numpys(a, *args, **kwargs)
+    _same(ours(a, *args, **kwargs), want)
+    batched = vmap(lambda a: ours(a, *args, **kwargs))(np.asarray(a)[None])
+    _same(optree.tree_map(lambda leaf: leaf[0], batched), want)
 
 
 # --- forward values against NumPy -------------------------------------------------------------
@@ -65,13 +76,10 @@ def _cycled():
 def test_quantile_agrees_with_numpy(method, qi, ai, keepdims):
     q, axis = QS[qi], AXES[ai]
     kw = dict(axis=axis, method=method, keepdims=keepdims)
-    _same(anp.quantile(DATA, q, **kw), np.quantile(DATA, q, **kw))
-    _same(
-        anp.percentile(DATA, np.multiply(q, 100), **kw),
-        np.percentile(DATA, np.multiply(q, 100), **kw),
-    )
+    _agree(anp.quantile, np.quantile, DATA, q, **kw)
+    _agree(anp.percentile, np.percentile, DATA, np.multiply(q, 100), **kw)
     ints = np.round(DATA).astype(np.int64)
-    _same(anp.quantile(ints, q, **kw), np.quantile(ints, q, **kw))  # integers: dtypes too
+    _agree(anp.quantile, np.quantile, ints, q, **kw)  # integers: dtypes too
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -79,7 +87,7 @@ def test_quantile_of_small_samples_at_every_switch(method):
     for n in range(1, 7):
         x = DATA.ravel()[:n]
         for q in np.linspace(0, 1, 13):
-            _same(anp.quantile(x, q, method=method), np.quantile(x, q, method=method))
+            _agree(anp.quantile, np.quantile, x, q, method=method)
 
 
 @pytest.mark.parametrize("method", ["linear", "inverted_cdf", "nearest", "hazen"])
@@ -88,11 +96,11 @@ def test_nanquantile_agrees_with_numpy(method):
     x[0, 1, 2] = x[2, :3, 3] = np.nan
     for axis in (None, 1, (0, 2)):
         kw = dict(axis=axis, method=method)
-        _same(anp.nanquantile(x, [0.2, 0.5], **kw), np.nanquantile(x, [0.2, 0.5], **kw))
-        _same(anp.quantile(x, [0.2, 0.5], **kw), np.quantile(x, [0.2, 0.5], **kw))  # NaN
-        _same(anp.nanpercentile(x, 30.0, **kw), np.nanpercentile(x, 30.0, **kw))
-    _same(anp.nanmedian(x, axis=1), np.nanmedian(x, axis=1))
-    _same(anp.median(x, axis=1), np.median(x, axis=1))
+        _agree(anp.nanquantile, np.nanquantile, x, [0.2, 0.5], **kw)
+        _agree(anp.quantile, np.quantile, x, [0.2, 0.5], **kw)  # NaN
+        _agree(anp.nanpercentile, np.nanpercentile, x, 30.0, **kw)
+    _agree(anp.nanmedian, np.nanmedian, x, axis=1)
+    _agree(anp.median, np.median, x, axis=1)
 
 
 def test_weighted_quantiles_agree_with_numpy():
@@ -101,29 +109,20 @@ def test_weighted_quantiles_agree_with_numpy():
     kw = dict(method="inverted_cdf")
     for axis in (None, 0, 2):
         q = [0.0, 0.3, 1.0]
-        _same(
-            anp.quantile(DATA, q, axis=axis, weights=w, **kw),
-            np.quantile(DATA, q, axis=axis, weights=w, **kw),
-        )
+        _agree(anp.quantile, np.quantile, DATA, q, axis=axis, weights=w, **kw)
     one_axis = w[0, :, 0]  # weights along the reduced axis only
-    _same(
-        anp.quantile(DATA, 0.4, axis=1, weights=one_axis, **kw),
-        np.quantile(DATA, 0.4, axis=1, weights=one_axis, **kw),
-    )
+    _agree(anp.quantile, np.quantile, DATA, 0.4, axis=1, weights=one_axis, **kw)
     two_axes = w[:, 0, :].T  # in the order axis names them
-    _same(
-        anp.percentile(DATA, 40, axis=(2, 0), weights=two_axes, **kw),
-        np.percentile(DATA, 40, axis=(2, 0), weights=two_axes, **kw),
-    )
+    _agree(anp.percentile, np.percentile, DATA, 40, axis=(2, 0), weights=two_axes, **kw)
 
 
 def test_dtypes_follow_numpy():
     x32 = DATA.astype(np.float32)
     for q in (0.3, np.float64(0.3), np.array([0.3]), np.float32(0.3)):
-        _same(anp.quantile(x32, q), np.quantile(x32, q))
-    _same(anp.median(np.arange(5)), np.median(np.arange(5)))
-    _same(anp.quantile(np.arange(5), np.array([0, 1])), np.quantile(np.arange(5), np.array([0, 1])))
-    _same(anp.median([1, 2, 3, 4]), np.median([1, 2, 3, 4]))
+        _agree(anp.quantile, np.quantile, x32, q)
+    _agree(anp.median, np.median, np.arange(5))
+    _agree(anp.quantile, np.quantile, np.arange(5), np.array([0, 1]))
+    _agree(anp.median, np.median, [1, 2, 3, 4])
 
 
 def test_bincount_with_a_length_agrees_with_numpy():
@@ -157,52 +156,46 @@ def test_cov_and_corrcoef_with_weights_agree_with_numpy():
         dict(fweights=fw, aweights=aw),
         dict(aweights=aw, ddof=0),
     ]:
-        _same(anp.cov(m, y, **kw), np.cov(m, y, **kw))
-    _same(anp.cov(m[0]), np.cov(m[0]))
-    _same(anp.cov(m.T, rowvar=False), np.cov(m.T, rowvar=False))
-    _same(anp.cov(m.astype(np.float32)), np.cov(m.astype(np.float32)))
-    _same(anp.corrcoef(m[0]), np.corrcoef(m[0]))
+        _agree(anp.cov, np.cov, m, y, **kw)
+    _agree(anp.cov, np.cov, m[0])
+    _agree(anp.cov, np.cov, m.T, rowvar=False)
+    _agree(anp.cov, np.cov, m.astype(np.float32))
+    _agree(anp.corrcoef, np.corrcoef, m[0])
     z = m + 1j * m[::-1]
-    _same(anp.corrcoef(z), np.corrcoef(z))
+    _agree(anp.corrcoef, np.corrcoef, z)
 
 
 def test_histograms_agree_with_numpy():
     a, w = rng.standard_normal(50), rng.uniform(0, 1, 50)
     edges = np.array([-1.0, 0.0, 0.5, 2.0])
+    for bins in ("auto", "fd"):  # the number of bins from the data: not under vmap
+        _same(anp.histogram(a, bins), np.histogram(a, bins))
+        _same(jvp(lambda a, b=bins: anp.histogram(a, b), (a,), (a,))[0], np.histogram(a, bins))
     for kw in [
-        dict(bins="auto"),
-        dict(bins="fd"),
         dict(bins=3, range=(0.0, 0.0)),
         dict(bins=edges),
         dict(weights=w + 1j * w[::-1], bins=4),
         dict(weights=w, density=True, bins=7),
     ]:
-        for got, want in zip(anp.histogram(a, **kw), np.histogram(a, **kw)):
-            _same(got, want)
-    for got, want in zip(anp.histogram(np.ones(4)), np.histogram(np.ones(4))):
-        _same(got, want)  # no spread: the range is widened by 0.5 each way
-    ints = rng.integers(0, 9, 30)
-    for got, want in zip(anp.histogram(ints, bins=3), np.histogram(ints, bins=3)):
-        _same(got, want)
+        _agree(anp.histogram, np.histogram, a, **kw)
+    _agree(anp.histogram, np.histogram, np.ones(4))  # no spread: widened by 0.5 each way
+    _agree(anp.histogram, np.histogram, rng.integers(0, 9, 30), bins=3)
     sample = rng.standard_normal((40, 3))
     for kw in [
         dict(bins=(2, 3, 4)),
         dict(bins=[edges, 3, edges]),
         dict(range=[(-1, 1), None, (0, 2)]),
+        dict(weights=w[:40], density=True),
     ]:
-        got, want = anp.histogramdd(sample, **kw), np.histogramdd(sample, **kw)
-        _same(got[0], want[0])
-        for e, f in zip(got[1], want[1]):
-            _same(e, f)
-    _same(anp.histogramdd([a[:40], w[:40]])[0], np.histogramdd([a[:40], w[:40]])[0])
-    for got, want in zip(
-        anp.histogram2d(a, w, bins=[edges, 3]), np.histogram2d(a, w, bins=[edges, 3])
-    ):
-        _same(got, want)
+        _agree(anp.histogramdd, np.histogramdd, sample, **kw)
+    columns = [a[:40], w[:40]]  # a list of coordinates (as an array it would be 40-d)
+    _same(anp.histogramdd(columns), np.histogramdd(columns))
+    _same(jvp(anp.histogramdd, (columns,), (columns,))[0], np.histogramdd(columns))
+    _agree(anp.histogram2d, np.histogram2d, a, w, bins=[edges, 3])
     x = np.concatenate([rng.standard_normal(20), edges])  # entries on the edges too
     for right in (False, True):
-        _same(anp.digitize(x, edges, right=right), np.digitize(x, edges, right=right))
-        _same(anp.digitize(x, edges[::-1], right=right), np.digitize(x, edges[::-1], right=right))
+        _agree(anp.digitize, np.digitize, x, edges, right=right)
+        _agree(anp.digitize, np.digitize, x, edges[::-1], right=right)
 
 
 # --- derivatives of every method -------------------------------------------------------------

@@ -28,6 +28,7 @@ function's docstring.
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 import warnings
 from typing import Any
@@ -216,6 +217,8 @@ def digitize(x, bins, right=False):
     >>> anp.digitize(np.array([0.5, 1.5, 3.0]), np.array([1.0, 2.0]))
     array([0, 1, 2])
     """
+    if _cre._numpy_can([x, bins]):
+        return np.digitize(x, bins, right)
     x, bins = _as_array(x), _as_array(bins)
     if is_complex(x):
         raise TypeError("x may not be complex")
@@ -316,6 +319,8 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     >>> anp.histogram_bin_edges(np.array([0.0, 1.0, 4.0]), bins=2)
     array([0., 2., 4.])
     """
+    if _cre._numpy_can([a, bins, weights]):
+        return np.histogram_bin_edges(a, bins, range, weights)
     a = _shp.ravel(_as_array(a))
     return _edges(a, bins, range, weights)
 
@@ -333,6 +338,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     >>> autodiff.grad(lambda w: anp.histogram(a, 2, weights=w)[0][0])(np.ones(4))
     array([1., 1., 1., 0.])
     """
+    if _cre._numpy_can([a, bins, weights]):  # nothing traced: NumPy's own (faster bins)
+        return np.histogram(a, bins, range, density, weights)
     a = _shp.ravel(_as_array(a))
     if weights is not None:
         weights = _shp.ravel(_as_array(weights))
@@ -369,6 +376,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     array([[1., 0.],
            [0., 1.]])
     """
+    if _cre._numpy_can([sample, bins, weights]):
+        return np.histogramdd(sample, bins, range, density, weights)
     sample = _as_sample(sample)
     dims = shape_of(sample)[1]
     if weights is not None:
@@ -399,7 +408,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
             flat = _elt.where(outside, -1, flat * n + idx)
         edges.append(e)
         sizes.append(n)
-    total = int(np.prod(sizes))
+    total = math.prod(sizes)
     if weights is None:
         hist = bincount_p.bind(flat, length=total)
     else:
@@ -580,7 +589,7 @@ def _quantiles(a, q, axis, keepdims, method, *, skip_nan, weights=None, scale=1)
     shape = shape_of(a)
     axes = normalize_axes(axis, len(shape))
     kept = [i for i in range(len(shape)) if i not in axes]
-    n = int(np.prod([shape[i] for i in axes]))
+    n = math.prod(shape[i] for i in axes)
     kept_shape = tuple(shape[i] for i in kept)
     if axes != tuple(range(len(kept), len(shape))):
         a = _shp.transpose(a, (*kept, *axes))
@@ -593,7 +602,7 @@ def _quantiles(a, q, axis, keepdims, method, *, skip_nan, weights=None, scale=1)
     if isinstance(q, (int, float)):
         qs = q
     else:
-        qs = _shp.reshape(q, (1,) * len(kept_shape) + (int(np.prod(q_shape)),))
+        qs = _shp.reshape(q, (1,) * len(kept_shape) + (math.prod(q_shape),))
     inexact = dtype_of(x).kind == "f"
     missing = _elt.isnan(x) if inexact else None
     count = n
@@ -661,6 +670,8 @@ def _weighted_inverted_cdf(x, order, weights, qs, q_dtype, n):
 def _quantile_function(name, *, scale, skip_nan, numpy_func, example):
     def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                  keepdims=False, *, weights=None):  # fmt: skip
+        if _cre._numpy_can([a, q, weights]):  # nothing traced: NumPy's own (it partitions)
+            return numpy_func(a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
         if out is not None:
             raise NotImplementedError(f"{name}(..., out=...) is not supported on traced values")
         return _quantiles(a, q, axis, keepdims, method, skip_nan=skip_nan, weights=weights,
@@ -725,6 +736,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     >>> autodiff.grad(anp.median)(np.array([3.0, 1.0, 2.0]))
     array([0., 0., 1.])
     """
+    if _cre._numpy_can([a]):  # nothing traced: NumPy's own (it partitions)
+        return np.median(a, axis, out, overwrite_input, keepdims)
     if out is not None:
         raise NotImplementedError("median(..., out=...) is not supported on traced values")
     return _quantiles(a, 0.5, axis, keepdims, "linear", skip_nan=False)
@@ -739,6 +752,8 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     >>> float(anp.nanmedian(np.array([3.0, np.nan, 1.0])))
     2.0
     """
+    if _cre._numpy_can([a]):
+        return np.nanmedian(a, axis, out, overwrite_input, keepdims)
     if out is not None:
         raise NotImplementedError("nanmedian(..., out=...) is not supported on traced values")
     return _quantiles(a, 0.5, axis, keepdims, "linear", skip_nan=True)
