@@ -285,6 +285,9 @@ def test_histogram_edges_follow_the_data_and_counts_have_no_derivative():
     # density 3 / (n width) with width (max - min) / 2: through the width only
     d = grad(lambda a: anp.histogram(a, 2, density=True)[0][0])(a)
     np.testing.assert_allclose(d, np.array([3, 0, 0, -3]) / 32)
+    # a traced range moves the edges too: density 3 / (4 hi / 2)
+    d = grad(lambda hi: anp.histogram(a, 2, range=(0.0, hi), density=True)[0][0])(4.0)
+    assert d == pytest.approx(-3 / 32)
 
 
 # --- errors and warnings ---------------------------------------------------------------------

@@ -22,7 +22,8 @@ Values are read (to check an argument or to size an output) only where reading t
 is free: NumPy arrays, also under ``grad`` and ``jvp``.  Under ``vmap``, or for other
 array libraries, an output size that depends on values needs a static argument
 (``bincount(length=...)``), and the checks that cannot run are listed in each
-function's docstring.
+function's docstring.  With nothing traced, the order statistics, histograms and
+``digitize`` call NumPy's own functions (NumPy partitions where the composition sorts).
 """
 
 from __future__ import annotations
@@ -319,7 +320,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     >>> anp.histogram_bin_edges(np.array([0.0, 1.0, 4.0]), bins=2)
     array([0., 2., 4.])
     """
-    if _cre._numpy_can([a, bins, weights]):
+    if _cre._numpy_can([a, bins, range, weights]):
         return np.histogram_bin_edges(a, bins, range, weights)
     a = _shp.ravel(_as_array(a))
     return _edges(a, bins, range, weights)
@@ -338,7 +339,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     >>> autodiff.grad(lambda w: anp.histogram(a, 2, weights=w)[0][0])(np.ones(4))
     array([1., 1., 1., 0.])
     """
-    if _cre._numpy_can([a, bins, weights]):  # nothing traced: NumPy's own (faster bins)
+    if _cre._numpy_can([a, bins, range, weights]):  # nothing traced: NumPy's own (faster)
         return np.histogram(a, bins, range, density, weights)
     a = _shp.ravel(_as_array(a))
     if weights is not None:
@@ -376,7 +377,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     array([[1., 0.],
            [0., 1.]])
     """
-    if _cre._numpy_can([sample, bins, weights]):
+    if _cre._numpy_can([sample, bins, range, weights]):
         return np.histogramdd(sample, bins, range, density, weights)
     sample = _as_sample(sample)
     dims = shape_of(sample)[1]
