@@ -115,7 +115,8 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-# Pinned by tests/test_primitives.py::test_subgradient_conventions.
+# Pinned by tests/test_primitives.py::test_subgradient_conventions and
+# tests/test_statistics.py::test_conventions (and the tests next to it).
 CONVENTIONS = """
 ## Conventions at kinks, ties and domain edges
 
@@ -130,6 +131,24 @@ CONVENTIONS = """
   finite (the replaced entries are constants).
 - `sort` passes each sorted entry's derivative to the entry it came from; `prod`
   and `cumprod` are exact where entries are 0.
+- `std` and `nanstd` at zero spread: derivative 0 (torch and autograd), not the
+  infinity of the square root (`var` is smooth there, with derivative 0).
+- Order statistics (`median`, `quantile`, `percentile` and their nan-versions, every
+  `method`) pass the derivative to the one or two sorted entries each quantile
+  interpolates between; at ties to the entries a stable sort puts at those positions
+  (not shared, unlike `max`). In `q` the derivative is the slope between the two
+  entries for the continuous methods, 0 for the discrete ones (`lower`, `higher`,
+  `nearest`, `midpoint`, `inverted_cdf`, `averaged_inverted_cdf`,
+  `closest_observation`); `weights` (for `inverted_cdf`) select, so they get 0.
+- The nan-reductions give NaN entries derivative 0; `nanmax`/`nanmin` share ties as
+  `max`/`min` do. `corrcoef` clips to [-1, 1] as NumPy does (`clip` at a bound: 0.5).
+- Histograms: counts have no derivative; sums of `weights` (`bincount`,
+  `histogram*`) are linear in the weights; edges from a number of bins follow the
+  data's `min`/`max` (so do densities, through the bin widths).
+- Under `vmap`, where a check would read batched values: `quantile` with `q` out of
+  range gives NaN (NumPy raises), `nanargmax`/`nanargmin` of an all-NaN slice give -1
+  (JAX's answer; NumPy raises), `digitize` takes the direction of `bins` from their
+  ends; `bincount` needs `length=` (JAX's keyword) when `x` is batched.
 - Piecewise-constant functions (`sign`, `floor`, `round`, comparisons, `argmax`,
   `argsort`, `searchsorted`, casts to integers) are declared not differentiable.
 - Complex numbers follow JAX: `grad` of a real-valued `f` of complex `z` is

@@ -51,6 +51,10 @@ DASK_LIMITS: dict[str, str] = {
     # NumPy functions Dask does not implement (Dask would compute them into NumPy)
     "argsort": rf"numpy\.argsort {_LACKS}",
     "sort": rf"numpy\.argsort {_LACKS}",
+    **{  # order statistics sort
+        f: rf"numpy\.argsort {_LACKS}"
+        for f in ("median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile")
+    },
     "linalg.det": rf"numpy\.linalg\.det {_LACKS}",
     "linalg.slogdet": rf"numpy\.linalg\.slogdet {_LACKS}",
     "linalg.eigh": rf"numpy\.linalg\.eigh {_LACKS}",
@@ -83,6 +87,8 @@ DASK_LIMITS: dict[str, str] = {
     "take_along_axis": rf"indexing x\[.*ARRAY, ARRAY\] {_NO_ND_FANCY}",
     "diag": rf"x\[.*ARRAY, ARRAY\] = y {_LACKS}.*dask is currently limited|{_NO_ND_FANCY}",
     "diagflat": rf"x\[.*ARRAY, ARRAY\] = y {_LACKS}.*dask is currently limited",
+    # weights chunked unlike the bin numbers (a NumPy x made a Dask array by bincount)
+    "bincount": r"Chunks of input array x and weights must match",
     # a reshape across the chunk boundary
     "reshape": r"Dask's reshape only supports operations that merge or split",
     # FFTs along axes that padding, cropping or batching split into several chunks

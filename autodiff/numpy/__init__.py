@@ -45,6 +45,8 @@ from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
 from autodiff.rules.sorting import *  # noqa: F403
 from autodiff.rules.sorting import __all__ as _sorting
+from autodiff.rules.statistics import *  # noqa: F403
+from autodiff.rules.statistics import __all__ as _statistics
 
 globals().update(_SCALAR_TYPES)
 
@@ -59,6 +61,7 @@ _own = frozenset(
         *_reductions,
         *_shape,
         *_sorting,
+        *_statistics,
         *_SCALAR_TYPES,
         "c_",
         "fft",
