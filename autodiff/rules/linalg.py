@@ -1,10 +1,12 @@
-"""numpy.linalg: solvers, decompositions and norms (``anp.linalg``).
+"""numpy.linalg: solvers, decompositions and norms (``anp.linalg``), and ``numpy.roots``.
 
 Every function accepts stacks of matrices (leading batch dimensions), like
 NumPy.  Primitives: ``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``,
-``eigh``, ``svd`` (and its values-only form, ``compute_uv=False``), ``qr``,
-``pinv``.  Compositions: ``matrix_power`` (matmul and inv) and ``norm``
-(elementwise functions, reductions and singular values).
+``eigh``, ``eigvalsh``, ``eig``, ``eigvals``, ``svd`` (and its values-only form,
+``compute_uv=False``), ``qr``, ``pinv``, ``roots``.  Compositions: ``lstsq`` (pinv,
+svd values), ``matrix_rank``, ``cond``, ``tensorsolve``, ``tensorinv``,
+``multi_dot``, ``matrix_power`` (matmul and inv), ``norm`` (elementwise functions,
+reductions and singular values) and the array API's functions.
 
 Derivatives (``X^T`` transposes, ``X^H`` conjugate-transposes the last two axes):
 
@@ -12,25 +14,30 @@ Derivatives (``X^T`` transposes, ``X^H`` conjugate-transposes the last two axes)
   det: ``d det = det tr(a^-1 da)``; slogdet: ``d logabsdet = Re tr(a^-1 da)``
   (and ``d sign = sign i Im tr(a^-1 da)`` for complex ``a``).  These need an
   invertible ``a``.
-* cholesky, eigh: ``a`` is read the way LAPACK reads it, from one triangle
-  (the lower one unless ``upper=True`` / ``UPLO='U'``) with the real part of
-  the diagonal; a perturbation of the other triangle changes nothing, and the
+* cholesky, eigh, eigvalsh: ``a`` is read the way LAPACK reads it, from one
+  triangle (the lower one unless ``upper=True`` / ``UPLO='U'``) with the real part
+  of the diagonal; a perturbation of the other triangle changes nothing, and the
   derivatives say so.  cholesky: ``dL = L Phi(L^-1 da L^-H)`` (``Phi``: lower
   triangle, half the diagonal).  eigh: ``dw = Re diag(V^H da V)``,
   ``dV = V (F * (V^H da V))`` with ``F[i, j] = 1 / (w[j] - w[i])`` off the
-  diagonal: eigenvalues must be distinct.
-* svd (``full_matrices=False``; for square matrices also ``True``): the
-  standard formulas with ``F[i, j] = 1 / (s[j]**2 - s[i]**2)``, plus the
-  projections onto the complements of the ranges of ``U`` and ``V`` for
+  diagonal: eigenvalues must be distinct (eigvalsh: not even that).
+* eig: ``K = V^-1 da V``, ``dw = diag(K)``, ``dV = V (F * K) - V Re diag(V^H V (F * K))``
+  (unit-norm columns; the phase fixed by ``Im diag(V^-1 dV) = 0``); distinct
+  eigenvalues.  eigvals: ``dw = diag(V^-1 da V)``.
+* svd (every mode): the standard formulas with ``F[i, j] = 1 / (s[j]**2 - s[i]**2)``,
+  plus the projections onto the complements of the ranges of ``U`` and ``V`` for
   non-square matrices: singular values must be distinct and (for non-square or
-  complex matrices) nonzero.  Derivatives with ``full_matrices=True`` of
-  non-square matrices raise NotImplementedError (the extra columns of ``U`` or
-  ``V`` are not unique).  ``compute_uv=False``: ``ds = Re diag(U^H da V)``.
+  complex matrices) nonzero.  ``full_matrices=True`` of a non-square matrix: the
+  extra columns turn as little as keeps them orthogonal (``dU2 = -U1 dU1^H U2``).
+  ``compute_uv=False``: ``ds = Re diag(U^H da V)``.
 * qr: ``dQ``, ``dR`` from ``C = Q^H da R^-1`` (full column rank); wide
   matrices ``a = [X | Y]`` through ``R = [R1 | Q^H Y]``.  ``mode='complete'``
   of a tall matrix has no derivative (NotImplementedError).
 * pinv: ``dP = -P da P + P P^H da^H (I - a P) + (I - P a) da^H P^H P``, valid
-  where the rank is locally constant (e.g. full rank).
+  where the rank is locally constant (e.g. full rank); lstsq's ``x = pinv(a) b``.
+* roots: each root ``r`` of ``p`` moves by ``dr = -dp(r) / p'(r)`` (simple roots).
+* norms: derivative 0 at a zero vector or matrix (torch's and HIPS autograd's
+  convention).
 
 Complex numbers follow JAX's convention: each VJP is the non-conjugating
 transpose of its JVP, so ``Re sum(ct * J v) == Re sum(vjp(ct) * v)``.  The
@@ -584,7 +591,7 @@ def eig(a):
     >>> anp.linalg.eig(a).eigenvalues.tolist()
     [2.0, 3.0]
     >>> autodiff.grad(lambda a: anp.linalg.eig(a)[0][1])(a).round(6).tolist()
-    [[0.0, 1.0], [0.0, 1.0]]
+    [[0.0, 0.0], [1.0, 1.0]]
     """
     _check_square(a, "eig")
     return EigResult(*eig_p.bind(a))
@@ -1220,8 +1227,8 @@ def multi_dot(arrays, *, out=None):
     order (the first and last may be vectors), through ``matmul``.
 
     >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.linalg.multi_dot([np.ones(2), np.ones((2, 3)), np.ones((3, 4)), np.ones(4)])
-    array(24.)
+    >>> float(anp.linalg.multi_dot([np.ones(2), np.ones((2, 3)), np.ones((3, 4)), np.ones(4)]))
+    24.0
     """
     if out is not None:
         raise NotImplementedError("multi_dot(..., out=...) is not supported; use the result")

@@ -183,8 +183,9 @@ OPS = [
         ],
         call=_svd_gauge,
     ),
-    # full_matrices=True of a non-square matrix: values and batching only (its
-    # derivatives raise NotImplementedError: the extra vectors are not unique).
+    # full_matrices=True of a non-square matrix, the raw vectors: values and batching
+    # only (the extra ones are LAPACK's basis of a complement, which moves otherwise than
+    # the derivative's; see _svd_full_gauge's record below).
     OpInfo(
         "linalg.svd",
         [s(separated(3, 2), label="full tall"), s(separated(2, 3, 2), label="full wide stack")],
