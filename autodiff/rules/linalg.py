@@ -57,7 +57,7 @@ import numpy as np
 from numpy.linalg._linalg import EighResult, EigResult, QRResult, SlogdetResult, SVDResult
 
 from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
+from autodiff._tracer import Tracer, register_numpy
 from autodiff.rules._helpers import (
     array_like,
     dtype_of,
@@ -1271,15 +1271,31 @@ def _abs2(x):
 
 
 # At a zero vector or matrix every norm has derivative 0, as in torch and HIPS autograd
-# (not the NaN of inf * 0 that the chain rule gives): the where-twice pattern below keeps
-# the value and sends no cotangent into the branch that is not taken.
+# (not the NaN of inf * 0 that the chain rule gives).  The p-th root of the sum is one
+# primitive whose derivative is 0 at 0, so the forward pass costs one NumPy call; elsewhere
+# the where-twice pattern keeps the value and sends no cotangent into the branch not taken.
+
+
+def _norm_root_deriv(g, ans, u, *, p):
+    """``d u**(1/p) = u**(1/p) / (p u) du``, and 0 where ``u == 0`` (there ``ans`` is 0
+    and the denominator 1)."""
+    return g * (ans / (p * u + _elt.equal(u, 0)))
+
+
+norm_root_p = Primitive(
+    "norm_root",
+    lambda u, *, p: np.sqrt(u) if p == 2 else u ** (1.0 / p),
+    vjp=[_norm_root_deriv],
+    jvp=[_norm_root_deriv],
+    batch=lambda args, dims, *, p: (norm_root_p.bind(args[0], p=p), dims[0]),
+)
 
 
 def _root(u, p):
     """``u ** (1/p)`` of a sum ``u >= 0``, with derivative 0 where ``u == 0``."""
-    zero = _elt.equal(u, 0)
-    safe = _elt.where(zero, 1.0, u)
-    return _elt.where(zero, 0.0, _elt.sqrt(safe) if p == 2 else safe ** (1.0 / p))
+    if not isinstance(u, Tracer):  # no transform: NumPy's call alone
+        return norm_root_p.impl(u, p=float(p))
+    return norm_root_p.bind(u, p=float(p))
 
 
 def _abs_power(x, p):
