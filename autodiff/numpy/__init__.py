@@ -37,6 +37,7 @@ from autodiff.rules.elementwise import *  # noqa: F403
 from autodiff.rules.elementwise import __all__ as _elementwise
 from autodiff.rules.indexing import *  # noqa: F403
 from autodiff.rules.indexing import __all__ as _indexing
+from autodiff.rules.linalg import roots as roots  # numpy.roots: eigvals of a companion matrix
 from autodiff.rules.products import *  # noqa: F403
 from autodiff.rules.products import __all__ as _products
 from autodiff.rules.reductions import *  # noqa: F403
@@ -69,6 +70,7 @@ _own = frozenset(
         "ndarray",
         "r_",
         "random",
+        "roots",
     ]
 )
 # Everything else of NumPy's, as NumPy's own objects.
