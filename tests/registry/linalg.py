@@ -515,6 +515,7 @@ OPS += [
 
 # --- roots (numpy.roots, through eigvals of the companion matrix) -----------------------------
 
+
 @domain(_rng)
 def real_rooted(rng, n):
     """Coefficients of polynomials with ``n`` well-separated real roots (every redraw
