@@ -47,25 +47,41 @@ FAMILY_OF = {
 # message matches the pattern (and so names the function and Dask).  Anything else fails.
 _LACKS = "is not implemented by dask arrays"
 _NO_ND_FANCY = rf"{_LACKS}.*Don't yet support nd fancy indexing"
+_FFTS = ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn",
+         "rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft")  # fmt: skip
 DASK_LIMITS: dict[str, str] = {
     # NumPy functions Dask does not implement (Dask would compute them into NumPy)
     "argsort": rf"numpy\.argsort {_LACKS}",
     "sort": rf"numpy\.argsort {_LACKS}",
+    **{  # order statistics sort
+        f: rf"numpy\.argsort {_LACKS}"
+        for f in ("median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile")
+    },
     "linalg.det": rf"numpy\.linalg\.det {_LACKS}",
     "linalg.slogdet": rf"numpy\.linalg\.slogdet {_LACKS}",
     "linalg.eigh": rf"numpy\.linalg\.eigh {_LACKS}",
     "linalg.pinv": rf"numpy\.linalg\.pinv {_LACKS}",
+    "linalg.eig": rf"numpy\.linalg\.eig {_LACKS}",
+    "linalg.eigvals": rf"numpy\.linalg\.eigvals {_LACKS}",
+    "linalg.eigvalsh": rf"numpy\.linalg\.eigvalsh {_LACKS}",
+    "linalg.lstsq": rf"numpy\.linalg\.pinv {_LACKS}",
+    "roots": rf"numpy\.roots {_LACKS}",
     # Dask functions with other signatures than NumPy's
     "linalg.cholesky": rf"numpy\.linalg\.cholesky {_LACKS} .*upper",
     "linalg.svd": rf"numpy\.linalg\.svd {_LACKS} .*compute_uv|full_matrices=True is not "
     r"implemented for dask|Array must be 2D",
     "linalg.norm": rf"numpy\.linalg\.svd {_LACKS} .*compute_uv",
+    "linalg.svdvals": rf"numpy\.linalg\.svd {_LACKS} .*compute_uv",
+    "linalg.matrix_rank": rf"numpy\.linalg\.svd {_LACKS} .*compute_uv",
+    "linalg.cond": rf"numpy\.linalg\.svd {_LACKS} .*compute_uv|Dimension must be 2 to perform lu",
     "linalg.qr": rf"numpy\.linalg\.qr {_LACKS} .*mode",
     "nan_to_num": rf"numpy\.nan_to_num {_LACKS} .*keyword",
     # Dask's linear algebra takes single 2-D matrices only
     "linalg.inv": r"Dimension must be 2 to perform lu decomposition",
     "linalg.solve": r"Dimension must be 2 to perform lu decomposition|b must be 1 or 2 dim",
     "linalg.matrix_power": r"Dimension must be 2 to perform lu decomposition",
+    "linalg.tensorsolve": r"Dimension must be 2 to perform lu decomposition",
+    "linalg.tensorinv": r"Dimension must be 2 to perform lu decomposition",
     # no ufunc.at (scatter-add: the derivative of indexing with integer arrays)
     "getitem": rf"numpy\.add\.at .*{_LACKS}|indexing x\[.*\] {_LACKS}",
     "take": rf"numpy\.add\.at .*{_LACKS}|indexing x\[.*\] {_LACKS}",
@@ -83,12 +99,14 @@ DASK_LIMITS: dict[str, str] = {
     "take_along_axis": rf"indexing x\[.*ARRAY, ARRAY\] {_NO_ND_FANCY}",
     "diag": rf"x\[.*ARRAY, ARRAY\] = y {_LACKS}.*dask is currently limited|{_NO_ND_FANCY}",
     "diagflat": rf"x\[.*ARRAY, ARRAY\] = y {_LACKS}.*dask is currently limited",
+    # weights chunked unlike the bin numbers (a NumPy x made a Dask array by bincount)
+    "bincount": r"Chunks of input array x and weights must match",
     # a reshape across the chunk boundary
     "reshape": r"Dask's reshape only supports operations that merge or split",
     # FFTs along axes that padding, cropping or batching split into several chunks
     **{
         f"fft.{name}": r"Dask array only supports taking an FFT along an axis that\s+has a single"
-        for name in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn")
+        for name in _FFTS
     },
 }
 

@@ -31,6 +31,7 @@ FAMILIES = [
     "creation",
     "elementwise",
     "reductions",
+    "statistics",
     "shape",
     "indexing",
     "products",
@@ -64,6 +65,11 @@ class Sample:
         assert len(redraws) == len(args), f"sample {self.label!r}: one redraw per argument"
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "redraws", tuple(redraws))
+        # Static keyword arrays (indices, bins) stay fixed: plain arrays, not Drawn ones.
+        kwargs = {
+            k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in self.kwargs.items()
+        }
+        object.__setattr__(self, "kwargs", kwargs)
 
     def draw(self, rng: np.random.Generator, position: int) -> np.ndarray:
         """A fresh example of argument ``position``, with its shape and dtype."""

@@ -169,3 +169,16 @@ OPS += [
         [s(real(3), real(3, 2)), s(real(4, 3), real(3, 2), label="stack"), s(cplx(3), cplx(3, 2))],
     ),
 ]
+
+# cross: 3-vectors (NumPy's deprecated 2-vectors: tests/test_linalg_fft.py).
+OPS += [
+    OpInfo(
+        "cross",
+        [
+            s(real(3), real(3), label="vectors"),
+            s(real(4, 3), real(2, 1, 3), label="broadcast"),
+            s(real(3, 2), real(2, 3), axisa=0, axisc=0, label="axisa=0 axisc=0"),
+            s(cplx(3, 2), cplx(3, 2), axis=0, label="complex axis=0"),
+        ],
+    ),
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.registry import OpInfo, Sample
-from tests.registry.domains import cplx, distinct, mask, positive, real
+from tests.registry.domains import cplx, distinct, ints, mask, positive, real
 
 
 def s(*args, label="", **kwargs):
@@ -204,5 +204,49 @@ OPS += [
         call=_ufunc_method("multiply", "outer"),
         numpy_name=None,
         reference=_outer(np.multiply),
+    ),
+]
+
+
+def nans(*shape):
+    """Distinct values with every fourth entry NaN (no slice of the shapes used here is
+    all NaN)."""
+    x = distinct(*shape)
+    x.reshape(-1)[np.arange(x.size) % 4 == 1] = np.nan
+    return x
+
+
+OPS += [
+    OpInfo(
+        "nanvar",
+        [
+            s(nans(3, 5), axis=1),
+            s(nans(4, 3), ddof=1, label="ddof=1"),
+            s(nans(3, 5) + 1j * real(3, 5), axis=0, keepdims=True, label="complex"),
+        ],
+    ),
+    OpInfo("nanstd", [s(nans(3, 5), axis=1), s(nans(6), ddof=1, label="ddof=1")]),
+    OpInfo("nanmax", [s(nans(3, 5), axis=1), s(nans(4, 3), axis=0, keepdims=True)]),
+    OpInfo("nanmin", [s(nans(3, 5)), s(nans(4, 3), axis=-1)]),
+    OpInfo("nanargmax", [s(nans(3, 5), axis=1), s(nans(6))], differentiable=False),
+    OpInfo("nanargmin", [s(nans(4, 3), axis=0, keepdims=True)], differentiable=False),
+    OpInfo("nanprod", [s(np.abs(nans(3, 5)) * 0.3 + 0.5, axis=1), s(np.abs(nans(6)) * 0.2 + 0.5)]),
+    OpInfo("nancumsum", [s(nans(3, 5), axis=1), s(nans(6))]),
+    OpInfo(
+        "nancumprod", [s(np.abs(nans(3, 5)) * 0.3 + 0.5, axis=0), s(np.abs(nans(6)) * 0.2 + 0.5)]
+    ),
+    OpInfo(
+        "count_nonzero",
+        [s(ints(3, 3, 4)), s(ints(3, 3, 4), axis=1, keepdims=True), s(mask(2, 3), axis=0)],
+        differentiable=False,
+    ),
+    OpInfo(
+        "trapezoid",
+        [
+            s(real(3, 5)),
+            s(real(3, 5), np.cumsum(positive(5)), label="x 1-d"),
+            s(real(4, 3), real(4, 3), axis=0, label="x like y"),
+            s(real(6), dx=0.5, label="dx"),
+        ],
     ),
 ]
