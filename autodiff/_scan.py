@@ -41,7 +41,7 @@ from autodiff._tape import Dropped, Node, backward
 from autodiff._tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError, TransformValueError
 from autodiff.rules._helpers import array_like, dtype_of, shape_of
-from autodiff.rules.shape import stack
+from autodiff.rules.shape import moveaxis, stack
 
 __all__ = ["ScanPrimitive", "fori_loop", "scan", "scan_p"]
 
@@ -124,11 +124,32 @@ def _scan_impl(*operands: Any, body: _Body, length: int, reverse: bool,
                checkpoint: bool) -> tuple:  # fmt: skip
     n = body.n_carry
     carry, xs = operands[:n], operands[n:]
+    # traced xs are sliced by one primitive, whose VJP stacks the steps' cotangents: a
+    # slice x[t] each would send a cotangent of all of xs back from every step
+    slices = [slices_p.bind(x) if isinstance(x, Tracer) and length else x for x in xs]
     ys: list = [None] * length
     for t in _steps(length, reverse):
-        out = body(*carry, *(x[t] for x in xs))
+        out = body(*carry, *(x[t] for x in slices))
         carry, ys[t] = out[:n], out[n:]
     return (*carry, *_stacked(ys, body, carry, xs))
+
+
+def _slices_batch(args, dims):
+    (x,), (d,) = args, dims
+    if d == 0:  # the steps are axis 1: bring them to the front
+        x, d = moveaxis(x, 1, 0), 1
+    out = slices_p.bind(x)
+    return out, (d - 1,) * len(out)
+
+
+slices_p = Primitive(
+    "scan_slices",  # xs[0], xs[1], ...: the views along the first axis
+    lambda x: tuple(x),
+    vjp=lambda cts, ans, x: [stack(list(cts))],
+    jvp=lambda tangents, ans, x: slices_p.bind(tangents[0]),
+    batch=_slices_batch,
+    multiple_results=True,  # (vjp_reads cannot drop a tuple of results; they are views of x)
+)
 
 
 scan_p = ScanPrimitive("scan", _scan_impl, multiple_results=True)

@@ -836,3 +836,15 @@ def test_batch_axes_other_than_the_first(fn, dims, shapes):
         args[0] = np.array([0, 3, 1, 2])
     for out_dims in (0, -1):
         check_vmap(fn, dims, tuple(args), out_dims=out_dims)
+
+
+def test_the_slices_of_xs_are_one_primitive_with_every_rule():
+    """A traced xs is sliced once (its VJP stacks the steps' cotangents, where a slice
+    per step would send back a cotangent of all of xs from each)."""
+    from autodiff._scan import slices_p
+    from autodiff.testing import check_primitive
+
+    check_primitive(slices_p, (np.random.default_rng(0).normal(size=(4, 3, 2)),))
+    calls = explain(grad(lambda xs: _total(rnn(False)(np.eye(3), xs, np.zeros(3)))))(np.ones((4, 3)))
+    names = [c.prim for c in calls.calls]
+    assert names.count("scan_slices") == 1 and "getitem" not in names[: names.index("stack")]
