@@ -20,12 +20,14 @@ under the same interpreter, made live for that time (``_live``).
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import optree
 
+from autodiff import _core
 from autodiff._args import a_type, check_callable, check_flag
 from autodiff._control import (
     ControlFlowPrimitive,
@@ -35,7 +37,7 @@ from autodiff._control import (
     leaves_of,
     names_of,
 )
-from autodiff._core import Primitive, current_interpreters, lift, new_interpreter, process
+from autodiff._core import Primitive, current_interpreters, lift, process
 from autodiff._reverse import GradInterpreter, GradTensor, _no_grad_below, recording, unpack
 from autodiff._tape import Dropped, Node, backward
 from autodiff._tracer import Tracer
@@ -378,20 +380,36 @@ def _grad_of_checkpointed_scan(interp, prim, args, params):
     return tuple(GradTensor(interp, o, node, i) for i, o in enumerate(outs))
 
 
+# How many recomputations have each interpreter live now (backward passes of one tape
+# may run in several threads at once), and whether it was before the first.
+_lives: dict[GradInterpreter, list] = {}
+_lives_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def _live(interp: GradInterpreter, no_grad: int) -> Iterator[None]:
     """``interp`` live again, as when the forward pass ran: a step recomputed during
     the backward pass is recorded on a tape of its own, reaching the nodes that the
-    values it closes over had in the forward pass."""
-    token = _no_grad_below.set(no_grad)
+    values it closes over had in the forward pass.  On this thread's stack for the
+    time, ``no_grad`` as it was; active until the last recomputation using it ends."""
+    with _lives_lock:
+        count = _lives.setdefault(interp, [0, interp.active])
+        count[0] += 1
+        interp.active = True
+    no_grad_token = _no_grad_below.set(no_grad)
+    stack = current_interpreters()
+    token = None if interp in stack else _core._stack.set((*stack, interp))
     try:
-        if interp.active:
-            yield
-        else:
-            with new_interpreter(interp):
-                yield
+        yield
     finally:
-        _no_grad_below.reset(token)
+        if token is not None:
+            _core._stack.reset(token)
+        _no_grad_below.reset(no_grad_token)
+        with _lives_lock:
+            count[0] -= 1
+            if not count[0]:
+                interp.active = count[1]
+                del _lives[interp]
 
 
 def _scan_vjp(cts, ans, primals, params, argnums):

@@ -848,3 +848,34 @@ def test_the_slices_of_xs_are_one_primitive_with_every_rule():
     calls = explain(grad(lambda xs: _total(rnn(False)(np.eye(3), xs, np.zeros(3)))))(np.ones((4, 3)))
     names = [c.prim for c in calls.calls]
     assert names.count("scan_slices") == 1 and "getitem" not in names[: names.index("stack")]
+
+
+def test_a_checkpointed_vjp_fn_in_several_threads_at_once():
+    """Each thread's recomputation makes the grad's interpreter live; it stays live until
+    the last of them ends (one thread ending must not end it for the others)."""
+    import sys
+
+    loss, w = _lstm(True, steps=20, hidden=4)
+    plain, _ = _lstm(False, steps=20, hidden=4)
+    _, vjp_fn = vjp(loss, w)
+    want, errors, start = grad(plain)(w), [], threading.Barrier(4)
+
+    def work():
+        start.wait()
+        try:
+            for _ in range(3):
+                np.testing.assert_allclose(vjp_fn(np.array(1.0))[0], want, rtol=1e-10)
+        except Exception as e:  # reported below, from the main thread
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, inside the recomputations
+    try:
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[0]
