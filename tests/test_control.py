@@ -845,7 +845,9 @@ def test_the_slices_of_xs_are_one_primitive_with_every_rule():
     from autodiff.testing import check_primitive
 
     check_primitive(slices_p, (np.random.default_rng(0).normal(size=(4, 3, 2)),))
-    calls = explain(grad(lambda xs: _total(rnn(False)(np.eye(3), xs, np.zeros(3)))))(np.ones((4, 3)))
+    calls = explain(grad(lambda xs: _total(rnn(False)(np.eye(3), xs, np.zeros(3)))))(
+        np.ones((4, 3))
+    )
     names = [c.prim for c in calls.calls]
     assert names.count("scan_slices") == 1 and "getitem" not in names[: names.index("stack")]
 
