@@ -27,6 +27,10 @@ def open_unit(*shape):
     return _rng.uniform(0.1, 0.9, shape)
 
 
+def away_from_zero(*shape):
+    return _rng.choice([-1.0, 1.0], shape) * _rng.uniform(0.3, 2.0, shape)
+
+
 def between_poles(*shape):
     """Inside (-2, -1), away from Gamma's poles at -2 and -1."""
     return _rng.uniform(-1.75, -1.25, shape)
@@ -51,23 +55,91 @@ def _logsumexp_with_b(lib, a, b, **kwargs):
     return ss.logsumexp(a, b=b, **kwargs)
 
 
+def uniform(low, high):
+    return lambda *shape: _rng.uniform(low, high, shape)
+
+
+def real_orders(*shape):
+    """Real orders of the Bessel functions (no derivative in them)."""
+    return _rng.uniform(0.0, 2.5, shape)
+
+
 def _records() -> list[OpInfo]:
     unary = {
         "erf": (real, True),
         "erfc": (real, True),
+        "erfinv": (uniform(-0.7, 0.7), False),
+        "erfcinv": (uniform(0.3, 1.5), False),
+        "ndtr": (real, True),
+        "log_ndtr": (real, False),
+        "ndtri": (uniform(0.1, 0.7), False),
         "expit": (real, False),
+        "log_expit": (real, False),
         "logit": (open_unit, False),
+        "gamma": (positive, False),
         "gammaln": (positive, False),
         "digamma": (positive, False),
+        "i0": (real, False),
+        "i1": (real, False),
+        "i0e": (away_from_zero, False),
+        "i1e": (away_from_zero, False),
+        "j0": (real, False),
+        "j1": (real, False),
+        "y0": (positive, False),
+        "y1": (positive, False),
+        "entr": (positive, False),
     }
     ops = []
     for name, (domain, complex_ok) in unary.items():
         samples = [s(domain(2, 3)), s(domain(), label="0-d")]
         if complex_ok:
             samples.append(s(cplx(3) * 0.7, label="complex"))
-        if name in ("gammaln", "digamma"):
+        if name in ("gamma", "gammaln", "digamma"):
             samples.append(s(between_poles(4), label="negative"))
         ops.append(OpInfo(f"special.{name}", samples))
+
+    # Two arguments, both differentiable.
+    for name, (x_domain, y_domain) in {
+        "beta": (positive, positive),
+        "betaln": (positive, positive),
+        "rel_entr": (positive, positive),
+        "kl_div": (positive, positive),
+    }.items():
+        samples = [
+            s(x_domain(3, 4), y_domain(3, 4)),
+            s(x_domain(2, 1, 3), y_domain(4, 3), label="broadcast"),
+            s(x_domain(), y_domain(3), label="scalar"),
+        ]
+        ops.append(OpInfo(f"special.{name}", samples))
+
+    # Orders and shape parameters without a derivative first, then x: only x differentiates.
+    def in_x(name, *domains):
+        x = len(domains) - 1
+        samples = [
+            Sample(tuple(d(2, 3) for d in domains), {}, "", (x,)),
+            Sample((*(d(3) for d in domains[:-1]), domains[-1](2, 3)), {}, "broadcast", (x,)),
+        ]
+        # The float32 test makes only x float32; a float64 order then promotes the result
+        # to float64, as NumPy does (tests/test_scipy.py checks all-float32 calls).
+        return OpInfo(f"special.{name}", samples, keeps_float32=name == "yn")
+
+    ops += [
+        in_x("iv", real_orders, positive),
+        in_x("ive", real_orders, positive),
+        in_x("jv", real_orders, positive),
+        in_x("jn", real_orders, positive),
+        in_x("yv", real_orders, positive),
+        in_x("yn", orders, positive),
+        in_x("gammainc", positive, positive),
+        in_x("gammaincc", positive, positive),
+        in_x("betainc", positive, positive, open_unit),
+        in_x("stdtr", uniform(1.5, 6.0), real),
+        OpInfo(
+            "special.multigammaln",
+            [s(positive(2, 3) + 1.0, d=3, label="d=3"), s(positive() + 0.5, d=1, label="d=1")],
+            numpy_name=None,  # scipy.special.multigammaln calls asarray on its argument
+        ),
+    ]
 
     for name, y_domain in (("xlogy", positive), ("xlog1py", positive)):
         samples = [
