@@ -121,7 +121,26 @@ CUPY_DIFFERENT = {
         )
     },
 }
-LIMITS = {"dask": DASK_LIMITS, "cupy": CUPY_LIMITS}
+# SciPy's own implementations take NumPy arrays only (autodiff/rules/_scipy.py): on any
+# other array library the error names the SciPy function and the library.
+SCIPY_ONLY: dict[str, str] = {
+    f"scipy.{name}": r"scipy\.[\w.]+ is not implemented by \w+ arrays"
+    for name in (
+        "linalg.solve_triangular", "linalg.cho_solve", "linalg.lu_factor", "linalg.lu_solve",
+        "linalg.expm", "linalg.sqrtm",
+    )
+}  # fmt: skip
+DASK_LIMITS.update(
+    {  # scipy.linalg.cholesky is numpy.linalg.cholesky(upper=...)
+        "scipy.linalg.cholesky": DASK_LIMITS["linalg.cholesky"],
+        "scipy.linalg.cho_factor": DASK_LIMITS["linalg.cholesky"],
+    }
+)
+LIMITS = {
+    "strict": SCIPY_ONLY,
+    "dask": {**SCIPY_ONLY, **DASK_LIMITS},
+    "cupy": {**SCIPY_ONLY, **CUPY_LIMITS},
+}
 
 # Dask graphs cost milliseconds to build and run: on Dask the registry runs the first
 # sample of each function, without vmap(grad) (which the Dask tests below run).
@@ -261,7 +280,7 @@ def test_registry_sample_on_backend(backend, op, sample):
 def test_every_limit_names_a_registry_function():
     from tests.registry import OPS
 
-    assert set(DASK_LIMITS) | set(CUPY_LIMITS) <= {op.name for op in OPS}
+    assert set(DASK_LIMITS) | set(CUPY_LIMITS) | set(SCIPY_ONLY) <= {op.name for op in OPS}
     assert set(CUPY_DIFFERENT) <= {(op.name, s.label) for op in OPS for s in op.samples}
 
 

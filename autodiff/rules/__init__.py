@@ -17,7 +17,7 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
 
 try:
     import scipy.special  # noqa: F401
-except ImportError:  # SciPy is optional; autodiff.scipy.special says so when imported
+except ImportError:  # SciPy is optional; the autodiff.scipy modules say so when imported
     pass
 else:
-    from autodiff.rules import special  # noqa: F401
+    from autodiff.rules import scipy_linalg, special  # noqa: F401
