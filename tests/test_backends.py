@@ -127,7 +127,8 @@ SCIPY_ONLY: dict[str, str] = {
     f"scipy.{name}": r"scipy\.[\w.]+ is not implemented by \w+ arrays"
     for name in (
         "linalg.solve_triangular", "linalg.cho_solve", "linalg.lu_factor", "linalg.lu_solve",
-        "linalg.expm", "linalg.sqrtm",
+        "linalg.expm", "linalg.sqrtm", "signal.convolve", "signal.correlate",
+        "signal.fftconvolve",
     )
 }  # fmt: skip
 DASK_LIMITS.update(

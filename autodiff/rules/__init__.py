@@ -20,4 +20,4 @@ try:
 except ImportError:  # SciPy is optional; the autodiff.scipy modules say so when imported
     pass
 else:
-    from autodiff.rules import scipy_linalg, special  # noqa: F401
+    from autodiff.rules import scipy_linalg, signal, special  # noqa: F401

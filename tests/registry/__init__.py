@@ -35,6 +35,7 @@ FAMILIES = [
     "special",
     # autodiff.scipy beyond special (records named "scipy.<module>.<function>")
     "scipy_linalg",
+    "signal",
 ]
 
 
