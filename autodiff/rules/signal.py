@@ -59,7 +59,8 @@ def _direct(a, b, mode: str, nbatch: int):
     out, win = "abcdefghijklm"[: len(axes)], "nopqrstuvwxyz"[: len(axes)]
     full = np.einsum(f"...{out}{win},...{win}->...{out}", windows, np.flip(b, axes))
     crop = [_window(na, nb, mode) for na, nb in zip(a.shape[nbatch:], kernel)]
-    return full[(Ellipsis,) + tuple(slice(s, s + n) for s, n in crop)]
+    index = (Ellipsis, *[slice(s, s + n) for s, n in crop])
+    return full[index]
 
 
 def _convolve_impl(a, b, *, mode, nbatch):
