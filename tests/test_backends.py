@@ -132,9 +132,11 @@ SCIPY_ONLY: dict[str, str] = {
     )
 }  # fmt: skip
 DASK_LIMITS.update(
-    {  # scipy.linalg.cholesky is numpy.linalg.cholesky(upper=...)
+    {  # these call numpy.linalg.cholesky(upper=...)
         "scipy.linalg.cholesky": DASK_LIMITS["linalg.cholesky"],
         "scipy.linalg.cho_factor": DASK_LIMITS["linalg.cholesky"],
+        "scipy.stats.multivariate_normal.logpdf": DASK_LIMITS["linalg.cholesky"],
+        "scipy.stats.multivariate_normal.pdf": DASK_LIMITS["linalg.cholesky"],
     }
 )
 LIMITS = {

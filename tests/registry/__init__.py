@@ -36,6 +36,7 @@ FAMILIES = [
     # autodiff.scipy beyond special (records named "scipy.<module>.<function>")
     "scipy_linalg",
     "signal",
+    "stats",
 ]
 
 
