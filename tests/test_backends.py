@@ -128,7 +128,7 @@ SCIPY_ONLY: dict[str, str] = {
     for name in (
         "linalg.solve_triangular", "linalg.cho_solve", "linalg.lu_factor", "linalg.lu_solve",
         "linalg.expm", "linalg.sqrtm", "signal.convolve", "signal.correlate",
-        "signal.fftconvolve",
+        "signal.fftconvolve", "integrate.odeint",
     )
 }  # fmt: skip
 DASK_LIMITS.update(

@@ -37,6 +37,7 @@ FAMILIES = [
     "scipy_linalg",
     "signal",
     "stats",
+    "integrate",
 ]
 
 
