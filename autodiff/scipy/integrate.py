@@ -191,7 +191,8 @@ def _odeint_primitive(fn: Callable, options: dict) -> Primitive:
 
 def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, tfirst=False, **options):
     """Like scipy.integrate.odeint: ``y`` at the times ``t`` for ``dy/dt = func(y, t, *args)``
-    (``func(t, y, *args)`` with ``tfirst=True``), ``y(t[0]) = y0``; shape ``(len(t), *y0.shape)``.
+    (``func(t, y, *args)`` with ``tfirst=True``), ``y(t[0]) = y0``; shape ``(len(t), *y0.shape)``
+    (a scalar ``y0`` is one component, as in SciPy; unlike SciPy's, ``y0`` may have any shape).
 
     Differentiable in ``y0``, ``t`` and the arrays in ``args`` (adjoint-method VJP,
     forward-sensitivity JVP; see the module's docstring) and batchable in all of them.
@@ -204,9 +205,11 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, tfirst=F
     >>> from autodiff.scipy.integrate import odeint
     >>> t = np.array([0.0, 1.0])
     >>> decay = lambda y, t, k: -k * y
-    >>> bool(np.isclose(odeint(decay, 1.0, t, args=(2.0,))[1], np.exp(-2.0)))
+    >>> odeint(decay, 1.0, t, args=(2.0,)).shape
+    (2, 1)
+    >>> bool(np.isclose(odeint(decay, 1.0, t, args=(2.0,))[1, 0], np.exp(-2.0)))
     True
-    >>> dk = autodiff.grad(lambda k: odeint(decay, 1.0, t, args=(k,), rtol=1e-10)[1])(2.0)
+    >>> dk = autodiff.grad(lambda k: odeint(decay, 1.0, t, args=(k,), rtol=1e-10)[1, 0])(2.0)
     >>> bool(np.isclose(dk, -np.exp(-2.0), rtol=1e-6))
     True
     """
@@ -235,6 +238,8 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, tfirst=F
 
     fn.__name__ = getattr(func, "__name__", "func")
     y0 = y0 if _is_array(y0) else np.asarray(y0, dtype=float)
+    if anp.ndim(y0) == 0:  # as in SciPy: a scalar is a state of one component
+        y0 = anp.reshape(y0, (1,))
     prim = _odeint_primitive(fn, dict(options))
     return prim.bind(y0, anp.asarray(t), *(args[i] for i in traced))
 

@@ -6,6 +6,7 @@ Empty when SciPy is not installed (``autodiff.scipy.special`` is optional).
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 
 import numpy as np
 
@@ -196,7 +197,25 @@ def _records() -> list[OpInfo]:
         OpInfo("special.softmax", reductions, numpy_name=None),
         OpInfo("special.log_softmax", reductions, numpy_name=None),
     ]
+    _add_references(ops)
     return ops
+
+
+# The forward value by SciPy on plain arrays, by id(record), of the records that have no
+# plain SciPy call on traced values (numpy_name=None): tests/test_scipy.py.
+REFERENCES: dict[int, Callable] = {}
+
+
+def _add_references(ops: list[OpInfo]) -> None:
+    import scipy.special as sp
+
+    for op in ops:
+        if op.has_numpy:
+            continue
+        if op.call is _logsumexp_with_b:
+            REFERENCES[id(op)] = lambda a, b, **kwargs: sp.logsumexp(a, b=b, **kwargs)
+        else:
+            REFERENCES[id(op)] = getattr(sp, op.name.removeprefix("special."))
 
 
 OPS: list = _records() if importlib.util.find_spec("scipy") is not None else []
