@@ -28,6 +28,8 @@ The implementations are SciPy's, on NumPy arrays only (``rules/_scipy.py``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.linalg as _sl
 
@@ -67,6 +69,12 @@ __all__ = [
 ]
 
 _TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
+
+
+def _trans(trans: Any, name: str) -> int:
+    if trans not in _TRANS:
+        raise ValueError(f"{name}: trans must be 0, 1, 2, 'N', 'T' or 'C', not {trans!r}")
+    return _TRANS[trans]
 
 
 def _mm(a, b):
@@ -179,9 +187,7 @@ def solve_triangular(
     >>> autodiff.grad(lambda b: sla.solve_triangular(a, b, lower=True).sum())(np.ones(2)).tolist()
     [0.375, 0.25]
     """
-    if trans not in _TRANS:
-        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', not {trans!r}")
-    trans = _TRANS[trans]
+    trans = _trans(trans, "solve_triangular")
     if trans == 2 and not is_complex(a):
         trans = 1  # the conjugate transpose of a real matrix is its transpose
     _check_square(a, "solve_triangular")
@@ -360,9 +366,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     True
     """
     lu, piv = lu_and_piv
-    if trans not in _TRANS:
-        raise ValueError(f"lu_solve: trans must be 0, 1, 2, 'N', 'T' or 'C', not {trans!r}")
-    trans = _TRANS[trans]
+    trans = _trans(trans, "lu_solve")
     _check_square(lu, "lu_solve")
     _check_rhs(lu, b, "lu_solve")
     b, vec = _matrix_rhs(b)
