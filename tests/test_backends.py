@@ -260,7 +260,6 @@ def test_registry_sample_on_backend(backend, op, sample):
         if backend.name == "dask" and name in _DASK_SKIPS:
             continue
         what = f"{name} of {op.name} on {backend.name}"
-        want = run(lambda tree: tree)
         try:
             with backend.lazy():
                 got = run(put)
@@ -274,7 +273,8 @@ def test_registry_sample_on_backend(backend, op, sample):
                 lacking.append(f"{name}: {type(e).__name__}: {message[:200]}")
                 continue
             raise
-        results.append((what, got, want))
+        # NumPy's result after the backend's: a documented limit needs none
+        results.append((what, got, run(lambda tree: tree)))
     _check_leaves(backend, results)
     if lacking:
         pytest.skip(f"CuPy lacks what {op.name} needs: " + "; ".join(lacking))
