@@ -86,7 +86,12 @@ def _parse(where: str, shapes: Sequence[str], extra: Sequence[str], args: tuple,
     if missing:
         raise TypeError(f"{where}: missing shape parameter(s) {', '.join(missing)}")
     defaults = {"loc": 0.0, "scale": 1.0}
-    return [given[s] for s in shapes], [given.get(e, defaults[e]) for e in extra]
+    return [_array(given[s]) for s in shapes], [_array(given.get(e, defaults[e])) for e in extra]
+
+
+def _array(value):
+    """Lists and tuples as arrays (SciPy takes them); arrays and numbers as they are."""
+    return anp.asarray(value) if isinstance(value, (list, tuple)) else value
 
 
 def _nan_unless(valid, out):
@@ -179,7 +184,7 @@ class _Continuous:
         where = f"{self.name}.{method}"
         shapes, (loc, scale) = _parse(where, self.shapes, ("loc", "scale"), args, kwds)
         (scale, *shapes), valid = _checked([scale, *shapes], [_positive, *self._domains], 1.0)
-        support = _Support((x - loc) / scale, *self._support, self._inner)
+        support = _Support((_array(x) - loc) / scale, *self._support, self._inner)
         return support, shapes, valid, scale
 
     def logpdf(self, x, *args, **kwds):
@@ -279,7 +284,7 @@ class _Discrete:
     def _standard(self, method: str, k, args, kwds):
         shapes, (loc,) = _parse(f"{self.name}.{method}", self.shapes, ("loc",), args, kwds)
         shapes, valid = _checked(shapes, self._domains, 0.5)
-        return k - loc, shapes, valid
+        return _array(k) - loc, shapes, valid
 
     def logpmf(self, k, *args, **kwds):
         """The log-probability of ``k``: ``logpmf(k, *shapes, loc=0)``, as in SciPy.
@@ -507,6 +512,7 @@ class _MultivariateNormal:
         >>> autodiff.grad(multivariate_normal.logpdf)(np.zeros(2), np.zeros(2), np.eye(2))
         array([0., 0.])
         """
+        x, mean, cov = _array(x), _array(mean), _array(cov)
         if allow_singular:
             raise NotImplementedError(
                 "multivariate_normal.logpdf: allow_singular=True (a pseudo-determinant) is not "
@@ -573,6 +579,7 @@ class _Dirichlet:
         >>> bool(np.isclose(dirichlet.logpdf(x, alpha), scipy.stats.dirichlet.logpdf(x, alpha)))
         True
         """
+        x, alpha = _array(x), _array(alpha)
         if anp.ndim(alpha) != 1 or anp.shape(alpha)[0] < 2:
             raise ValueError("dirichlet: parameter vector 'alpha' must be one dimensional, K >= 2")
         k = anp.shape(alpha)[0]
