@@ -20,4 +20,7 @@ try:
 except ImportError:  # SciPy is optional; the autodiff.scipy modules say so when imported
     pass
 else:
-    from autodiff.rules import scipy_linalg, signal, special  # noqa: F401
+    # registers scipy.special's ufuncs, so that scipy.special.erf(traced) reaches the rules;
+    # scipy_linalg and signal (whose SciPy functions cannot meet a traced value) are
+    # imported with autodiff.scipy.linalg and .signal (scipy.signal takes a second to import)
+    from autodiff.rules import special  # noqa: F401
