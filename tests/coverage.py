@@ -179,6 +179,18 @@ CONVENTIONS = """
   `2 ∂f/∂z` (the conjugate of the steepest-ascent direction):
   `grad(lambda z: abs(z)**2)(z) == 2 * conj(z)`. VJPs are the non-conjugating
   transpose of the JVP, so `Re sum(ct * jvp(v)) == Re sum(vjp(ct) * v)`.
+- `autodiff.scipy` (pinned by `tests/test_scipy.py`): `xlogy`, `xlog1py`, `rel_entr`
+  and `kl_div` have derivative 0 in `y` where `x == 0`; `entr` at 0 has derivative
+  `+inf`. `stats`: outside the support (`logpdf` `-inf`, `cdf` 0 or 1) and off the
+  integers of a discrete `logpmf`, the derivatives in data and parameters are 0; a
+  parameter outside its domain gives NaN; `laplace.logpdf` at `loc` uses `sign` (0).
+  `solve_triangular`, `cholesky`, `cho_solve` read one triangle (derivative 0 in the
+  other, and on the diagonal with `unit_diagonal`); `multivariate_normal` reads `cov`
+  as `(cov + cov^T) / 2` (a symmetric derivative); `lu_factor`'s pivots are held
+  fixed. The real orders of `iv`, `ive`, `jv`, `yv` and the shape parameters of
+  `gammainc`, `gammaincc`, `betainc`, `stdtr` (so of the `cdf`/`sf` of `t`, `beta`,
+  `gamma`, `chi2`) have no derivative: asking for one raises `MissingRuleError`.
+  `odeint`'s derivatives are those of the exact solution, to the solver's tolerances.
 """
 
 
