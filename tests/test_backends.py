@@ -55,6 +55,7 @@ DASK_LIMITS: dict[str, str] = {
     "linalg.slogdet": rf"numpy\.linalg\.slogdet {_LACKS}",
     "linalg.eigh": rf"numpy\.linalg\.eigh {_LACKS}",
     "linalg.pinv": rf"numpy\.linalg\.pinv {_LACKS}",
+    "polyfit": rf"numpy\.linalg\.pinv {_LACKS}",  # least squares through pinv
     # Dask functions with other signatures than NumPy's
     "linalg.cholesky": rf"numpy\.linalg\.cholesky {_LACKS} .*upper",
     "linalg.svd": rf"numpy\.linalg\.svd {_LACKS} .*compute_uv|full_matrices=True is not "
@@ -70,6 +71,10 @@ DASK_LIMITS: dict[str, str] = {
     "getitem": rf"numpy\.add\.at .*{_LACKS}|indexing x\[.*\] {_LACKS}",
     "take": rf"numpy\.add\.at .*{_LACKS}|indexing x\[.*\] {_LACKS}",
     "repeat": rf"numpy\.add\.at .*{_LACKS}",  # with a count per entry
+    # the gather of each x's segment (batched: from a batch of samples)
+    "interp": rf"numpy\.add\.at .*{_LACKS}|{_NO_ND_FANCY}",
+    # the gather that builds a Toeplitz matrix; the solve with it under vmap
+    "polydiv": rf"numpy\.add\.at .*{_LACKS}|Dimension must be 2 to perform lu decomposition",
     "at.add": rf"numpy\.add\.at .*{_LACKS}",
     "at.multiply": rf"numpy\.multiply\.at .*{_LACKS}",
     "at.min": rf"numpy\.minimum\.at .*{_LACKS}",

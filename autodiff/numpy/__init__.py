@@ -37,6 +37,8 @@ from autodiff.rules.elementwise import *  # noqa: F403
 from autodiff.rules.elementwise import __all__ as _elementwise
 from autodiff.rules.indexing import *  # noqa: F403
 from autodiff.rules.indexing import __all__ as _indexing
+from autodiff.rules.polynomial import *  # noqa: F403
+from autodiff.rules.polynomial import __all__ as _polynomial
 from autodiff.rules.products import *  # noqa: F403
 from autodiff.rules.products import __all__ as _products
 from autodiff.rules.reductions import *  # noqa: F403
@@ -55,6 +57,7 @@ _own = frozenset(
         *_dtypes,
         *_elementwise,
         *_indexing,
+        *_polynomial,
         *_products,
         *_reductions,
         *_shape,

@@ -627,9 +627,9 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * math.pi):
     array([0.    , 3.    , 0.2168, 0.5   ])
     """
     lead = (slice(None),) * normalize_axes(axis, ndim_of(p))[0]
-    head, tail = (*lead, slice(0, 1)), (*lead, slice(1, None))
+    head, tail, body = (*lead, slice(0, 1)), (*lead, slice(1, None)), (*lead, slice(0, -1))
     fixed = stop_gradient(p)  # the corrections: constants for every derivative
-    step = fixed[tail] - fixed[lead + (slice(0, -1),)]
+    step = fixed[tail] - fixed[body]
     if discont is None:
         discont = period / 2
     if np.result_type(dtype_of(step), period).kind in "iu":  # NumPy's integer arithmetic

@@ -30,6 +30,7 @@ FAMILIES = [
     "shape",
     "indexing",
     "products",
+    "polynomial",
     "linalg",
     "fft",
     "special",
