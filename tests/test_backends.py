@@ -71,6 +71,7 @@ DASK_LIMITS: dict[str, str] = {
     "getitem": rf"numpy\.add\.at .*{_LACKS}|indexing x\[.*\] {_LACKS}",
     "take": rf"numpy\.add\.at .*{_LACKS}|indexing x\[.*\] {_LACKS}",
     "repeat": rf"numpy\.add\.at .*{_LACKS}",  # with a count per entry
+    "piecewise": _NO_ND_FANCY,  # under vmap: the gather of each piece's filler
     # the gather of each x's segment (batched: from a batch of samples)
     "interp": rf"numpy\.add\.at .*{_LACKS}|{_NO_ND_FANCY}",
     # the gather that builds a Toeplitz matrix; the solve with it under vmap

@@ -24,6 +24,8 @@ from autodiff import _tracer
 from autodiff.numpy import fft as fft
 from autodiff.numpy import linalg as linalg
 from autodiff.numpy import random as random
+from autodiff.numpy._apply import *  # noqa: F403
+from autodiff.numpy._apply import __all__ as _apply
 from autodiff.numpy._borrow import borrow as _borrow
 from autodiff.numpy._index_tricks import c_ as c_
 from autodiff.numpy._index_tricks import r_ as r_
@@ -53,6 +55,7 @@ globals().update(_SCALAR_TYPES)
 # The names autodiff defines: functions with rules, and the types and shorthands above.
 _own = frozenset(
     [
+        *_apply,
         *_creation,
         *_dtypes,
         *_elementwise,

@@ -34,6 +34,7 @@ FAMILIES = [
     "linalg",
     "fft",
     "special",
+    "apply",
 ]
 
 
