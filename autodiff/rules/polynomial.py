@@ -329,12 +329,13 @@ def _residuals(lhs, rhs, scaled):
 def _polyfit_cov(lhs, rhs, scaled, scale, cov, points, order):
     base = _lin.inv(_prod.matmul(_shp.transpose(lhs), lhs)) / _prod.outer(scale, scale)
     if cov == "unscaled":
-        return base
-    if points <= order:
+        fac: Any = 1
+    elif points <= order:
         raise ValueError(
             "the number of data points must exceed order to scale the covariance matrix"
         )
-    fac = _residuals(lhs, rhs, scaled) / (points - order)
+    else:
+        fac = _residuals(lhs, rhs, scaled) / (points - order)
     return base * fac if ndim_of(rhs) == 1 else base[:, :, None] * fac
 
 

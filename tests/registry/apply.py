@@ -3,7 +3,7 @@
 The functions applied are written as NumPy code (``np.sin`` on traced values reaches
 autodiff), as a user's would be.  ``vectorize`` and ``frompyfunc`` have no plain NumPy
 call on traced values (NumPy's objects convert them); their forward references are in
-``tests/test_functions_13c.py``.
+``tests/test_13c.py``.
 """
 
 from __future__ import annotations

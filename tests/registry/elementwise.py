@@ -275,7 +275,7 @@ OPS += [
         ],
         differentiable=False,
     ),
-    # Complex values are tested in tests/test_functions_13c.py: the choice of result reads
+    # Complex values are tested in tests/test_13c.py: the choice of result reads
     # them, which the strict arrays of tests/test_backends.py refuse.
     OpInfo("real_if_close", [s(real(2, 3)), s(real(3), tol=0.5, label="tol")]),
     OpInfo(
