@@ -697,17 +697,17 @@ def as_operands(*xs):
     return out if len(out) > 1 else out[0]
 
 
-def _no_complex(name, x):
+def _real_operand(name, x, out):
+    """``x`` for isposinf/isneginf: real (the sign of a complex infinity is ambiguous)."""
+    x = as_operands(x)
     if is_complex(x):
         raise TypeError(
             f"{name} is not supported for complex values because it would be ambiguous; "
             f"apply it to anp.real(x) or anp.imag(x)"
         )
-
-
-def _refuse_out(name, out):
     if out is not None:
         raise NotImplementedError(f"{name}(..., out=...) is not supported; use the returned value")
+    return x
 
 
 @register_numpy(np.isposinf)
@@ -718,9 +718,7 @@ def isposinf(x, out=None):
     >>> anp.isposinf(np.array([np.inf, -np.inf, 1.0]))
     array([ True, False, False])
     """
-    x = as_operands(x)
-    _no_complex("isposinf", x)
-    _refuse_out("isposinf", out)
+    x = _real_operand("isposinf", x, out)
     return logical_and(isinf(x), logical_not(signbit(x)))
 
 
@@ -732,9 +730,7 @@ def isneginf(x, out=None):
     >>> anp.isneginf(np.array([np.inf, -np.inf, 1.0]))
     array([False,  True, False])
     """
-    x = as_operands(x)
-    _no_complex("isneginf", x)
-    _refuse_out("isneginf", out)
+    x = _real_operand("isneginf", x, out)
     return logical_and(isinf(x), signbit(x))
 
 
