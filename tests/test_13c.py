@@ -379,3 +379,13 @@ def test_apply_along_axis_with_extra_arguments_and_scalar_results():
             np.apply_along_axis(lambda v, c: np.sum(v * c), axis, a, 2.0),
         )
     _close(anp.apply_along_axis(np.diag, 1, a), np.apply_along_axis(np.diag, 1, a))
+
+
+def test_sequences_poly1d_and_numpys_mode_numbers_are_taken_as_numpy_takes_them():
+    seq = [1.5, -2.0, 0.5]
+    for f in (np.i0, np.real_if_close, np.unwrap, np.poly, np.vander, np.polyder, np.polyint):
+        _close(getattr(anp, f.__name__)(seq), f(seq))
+    _close(anp.polyder(np.poly1d(seq)), np.polyder(np.poly1d(seq)).coeffs)
+    _close(anp.polyval(np.poly1d(seq), 2.0), np.polyval(np.poly1d(seq), 2.0))
+    for mode in (0, 1, 2):
+        _close(anp.convolve(seq, [1.0, 2.0], mode), np.convolve(seq, [1.0, 2.0], mode))

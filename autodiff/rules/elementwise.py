@@ -337,6 +337,7 @@ def i0(x):
     >>> print(f"{float(anp.i0(1.0)):.12f} {float(autodiff.grad(anp.i0)(1.0)):.12f}")
     1.266065877752 0.565159103992
     """
+    x = as_operands(x)
     if is_complex(x):
         raise TypeError("i0 is not supported for complex values")
     return _i0(x)
@@ -607,6 +608,7 @@ def real_if_close(a, tol=100):
     >>> anp.real_if_close(np.array([2.1 + 4e-14j, 5.2 + 3e-15j]), tol=1000)
     array([2.1, 5.2])
     """
+    a = as_operands(a)
     if not is_complex(a):
         return a
     if tol > 1:
@@ -626,6 +628,7 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * math.pi):
     >>> anp.unwrap(np.array([0.0, 3.0, 6.5, 0.5])).round(4)
     array([0.    , 3.    , 0.2168, 0.5   ])
     """
+    p = as_operands(p)
     lead = (slice(None),) * normalize_axes(axis, ndim_of(p))[0]
     head, tail, body = (*lead, slice(0, 1)), (*lead, slice(1, None)), (*lead, slice(0, -1))
     fixed = stop_gradient(p)  # the corrections: constants for every derivative

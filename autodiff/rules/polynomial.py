@@ -131,6 +131,8 @@ _MODES = {"f": "full", "s": "same", "v": "valid"}
 
 def _window(n, m, mode, same_start):
     """(offset, length) of ``mode``'s part of the full correlation of n and m entries."""
+    if mode in (0, 1, 2) and not isinstance(mode, bool):  # NumPy's numbers for the modes
+        mode = ("valid", "same", "full")[mode]
     name = _MODES.get(mode[:1].lower()) if isinstance(mode, str) else None
     if name is None:
         raise ValueError(f"mode must be 'full', 'same' or 'valid', not {mode!r}")
@@ -222,8 +224,14 @@ def vander(x, N=None, increasing=False):
     return _powers(x, shape_of(x)[0] if N is None else operator.index(N), increasing)
 
 
+def _operands(*xs):
+    """``as_operands``, with NumPy's ``poly1d`` objects as their coefficient arrays
+    (results are arrays: a poly1d cannot hold traced values)."""
+    return _elt.as_operands(*(x.coeffs if isinstance(x, np.poly1d) else x for x in xs))
+
+
 def _coefficients(p, name):
-    p = _shp.atleast_1d(_elt.as_operands(p))
+    p = _shp.atleast_1d(_operands(p))
     if ndim_of(p) != 1:
         raise ValueError(f"{name}: the coefficients must be a 1-d sequence (got {shape_of(p)})")
     return p
@@ -239,7 +247,7 @@ def polyval(p, x):
     >>> anp.polyval(np.array([3.0, 0.0, 1.0]), np.array([5.0, 1.0]))
     array([76.,  4.])
     """
-    p, x = _elt.as_operands(p, x)
+    p, x = _operands(p, x)
     if ndim_of(p) == 0:
         raise TypeError("polyval: p must be a sequence of coefficients, highest power first")
     n = shape_of(p)[0]
@@ -344,7 +352,7 @@ def _polyfit_cov(lhs, rhs, scaled, scale, cov, points, order):
 
 def _aligned(a1, a2):
     """Both coefficient sequences padded with leading zeros to the same length."""
-    a1, a2 = _shp.atleast_1d(*_elt.as_operands(a1, a2))
+    a1, a2 = _shp.atleast_1d(*_operands(a1, a2))
     n1, n2 = shape_of(a1)[0], shape_of(a2)[0]
     if n1 < n2:
         a1 = _shp.pad(a1, (n2 - n1, 0))
@@ -385,7 +393,7 @@ def polymul(a1, a2):
     >>> anp.polymul(np.array([1.0, 2.0, 3.0]), np.array([9.0, 5.0, 1.0]))
     array([ 9., 23., 38., 17.,  3.])
     """
-    a1, a2 = _shp.atleast_1d(*_elt.as_operands(a1, a2))
+    a1, a2 = _shp.atleast_1d(*_operands(a1, a2))
     return convolve(a1, a2)
 
 
@@ -403,7 +411,7 @@ def polydiv(u, v):
     >>> anp.polydiv(np.array([3.0, 5.0, 2.0]), np.array([2.0, 1.0]))
     (array([1.5 , 1.75]), array([0.25]))
     """
-    u, v = _shp.atleast_1d(*_elt.as_operands(u, v))
+    u, v = _shp.atleast_1d(*_operands(u, v))
     u, v = u + 0.0, v + 0.0
     dtype = np.result_type(dtype_of(u), dtype_of(v))
     u, v = _elt.astype(u, dtype), _elt.astype(v, dtype)
