@@ -57,17 +57,34 @@ __all__ = [
 
 
 def _correlate_impl(a, w, *, offset, length):
-    n, m = a.shape[-1], w.shape[-1]
-    start = offset + m - 1  # where the window starts in the full correlation
-    if type(a) is type(w) is np.ndarray and a.ndim == w.ndim == 1:
-        # NumPy's own kernel for single sequences, 2 to 8 times faster than windows.
-        if (start, length) == (min(n, m) - 1, abs(n - m) + 1):
-            return np.convolve(a, w[::-1], "valid")
-        if start >= 0 and start + length <= n + m - 1:
-            return np.convolve(a, w[::-1], "full")[start : start + length]
-    if m > n:  # slide the shorter operand: the same sums in reverse order
+    if type(a) is type(w) is np.ndarray:  # NumPy's own kernel where it serves
+        if w.ndim == 1 and (out := _numpy_kernel(a, w, offset, length)) is not None:
+            return out
+        if a.ndim == 1 and (out := _numpy_kernel(w, a, 1 - offset - length, length)) is not None:
+            return np.flip(out, -1)
+    if w.shape[-1] > a.shape[-1]:  # slide the shorter operand: the same sums, reversed
         return np.flip(_sliding_dot(w, a, 1 - offset - length, length), -1)
     return _sliding_dot(a, w, offset, length)
+
+
+def _numpy_kernel(a, w, offset, length):
+    """The window by ``np.convolve`` (2 to 8 times faster than strided windows) for a
+    1-d ``w``, or None where it would not serve: for one sequence where the window is
+    one of its modes (it computes only those sums), for several where the window is
+    most of the full correlation.  Several sequences are laid end to end, m - 1 zeros
+    apart, so that one call correlates them all (the zeros add exact zeros)."""
+    n, m = a.shape[-1], w.shape[-1]
+    start = offset + m - 1  # where the window starts in the full correlation
+    if a.ndim == 1:
+        modes = {(0, n + m - 1): "full", ((min(n, m) - 1) // 2, max(n, m)): "same",
+                 (min(n, m) - 1, abs(n - m) + 1): "valid"}  # fmt: skip
+        mode = modes.get((start, length))
+        return None if mode is None else np.convolve(a, w[::-1], mode)
+    if a.size == 0 or start < 0 or start + length > n + m - 1 or 2 * length < n + m - 1:
+        return None
+    spaced = np.pad(a.reshape(-1, n), [(0, 0), (0, m - 1)])
+    full = np.convolve(spaced.ravel(), w[::-1])[: spaced.size].reshape(spaced.shape)
+    return full[:, start : start + length].reshape(*a.shape[:-1], length)
 
 
 def _sliding_dot(a, w, offset, length):
