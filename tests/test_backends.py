@@ -66,6 +66,7 @@ DASK_LIMITS: dict[str, str] = {
     "linalg.eigvalsh": rf"numpy\.linalg\.eigvalsh {_LACKS}",
     "linalg.lstsq": rf"numpy\.linalg\.pinv {_LACKS}",
     "roots": rf"numpy\.roots {_LACKS}",
+    "polyfit": rf"numpy\.linalg\.pinv {_LACKS}",  # least squares through pinv
     # Dask functions with other signatures than NumPy's
     "linalg.cholesky": rf"numpy\.linalg\.cholesky {_LACKS} .*upper",
     "linalg.svd": rf"numpy\.linalg\.svd {_LACKS} .*compute_uv|full_matrices=True is not "
@@ -86,6 +87,11 @@ DASK_LIMITS: dict[str, str] = {
     "getitem": rf"numpy\.add\.at .*{_LACKS}|indexing x\[.*\] {_LACKS}",
     "take": rf"numpy\.add\.at .*{_LACKS}|indexing x\[.*\] {_LACKS}",
     "repeat": rf"numpy\.add\.at .*{_LACKS}",  # with a count per entry
+    "piecewise": _NO_ND_FANCY,  # under vmap: the gather of each piece's filler
+    # the gather of each x's segment (batched: from a batch of samples)
+    "interp": rf"numpy\.add\.at .*{_LACKS}|{_NO_ND_FANCY}",
+    # the gather that builds a Toeplitz matrix; the solve with it under vmap
+    "polydiv": rf"numpy\.add\.at .*{_LACKS}|Dimension must be 2 to perform lu decomposition",
     "at.add": rf"numpy\.add\.at .*{_LACKS}",
     "at.multiply": rf"numpy\.multiply\.at .*{_LACKS}",
     "at.min": rf"numpy\.minimum\.at .*{_LACKS}",

@@ -9,6 +9,7 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     fft,
     indexing,
     linalg,
+    polynomial,
     products,
     reductions,
     shape,

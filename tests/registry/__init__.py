@@ -35,6 +35,7 @@ FAMILIES = [
     "shape",
     "indexing",
     "products",
+    "polynomial",
     "linalg",
     "fft",
     "special",
@@ -43,6 +44,7 @@ FAMILIES = [
     "signal",
     "stats",
     "integrate",
+    "apply",
 ]
 
 
