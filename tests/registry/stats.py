@@ -18,6 +18,7 @@ import importlib.util
 import numpy as np
 
 from tests.registry import OpInfo, Sample
+from tests.registry.domains import domain
 
 _rng = np.random.default_rng(97531)  # local: these draws don't shift other families'
 
@@ -26,7 +27,17 @@ TAILS = ("cdf", "logcdf", "sf", "logsf")
 
 
 def uniform(low, high):
-    return lambda *shape: _rng.uniform(low, high, shape)
+    @domain(_rng)
+    def draw(rng, *shape):
+        return rng.uniform(low, high, shape)
+
+    return draw
+
+
+@domain(_rng)
+def counts_below(rng, high, *shape):
+    """Integer data in [0, high): the k of a discrete distribution."""
+    return rng.integers(0, high, shape)
 
 
 real = uniform(-2.0, 2.0)
@@ -85,7 +96,7 @@ def _records() -> list[OpInfo]:
     counts, probabilities = uniform(0.5, 3.0), uniform(0.2, 0.7)
     for name, k_high, param in (("poisson", 6, counts), ("bernoulli", 2, probabilities)):
         for method in ("logpmf", "pmf", *TAILS):
-            k = _rng.integers(0, k_high, (2, 3))
+            k = counts_below(k_high, 2, 3)
             if (name, method) == ("bernoulli", "logsf"):
                 k = k - 1  # -1 and 0: log(sf) is -inf at 1, where nothing can be checked
             samples = [Sample((k, param(3)), {}, "", (1,))]
