@@ -167,7 +167,7 @@ def _jvp_of_call(interp: JvpInterpreter, prim: CallPrimitive, args: tuple, param
                  for o, t in zip(out[:n], jg.out_has_tangent))  # fmt: skip
 
 
-def _call_jvp_rule(tangents, ans, *primals, graph, name):
+def _call_jvp_rule(tangents, ans, *primals, graph, name, **recorded):
     """The JVP rule (for ``linearize``, which replays JVP rules over the tape)."""
     has = tuple(t is not None for t in tangents)
     moving = [t for t in tangents if t is not None]

@@ -184,7 +184,7 @@ class JitFunction:
         self.fun = fun
         self._args = _Arguments(fun, static_argnums, static_argnames)
         self._name = getattr(fun, "__name__", "function")
-        self._cache: OrderedDict[Any, _Entry] = OrderedDict()
+        self._entries: OrderedDict[Any, _Entry] = OrderedDict()
         self._flat: dict[Any, _Entry] = {}  # the fast path's view of the same entries
         self._lock = threading.RLock()
         self._maxsize = maxsize
@@ -216,7 +216,7 @@ class JitFunction:
                     return out[0] if entry.single else optree.tree_unflatten(
                         entry.out_tree, list(out))
         key, leaves, treedef, traced = self._signature(args, kwargs)
-        entry = self._cache.get(key)
+        entry = self._entries.get(key)
         if entry is None:
             if not traced and innermost_staging() is not None:
                 # Inside a staging, plain arguments: what the function does with them is
@@ -226,7 +226,7 @@ class JitFunction:
         else:
             self._hits += 1
             try:
-                self._cache.move_to_end(key)
+                self._entries.move_to_end(key)
             except KeyError:  # evicted by another thread meanwhile
                 pass
         captured = entry.graph.cache.get("captured")
@@ -263,7 +263,7 @@ class JitFunction:
 
     def _fill(self, key: Any, args: tuple, kwargs: dict, leaves: list, treedef: Any) -> _Entry:
         with self._lock:
-            entry = self._cache.get(key)
+            entry = self._entries.get(key)
             if entry is not None:
                 return entry
             self._misses += 1
@@ -274,9 +274,9 @@ class JitFunction:
             flat_key = tuple(x for a in args for x in (a.shape, a.dtype)) if flat else None
             entry = _Entry(graph, graph.out_tree, _describe(avals, key[1], kind), flat_key)
             if "captured" not in graph.cache:  # closed over tracers of this call: stage again
-                self._cache[key] = entry
-                while len(self._cache) > self._maxsize:
-                    _, old = self._cache.popitem(last=False)
+                self._entries[key] = entry
+                while len(self._entries) > self._maxsize:
+                    _, old = self._entries.popitem(last=False)
                     self._flat.pop(old.flat_key, None)
             return entry
 
@@ -285,27 +285,27 @@ class JitFunction:
     def cache_info(self) -> CacheInfo:
         """How many times the function was staged, and for which signatures."""
         with self._lock:
-            signatures = [e.signature for e in self._cache.values()]
-            return CacheInfo(self._traces, self._hits, self._misses, len(self._cache),
+            signatures = [e.signature for e in self._entries.values()]
+            return CacheInfo(self._traces, self._hits, self._misses, len(self._entries),
                              self._maxsize, signatures)  # fmt: skip
 
     def clear_cache(self) -> None:
         with self._lock:
-            self._cache.clear()
+            self._entries.clear()
             self._flat.clear()
 
     def graph(self, *args: Any, **kwargs: Any) -> Graph:
         """The optimised graph that calls with these arguments replay (its ``log``
         says what each pass removed)."""
         key, leaves, treedef, _ = self._signature(args, kwargs)
-        entry = self._cache.get(key) or self._fill(key, args, kwargs, leaves, treedef)
+        entry = self._entries.get(key) or self._fill(key, args, kwargs, leaves, treedef)
         compiled(entry.graph, *array_kind(leaves))
         return entry.graph.cache["final"]
 
     def source(self, *args: Any, **kwargs: Any) -> str:
         """The Python source of the replay that calls with these arguments run."""
         key, leaves, treedef, _ = self._signature(args, kwargs)
-        entry = self._cache.get(key) or self._fill(key, args, kwargs, leaves, treedef)
+        entry = self._entries.get(key) or self._fill(key, args, kwargs, leaves, treedef)
         return compiled(entry.graph, *array_kind(leaves)).source
 
     def __repr__(self) -> str:

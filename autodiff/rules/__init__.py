@@ -21,3 +21,6 @@ except ImportError:  # SciPy is optional; autodiff.scipy.special says so when im
     pass
 else:
     from autodiff.rules import special  # noqa: F401
+
+# Shape rules for staging, for the primitives no elementwise helper declared.
+from autodiff.rules import _shapes  # noqa: E402,F401
