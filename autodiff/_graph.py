@@ -146,9 +146,9 @@ def aval_of(x: Any) -> ShapedArray | OpaqueAval:
     """The abstract value of a concrete value: arrays of any library, tracers (their
     logical shape), NumPy scalars, and Python scalars (weakly typed; ``bool`` is not
     weak, as in NumPy)."""
-    if isinstance(x, bool):
+    if type(x) is bool:
         return ShapedArray((), np.bool_)
-    if isinstance(x, _WEAK):
+    if type(x) in _WEAK:  # exactly: np.float64 subclasses float but is not weak
         return ShapedArray((), np.result_type(type(x)), weak_type=True)
     dtype = getattr(x, "dtype", None)
     shape = getattr(x, "shape", None)
@@ -402,10 +402,10 @@ class _Printer:
 
 def _literal(lit: Literal) -> str:
     value = lit.value
-    if isinstance(value, (bool, int, float, complex)):
-        return repr(value)
     if isinstance(value, np.generic):
         return f"{value.item()!r}:{lit.aval.str_short()}"
+    if isinstance(value, (bool, int, float, complex)):
+        return repr(value)
     text = repr(value)
     return text if len(text) <= 24 else text[:21] + "..."
 
