@@ -11,7 +11,8 @@
   ``-(-x)``, a reshape to the same shape, reshapes of reshapes (``expand_dims`` and
   ``squeeze`` are reshapes), transposes of transposes, ``broadcast_to`` the same
   shape, ``astype`` the same dtype.  Zeros and ones are known from literals, small
-  constants, ``zeros_like``/``ones_like`` and reshapes and broadcasts of them;
+  constants, ``zeros_like``/``ones_like`` and reshapes and broadcasts of them; a
+  0-d ``zeros_like``/``ones_like`` (``grad``'s seed) becomes a literal;
 - ``inline``: equations of primitives whose implementation is written with autodiff
   functions (``checkpoint``, ``custom_vjp``, ``custom_jvp``) replaced by their staged
   implementation, for replay (their rules matter only while a graph is transformed);
@@ -266,6 +267,10 @@ def _identity(eqn: Eqn, facts: _Facts) -> tuple[Any, str] | None:
     elif prim is _elt.astype_p or prim is _elt.astype_discrete_p:
         if type(ins[0]) is Var and _same_type(ins[0], out):
             return ins[0], "astype to the same dtype"
+    elif (prim is _ZEROS_LIKE or prim is _ONES_LIKE) and out.aval.ndim == 0:
+        # grad's seed: a scalar that no longer waits for the value it is shaped like
+        value = (np.zeros if prim is _ZEROS_LIKE else np.ones)((), out.aval.dtype)[()]
+        return Literal(value), f"{prim.name} of a scalar"
     return None
 
 

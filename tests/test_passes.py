@@ -75,7 +75,13 @@ def test_cse_merges_repeated_calls_only():
 
 def test_cse_keeps_repeated_draws():
     f = lambda x, rng: x + anp.random.uniform(rng, (3,)) + anp.random.uniform(rng, (3,))
-    assert counts(cse(graph_of(f, X, np.random.default_rng(0))))["random_uniform"] == 2
+    g = graph_of(f, X, np.random.default_rng(0))
+    assert counts(cse(g))["random_uniform"] == 2
+    # even two draws with the very same parameters and source
+    first = next(eqn for eqn in g.eqns if eqn.prim.effectful)
+    again = Eqn(first.prim, first.invars, [Var(first.outvars[0].aval)], first.params)
+    twice = g.replace(eqns=[first, again], outvars=[first.outvars[0], again.outvars[0]])
+    assert len(cse(twice).eqns) == 2
 
 
 # --- fold ------------------------------------------------------------------------------------------
