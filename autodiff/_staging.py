@@ -93,7 +93,7 @@ class StagingInterpreter(Interpreter):
     def read(self, x: Any) -> Var | Literal:
         """The graph variable (or literal) standing for ``x``."""
         if type(x) is StagedTensor and x._interp is self:
-            return x.var
+            return x._var
         if isinstance(x, Tracer):
             check_live(x)
             found = self.captured.get(id(x))
@@ -120,15 +120,15 @@ class StagingInterpreter(Interpreter):
 class StagedTensor(Tracer):
     """A value being staged: its abstract value and its variable in the graph."""
 
-    __slots__ = ("var",)
+    __slots__ = ("_var",)  # not "var": that is the ndarray method
 
     def __init__(self, interp: StagingInterpreter, var: Var) -> None:
         self._interp = interp
-        self.var = var
+        self._var = var
 
     @property
     def aval(self) -> Any:
-        return self.var.aval
+        return self._var.aval
 
     @property
     def _inner(self) -> Any:
@@ -136,11 +136,11 @@ class StagedTensor(Tracer):
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.var.aval.shape
+        return self._var.aval.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self.var.aval.dtype
+        return self._var.aval.dtype
 
     def _concrete(self, what: str) -> Any:
         raise ConcretizationError(
