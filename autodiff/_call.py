@@ -273,7 +273,8 @@ def _grad_of_call(interp: GradInterpreter, prim: CallPrimitive, args: tuple, par
         Dropped(prim, i, v) if hasattr(v, "dtype") else v for i, v in enumerate(values)
     ]
     node = Node(prim, {**params, "vjp": vg, "residuals": residuals}, primals, outs, parents)
-    return tuple(GradTensor(interp, o, node, i) for i, o in enumerate(outs))
+    floats = set(vg.float_outputs)  # the others (integers, booleans) carry no derivative
+    return tuple(GradTensor(interp, o, node, i) if i in floats else o for i, o in enumerate(outs))
 
 
 def _call_vjp_rule(cts, ans, primals, params, argnums):

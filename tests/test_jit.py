@@ -460,3 +460,18 @@ def test_dask_arrays_stay_lazy():
     g = jit(grad(lambda x: anp.sum(anp.sin(x) ** 2)))(x)
     assert isinstance(g, da.Array)
     close(g.compute(), 2 * np.sin(X) * np.cos(X))
+
+
+def test_integer_outputs_of_a_jitted_function_carry_no_derivative():
+    order = jit(lambda x: (anp.argsort(x), x * 2.0))
+    take = jit(lambda x, i: x[i] * 2.0)
+
+    def f(x):
+        idx, y = order(x)
+        return anp.sum(take(y, idx) ** 2)  # idx: an integer output, then an input
+
+    x = np.array([0.3, -0.2, 0.5])
+    close(grad(f)(x), 32 * x)
+    close(jit(grad(f))(x), 32 * x)
+    out, jvp_fn = linearize(grad(f), x)
+    close(jvp_fn(np.ones(3)), np.full(3, 32.0))
