@@ -117,7 +117,7 @@ def _is_float(aval: Any) -> bool:
     return getattr(aval, "dtype", np.dtype(object)).kind in "fc"
 
 
-# --- forward mode ------------------------------------------------------------------------------------
+# --- forward mode ---------------------------------------------------------------------------------
 
 
 class _JvpGraph(NamedTuple):
@@ -184,7 +184,7 @@ call_p.jvp = lambda tangents, ans, primals, params: _call_jvp_rule(tangents, ans
                                                                     **params)  # fmt: skip
 
 
-# --- reverse mode ------------------------------------------------------------------------------------
+# --- reverse mode ---------------------------------------------------------------------------------
 
 
 class _VjpGraphs(NamedTuple):
@@ -249,11 +249,11 @@ def split(graph: Graph, n_primals: int, n_out: int) -> tuple[Graph, Graph]:
         if type(v) is Var and v not in late and v not in constants and v not in seen:
             seen.add(v)
             residuals.append(v)
-    consts = list(zip(graph.constvars, graph.consts))
+    constvars, consts = graph.constvars, graph.consts  # each keeps those it reads (dce)
     fwd = Graph(graph.invars[:n_primals], graph.outvars[:n_out] + residuals, forward,
-                [v for v, _ in consts], [c for _, c in consts], name=f"{graph.name}.forward")  # fmt: skip
+                constvars, consts, name=f"{graph.name}.forward")  # fmt: skip
     bwd = Graph(residuals + list(cts), graph.outvars[n_out:], backward,
-                [v for v, _ in consts], [c for _, c in consts], name=f"{graph.name}.backward")  # fmt: skip
+                constvars, consts, name=f"{graph.name}.backward")  # fmt: skip
     return dce(fwd), dce(bwd)
 
 
@@ -269,9 +269,11 @@ def _grad_of_call(interp: GradInterpreter, prim: CallPrimitive, args: tuple, par
     out = prim.bind(*values, graph=vg.forward, name=f"forward({params['name']})")
     outs, residuals = out[: vg.n_out], out[vg.n_out :]
     # The backward graph reads residuals only; the tape keeps the primals' shapes.
-    primals = values if interp.keep_all_residuals else [
-        Dropped(prim, i, v) if hasattr(v, "dtype") else v for i, v in enumerate(values)
-    ]
+    primals = (
+        values
+        if interp.keep_all_residuals
+        else [Dropped(prim, i, v) if hasattr(v, "dtype") else v for i, v in enumerate(values)]
+    )
     node = Node(prim, {**params, "vjp": vg, "residuals": residuals}, primals, outs, parents)
     floats = set(vg.float_outputs)  # the others (integers, booleans) carry no derivative
     return tuple(GradTensor(interp, o, node, i) if i in floats else o for i, o in enumerate(outs))
@@ -293,7 +295,7 @@ def _call_vjp_rule(cts, ans, primals, params, argnums):
 call_p.vjp = _call_vjp_rule
 
 
-# --- batching -------------------------------------------------------------------------------------------
+# --- batching -------------------------------------------------------------------------------------
 
 
 class _BatchGraph(NamedTuple):
@@ -337,7 +339,7 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
 # none for the unbatched ones) is not needed by any transform.
 
 
-# --- staging: inline --------------------------------------------------------------------------------------
+# --- staging: inline ------------------------------------------------------------------------------
 
 
 @process.register(StagingInterpreter, CallPrimitive)

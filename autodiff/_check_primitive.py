@@ -424,7 +424,6 @@ def check_primitive(
 
     >>> import numpy as np
     >>> from autodiff._core import Primitive
-from autodiff._graph import aval_of
     >>> cube_p = Primitive("cube", lambda x: x**3, vjp=[lambda ct, ans, x: ct * 2 * x**2])
     >>> check_primitive(cube_p, (np.array([1.0, 2.0]),))
     Traceback (most recent call last):

@@ -35,12 +35,13 @@ class CheckpointPrimitive(Primitive):
     function with those values as extra arguments), so their derivatives flow too."""
 
     __slots__ = ("base_name",)
+    base_name: str
 
     def closure_convert(self, flat: Callable) -> Primitive:
         return _checkpoint_primitive(self.base_name, flat)
 
 
-def _checkpoint_primitive(name: str, fn: Callable) -> Primitive:
+def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
     """A primitive running ``fn`` (flat array arguments -> tuple of arrays)."""
 
     def vjp_rule(cts, ans, primals, params, argnums):
@@ -65,7 +66,7 @@ def _checkpoint_primitive(name: str, fn: Callable) -> Primitive:
     return prim
 
 
-def _closure_converted(prim: CheckpointPrimitive, operands: list) -> tuple[Primitive, list]:
+def _closure_converted(prim: Any, operands: list) -> tuple[Primitive, list]:
     """Under staging: if ``func`` closes over traced values (a layer's weights, say),
     the checkpoint of its staged form with those values as extra operands, so that
     every transform sees them (and differentiates them) as arguments."""
@@ -111,7 +112,7 @@ def checkpoint(func: Callable) -> Callable:
             out_tree[:] = [tree]
             return tuple(out_leaves)
 
-        prim = _checkpoint_primitive(name, flat)
+        prim: Primitive = _checkpoint_primitive(name, flat)
         operands = [leaves[i] for i in traced]
         if innermost_staging() is not None:
             prim, operands = _closure_converted(prim, operands)

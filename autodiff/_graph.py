@@ -77,8 +77,9 @@ class ShapedArray:
         if type(shape) is not tuple or not all(type(n) is int for n in shape):
             shape = tuple(int(n) for n in shape)
         self.shape = shape
-        self.dtype = dtype if type(dtype) is np.dtype or isinstance(dtype, np.dtype) else np.dtype(
-            dtype)
+        self.dtype = (
+            dtype if type(dtype) is np.dtype or isinstance(dtype, np.dtype) else np.dtype(dtype)
+        )
         self.weak_type = weak_type is True
 
     @property
@@ -289,7 +290,7 @@ class Graph:
         outs = ", ".join(v.aval.str_short() for v in self.outvars)
         return f"<Graph {self.name}: ({ins}) -> ({outs}), {len(self.eqns)} equations>"
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython's text form
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # noqa: ARG002  (IPython's API)
         printer.text(str(self))
 
     # --- pictures --------------------------------------------------------------------------
@@ -394,7 +395,7 @@ class _Printer:
         for key, value in params.items():
             if isinstance(value, Graph):
                 shown.append(f"{key}={{{len(value.eqns)} eqns}}")
-                nested += [f"{indent}  {key}:"] + self.graph(value, indent + "    ")
+                nested += [f"{indent}  {key}:", *self.graph(value, indent + "    ")]
             else:
                 shown.append(f"{key}={_param_text(value)}")
         return (f"[{' '.join(shown)}]" if shown else ""), nested

@@ -16,6 +16,7 @@ arrays it runs the compiled replay of the optimised graph (``_passes.py``,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import threading
@@ -213,8 +214,9 @@ class JitFunction:
                 if entry is not None:
                     self._hits += 1
                     out = entry.replay(*args)  # type: ignore[misc]
-                    return out[0] if entry.single else optree.tree_unflatten(
-                        entry.out_tree, list(out))
+                    return (
+                        out[0] if entry.single else optree.tree_unflatten(entry.out_tree, list(out))
+                    )
         key, leaves, treedef, traced = self._signature(args, kwargs)
         entry = self._entries.get(key)
         if entry is None:
@@ -225,10 +227,8 @@ class JitFunction:
             entry = self._fill(key, args, kwargs, leaves, treedef)
         else:
             self._hits += 1
-            try:
+            with contextlib.suppress(KeyError):  # evicted by another thread meanwhile
                 self._entries.move_to_end(key)
-            except KeyError:  # evicted by another thread meanwhile
-                pass
         captured = entry.graph.cache.get("captured")
         if traced or captured:
             out = call_p.bind(*leaves, *(captured or ()), graph=entry.graph, name=self._name)
@@ -406,7 +406,7 @@ def make_graph(
 
     @functools.wraps(fun)
     def make(*args: Any, **kwargs: Any) -> Graph:
-        key, leaves, treedef, _ = jitted._signature(args, kwargs)
+        _, leaves, treedef, _ = jitted._signature(args, kwargs)
         graph, _ = jitted._stage(args, kwargs, leaves, treedef, "make_graph")
         return optimize(graph, inline_rules=True) if optimized else graph
 

@@ -126,7 +126,7 @@ def cse(graph: Graph) -> Graph:
     return _logged(graph, "cse", kept, merged, outvars=sub.outvars(graph))
 
 
-# --- constant folding ------------------------------------------------------------------------------
+# --- constant folding -----------------------------------------------------------------------------
 
 # A folded result may be this many times larger than its largest input (plus a little).
 FOLD_GROWTH = 4
@@ -190,7 +190,7 @@ def _try(eqn: Eqn, values: list) -> Any:
         return None
 
 
-# --- algebraic simplification -----------------------------------------------------------------------
+# --- algebraic simplification ---------------------------------------------------------------------
 
 _RESHAPES = {_shp.reshape_p, _shp.expand_dims_p, _shp.squeeze_p}
 # Results that are all zeros (ones) when their input is.
@@ -323,7 +323,7 @@ def simplify(graph: Graph) -> Graph:
     return _logged(graph, "simplify", kept, done, outvars=sub.outvars(graph))
 
 
-# --- inlining -----------------------------------------------------------------------------------------
+# --- inlining -------------------------------------------------------------------------------------
 
 
 def inline(graph: Graph) -> Graph:
@@ -361,7 +361,7 @@ def inline(graph: Graph) -> Graph:
     return graph
 
 
-# --- all of them -----------------------------------------------------------------------------------------
+# --- all of them ----------------------------------------------------------------------------------
 
 PASSES: list[Callable[[Graph], Graph]] = [simplify, cse, fold, dce]
 
@@ -393,4 +393,3 @@ def _merged(entries: list) -> list:
         for k, v in details.items():
             entry[1][k] = entry[1].get(k, 0) + v
     return [(name, removed, details) for name, (removed, details) in totals.items()]
-

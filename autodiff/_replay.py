@@ -148,13 +148,14 @@ def plan(graph: Graph, reuse: bool = True) -> Plan:
         for v in dying:
             if v in outputs or v in constants or v in inputs:
                 continue
-            for slot in holds(v):
-                refs[slot] -= 1
-            slot = owner.get(v)
-            if slot == target:
+            for held in holds(v):
+                refs[held] -= 1
+            own = owner.get(v)
+            if own is not None and own == target:
                 continue  # the result took over this buffer and its name
-            if slot is not None and refs[slot] == 0 and reuse and _key(slot_aval[slot]):
-                pool.setdefault(_key(slot_aval[slot]), []).append(slot)
+            free = _key(slot_aval[own]) if own is not None and refs[own] == 0 and reuse else None
+            if own is not None and free is not None:
+                pool.setdefault(free, []).append(own)
             elif big(v.aval):
                 result.free_after[i].append(names[v])
         if target is not None:
@@ -226,8 +227,9 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None) -> tuple[str, 
     def atom(v: Any) -> str:
         if type(v) is Literal:
             text = _simple(v.value)
-            return text if text is not None and not isinstance(v.value, str) else w.ref(
-                v.value, "lit")
+            return (
+                text if text is not None and not isinstance(v.value, str) else w.ref(v.value, "lit")
+            )
         if v in consts:
             return consts[v]
         return p.names[v]
@@ -245,7 +247,8 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None) -> tuple[str, 
         if p.out[i] is not None:
             args.append(f"out={p.out[i]}")
         if eqn.prim.multiple_results:
-            outs = ", ".join(p.names[v] for v in eqn.outvars) + ("," if len(eqn.outvars) == 1 else "")
+            outs = ", ".join(p.names[v] for v in eqn.outvars)
+            outs += "," if len(eqn.outvars) == 1 else ""
         else:
             outs = p.names[eqn.outvars[0]]
         lines.append(f"    {outs} = {fn}({', '.join(args)})")

@@ -77,7 +77,7 @@ class StagingInterpreter(Interpreter):
     """Records equations (see the module docstring).  ``transform`` names what
     staged (``jit``, ``make_graph``) in error messages."""
 
-    __slots__ = ("captured", "const_ids", "constvars", "consts", "eqns", "transform")
+    __slots__ = ("captured", "const_ids", "consts", "constvars", "eqns", "transform")
     lifts = False  # process classifies foreign arguments itself: constant or captured
 
     def __init__(self, transform: str = "jit") -> None:
@@ -112,8 +112,9 @@ class StagingInterpreter(Interpreter):
     def staged(self, x: Any) -> StagedTensor:
         """``x`` (a constant, or a tracer of an outer transform) as a value of this graph."""
         var = self.read(x)
-        if isinstance(var, Literal):
+        if isinstance(var, Literal):  # a scalar: as a 0-d constant
             var = self.read(np.asarray(var.value))
+        assert isinstance(var, Var)
         return StagedTensor(self, var)
 
 
@@ -220,7 +221,7 @@ def _evaluate(prim: Primitive, avals: Sequence[Any], params: dict) -> Any:
                 warnings.simplefilter("ignore")
                 out = prim.impl(*(_placeholder(a, writable) for a in avals), **params)
             return _as_avals(prim, out)
-        except Exception as e:  # noqa: PERF203  (retried once, then reported)
+        except Exception as e:
             error = e
     shapes = ", ".join(a.str_short() for a in avals)
     raise MissingRuleError(
@@ -371,4 +372,3 @@ def eval_graph(graph: Graph, *args: Any) -> list:
         else:
             env[eqn.outvars[0]] = out
     return [read(v) for v in graph.outvars]
-

@@ -52,15 +52,15 @@ def measure(repeats: int = 5) -> list[dict]:
     autodiff.jit(lambda v: anp.sum(anp.tanh(v) * 2.0))(np.ones(3))  # warm-up
     rows = []
     for name, (make, args) in _workloads().items():
-        eager = statistics.median(_time(lambda: make()(*args)) for _ in range(repeats))
+        eager = statistics.median(_time(lambda m=make, a=args: m()(*a)) for _ in range(repeats))
         first, parts = [], []
         for _ in range(repeats):
             jitted = autodiff.jit(make())
-            first.append(_time(lambda: jitted(*args)))
+            first.append(_time(lambda j=jitted, a=args: j(*a)))
             # the same steps again, one by one, for the breakdown
             again = autodiff.jit(make())
             t0 = time.perf_counter()
-            key, leaves, treedef, _ = again._signature(args, {})
+            _, leaves, treedef, _ = again._signature(args, {})
             graph, _ = again._stage(args, {}, leaves, treedef, "jit")
             t1 = time.perf_counter()
             final = optimize(graph, inline_rules=True)

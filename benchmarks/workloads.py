@@ -15,7 +15,6 @@ import numpy as np
 import autodiff
 import autodiff.numpy as anp
 
-
 AUTODIFF_JIT = "autodiff, jit"  # the row of autodiff.jit of the same transform
 
 

@@ -104,7 +104,7 @@ def test_stats_say_what_each_pass_removed():
     assert "dce        -3" in text  # sum (the loss itself), sin and multiply
 
 
-# --- user primitives -------------------------------------------------------------------------------
+# --- user primitives ------------------------------------------------------------------------------
 
 
 def test_a_user_primitive_works_under_jit_without_a_shape_rule():
@@ -156,7 +156,7 @@ def test_check_primitive_checks_the_shape_rule():
         "wrong", np.sin, jvp=[lambda t, ans, x: t * np.cos(x)],
         shape=lambda x: ShapedArray(x.shape[:-1], x.dtype),
     )  # fmt: skip
-    with pytest.raises(AssertionError, match="the shape rule gives float64 \\(2,\\) for the output"):
+    with pytest.raises(AssertionError, match=r"the shape rule gives float64 \(2,\) for the output"):
         check_primitive(wrong_p, (X,))
     right_p = Primitive(
         "right", np.sin, jvp=[lambda t, ans, x: t * np.cos(x)],

@@ -10,7 +10,6 @@ import threading
 import numpy as np
 import pytest
 
-import autodiff
 import autodiff.numpy as anp
 from autodiff import (
     checkpoint,
@@ -240,7 +239,7 @@ def test_outputs_that_are_constants_or_inputs_are_fresh_or_the_input():
     assert f(x)[1][0] == 1.0
 
 
-# --- the cache ---------------------------------------------------------------------------------------
+# --- the cache ------------------------------------------------------------------------------------
 
 
 def test_retraces_exactly_when_the_signature_changes():
@@ -282,7 +281,7 @@ def test_the_cache_is_bounded():
 
 def test_static_arguments_must_be_hashable():
     jf = jit(lambda x, shape: anp.reshape(x, shape), static_argnums=1)
-    with pytest.raises(TransformTypeError, match="static argument 1 is a list.*hashable"):
+    with pytest.raises(TransformTypeError, match=r"static argument 1 is a list.*hashable"):
         jf(np.ones(4), [2, 2])
     assert jf(np.ones(4), (2, 2)).shape == (2, 2)
 
@@ -340,7 +339,7 @@ def test_threads_share_one_jitted_function():
     assert len(calls) == 1  # one signature: staged once, however many threads asked
 
 
-# --- errors ----------------------------------------------------------------------------------------
+# --- errors ---------------------------------------------------------------------------------------
 
 
 def test_python_control_flow_on_a_staged_value_names_the_ways_out():
@@ -382,7 +381,7 @@ def test_bad_arguments_of_jit():
         jit(lambda x: x, maxsize=0)
 
 
-# --- randomness ---------------------------------------------------------------------------------------
+# --- randomness -----------------------------------------------------------------------------------
 
 
 def noisy(x, rng):
@@ -448,7 +447,7 @@ def test_gradients_through_reparameterised_draws():
     close(grad(jit(f))(mu, a), grad(f)(mu, b))
 
 
-# --- array libraries ----------------------------------------------------------------------------------
+# --- array libraries ------------------------------------------------------------------------------
 
 
 def test_dask_arrays_stay_lazy():
@@ -473,5 +472,5 @@ def test_integer_outputs_of_a_jitted_function_carry_no_derivative():
     x = np.array([0.3, -0.2, 0.5])
     close(grad(f)(x), 32 * x)
     close(jit(grad(f))(x), 32 * x)
-    out, jvp_fn = linearize(grad(f), x)
+    _, jvp_fn = linearize(grad(f), x)
     close(jvp_fn(np.ones(3)), np.full(3, 32.0))

@@ -35,7 +35,7 @@ def same_results(before, after, *args):
         np.testing.assert_array_equal(a, b)
 
 
-# --- dce -------------------------------------------------------------------------------------------
+# --- dce ------------------------------------------------------------------------------------------
 
 
 def test_dce_drops_what_no_output_reads():
@@ -57,7 +57,7 @@ def test_dce_keeps_draws():
     assert counts(g) == {"random_normal": 1, "multiply": 1}
 
 
-# --- cse -------------------------------------------------------------------------------------------
+# --- cse ------------------------------------------------------------------------------------------
 
 
 def test_cse_merges_repeated_calls_only():
@@ -84,7 +84,7 @@ def test_cse_keeps_repeated_draws():
     assert len(cse(twice).eqns) == 2
 
 
-# --- fold ------------------------------------------------------------------------------------------
+# --- fold -----------------------------------------------------------------------------------------
 
 
 def _constant_graph(const, prim, out_aval, params=None):
@@ -111,7 +111,7 @@ def test_fold_leaves_large_results_and_warnings_to_run_time():
     assert counts(fold(g)) == {"log": 1, "add": 1}  # log(-1) warns: at run time, as it would
 
 
-# --- simplify ----------------------------------------------------------------------------------------
+# --- simplify -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -123,7 +123,7 @@ def test_fold_leaves_large_results_and_warnings_to_run_time():
         (lambda x: x * 1.0, "x * 1"),
         (lambda x: 1 * x, "x * 1"),
         (lambda x: x / 1.0, "x / 1"),
-        (lambda x: -(-x), "-(-x)"),
+        (lambda x: -anp.negative(x), "-(-x)"),
         (lambda x: x * anp.ones_like(x), "x * 1"),
         (lambda x: x + anp.broadcast_to(anp.zeros_like(x[0]), x.shape), "x + 0"),
         (lambda x: shp.reshape_p.bind(x, shape=x.shape), "reshape to the same shape"),
@@ -172,7 +172,7 @@ def test_grad_graphs_lose_the_ones_of_the_seed():
     assert counts(out) == {"cos": 1}  # sin's VJP rule: ct * cos(x), with ct all ones
 
 
-# --- inline ------------------------------------------------------------------------------------------
+# --- inline ---------------------------------------------------------------------------------------
 
 
 def test_inline_replaces_checkpoints_by_their_bodies():
@@ -186,7 +186,7 @@ def test_inline_replaces_checkpoints_by_their_bodies():
     same_results(g, out, X)
 
 
-# --- optimize: the passes together keep results --------------------------------------------------------
+# --- optimize: the passes together keep results ---------------------------------------------------
 
 
 def test_optimized_graphs_compute_the_same():
@@ -201,7 +201,7 @@ def test_optimized_graphs_compute_the_same():
     assert [name for name, _, _ in out.log] == ["simplify", "cse", "fold", "dce"]
 
 
-# --- buffer reuse ------------------------------------------------------------------------------------
+# --- buffer reuse ---------------------------------------------------------------------------------
 
 
 def test_elementwise_chains_run_in_place():

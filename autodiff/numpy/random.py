@@ -78,6 +78,7 @@ def _legacy(name: str) -> Any:
                 f"anp.random.normal and anp.random.uniform (loc + scale * z), or build "
                 f"the draw from a standard one yourself."
             )
+
         # Under vmap the batch axes of "different" vmaps come first; one call per example.
         def sample(_state, sizes):
             return _looped(draw, args, kwargs, sizes)

@@ -23,4 +23,4 @@ else:
     from autodiff.rules import special  # noqa: F401
 
 # Shape rules for staging, for the primitives no elementwise helper declared.
-from autodiff.rules import _shapes  # noqa: E402,F401
+from autodiff.rules import _shapes  # noqa: F401

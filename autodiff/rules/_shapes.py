@@ -19,9 +19,17 @@ from typing import Any
 import numpy as np
 
 from autodiff._graph import ShapedArray
-from autodiff.rules import creation, elementwise, fft, indexing, linalg, products, reductions
+from autodiff.rules import (
+    creation,
+    elementwise,
+    fft,
+    indexing,
+    linalg,
+    products,
+    reductions,
+    sorting,
+)
 from autodiff.rules import shape as shp
-from autodiff.rules import sorting
 from autodiff.rules._helpers import broadcast_shapes
 
 _examples: dict = {}
@@ -82,11 +90,9 @@ def _reduction(numpy_fn: Any):
 
 
 def _arg_reduction(x, *, axis, keepdims):
-    if axis is None:
-        shape = (1,) * x.ndim if keepdims else ()
-    else:
-        shape = _reduced(x, (axis,), keepdims)
-    return ShapedArray(shape, np.intp)
+    if axis is not None:
+        return ShapedArray(_reduced(x, (axis,), keepdims), np.intp)
+    return ShapedArray((1,) * x.ndim if keepdims else (), np.intp)
 
 
 for _prim, _fn in [(reductions.sum_p, np.sum), (reductions.prod_p, np.prod),
@@ -140,7 +146,7 @@ shp.concatenate_p.def_shape(_concatenate)
 shp.stack_p.def_shape(_stack)
 shp.pad_p.def_shape(_pad)
 
-# --- dtypes, creation, elementwise primitives of their own ------------------------------------------
+# --- dtypes, creation, elementwise primitives of their own ----------------------------------------
 
 creation.zeros_like.primitive.def_shape(lambda x, *, dtype: _like(x, dtype=dtype))
 creation.ones_like.primitive.def_shape(lambda x, *, dtype: _like(x, dtype=dtype))
@@ -194,8 +200,10 @@ def _einsum(*operands, subscripts, optimize):
             sizes[label] = n if sizes.get(label, 1) == 1 else sizes[label]
     middle = broadcast_shapes(*ellipsis) if ellipsis else ()
     left, _, right = out.partition("...")
-    shape = tuple(sizes[c] for c in left) + (middle if "..." in out else ()) + tuple(
-        sizes[c] for c in right
+    shape = (
+        tuple(sizes[c] for c in left)
+        + (middle if "..." in out else ())
+        + tuple(sizes[c] for c in right)
     )
     return ShapedArray(shape, np.result_type(*(x.dtype for x in operands)))
 
@@ -203,7 +211,7 @@ def _einsum(*operands, subscripts, optimize):
 products.matmul_p.def_shape(_matmul)
 products.einsum_p.def_shape(_einsum)
 
-# --- linear algebra: NumPy computes in float64, float32 or complex ------------------------------------
+# --- linear algebra: NumPy computes in float64, float32 or complex --------------------------------
 
 
 def _la(dtype: np.dtype) -> np.dtype:
@@ -247,7 +255,10 @@ linalg.solve_p.def_shape(_solve)
 linalg.inv_p.def_shape(lambda a: _like(a, dtype=_la(a.dtype)))
 linalg.det_p.def_shape(lambda a: ShapedArray(a.shape[:-2], _la(a.dtype)))
 linalg.slogdet_p.def_shape(
-    lambda a: (ShapedArray(a.shape[:-2], _la(a.dtype)), ShapedArray(a.shape[:-2], _la_real(a.dtype)))
+    lambda a: (
+        ShapedArray(a.shape[:-2], _la(a.dtype)),
+        ShapedArray(a.shape[:-2], _la_real(a.dtype)),
+    )
 )
 linalg.cholesky_p.def_shape(lambda a, *, upper: _like(a, dtype=_la(a.dtype)))
 linalg.eigh_p.def_shape(
@@ -259,8 +270,9 @@ linalg.svdvals_p.def_shape(
 )
 linalg.qr_p.def_shape(_qr)
 linalg.pinv_p.def_shape(
-    lambda a, *, hermitian, options: ShapedArray(_stack_of(a, a.shape[-1], a.shape[-2]),
-                                                 _la(a.dtype))  # fmt: skip
+    lambda a, *, hermitian, options: ShapedArray(
+        _stack_of(a, a.shape[-1], a.shape[-2]), _la(a.dtype)
+    )
 )
 
 # --- FFTs ---------------------------------------------------------------------------------------
@@ -281,8 +293,9 @@ def _real(dtype: np.dtype) -> np.dtype:
 fft.fft_resize_p.def_shape(lambda x, *, axis, n: _like(x, _with(x.shape, axis, n)))
 fft.fft_c2c_p.def_shape(lambda x, *, axes, inverse, norm: _like(x, dtype=_complex(x.dtype)))
 fft.rfft_p.def_shape(
-    lambda x, *, axis, norm: ShapedArray(_with(x.shape, axis, x.shape[axis] // 2 + 1),
-                                         _complex(x.dtype))  # fmt: skip
+    lambda x, *, axis, norm: ShapedArray(
+        _with(x.shape, axis, x.shape[axis] // 2 + 1), _complex(x.dtype)
+    )
 )
 fft.irfft_p.def_shape(
     lambda z, *, axis, n, norm: ShapedArray(_with(z.shape, axis, n), _real(z.dtype))
