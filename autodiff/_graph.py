@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import shutil
 import subprocess
 import threading
@@ -88,11 +89,11 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
     def str_short(self) -> str:
         return f"{dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
@@ -534,13 +535,14 @@ def _draw_with_networkx(graph: Graph) -> bytes:
     layers = 1 + max((d["layer"] for _, d in g.nodes(data=True)), default=0)
     width = max((sum(1 for _, d in g.nodes(data=True) if d["layer"] == k) for k in range(layers)),
                 default=1)  # fmt: skip
-    fig = Figure(figsize=(min(2 + 1.6 * width, 30), min(1 + 0.8 * layers, 60)))
+    fig = Figure(figsize=(min(2 + 1.6 * width, 30), min(1 + 1.1 * layers, 60)))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ax.set_axis_off()
     nx.draw_networkx_edges(g, pos, ax=ax, arrows=True, edge_color="#777777", node_size=1400)
-    nx.draw_networkx_edge_labels(g, pos, ax=ax, font_size=6,
-                                 edge_labels=nx.get_edge_attributes(g, "label"))  # fmt: skip
+    if g.number_of_nodes() <= 40:  # beyond that the labels cover the picture
+        nx.draw_networkx_edge_labels(g, pos, ax=ax, font_size=6,
+                                     edge_labels=nx.get_edge_attributes(g, "label"))  # fmt: skip
     nx.draw_networkx_nodes(g, pos, ax=ax, node_color=[colors[n] for n in g.nodes],
                            node_shape="s", node_size=1400, edgecolors="#444444")  # fmt: skip
     nx.draw_networkx_labels(g, pos, ax=ax, labels=labels, font_size=7)

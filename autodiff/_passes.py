@@ -57,12 +57,12 @@ class _Substitution:
         return v
 
     def eqn(self, eqn: Eqn) -> Eqn:
-        if not self.to:
-            return eqn
-        invars = [self(v) for v in eqn.invars]
-        if all(a is b for a, b in zip(invars, eqn.invars)):
-            return eqn
-        return Eqn(eqn.prim, invars, eqn.outvars, eqn.params)
+        to = self.to
+        if to:  # (the passes' hot loop: no new equation unless an input changes)
+            for v in eqn.invars:
+                if v in to:
+                    return Eqn(eqn.prim, [self(v) for v in eqn.invars], eqn.outvars, eqn.params)
+        return eqn
 
     def outvars(self, graph: Graph) -> list:
         return [self(v) for v in graph.outvars]
@@ -76,9 +76,14 @@ def dce(graph: Graph) -> Graph:
     live = {v for v in graph.outvars if type(v) is Var}
     kept = []
     for eqn in reversed(graph.eqns):
-        if eqn.prim.effectful or any(v in live for v in eqn.outvars):
+        outs = eqn.outvars
+        if (outs[0] in live if len(outs) == 1 else not live.isdisjoint(outs)) or (
+            eqn.prim.effectful
+        ):
             kept.append(eqn)
-            live.update(v for v in eqn.invars if type(v) is Var)
+            for v in eqn.invars:
+                if type(v) is Var:
+                    live.add(v)
     kept.reverse()
     pairs = [(v, c) for v, c in zip(graph.constvars, graph.consts) if v in live]
     return _logged(graph, "dce", kept, {}, constvars=[v for v, _ in pairs],
@@ -106,11 +111,14 @@ def cse(graph: Graph) -> Graph:
     for eqn in graph.eqns:
         eqn = sub.eqn(eqn)
         if not eqn.prim.effectful:
+            key: Any = [eqn.prim]
+            for v in eqn.invars:
+                key.append(v if type(v) is Var else _input_key(v))
             try:
                 params = eqn.params
-                key = (eqn.prim, *map(_input_key, eqn.invars))
                 if params:
-                    key += tuple((k, freeze(v)) for k, v in params.items())
+                    key.extend((k, freeze(v)) for k, v in params.items())
+                key = tuple(key)
                 hash(key)
             except TypeError:  # an array parameter: not compared
                 key = None
@@ -287,12 +295,28 @@ def _rewrite(eqn: Eqn, facts: _Facts) -> tuple[Eqn, str] | None:
             return None
         new = Eqn(_shp.reshape_p, [source], [out], {"shape": out.aval.shape})
         return new, "reshape of a reshape"
+    if prim is _shp.transpose_p and _only_unit_axes_move(eqn):
+        new = Eqn(_shp.reshape_p, [ins[0]], [out], {"shape": out.aval.shape})
+        return new, "transpose of unit axes"
     if prim is _shp.transpose_p and inner.prim is _shp.transpose_p:
         a, b = inner.params["axes"], eqn.params["axes"]
         axes = tuple(a[i] for i in b)
         new = Eqn(_shp.transpose_p, [inner.invars[0]], [out], {"axes": axes})
         return new, "transpose of a transpose"
     return None
+
+
+def _only_unit_axes_move(eqn: Eqn) -> bool:
+    """A transpose that keeps the order of the axes longer than 1: a reshape."""
+    shape = eqn.invars[0].aval.shape
+    moved = [a for a in eqn.params["axes"] if shape[a] != 1]
+    return moved == sorted(moved)
+
+
+# The primitives simplify looks at; the others pass straight through.
+_SIMPLIFIED = {_elt.add_p, _elt.subtract_p, _elt.multiply_p, _elt.divide_p, _elt.negative_p,
+               _elt.astype_p, _elt.astype_discrete_p, _ZEROS_LIKE, _ONES_LIKE,
+               _shp.transpose_p, *_KEEPS_VALUE}  # fmt: skip
 
 
 def simplify(graph: Graph) -> Graph:
@@ -303,8 +327,8 @@ def simplify(graph: Graph) -> Graph:
     done: dict[str, int] = {}
     for eqn in graph.eqns:
         eqn = sub.eqn(eqn)
-        if not eqn.prim.multiple_results and not eqn.prim.effectful:
-            for _ in range(2):  # a rewrite may turn into an identity (reshape back)
+        if eqn.prim in _SIMPLIFIED:
+            for _ in range(3):  # a rewrite may lead to another, or to an identity
                 found = _identity(eqn, facts)
                 if found is not None:
                     sub.to[eqn.outvars[0]], what = found
@@ -376,10 +400,12 @@ def optimize(graph: Graph, *, inline_rules: bool = False, rounds: int = 4) -> Gr
                 break
             graph = inline(graph)
     for _ in range(rounds):
-        before = len(graph.eqns)
-        for p in PASSES:
+        changed = False
+        for p in PASSES[:-1]:  # simplify, cse, fold; then dce
             graph = p(graph)
-        if len(graph.eqns) == before:
+            changed = changed or bool(graph.log[-1][1] or graph.log[-1][2])
+        graph = PASSES[-1](graph)
+        if not changed:  # dce alone opens nothing up for the others
             break
     graph.log = graph.log[:start] + _merged(graph.log[start:])
     return graph

@@ -170,6 +170,12 @@ def innermost_staging() -> StagingInterpreter | None:
 def freeze(value: Any) -> Any:
     """A hashable stand-in for a parameter value (slices and lists as tuples);
     raises TypeError for values that cannot be compared (arrays)."""
+    if type(value) is not list:
+        try:  # the common case: already hashable (ints, tuples of ints, dtypes, strings)
+            hash(value)
+            return value
+        except TypeError:
+            pass
     if isinstance(value, (tuple, list)):
         return (type(value), *map(freeze, value))
     if isinstance(value, slice):

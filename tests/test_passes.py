@@ -165,6 +165,15 @@ def test_transposes_compose():
     same_results(g, out, X)
 
 
+def test_a_transpose_of_unit_axes_is_a_reshape():
+    f = lambda x: anp.transpose(anp.expand_dims(x, 1), (0, 2, 1))  # (2, 1, 3) -> (2, 3, 1)
+    g = graph_of(f, X)
+    out = optimize(g)
+    assert counts(out) == {"reshape": 1}
+    assert out.log[0][2] == {"transpose of unit axes": 1, "reshape of a reshape": 1}
+    same_results(g, out, X)
+
+
 def test_grad_graphs_lose_the_ones_of_the_seed():
     g = graph_of(grad(lambda x: anp.sum(anp.sin(x))), X)
     assert "ones_like" in counts(g)
