@@ -39,8 +39,9 @@ from autodiff._replay import compile_graph
 from autodiff._reverse import GradInterpreter, GradTensor, _vjp, recording, unpack
 from autodiff._staging import StagedTensor, StagingInterpreter, eval_graph, stage
 from autodiff._tape import Dropped, Node
+from autodiff.rules._helpers import array_like
 
-__all__ = ["CallPrimitive", "array_kind", "call_p", "compiled", "prepared"]
+__all__ = ["CallPrimitive", "array_kind", "call_p", "compiled", "final_graph", "prepared"]
 
 
 class CallPrimitive(Primitive):
@@ -84,10 +85,20 @@ def compiled(graph: Graph, kind: str = "numpy", like: Any = None) -> Any:
         with graph.lock:
             found = graph.cache.get(key)
             if found is None:
-                final = graph.cache.get("final")
-                if final is None:
-                    final = graph.cache["final"] = optimize(graph, inline_rules=True)
+                final = final_graph(graph, kind)
                 found = graph.cache[key] = compile_graph(final, kind, like)
+    return found
+
+
+def final_graph(graph: Graph, kind: str = "numpy") -> Graph:
+    """``graph`` as its replay on arrays of ``kind`` runs it: after the passes, custom
+    rules inlined; for libraries that refuse NumPy arrays (``"other"``: CuPy), with no
+    new NumPy constants."""
+    key = ("final", kind == "other")
+    found = graph.cache.get(key)
+    if found is None:
+        found = graph.cache[key] = optimize(graph, inline_rules=True,
+                                            numpy_constants=kind != "other")  # fmt: skip
     return found
 
 
@@ -109,6 +120,15 @@ def _derived(graph: Graph, key: tuple, make: Any) -> Any:
     return found
 
 
+def library_of(values: Any) -> Any:
+    """An array of the values' library, looking through tracers (None: NumPy)."""
+    for v in values:
+        like = array_like(v)
+        if like is not None:
+            return like
+    return None
+
+
 def _avals(values: Any) -> tuple:
     return tuple(aval_of(v) for v in values)
 
@@ -125,7 +145,7 @@ class _JvpGraph(NamedTuple):
     out_has_tangent: tuple
 
 
-def _jvp_graph(graph: Graph, has_tangent: tuple, tangent_avals: tuple) -> _JvpGraph:
+def _jvp_graph(graph: Graph, has_tangent: tuple, tangent_avals: tuple, like: Any) -> _JvpGraph:
     body = prepared(graph)
     n = len(body.invars)
     marks: list = []
@@ -145,7 +165,7 @@ def _jvp_graph(graph: Graph, has_tangent: tuple, tangent_avals: tuple) -> _JvpGr
         return [p for p, _ in pairs] + [t for _, t in pairs if t is not None]
 
     avals = [*body.in_avals, *tangent_avals]
-    staged = stage(flat, avals, transform="jvp of jit", name=f"jvp({graph.name})")
+    staged = stage(flat, avals, transform="jvp of jit", name=f"jvp({graph.name})", like=like)
     return _JvpGraph(staged.graph, tuple(marks))
 
 
@@ -158,8 +178,9 @@ def _jvp_of_call(interp: JvpInterpreter, prim: CallPrimitive, args: tuple, param
         return prim.bind(*primals, **params)
     moving = [t for t in tangents if t is not None]
     graph = params["graph"]
-    key = ("jvp", has, _avals(moving))
-    jg = _derived(graph, key, lambda: _jvp_graph(graph, has, key[2]))
+    like = library_of(primals)
+    key = ("jvp", has, _avals(moving), type(like))
+    jg = _derived(graph, key, lambda: _jvp_graph(graph, has, key[2], like))
     out = prim.bind(*primals, *moving, graph=jg.graph, name=f"jvp({params['name']})")
     n = len(jg.out_has_tangent)
     tangents_out = iter(out[n:])
@@ -171,8 +192,9 @@ def _call_jvp_rule(tangents, ans, *primals, graph, name, **recorded):
     """The JVP rule (for ``linearize``, which replays JVP rules over the tape)."""
     has = tuple(t is not None for t in tangents)
     moving = [t for t in tangents if t is not None]
-    key = ("jvp", has, _avals(moving))
-    jg = _derived(graph, key, lambda: _jvp_graph(graph, has, key[2]))
+    like = library_of(primals)
+    key = ("jvp", has, _avals(moving), type(like))
+    jg = _derived(graph, key, lambda: _jvp_graph(graph, has, key[2], like))
     out = call_p.bind(*primals, *moving, graph=jg.graph, name=f"jvp({name})")
     n = len(jg.out_has_tangent)
     tangents_out = iter(out[n:])
@@ -194,7 +216,7 @@ class _VjpGraphs(NamedTuple):
     float_outputs: tuple  # positions of the outputs that take a cotangent
 
 
-def _vjp_graphs(graph: Graph, argnums: tuple) -> _VjpGraphs:
+def _vjp_graphs(graph: Graph, argnums: tuple, like: Any) -> _VjpGraphs:
     body = prepared(graph)
     n = len(body.invars)
     float_outputs = tuple(j for j, v in enumerate(body.outvars) if _is_float(v.aval))
@@ -221,7 +243,7 @@ def _vjp_graphs(graph: Graph, argnums: tuple) -> _VjpGraphs:
         return [*merged, *in_cts]
 
     avals = [*body.in_avals, *(body.outvars[j].aval for j in float_outputs)]
-    staged = stage(joint, avals, transform="grad of jit", name=f"vjp({graph.name})")
+    staged = stage(joint, avals, transform="grad of jit", name=f"vjp({graph.name})", like=like)
     whole = optimize(staged.graph)
     forward, backward = split(whole, n, len(body.outvars))
     return _VjpGraphs(forward, backward, len(body.outvars), float_outputs)
@@ -265,7 +287,8 @@ def _grad_of_call(interp: GradInterpreter, prim: CallPrimitive, args: tuple, par
         return prim.bind(*values, **params)
     graph = params["graph"]
     argnums = tuple(i for i, _, _ in parents)
-    vg = _derived(graph, ("vjp", argnums), lambda: _vjp_graphs(graph, argnums))
+    like = library_of(values)
+    vg = _derived(graph, ("vjp", argnums, type(like)), lambda: _vjp_graphs(graph, argnums, like))
     out = prim.bind(*values, graph=vg.forward, name=f"forward({params['name']})")
     outs, residuals = out[: vg.n_out], out[vg.n_out :]
     # The backward graph reads residuals only; the tape keeps the primals' shapes.
@@ -283,7 +306,9 @@ def _call_vjp_rule(cts, ans, primals, params, argnums):
     graph = params["graph"]
     vg = params.get("vjp")
     if vg is None or "residuals" not in params:  # not recorded by _grad_of_call
-        vg = _derived(graph, ("vjp", tuple(argnums)), lambda: _vjp_graphs(graph, tuple(argnums)))
+        like, argnums = library_of(primals), tuple(argnums)
+        vg = _derived(graph, ("vjp", argnums, type(like)),
+                      lambda: _vjp_graphs(graph, argnums, like))  # fmt: skip
         residuals = call_p.bind(*primals, graph=vg.forward, name="forward")[vg.n_out :]
     else:
         residuals = params["residuals"]
@@ -303,7 +328,7 @@ class _BatchGraph(NamedTuple):
     out_dims: tuple
 
 
-def _batch_graph(graph: Graph, dims: tuple, avals: tuple, size: int, randomness: str):
+def _batch_graph(graph: Graph, dims: tuple, avals: tuple, size: int, randomness: str, like: Any):
     body = prepared(graph)
     marks: list = []
 
@@ -319,7 +344,7 @@ def _batch_graph(graph: Graph, dims: tuple, avals: tuple, size: int, randomness:
         marks[:] = [d for _, d in pairs]
         return [v for v, _ in pairs]
 
-    staged = stage(flat, avals, transform="vmap of jit", name=f"vmap({graph.name})")
+    staged = stage(flat, avals, transform="vmap of jit", name=f"vmap({graph.name})", like=like)
     return _BatchGraph(staged.graph, tuple(marks))
 
 
@@ -328,9 +353,10 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
     values = [a.value for a in args]
     dims = tuple(a.bdim for a in args)
     graph = params["graph"]
-    key = ("batch", dims, _avals(values), interp.size, interp.randomness)
+    like = library_of(values)
+    key = ("batch", dims, _avals(values), interp.size, interp.randomness, type(like))
     bg = _derived(graph, key, lambda: _batch_graph(graph, dims, key[2], interp.size,
-                                                   interp.randomness))  # fmt: skip
+                                                   interp.randomness, like))  # fmt: skip
     out = prim.bind(*values, graph=bg.graph, name=f"vmap({params['name']})")
     return tuple(o if d is None else BatchedTensor(interp, o, d) for o, d in zip(out, bg.out_dims))
 

@@ -28,7 +28,7 @@ import numpy as np
 import optree
 
 from autodiff._args import a_type, check_callable
-from autodiff._call import array_kind, call_p, compiled
+from autodiff._call import array_kind, call_p, compiled, final_graph, library_of
 from autodiff._core import check_live
 from autodiff._graph import Graph, OpaqueAval, ShapedArray, aval_of
 from autodiff._passes import optimize
@@ -254,7 +254,8 @@ class JitFunction:
             cell[:] = [out_tree]
             return out_leaves
 
-        staged = stage(flat, avals, transform=transform, name=self._name)
+        staged = stage(flat, avals, transform=transform, name=self._name,
+                       like=library_of(leaves))  # fmt: skip
         graph = staged.graph
         graph.in_tree, graph.out_tree = treedef, cell[0]
         if staged.captured:
@@ -299,8 +300,7 @@ class JitFunction:
         says what each pass removed)."""
         key, leaves, treedef, _ = self._signature(args, kwargs)
         entry = self._entries.get(key) or self._fill(key, args, kwargs, leaves, treedef)
-        compiled(entry.graph, *array_kind(leaves))
-        return entry.graph.cache["final"]
+        return final_graph(entry.graph, array_kind(leaves)[0])
 
     def source(self, *args: Any, **kwargs: Any) -> str:
         """The Python source of the replay that calls with these arguments run."""

@@ -141,8 +141,11 @@ FOLD_GROWTH = 4
 FOLD_SLACK = 1024
 
 
-def fold(graph: Graph) -> Graph:
-    """Compute equations whose inputs are all constants; their results become constants."""
+def fold(graph: Graph, numpy_constants: bool = True) -> Graph:
+    """Compute equations whose inputs are all constants; their results become constants.
+    With ``numpy_constants=False`` (a replay on an array library that refuses NumPy
+    arrays, as CuPy does) only equations with a constant array among their inputs,
+    whose results are then of its library, not those of literals alone."""
     known: dict[Var, Any] = dict(zip(graph.constvars, graph.consts))
     sub = _Substitution()
     kept: list[Eqn] = []
@@ -151,6 +154,9 @@ def fold(graph: Graph) -> Graph:
     for eqn in graph.eqns:
         eqn = sub.eqn(eqn)
         values = _known_values(eqn, known)
+        if values is not None and not numpy_constants and all(type(v) is Literal
+                                                              for v in eqn.invars):  # fmt: skip
+            values = None
         out = None if values is None else _try(eqn, values)
         if out is None:
             kept.append(eqn)
@@ -245,7 +251,7 @@ class _Facts:
             self.value[out] = self.value[eqn.invars[0]]
 
 
-def _identity(eqn: Eqn, facts: _Facts) -> tuple[Any, str] | None:
+def _identity(eqn: Eqn, facts: _Facts, numpy_constants: bool = True) -> tuple[Any, str] | None:
     """The value an equation equals (an input of the same shape and dtype), if any."""
     prim, ins, out = eqn.prim, eqn.invars, eqn.outvars[0]
     if prim is _elt.add_p:
@@ -275,7 +281,7 @@ def _identity(eqn: Eqn, facts: _Facts) -> tuple[Any, str] | None:
     elif prim is _elt.astype_p or prim is _elt.astype_discrete_p:
         if type(ins[0]) is Var and _same_type(ins[0], out):
             return ins[0], "astype to the same dtype"
-    elif (prim is _ZEROS_LIKE or prim is _ONES_LIKE) and out.aval.ndim == 0:
+    elif (prim is _ZEROS_LIKE or prim is _ONES_LIKE) and out.aval.ndim == 0 and numpy_constants:
         # grad's seed: a scalar that no longer waits for the value it is shaped like
         value = (np.zeros if prim is _ZEROS_LIKE else np.ones)((), out.aval.dtype)[()]
         return Literal(value), f"{prim.name} of a scalar"
@@ -319,8 +325,9 @@ _SIMPLIFIED = {_elt.add_p, _elt.subtract_p, _elt.multiply_p, _elt.divide_p, _elt
                _shp.transpose_p, *_KEEPS_VALUE}  # fmt: skip
 
 
-def simplify(graph: Graph) -> Graph:
-    """Apply the identities of the module docstring."""
+def simplify(graph: Graph, numpy_constants: bool = True) -> Graph:
+    """Apply the identities of the module docstring (without ``numpy_constants``, not
+    the one that makes a literal of a 0-d ``zeros_like``/``ones_like``: see ``fold``)."""
     facts = _Facts(graph)
     sub = _Substitution()
     kept: list[Eqn] = []
@@ -329,8 +336,8 @@ def simplify(graph: Graph) -> Graph:
         eqn = sub.eqn(eqn)
         if eqn.prim in _SIMPLIFIED:
             for _ in range(3):  # a rewrite may lead to another, or to an identity
-                found = _identity(eqn, facts)
-                if found is not None:
+                found = _identity(eqn, facts, numpy_constants)
+                if found is not None and (numpy_constants or type(found[0]) is Var):
                     sub.to[eqn.outvars[0]], what = found
                     done[what] = done.get(what, 0) + 1
                     eqn = None  # type: ignore[assignment]
@@ -390,9 +397,12 @@ def inline(graph: Graph) -> Graph:
 PASSES: list[Callable[[Graph], Graph]] = [simplify, cse, fold, dce]
 
 
-def optimize(graph: Graph, *, inline_rules: bool = False, rounds: int = 4) -> Graph:
+def optimize(
+    graph: Graph, *, inline_rules: bool = False, rounds: int = 4, numpy_constants: bool = True
+) -> Graph:
     """``graph`` after every pass (``inline`` first when ``inline_rules``), repeated
-    until a round changes nothing; the log sums each pass's work over the rounds."""
+    until a round changes nothing; the log sums each pass's work over the rounds.
+    ``numpy_constants=False``: no new constants that are NumPy arrays (see ``fold``)."""
     start = len(graph.log)
     if inline_rules:
         for _ in range(8):  # nested checkpoints inline one level per round
@@ -402,7 +412,7 @@ def optimize(graph: Graph, *, inline_rules: bool = False, rounds: int = 4) -> Gr
     for _ in range(rounds):
         changed = False
         for p in PASSES[:-1]:  # simplify, cse, fold; then dce
-            graph = p(graph)
+            graph = p(graph) if numpy_constants or p is cse else p(graph, False)  # type: ignore[call-arg]
             changed = changed or bool(graph.log[-1][1] or graph.log[-1][2])
         graph = PASSES[-1](graph)
         if not changed:  # dce alone opens nothing up for the others

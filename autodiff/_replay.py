@@ -201,6 +201,15 @@ class _Writer:
         return name
 
 
+def _converted(value: np.ndarray, like: Any) -> Any:
+    """A NumPy constant as an array of ``like``'s library, where that library converts
+    it (CuPy does); else the NumPy array (an index array, which libraries accept)."""
+    try:
+        return np.asarray(value, like=like)
+    except Exception:
+        return value
+
+
 def compile_graph(graph: Graph, kind: str = "numpy", like: Any = None) -> Callable:
     """``graph`` as a compiled Python function of its inputs returning a tuple of
     its outputs; its source is the function's ``source`` attribute."""
@@ -221,7 +230,7 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None) -> tuple[str, 
     consts: dict[Var, str] = {}
     for var, value in zip(graph.constvars, graph.consts):
         if kind == "other" and isinstance(value, np.ndarray):
-            value = np.asarray(value, like=like)
+            value = _converted(value, like)
         consts[var] = w.ref(value, "c")
 
     def atom(v: Any) -> str:

@@ -77,12 +77,16 @@ class StagingInterpreter(Interpreter):
     """Records equations (see the module docstring).  ``transform`` names what
     staged (``jit``, ``make_graph``) in error messages."""
 
-    __slots__ = ("captured", "const_ids", "consts", "constvars", "eqns", "transform")
+    __slots__ = ("captured", "const_ids", "constvars", "consts", "eqns", "like", "transform")
     lifts = False  # process classifies foreign arguments itself: constant or captured
 
-    def __init__(self, transform: str = "jit") -> None:
+    def __init__(self, transform: str = "jit", like: Any = None) -> None:
         super().__init__()
         self.transform = transform
+        # An array of the arguments' library (None: NumPy), which staged values hand to
+        # rules as their concrete value's stand-in, so constants the rules make with
+        # like= (array_like, eye_like) are arrays of that library.
+        self.like = like
         self.eqns: list[Eqn] = []
         self.constvars: list[Var] = []
         self.consts: list[Any] = []
@@ -133,7 +137,7 @@ class StagedTensor(Tracer):
 
     @property
     def _inner(self) -> Any:
-        return None  # no concrete value; rules' constants come out as NumPy arrays
+        return self._interp.like  # no concrete value: see StagingInterpreter.like
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -332,9 +336,11 @@ def stage(
     *,
     transform: str = "jit",
     name: str = "graph",
+    like: Any = None,
 ) -> Staged:
-    """Stage ``fun`` (flat arguments -> sequence of results) on arguments of ``avals``."""
-    interp = StagingInterpreter(transform)
+    """Stage ``fun`` (flat arguments -> sequence of results) on arguments of ``avals``
+    (of the array library of ``like``; None: NumPy)."""
+    interp = StagingInterpreter(transform, like)
     with new_interpreter(interp):
         invars = [Var(a) for a in avals]
         outs = fun(*(StagedTensor(interp, v) for v in invars))

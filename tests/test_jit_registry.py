@@ -26,6 +26,7 @@ import pytest
 import autodiff.numpy as anp
 from autodiff import grad, jit, jvp, make_graph, vmap
 from autodiff._graph import Literal
+from tests.backends import StrictArray, strict, unwrap
 from tests.registry import EXPECTED_FAILURES, OPS
 
 COMPOSITIONS = ["jit(grad)", "grad(jit)", "vmap(jit)", "jit(vmap)", "jvp(jit)", "jit(jvp)",
@@ -104,13 +105,15 @@ def _variant(a):
     return a * 0.95 if a.dtype.kind in "fc" else np.roll(a.ravel(), 1).reshape(a.shape)
 
 
-def _stacks(op, sample, composition, dims):
-    """(the stack with jit, the same without, its arguments)."""
+def _stacks(op, sample, composition, dims, closed=None):
+    """(the stack with jit, the same without, its arguments); ``closed`` replaces the
+    sample's arguments that are not differentiated (which ``f`` closes over)."""
     fn = op.bound(sample, "anp")
     positions = sample.diff_positions()
+    closed = sample.args if closed is None else closed
 
     def f(*diff):
-        args = list(sample.args)
+        args = list(closed)
         for k, x in zip(positions, diff):
             args[k] = x
         return fn(*args)
@@ -154,3 +157,22 @@ def test_jit_under_transforms(op, sample, lib, composition, dims):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert_same(jitted(*args), eager(*args), rtol=1e-10)
+
+
+@pytest.mark.parametrize(("op", "sample", "lib"), _params("jit on a strict array", ("anp",)))
+def test_jit_on_a_strict_duck_array(op, sample, lib):
+    """The replay on another array library (``tests/backends.py``'s StrictArray, which
+    refuses conversions to NumPy and plain arrays in its computations, as CuPy does):
+    the constants of the graph are that library's arrays; under grad too."""
+    f = op.bound(sample, lib)
+    args = strict(sample.args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = jit(f)(*args)
+        for leaf in optree.tree_leaves(got):
+            assert type(leaf) is StrictArray or np.ndim(leaf) == 0
+        assert_same(unwrap(got), f(*sample.args))
+        if op.differentiable and sample.diff_positions():
+            jitted, _, diff_args = _stacks(op, sample, "jit(grad)", (), closed=args)
+            _, eager, _ = _stacks(op, sample, "jit(grad)", ())
+            assert_same(unwrap(jitted(*strict(diff_args))), eager(*diff_args), rtol=1e-10)
