@@ -77,7 +77,7 @@ class StagingInterpreter(Interpreter):
     """Records equations (see the module docstring).  ``transform`` names what
     staged (``jit``, ``make_graph``) in error messages."""
 
-    __slots__ = ("captured", "const_ids", "constvars", "consts", "eqns", "like", "transform")
+    __slots__ = ("captured", "const_ids", "consts", "constvars", "eqns", "like", "transform")
     lifts = False  # process classifies foreign arguments itself: constant or captured
 
     def __init__(self, transform: str = "jit", like: Any = None) -> None:
