@@ -16,7 +16,8 @@
 - ``inline``: equations of primitives whose implementation is written with autodiff
   functions (``checkpoint``, ``custom_vjp``, ``custom_jvp``) replaced by their staged
   implementation, for replay (their rules matter only while a graph is transformed);
-- ``optimize``: all of them, repeated until nothing changes.
+- ``optimize``: all of them (simplify and fold in one walk), repeated while CSE
+  merges anything.
 
 Each pass appends ``(name, equations removed, {what: count})`` to the graph's ``log``.
 Adding zeros is simplified even where ``x`` is ``-0.0`` (``-0.0 + 0.0`` is ``+0.0``).
@@ -146,31 +147,7 @@ def fold(graph: Graph, numpy_constants: bool = True) -> Graph:
     With ``numpy_constants=False`` (a replay on an array library that refuses NumPy
     arrays, as CuPy does) only equations with a constant array among their inputs,
     whose results are then of its library, not those of literals alone."""
-    known: dict[Var, Any] = dict(zip(graph.constvars, graph.consts))
-    sub = _Substitution()
-    kept: list[Eqn] = []
-    folded: dict[str, int] = {}
-    constvars, consts = list(graph.constvars), list(graph.consts)
-    for eqn in graph.eqns:
-        eqn = sub.eqn(eqn)
-        values = _known_values(eqn, known)
-        if values is not None and not numpy_constants and all(type(v) is Literal
-                                                              for v in eqn.invars):  # fmt: skip
-            values = None
-        out = None if values is None else _try(eqn, values)
-        if out is None:
-            kept.append(eqn)
-            continue
-        folded[eqn.prim.name] = folded.get(eqn.prim.name, 0) + 1
-        for var, value in zip(eqn.outvars, out if eqn.prim.multiple_results else [out]):
-            if isinstance(value, np.generic):
-                sub.to[var] = Literal(value)
-            else:
-                known[var] = value
-                constvars.append(var)
-                consts.append(value)
-    return _logged(graph, "fold", kept, folded, outvars=sub.outvars(graph),
-                   constvars=constvars, consts=consts)  # fmt: skip
+    return _walk(graph, numpy_constants, simplifying=False, folding=True)
 
 
 def _known_values(eqn: Eqn, known: dict) -> list | None:
@@ -225,10 +202,13 @@ class _Facts:
         self.value: dict[Var, float] = {}  # var -> 0.0 or 1.0: every element equals it
         self.made_by: dict[Var, Eqn] = {}
         for var, const in zip(graph.constvars, graph.consts):
-            if isinstance(const, np.ndarray) and 0 < const.size <= SMALL_CONSTANT:
-                for k in (0, 1):
-                    if const.dtype.kind in "iufc" and bool(np.all(const == k)):
-                        self.value[var] = k
+            self.constant_array(var, const)
+
+    def constant_array(self, var: Var, const: Any) -> None:
+        if isinstance(const, np.ndarray) and 0 < const.size <= SMALL_CONSTANT:
+            for k in (0, 1):
+                if const.dtype.kind in "iufc" and bool(np.all(const == k)):
+                    self.value[var] = k
 
     def constant(self, v: Any) -> float | None:
         """0 or 1 if every element of ``v`` is known to equal it, else None."""
@@ -328,13 +308,43 @@ _SIMPLIFIED = {_elt.add_p, _elt.subtract_p, _elt.multiply_p, _elt.divide_p, _elt
 def simplify(graph: Graph, numpy_constants: bool = True) -> Graph:
     """Apply the identities of the module docstring (without ``numpy_constants``, not
     the one that makes a literal of a 0-d ``zeros_like``/``ones_like``: see ``fold``)."""
+    return _walk(graph, numpy_constants, simplifying=True, folding=False)
+
+
+def simplify_and_fold(graph: Graph, numpy_constants: bool = True) -> Graph:
+    """``simplify`` and ``fold`` in one walk, so that what one finds the other uses at
+    once (a folded constant of ones, then ``x * 1``); logged as the two passes."""
+    return _walk(graph, numpy_constants, simplifying=True, folding=True)
+
+
+def _walk(graph: Graph, numpy_constants: bool, simplifying: bool, folding: bool) -> Graph:
     facts = _Facts(graph)
+    known: dict[Var, Any] = dict(zip(graph.constvars, graph.consts))
+    constvars, consts = list(graph.constvars), list(graph.consts)
     sub = _Substitution()
     kept: list[Eqn] = []
     done: dict[str, int] = {}
+    folded: dict[str, int] = {}
     for eqn in graph.eqns:
         eqn = sub.eqn(eqn)
-        if eqn.prim in _SIMPLIFIED:
+        if folding:
+            values = _known_values(eqn, known)
+            if values is not None and not numpy_constants and all(type(v) is Literal
+                                                                  for v in eqn.invars):  # fmt: skip
+                values = None
+            out = None if values is None else _try(eqn, values)
+            if out is not None:
+                folded[eqn.prim.name] = folded.get(eqn.prim.name, 0) + 1
+                for var, value in zip(eqn.outvars, out if eqn.prim.multiple_results else [out]):
+                    if isinstance(value, np.generic):
+                        sub.to[var] = Literal(value)
+                    else:
+                        known[var] = value
+                        constvars.append(var)
+                        consts.append(value)
+                        facts.constant_array(var, value)
+                continue
+        if simplifying and eqn.prim in _SIMPLIFIED:
             for _ in range(3):  # a rewrite may lead to another, or to an identity
                 found = _identity(eqn, facts, numpy_constants)
                 if found is not None and (numpy_constants or type(found[0]) is Var):
@@ -351,7 +361,15 @@ def simplify(graph: Graph, numpy_constants: bool = True) -> Graph:
                 continue
             facts.learn(eqn)
         kept.append(eqn)
-    return _logged(graph, "simplify", kept, done, outvars=sub.outvars(graph))
+    n_folded = sum(folded.values())
+    log = list(graph.log)
+    if simplifying:
+        simplified = len(graph.eqns) - len(kept) - n_folded
+        log.append(("simplify", simplified, {k: v for k, v in done.items() if v}))
+    if folding:
+        log.append(("fold", n_folded, folded))
+    return graph.replace(eqns=kept, log=log, outvars=sub.outvars(graph), constvars=constvars,
+                         consts=consts)  # fmt: skip
 
 
 # --- inlining -------------------------------------------------------------------------------------
@@ -394,14 +412,15 @@ def inline(graph: Graph) -> Graph:
 
 # --- all of them ----------------------------------------------------------------------------------
 
-PASSES: list[Callable[[Graph], Graph]] = [simplify, cse, fold, dce]
+PASSES: list[Callable[..., Graph]] = [simplify, fold, cse, dce]  # what optimize runs
 
 
 def optimize(
     graph: Graph, *, inline_rules: bool = False, rounds: int = 4, numpy_constants: bool = True
 ) -> Graph:
-    """``graph`` after every pass (``inline`` first when ``inline_rules``), repeated
-    until a round changes nothing; the log sums each pass's work over the rounds.
+    """``graph`` after every pass (``inline`` first when ``inline_rules``): ``simplify``
+    and ``fold`` in one walk, ``cse``, ``dce``, again while ``cse`` merges anything;
+    the log sums each pass's work over the rounds.
     ``numpy_constants=False``: no new constants that are NumPy arrays (see ``fold``)."""
     start = len(graph.log)
     if inline_rules:
@@ -410,12 +429,11 @@ def optimize(
                 break
             graph = inline(graph)
     for _ in range(rounds):
-        changed = False
-        for p in PASSES[:-1]:  # simplify, cse, fold; then dce
-            graph = p(graph) if numpy_constants or p is cse else p(graph, False)  # type: ignore[call-arg]
-            changed = changed or bool(graph.log[-1][1] or graph.log[-1][2])
-        graph = PASSES[-1](graph)
-        if not changed:  # dce alone opens nothing up for the others
+        graph = simplify_and_fold(graph, numpy_constants)  # (the first two of PASSES)
+        graph = cse(graph)
+        merged = graph.log[-1][1]
+        graph = dce(graph)
+        if not merged:  # one walk found everything else; merged equations may open more
             break
     graph.log = graph.log[:start] + _merged(graph.log[start:])
     return graph

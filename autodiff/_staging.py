@@ -288,8 +288,16 @@ def _as_list(prim: Primitive, out: Any) -> list:
 
 @process.register(StagingInterpreter, Primitive)
 def _stage_equation(interp: StagingInterpreter, prim: Primitive, args: tuple, params: dict):
-    invars = [interp.read(a) for a in args]
+    # The hot path of staging: the common cases inlined.
+    invars = [a._var if type(a) is StagedTensor and a._interp is interp else interp.read(a)
+              for a in args]  # fmt: skip
     avals = [v.aval for v in invars]
+    rule = prim.shape
+    if rule is not None and not prim.multiple_results:
+        out = rule(*avals, **params)
+        var = Var(out if type(out) is ShapedArray else _as_avals(prim, out))
+        interp.eqns.append(Eqn(prim, invars, [var], params))
+        return StagedTensor(interp, var)
     if prim.traceable:
         graph = traced_impl(prim, avals, params)
         if "captured" in graph.cache:

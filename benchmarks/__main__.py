@@ -156,6 +156,7 @@ def main() -> None:
     for r in calls:
         check("first call", r["first_ms"] / r["eager_ms"], 5.0,
               f"{r['workload']}: first jit call x one eager call ≤ 5")  # fmt: skip
+    reasons["first call"] = lambda: why.first_call(calls)
 
     report += memory_section(targets)
     report += ["## Targets", "", "| workload | target | measured | verdict |", "|---|---|---|---|",
