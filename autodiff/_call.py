@@ -21,7 +21,11 @@ batched, so ``grad(jit(f))`` replays compiled code too:
   program and the replay stays one flat function.
 
 Under any other interpreter (``explain``, a user's transform) the call is a primitive
-like any other, whose JVP, VJP and batching rules are the ones above.
+like any other, whose JVP and VJP rules are the ones above.
+
+The graph transforms (``jvp_graph``, ``vjp_graphs`` with ``split``, ``batch_graph``)
+take and return graphs, so any primitive whose parameters hold graphs (the
+control-flow primitives) can transform its sub-graphs with them.
 """
 
 from __future__ import annotations
@@ -41,7 +45,22 @@ from autodiff._staging import StagedTensor, StagingInterpreter, eval_graph, stag
 from autodiff._tape import Dropped, Node
 from autodiff.rules._helpers import array_like
 
-__all__ = ["CallPrimitive", "array_kind", "call_p", "compiled", "final_graph", "prepared"]
+__all__ = [
+    "BatchGraph",
+    "CallPrimitive",
+    "JvpGraph",
+    "VjpGraphs",
+    "array_kind",
+    "batch_graph",
+    "call_p",
+    "compiled",
+    "final_graph",
+    "jvp_graph",
+    "library_of",
+    "prepared",
+    "split",
+    "vjp_graphs",
+]
 
 
 class CallPrimitive(Primitive):
@@ -140,12 +159,12 @@ def _is_float(aval: Any) -> bool:
 # --- forward mode ---------------------------------------------------------------------------------
 
 
-class _JvpGraph(NamedTuple):
+class JvpGraph(NamedTuple):
     graph: Graph  # (primals, non-zero tangents) -> (outputs, tangents of out_has_tangent)
     out_has_tangent: tuple
 
 
-def _jvp_graph(graph: Graph, has_tangent: tuple, tangent_avals: tuple, like: Any) -> _JvpGraph:
+def jvp_graph(graph: Graph, has_tangent: tuple, tangent_avals: tuple, like: Any) -> JvpGraph:
     body = prepared(graph)
     n = len(body.invars)
     marks: list = []
@@ -166,7 +185,7 @@ def _jvp_graph(graph: Graph, has_tangent: tuple, tangent_avals: tuple, like: Any
 
     avals = [*body.in_avals, *tangent_avals]
     staged = stage(flat, avals, transform="jvp of jit", name=f"jvp({graph.name})", like=like)
-    return _JvpGraph(staged.graph, tuple(marks))
+    return JvpGraph(staged.graph, tuple(marks))
 
 
 @process.register(JvpInterpreter, CallPrimitive)
@@ -180,7 +199,7 @@ def _jvp_of_call(interp: JvpInterpreter, prim: CallPrimitive, args: tuple, param
     graph = params["graph"]
     like = library_of(primals)
     key = ("jvp", has, _avals(moving), type(like))
-    jg = _derived(graph, key, lambda: _jvp_graph(graph, has, key[2], like))
+    jg = _derived(graph, key, lambda: jvp_graph(graph, has, key[2], like))
     out = prim.bind(*primals, *moving, graph=jg.graph, name=f"jvp({params['name']})")
     n = len(jg.out_has_tangent)
     tangents_out = iter(out[n:])
@@ -194,7 +213,7 @@ def _call_jvp_rule(tangents, ans, *primals, graph, name, **recorded):
     moving = [t for t in tangents if t is not None]
     like = library_of(primals)
     key = ("jvp", has, _avals(moving), type(like))
-    jg = _derived(graph, key, lambda: _jvp_graph(graph, has, key[2], like))
+    jg = _derived(graph, key, lambda: jvp_graph(graph, has, key[2], like))
     out = call_p.bind(*primals, *moving, graph=jg.graph, name=f"jvp({name})")
     n = len(jg.out_has_tangent)
     tangents_out = iter(out[n:])
@@ -209,14 +228,14 @@ call_p.jvp = lambda tangents, ans, primals, params: _call_jvp_rule(tangents, ans
 # --- reverse mode ---------------------------------------------------------------------------------
 
 
-class _VjpGraphs(NamedTuple):
+class VjpGraphs(NamedTuple):
     forward: Graph  # primals -> (outputs, residuals)
     backward: Graph  # (residuals, cotangents of the floating outputs) -> input cotangents
     n_out: int
     float_outputs: tuple  # positions of the outputs that take a cotangent
 
 
-def _vjp_graphs(graph: Graph, argnums: tuple, like: Any) -> _VjpGraphs:
+def vjp_graphs(graph: Graph, argnums: tuple, like: Any) -> VjpGraphs:
     body = prepared(graph)
     n = len(body.invars)
     float_outputs = tuple(j for j, v in enumerate(body.outvars) if _is_float(v.aval))
@@ -246,7 +265,7 @@ def _vjp_graphs(graph: Graph, argnums: tuple, like: Any) -> _VjpGraphs:
     staged = stage(joint, avals, transform="grad of jit", name=f"vjp({graph.name})", like=like)
     whole = optimize(staged.graph)
     forward, backward = split(whole, n, len(body.outvars))
-    return _VjpGraphs(forward, backward, len(body.outvars), float_outputs)
+    return VjpGraphs(forward, backward, len(body.outvars), float_outputs)
 
 
 def split(graph: Graph, n_primals: int, n_out: int) -> tuple[Graph, Graph]:
@@ -288,7 +307,7 @@ def _grad_of_call(interp: GradInterpreter, prim: CallPrimitive, args: tuple, par
     graph = params["graph"]
     argnums = tuple(i for i, _, _ in parents)
     like = library_of(values)
-    vg = _derived(graph, ("vjp", argnums, type(like)), lambda: _vjp_graphs(graph, argnums, like))
+    vg = _derived(graph, ("vjp", argnums, type(like)), lambda: vjp_graphs(graph, argnums, like))
     out = prim.bind(*values, graph=vg.forward, name=f"forward({params['name']})")
     outs, residuals = out[: vg.n_out], out[vg.n_out :]
     # The backward graph reads residuals only; the tape keeps the primals' shapes.
@@ -308,7 +327,7 @@ def _call_vjp_rule(cts, ans, primals, params, argnums):
     if vg is None or "residuals" not in params:  # not recorded by _grad_of_call
         like, argnums = library_of(primals), tuple(argnums)
         vg = _derived(graph, ("vjp", argnums, type(like)),
-                      lambda: _vjp_graphs(graph, argnums, like))  # fmt: skip
+                      lambda: vjp_graphs(graph, argnums, like))  # fmt: skip
         residuals = call_p.bind(*primals, graph=vg.forward, name="forward")[vg.n_out :]
     else:
         residuals = params["residuals"]
@@ -323,12 +342,12 @@ call_p.vjp = _call_vjp_rule
 # --- batching -------------------------------------------------------------------------------------
 
 
-class _BatchGraph(NamedTuple):
+class BatchGraph(NamedTuple):
     graph: Graph
     out_dims: tuple
 
 
-def _batch_graph(graph: Graph, dims: tuple, avals: tuple, size: int, randomness: str, like: Any):
+def batch_graph(graph: Graph, dims: tuple, avals: tuple, size: int, randomness: str, like: Any):
     body = prepared(graph)
     marks: list = []
 
@@ -345,7 +364,7 @@ def _batch_graph(graph: Graph, dims: tuple, avals: tuple, size: int, randomness:
         return [v for v, _ in pairs]
 
     staged = stage(flat, avals, transform="vmap of jit", name=f"vmap({graph.name})", like=like)
-    return _BatchGraph(staged.graph, tuple(marks))
+    return BatchGraph(staged.graph, tuple(marks))
 
 
 @process.register(BatchInterpreter, CallPrimitive)
@@ -355,7 +374,7 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
     graph = params["graph"]
     like = library_of(values)
     key = ("batch", dims, _avals(values), interp.size, interp.randomness, type(like))
-    bg = _derived(graph, key, lambda: _batch_graph(graph, dims, key[2], interp.size,
+    bg = _derived(graph, key, lambda: batch_graph(graph, dims, key[2], interp.size,
                                                    interp.randomness, like))  # fmt: skip
     out = prim.bind(*values, graph=bg.graph, name=f"vmap({params['name']})")
     return tuple(o if d is None else BatchedTensor(interp, o, d) for o, d in zip(out, bg.out_dims))
