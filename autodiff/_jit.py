@@ -31,6 +31,7 @@ from autodiff._args import a_type, check_callable
 from autodiff._call import array_kind, call_p, compiled, final_graph, library_of
 from autodiff._core import check_live
 from autodiff._graph import Graph, OpaqueAval, ShapedArray, aval_of
+from autodiff._nans import checking_nans
 from autodiff._passes import optimize
 from autodiff._staging import StagedTensor, innermost_staging, stage
 from autodiff._tracer import Tracer
@@ -217,6 +218,8 @@ class JitFunction:
                     return (
                         out[0] if entry.single else optree.tree_unflatten(entry.out_tree, list(out))
                     )
+        if checking_nans():  # the replay checks nothing: run the function itself
+            return self.fun(*args, **kwargs)
         key, leaves, treedef, traced = self._signature(args, kwargs)
         entry = self._entries.get(key)
         if entry is None:
@@ -354,7 +357,8 @@ def jit(
     draws (``anp.random``) draw at every call, from the ``Generator`` passed as an
     argument (or NumPy's global state).  ``maxsize`` bounds the cache (least recently
     used signatures go first); ``f.cache_info()`` tells what it holds, ``f.graph(*args)``
-    and ``f.source(*args)`` show the optimised graph and the replayed code.
+    and ``f.source(*args)`` show the optimised graph and the replayed code.  Under
+    ``debug_nans()`` the function runs as it is, so the first NaN is found and named.
 
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> @autodiff.jit

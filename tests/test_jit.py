@@ -10,6 +10,7 @@ import threading
 import numpy as np
 import pytest
 
+import autodiff
 import autodiff.numpy as anp
 from autodiff import (
     checkpoint,
@@ -474,3 +475,11 @@ def test_integer_outputs_of_a_jitted_function_carry_no_derivative():
     close(jit(grad(f))(x), 32 * x)
     _, jvp_fn = linearize(grad(f), x)
     close(jvp_fn(np.ones(3)), np.full(3, 32.0))
+
+
+def test_debug_nans_runs_the_function_itself():
+    f = jit(lambda x: anp.log(x) * 2.0)
+    g = grad(lambda x: f(x).sum())
+    g(np.ones(2))  # staged and compiled
+    with pytest.raises(autodiff.errors.NonFiniteError, match="'log'"), autodiff.debug_nans():
+        g(np.array([1.0, -1.0]))
