@@ -13,6 +13,7 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     reductions,
     shape,
     sorting,
+    statistics,
 )
 
 try:

@@ -386,19 +386,23 @@ def _mul_write(out, position, y, has_arrays):
         out[position] *= y
 
 
-def _require_unique(arrays, index, shape):
-    """The derivative of a multiplying scatter in y is only simple without repeats."""
+def _require_unique(x, y, arrays, index):
+    """The derivative of a multiplying scatter in y is only simple without repeats.
+
+    The writes to each position are counted with primitives from the index arrays
+    alone (in their library), so under ``vmap`` each example counts its own indices
+    and x's and y's values are never read; the counts of every example are then read
+    at once (the array under the tracers, batch axes included)."""
     if not arrays:
         return
-    concrete = [
-        a._concrete_value("checking for repeated indices")
-        if isinstance(a, Tracer)
-        else np.asarray(a)
-        for a in arrays
-    ]
-    dummy = np.arange(math.prod(shape)).reshape(shape)
-    positions = dummy[_rebuild(index, concrete)].ravel()
-    if len(np.unique(positions)) != len(positions):
+    like = array_like(arrays[0])
+    zeros = np.zeros(shape_of(x), dtype=np.intp, like=like)
+    ones = np.ones(shape_of(y), dtype=np.intp, like=like)
+    counts = index_add_p.bind(zeros, ones, *arrays, index=index)
+    repeated = _red.any(_elt.greater(counts, 1))
+    while isinstance(repeated, Tracer):  # every example's answer
+        repeated = repeated._inner
+    if bool(np.any(repeated)):
         raise NotImplementedError(
             "the derivative of x.at[index].multiply(y) with respect to y is implemented "
             "only when index names every position at most once; combine repeated "
@@ -407,12 +411,12 @@ def _require_unique(arrays, index, shape):
 
 
 def _mul_vjp_y(ct, ans, x, y, *arrays, index):
-    _require_unique(arrays, index, shape_of(x))
+    _require_unique(x, y, arrays, index)
     return _get(ct * x, arrays, index)
 
 
 def _mul_jvp_y(t, ans, x, y, *arrays, index):
-    _require_unique(arrays, index, shape_of(x))
+    _require_unique(x, y, arrays, index)
     return index_add_p.bind(_cre.zeros_like(x), _get(x, arrays, index) * t, *arrays, index=index)
 
 
@@ -621,4 +625,5 @@ def take_along_axis(arr, indices, axis=-1):
 
 from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import elementwise as _elt  # noqa: E402
+from autodiff.rules import reductions as _red  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402

@@ -6,7 +6,7 @@ import numpy as np
 
 import autodiff.numpy as anp
 from tests.registry import OpInfo, Sample
-from tests.registry.domains import distinct, ints, real
+from tests.registry.domains import distinct, drawn_as, ints, real, unique_ints
 
 
 def s(*args, label="", **kwargs):
@@ -40,9 +40,22 @@ def _index(lib, x, *arrays, where):
     Called as anp.getitem: a plain-array x indexed by a traced index cannot go
     through x[i] (NumPy would convert the index itself).
     """
-    it = iter(arrays)
-    index = tuple(next(it) if w is None else w for w in where) if arrays else where
+    index = _fill(where, arrays)
     return lib.getitem(x, index) if hasattr(lib, "getitem") else x[index]
+
+
+def _fill(where, arrays):
+    """``where`` with its ARRAY slots (None) filled from ``arrays``, in order."""
+    if not arrays:
+        return where
+    it = iter(arrays)
+    index = tuple(next(it) if w is None else w for w in where)
+    assert next(it, None) is None, "more index arrays than slots"
+    return index
+
+
+def _index_reference(x, *arrays, where):
+    return x[_fill(where, arrays)]
 
 
 OPS = [
@@ -70,12 +83,14 @@ OPS = [
         ],
         call=_index,
         numpy_name=None,
+        reference=_index_reference,
     ),
     OpInfo(
         "getitem",
         [s(real(4, 3, 3), where=index, label=f"x[{label}]") for label, index in STATIC_INDICES],
         call=lambda lib, x, where: x[where],
         numpy_name=None,
+        reference=lambda x, where: x[where],
     ),
 ]
 
@@ -84,11 +99,25 @@ def _update(mode):
     """x.at[where].<mode>(y), through anp.at so plain arrays work too."""
 
     def call(lib, x, y, *arrays, where):
-        it = iter(arrays)
-        index = tuple(next(it) if w is None else w for w in where) if arrays else where
-        return getattr(anp.at(x)[index], mode)(y)
+        return getattr(anp.at(x)[_fill(where, arrays)], mode)(y)
 
     return call
+
+
+def _update_reference(mode):
+    """x.at[where].<mode>(y) with NumPy: an assignment (the last of repeated
+    positions wins, as in NumPy) or the ufunc's unbuffered ``at``."""
+
+    def reference(x, y, *arrays, where):
+        out, index = x.copy(), _fill(where, arrays)
+        if mode == "set":
+            out[index] = y
+        else:
+            ufunc = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
+            ufunc[mode].at(out, index, y)
+        return out
+
+    return reference
 
 
 OPS += [
@@ -105,9 +134,12 @@ OPS += [
         else [
             s(real(5), real(2), where=(np.array([1, 3]),), label="array"),
             s(real(4, 3), real(2, 3), where=(slice(1, 3),), label="slice"),
+            # no repeated index in any example: the derivative in y needs that
+            s(real(6, 2), real(2), unique_ints(6, 2), where=(None, 0), label="batched index"),
         ],
         call=_update(mode),
         numpy_name=None,
+        reference=_update_reference(mode),
     )
     for mode in ["set", "add", "multiply", "min", "max"]
 ]
@@ -134,8 +166,9 @@ OPS += [
         [
             s(np.sort(real(6)), real(4)),
             s(
-                np.array([1.0, 2.0, 2.0, 3.0]),
-                np.array([2.0, 0.5]),
+                # other examples: sorted with ties too, values on the ties
+                drawn_as([1.0, 2.0, 2.0, 3.0], lambda rng: np.sort(rng.integers(0, 4, 4)) * 1.0),
+                drawn_as([2.0, 0.5], lambda rng: rng.integers(0, 8, 2) / 2),
                 side="right",
                 label="right, ties",
             ),
