@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from autodiff._graph import ShapedArray
+from autodiff.errors import ConcretizationError
 from autodiff.rules import (
     creation,
     elementwise,
@@ -303,3 +304,36 @@ fft.irfft_p.def_shape(
 fft.fftshift_p.def_shape(lambda x, *, shifts, axes: _like(x))
 
 __all__: list[str] = []
+
+
+# --- results whose shape or dtype depends on the values ----------------------------------------
+# Staging knows shapes and dtypes, not values: these refuse it, saying what to do instead,
+# rather than guess a dtype the replay may not give.
+
+
+def _eig(a):
+    if a.dtype.kind != "c":
+        raise ConcretizationError(
+            "linalg.eig and linalg.eigvals of a real matrix are real where every eigenvalue "
+            "is real and complex otherwise: their dtype depends on the values, which jit does "
+            "not know. Pass a complex matrix (a.astype(complex)) to get complex results "
+            "always, or call it outside jit."
+        )
+    return _like(a, a.shape[:-1]), _like(a)
+
+
+def _roots(p):
+    raise ConcretizationError(
+        "roots under jit: how many roots there are (NumPy strips leading and trailing zero "
+        "coefficients) and whether they are real depend on the values, which jit does not "
+        "know. Compute the eigenvalues of the companion matrix of a complex polynomial with "
+        "anp.linalg.eigvals, or call roots outside jit."
+    )
+
+
+linalg.eig_p.def_shape(_eig)
+linalg.eigvals_p.def_shape(lambda a: _eig(a)[0])
+# NumPy gives residuals only for full column rank: staging assumes it (a rank-deficient
+# problem then gives an empty array, as NumPy does, which the staged code expected full).
+linalg.lstsq_residuals_p.def_shape(lambda r, rank, *, n: _like(r))
+linalg.roots_p.def_shape(_roots)
