@@ -299,8 +299,8 @@ def _scatter_batch(prim):
     return batch
 
 
-def _scatter(name, write, vjp, jvp):
-    prim = Primitive(name, _scatter_impl(write), vjp=vjp, jvp=jvp)
+def _scatter(name, write, vjp, jvp, impl=None):
+    prim = Primitive(name, impl or _scatter_impl(write), vjp=vjp, jvp=jvp)
     prim.def_batch(_scatter_batch(prim))
     return prim
 
@@ -362,6 +362,77 @@ def _add_write(out, position, y, has_arrays):
         out[position] += y
 
 
+# --- scatter-add by counting -------------------------------------------------------------
+#
+# The VJP of every gather x[i] is a scatter-add of its cotangent, so its speed is the
+# speed of reverse mode through indexing (take, take_along_axis, sort, lookups, the
+# fluid benchmark W7).  numpy.add.at is general but slow; np.bincount over the flat
+# positions of the output accumulates the same sums 3-6x faster (measured on 4,096 to
+# 100,000 updates with NumPy 2.4).  It makes one array of out's size, so it is used
+# only where y is at least 1/8 of out; a sparse update keeps np.add.at.
+
+
+def _flat_positions(shape, index, arrays):
+    """For an index of whole slices and adjacent index arrays (ints count as 0-d
+    arrays) on a NumPy array: the flat position in an array of ``shape`` of every
+    element of ``x[index]``, in its order.  None for any other index, or an index
+    array out of bounds (np.add.at then raises NumPy's IndexError)."""
+    it = iter(arrays)
+    advanced = []
+    for i, c in enumerate(index):
+        if c is ARRAY or isinstance(c, int):
+            advanced.append((i, np.asarray(next(it)) if c is ARRAY else np.intp(c)))
+        elif c != slice(None):
+            return None
+    first, k = advanced[0][0], len(advanced)
+    if advanced[-1][0] - first + 1 != k:
+        return None  # NumPy puts the dimensions of split index arrays first
+    flat: Any = 0
+    for (_, a), n in zip(advanced, shape[first : first + k]):
+        if a.dtype.kind not in "iu" or (a.size and not -n <= a.min() <= a.max() < n):
+            return None
+        flat = flat * n + (a % n if a.size and a.min() < 0 else a)
+    pre, rows = math.prod(shape[:first]), math.prod(shape[first : first + k])
+    post = math.prod(shape[first + k :])
+    flat = np.reshape(flat, (1, -1, 1)) * post
+    return (np.arange(pre).reshape(-1, 1, 1) * (rows * post) + flat + np.arange(post)).ravel()
+
+
+def _dense_add(x, y, arrays, index):
+    """``x`` with ``y`` added at ``index`` by counting, or None where that does not
+    pay or does not apply (then the general scatter runs)."""
+    if (
+        type(x) is not np.ndarray
+        or type(y) is not np.ndarray
+        or x.dtype != y.dtype
+        or x.dtype.kind not in "fc"
+        or not arrays
+        or 8 * y.size < x.size
+        or not all(type(a) is np.ndarray for a in arrays)
+    ):
+        return None
+    positions = _flat_positions(x.shape, index, arrays)
+    if positions is None:
+        return None
+    y = y.ravel()
+    if x.dtype.kind == "c":
+        total = np.empty(x.size, x.dtype)
+        total.real = np.bincount(positions, y.real, x.size)
+        total.imag = np.bincount(positions, y.imag, x.size)
+    else:
+        total = np.bincount(positions, y, x.size).astype(x.dtype, copy=False)
+    total = total.reshape(x.shape)
+    total += x
+    return total
+
+
+def _index_add_impl(x, y, *arrays, index):
+    out = _dense_add(x, y, arrays, index)
+    return out if out is not None else _scatter_add(x, y, *arrays, index=index)
+
+
+_scatter_add = _scatter_impl(_add_write)
+
 index_add_p = _scatter(
     "index_add",
     _add_write,
@@ -375,6 +446,7 @@ index_add_p = _scatter(
             _cre.zeros_like(x), t, *arrays, index=index
         ),
     ],
+    impl=_index_add_impl,
 )
 
 

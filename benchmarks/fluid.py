@@ -1,0 +1,132 @@
+"""W7: the gradient of a small 2-D fluid simulation (rolls and integer-array gathers).
+
+    python -m benchmarks.fluid            # about a minute
+    python -m benchmarks.fluid --quick    # fewer rounds
+    python -m benchmarks.fluid --profile  # also: where autodiff's time goes
+    python -m benchmarks.fluid --n=128    # another grid size (default 64)
+
+A grid of velocities ``(u, v)`` and a smoke density, stepped ``STEPS`` times:
+each step carries the fields along the flow by semi-Lagrangian advection
+(trace each cell back along the velocity, blend its four neighbours there: four
+gathers ``f[rows, cols]`` with integer index arrays), then makes the flow
+nearly divergence-free with a few Jacobi sweeps of a pressure solve, written
+with ``np.roll`` finite differences on the periodic grid.  The loss is the
+squared distance of the final smoke to a target; we time its gradient with
+respect to the initial velocities.  This is the kind of program that HIPS
+autograd's users write, and the one where autodiff was 1.3x slower than
+autograd (issue 13): its time goes into the VJPs of ``roll`` (a roll back)
+and of the gathers (a scatter-add of the cotangent).
+
+Systems run in one process, interleaved round by round, on one thread
+(``benchmarks._harness``); HIPS autograd is the peer and the reference the
+others are checked against.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import sys  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import autodiff  # noqa: E402
+import autodiff.numpy as anp  # noqa: E402
+from benchmarks import _harness as h  # noqa: E402
+from benchmarks.workloads import HAVE  # noqa: E402
+
+if HAVE["autograd"]:
+    import autograd
+    import autograd.numpy as agnp
+
+N, STEPS, SWEEPS, DT = 64, 8, 10, 0.5
+
+
+def advect(lib: Any, f: Any, u: Any, v: Any) -> Any:
+    """``f`` carried along ``(u, v)`` for one time step (bilinear, periodic)."""
+    n = f.shape[0]
+    rows, cols = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    back_r = rows - DT * n * u  # where the fluid in each cell was one step ago
+    back_c = cols - DT * n * v
+    r0 = lib.floor(back_r).astype(int)
+    c0 = lib.floor(back_c).astype(int)
+    wr, wc = back_r - r0, back_c - c0  # weights of the far neighbours
+    r0, c0 = r0 % n, c0 % n
+    r1, c1 = (r0 + 1) % n, (c0 + 1) % n
+    near = (1 - wc) * f[r0, c0] + wc * f[r0, c1]
+    far = (1 - wc) * f[r1, c0] + wc * f[r1, c1]
+    return (1 - wr) * near + wr * far
+
+
+def project(lib: Any, u: Any, v: Any) -> tuple[Any, Any]:
+    """``(u, v)`` less the gradient of a pressure that cancels most of its divergence."""
+    roll = lib.roll
+    div = 0.5 * (roll(u, -1, 0) - roll(u, 1, 0) + roll(v, -1, 1) - roll(v, 1, 1))
+    p = 0.0 * div
+    for _ in range(SWEEPS):  # Jacobi sweeps of the discrete Poisson equation
+        p = (roll(p, 1, 0) + roll(p, -1, 0) + roll(p, 1, 1) + roll(p, -1, 1) - div) / 4.0
+    u = u - 0.5 * (roll(p, -1, 0) - roll(p, 1, 0))
+    v = v - 0.5 * (roll(p, -1, 1) - roll(p, 1, 1))
+    return u, v
+
+
+def loss(lib: Any, velocity: Any, smoke: Any, target: Any) -> Any:
+    u, v = velocity[0], velocity[1]
+    for _ in range(STEPS):
+        u, v = advect(lib, u, u, v), advect(lib, v, u, v)
+        u, v = project(lib, u, v)
+        smoke = advect(lib, smoke, u, v)
+    return lib.sum((smoke - target) ** 2)
+
+
+def data(n: int = N, seed: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    s, c = np.sin(x), np.cos(x)
+    swirl = np.stack([c[:, None] * s[None, :], -s[:, None] * c[None, :]])
+    velocity = 0.01 * swirl + 0.002 * rng.standard_normal((2, n, n))
+    smoke = np.exp(-((x[:, None] - 3.0) ** 2 + (x[None, :] - 3.0) ** 2))
+    target = np.roll(smoke, n // 8, axis=1)
+    return velocity, smoke, target
+
+
+def systems() -> dict[str, Callable[[], Any]]:
+    velocity, smoke, target = data(N)
+    out: dict[str, Callable[[], Any]] = {}
+    if HAVE["autograd"]:
+        g = autograd.grad(lambda vel: loss(agnp, vel, smoke, target))
+        out["HIPS autograd"] = lambda: g(velocity)
+    g_ad = autodiff.grad(lambda vel: loss(anp, vel, smoke, target))
+    out["autodiff"] = lambda: g_ad(velocity)
+    return out
+
+
+def main() -> None:
+    global N
+    quick = "--quick" in sys.argv
+    rounds = 5 if quick else 21
+    N = next((int(a[4:]) for a in sys.argv if a.startswith("--n=")), N)
+    found = systems()
+    reference = "HIPS autograd" if "HIPS autograd" in found else "autodiff"
+    rows = h.interleave(found, reference, rounds=rounds, rtol=1e-9)
+    print(f"## W7: gradient of a {N}x{N} fluid simulation, {STEPS} steps "
+          f"({SWEEPS} Jacobi sweeps each), medians over {rounds} rounds\n")  # fmt: skip
+    print("\n".join(h.table(rows, reference, "ms", 1e3)))
+    if "--profile" in sys.argv:
+        import cProfile
+        import pstats
+
+        run = found["autodiff"]
+        with cProfile.Profile() as prof:
+            for _ in range(3):
+                run()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+
+
+if __name__ == "__main__":
+    main()
