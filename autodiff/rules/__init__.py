@@ -11,6 +11,7 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     linalg,
     products,
     reductions,
+    sets,
     shape,
     sorting,
 )

@@ -21,6 +21,7 @@ import numpy as np
 
 from autodiff._core import Primitive
 from autodiff._tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
+from autodiff.errors import ConcretizationError
 from autodiff.rules._helpers import (
     array_library,
     array_like,
@@ -35,7 +36,13 @@ from autodiff.rules._helpers import (
     to_front_padded,
 )
 
-__all__ = ["at", "getitem", "take", "take_along_axis"]
+__all__ = [
+    "at", "getitem", "take", "take_along_axis", "compress", "choose", "put_along_axis",
+    # NumPy's in-place functions (a traced destination is rebound, as by x[i] = v)
+    "fill_diagonal", "place", "put", "putmask", "copyto",
+    # shapes that depend on values (JAX's size= and fill_value= make them batchable)
+    "nonzero", "argwhere", "flatnonzero", "extract",
+]  # fmt: skip
 
 
 class _ArraySlot:
@@ -86,7 +93,7 @@ def _normalize_index(shape: tuple[int, ...], index: Any) -> tuple[tuple, list]:
             out.append(int(c))
             dim += 1
         elif _is_mask(c):
-            mask = c._concrete_value("boolean mask indexing") if isinstance(c, Tracer) else c
+            mask = concrete_for_shape(c, "x[mask] (boolean mask indexing)", _MASK_HINT)
             if shape_of(mask) != shape[dim : dim + ndim_of(mask)]:
                 raise IndexError(
                     f"boolean index of shape {shape_of(mask)} does not match the indexed "
@@ -105,6 +112,31 @@ def _normalize_index(shape: tuple[int, ...], index: Any) -> tuple[tuple, list]:
                 arrays.append(c)
             dim += 1
     return tuple(out), arrays
+
+
+_SIZE_HINT = (
+    "Pass size=k as in JAX (anp.{name}(..., size=k, fill_value=...)): the output then "
+    "has k entries, the first k found or padded with fill_value, and batches."
+)
+_MASK_HINT = (
+    "Keep the shape with anp.where(mask, x, fill), or select a fixed number of entries "
+    "as in JAX: x[anp.nonzero(mask, size=k)] or anp.extract(mask, x, size=k, fill_value=0)."
+)
+
+
+def concrete_for_shape(x: Any, what: str, hint: str = "") -> Any:
+    """The value of ``x`` for a function whose output shape depends on it: ``x`` itself,
+    or a traced value's concrete value (grad and jvp have one).  Under ``vmap`` the
+    examples differ, so there is no one shape: ConcretizationError, with ``hint``."""
+    if not isinstance(x, Tracer):
+        return x
+    try:
+        return x._concrete_value(what)
+    except ConcretizationError as e:
+        raise ConcretizationError(
+            f"{what}: the shape of the result depends on the values, and under vmap they "
+            f"differ from example to example. {hint or 'It cannot be batched.'}\n({e})"
+        ) from None
 
 
 def _is_mask(c: Any) -> bool:
@@ -668,6 +700,20 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     return getitem(a, _along(axis, ndim_of(a), indices))
 
 
+def _along_grids(arr, indices, axis):
+    """The index ``arr[grids]`` of take_along_axis: ``indices`` along ``axis``, ranges
+    along the other axes (broadcast against it)."""
+    n = ndim_of(arr)
+    if ndim_of(indices) != n:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    grids = []
+    for i, size in enumerate(shape_of(arr)):
+        shape = [1] * n
+        shape[i] = size
+        grids.append(indices if i == axis else np.arange(size).reshape(shape))
+    return tuple(grids)
+
+
 @register_numpy(np.take_along_axis)
 def take_along_axis(arr, indices, axis=-1):
     """Like numpy.take_along_axis: pick along ``axis`` with ``indices`` shaped like ``arr``.
@@ -679,18 +725,432 @@ def take_along_axis(arr, indices, axis=-1):
     """
     if axis is None:
         arr, axis = _shp.ravel(arr), 0
-    n = ndim_of(arr)
-    axis = normalize_axes(axis, n)[0]
-    if ndim_of(indices) != n:
-        raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    grids = []
-    for i, size in enumerate(shape_of(arr)):
-        shape = [1] * n
-        shape[i] = size
-        grids.append(indices if i == axis else np.arange(size).reshape(shape))
-    return getitem(arr, tuple(grids))
+    axis = normalize_axes(axis, ndim_of(arr))[0]
+    return getitem(arr, _along_grids(arr, indices, axis))
+
+
+# --- gathers: compress, choose ------------------------------------------------------------------
+
+
+def _operand(x: Any) -> Any:
+    """A traced value as it is; anything else (lists, scalars) as a NumPy array."""
+    return x if isinstance(x, Tracer) else np.asarray(x)
+
+
+def _fill(values: Any, valid: Any, fill_value: Any) -> Any:
+    """``values`` where ``valid``, else ``fill_value`` (in values' dtype)."""
+    fill = _elt.astype(_operand(fill_value), values.dtype)
+    return _elt.where(valid, values, fill)
+
+
+@register_numpy(np.compress)
+def compress(condition, a, axis=None, out=None, *, size=None, fill_value=0):
+    """Like numpy.compress: the slices of ``a`` along ``axis`` (of the flattened array
+    for None) where the 1-D ``condition`` is true.  With JAX's ``size=k`` the result
+    has k slices (truncated, or padded with ``fill_value``) and ``condition`` may be
+    batched.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.compress([True, False, True], np.array([1.0, 2.0, 3.0]))
+    array([1., 3.])
+    >>> anp.compress([True, False, False], np.array([1.0, 2.0, 3.0]), size=2, fill_value=-1.0)
+    array([ 1., -1.])
+    """
+    if out is not None:
+        raise NotImplementedError("compress(..., out=...) is not supported; use the result")
+    a, condition = _operand(a), _operand(condition)
+    if axis is None:
+        a, axis = _shp.ravel(a), 0
+    axis = normalize_axes(axis, ndim_of(a))[0]
+    if ndim_of(condition) != 1:
+        raise ValueError("condition must be a 1-d array")
+    if size is None:
+        flags = concrete_for_shape(condition, "compress", _SIZE_HINT.format(name="compress"))
+        kept = np.flatnonzero(flags)
+        if len(kept) and kept[-1] >= shape_of(a)[axis]:
+            raise IndexError(
+                f"index {kept[-1]} is out of bounds for axis {axis} with size {shape_of(a)[axis]}"
+            )
+        return getitem(a, _along(axis, ndim_of(a), kept))
+    positions, valid = first_true(_elt.not_equal(condition, 0), size)
+    picked = take(a, positions, axis=axis)
+    valid = _shp.reshape(valid, (-1,) + (1,) * (ndim_of(a) - axis - 1))
+    return _fill(picked, valid, fill_value)
+
+
+@register_numpy(np.choose)
+def choose(a, choices, out=None, mode="raise"):
+    """Like numpy.choose: at each position, the entry of ``choices[a]`` (all broadcast
+    together); ``mode`` is ``"raise"``, ``"wrap"`` or ``"clip"`` for entries of ``a``
+    outside ``range(len(choices))``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.choose([1, 0, 1], [np.zeros(3), np.arange(3.0)])
+    array([0., 0., 2.])
+    """
+    if out is not None:
+        raise NotImplementedError("choose(..., out=...) is not supported; use the result")
+    a = _operand(a)
+    choices = [_operand(c) for c in choices]
+    n = len(choices)
+    if mode == "wrap":
+        a = _elt.remainder(a, n)
+    elif mode == "clip":
+        a = _elt.clip(a, 0, n - 1)
+    elif mode != "raise":
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    elif not isinstance(a, Tracer) or not _batched(a):
+        value = a._concrete_value("choose") if isinstance(a, Tracer) else a
+        if np.size(value) and (np.min(value) < 0 or np.max(value) >= n):
+            raise ValueError("invalid entry in choice array")
+    else:  # a batched choice: negative entries must fail as NumPy's do, not wrap around
+        a = _elt.where(_elt.less(a, 0), n, a)
+    shape = np.broadcast_shapes(shape_of(a), *[shape_of(c) for c in choices])
+    stacked = _shp.stack([_shp.broadcast_to(c, shape) for c in choices])
+    which = _shp.expand_dims(_shp.broadcast_to(a, shape), 0)
+    return getitem(take_along_axis(stacked, which, 0), 0)
+
+
+def _batched(x: Any) -> bool:
+    try:
+        x._concrete_value("a check")
+    except ConcretizationError:
+        return True
+    return False
+
+
+# --- NumPy's in-place functions ---------------------------------------------------------------
+#
+# np.put_along_axis(a, i, v, axis) writes into a and returns None.  A traced ``a`` is
+# rebound to the result, as ``a[i] = v`` rebinds it; a plain array cannot hold traced
+# values, so the error names the functional form, ``inplace=False`` (JAX's spelling),
+# which returns the result.  With no traced value NumPy's own function runs.
+
+
+def _in_place(name: str, numpy_func: Any, functional: str, dest: Any, *operands: Any,
+              compute: Any, inplace: bool, **params: Any) -> Any:  # fmt: skip
+    traced = any(isinstance(x, Tracer) for x in (dest, *operands))
+    if inplace and not traced:
+        return numpy_func(dest, *operands, **params)
+    if inplace and not isinstance(dest, Tracer):
+        raise ConcretizationError(
+            f"numpy.{name} writes into its first argument, here a plain "
+            f"{type(dest).__name__}, which cannot hold traced values (their derivatives "
+            f"would be lost). Use the form that returns the result: {functional}."
+        )
+    new = compute(_operand(dest), *[_operand(x) for x in operands], **params)
+    if not inplace:
+        return new
+    if dest._rebind(new) is not dest:
+        raise TypeError(
+            f"numpy.{name}(a, ...): the values are traced by a transform running inside "
+            f"the one that traces a ({dest._interp.describe()}), so a cannot hold the "
+            f"result; write a = {functional} instead."
+        )
+    return None
+
+
+def _cycled(values: Any, n: int, dtype: Any) -> Any:
+    """The first ``n`` entries of ``values`` (flattened) repeated cyclically, in ``dtype``."""
+    values = _shp.ravel(values)
+    if n and not shape_of(values)[0]:
+        raise ValueError("Cannot insert from an empty array!")
+    return _elt.astype(_shp.resize(values, n) if shape_of(values)[0] != n else values, dtype)
+
+
+def _put_along_axis(arr, indices, values, *, axis):
+    if axis is None:
+        flat = _put_along_axis(_shp.ravel(arr), _shp.ravel(indices), values, axis=0)
+        return _shp.reshape(flat, shape_of(arr))
+    return at(arr)[_along_grids(arr, indices, axis)].set(values)
+
+
+@register_numpy(np.put_along_axis)
+def put_along_axis(arr, indices, values, axis, *, inplace=True):
+    """Like numpy.put_along_axis: write ``values`` at ``indices`` along ``axis`` (the
+    transpose of take_along_axis).  ``inplace=False`` returns the result instead.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.put_along_axis(np.zeros((2, 2)), np.array([[1], [0]]), 5.0, 1, inplace=False)
+    array([[0., 5.],
+           [5., 0.]])
+    """
+    return _in_place(
+        "put_along_axis", np.put_along_axis,
+        "anp.put_along_axis(arr, indices, values, axis, inplace=False)",
+        arr, indices, values, compute=_put_along_axis, inplace=inplace, axis=axis,
+    )  # fmt: skip
+
+
+def _fill_diagonal(a, val, *, wrap):
+    shape = shape_of(a)
+    if len(shape) < 2:
+        raise ValueError("array must be at least 2-d")
+    if len(shape) == 2:
+        step, end = shape[1] + 1, None if wrap else shape[1] * shape[1]
+    else:
+        if len(set(shape)) != 1:
+            raise ValueError("All dimensions of input must be of equal length")
+        step, end = 1 + int(np.cumprod(shape[:-1]).sum()), None
+    positions = np.arange(math.prod(shape))[:end:step]
+    flat = at(_shp.ravel(a))[positions].set(_cycled(val, len(positions), a.dtype))
+    return _shp.reshape(flat, shape)
+
+
+@register_numpy(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False, *, inplace=True):
+    """Like numpy.fill_diagonal: ``val`` (repeated as needed) on the main diagonal;
+    ``inplace=False`` returns the result instead.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fill_diagonal(np.zeros((2, 2)), 3.0, inplace=False)
+    array([[3., 0.],
+           [0., 3.]])
+    """
+    return _in_place(
+        "fill_diagonal", np.fill_diagonal, "anp.fill_diagonal(a, val, wrap, inplace=False)",
+        a, val, compute=_fill_diagonal, inplace=inplace, wrap=wrap,
+    )  # fmt: skip
+
+
+def _place(arr, mask, vals):
+    if math.prod(shape_of(mask)) != math.prod(shape_of(arr)):
+        raise ValueError("place: mask and data must be the same size")
+    flags = _shp.reshape(_elt.astype(mask, bool), shape_of(arr))
+    n_vals = math.prod(shape_of(vals))
+    if not n_vals:
+        if np.any(concrete_for_shape(flags, "place with no values")):
+            raise ValueError("Cannot insert from an empty array!")
+        return arr
+    # The k-th selected position takes vals[k % len(vals)]: a select, no concrete mask.
+    rank = _red.cumsum(_shp.ravel(flags)) - 1
+    chosen = take(_elt.astype(_shp.ravel(vals), arr.dtype), _elt.remainder(rank, n_vals))
+    return _elt.where(flags, _shp.reshape(chosen, shape_of(arr)), arr)
+
+
+@register_numpy(np.place)
+def place(arr, mask, vals, *, inplace=True):
+    """Like numpy.place: the entries of ``arr`` where ``mask`` is true take the values
+    ``vals`` in order (repeated as needed); ``inplace=False`` returns the result.  The
+    mask may be traced, also under vmap.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.place(np.zeros(4), np.array([True, False, True, True]), [1.0, 2.0], inplace=False)
+    array([1., 0., 2., 1.])
+    """
+    return _in_place(
+        "place", np.place, "anp.place(arr, mask, vals, inplace=False)",
+        arr, mask, vals, compute=_place, inplace=inplace,
+    )  # fmt: skip
+
+
+def _put(a, ind, v, *, mode):
+    n = math.prod(shape_of(a))
+    ind = _shp.ravel(ind)
+    if mode == "wrap":
+        ind = _elt.remainder(ind, n)
+    elif mode == "clip":
+        ind = _elt.clip(ind, 0, n - 1)
+    elif mode != "raise":
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    values = _cycled(v, shape_of(ind)[0], a.dtype)
+    return _shp.reshape(at(_shp.ravel(a))[ind].set(values), shape_of(a))
+
+
+@register_numpy(np.put)
+def put(a, ind, v, mode="raise", *, inplace=True):
+    """Like numpy.put: ``a.flat[ind] = v`` (``v`` repeated as needed; where ``ind``
+    repeats a position, the last value wins); ``inplace=False`` returns the result.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.put(np.zeros(3), [0, 2], 7.0, inplace=False)
+    array([7., 0., 7.])
+    """
+    return _in_place(
+        "put", np.put, "anp.put(a, ind, v, mode, inplace=False)",
+        a, ind, v, compute=_put, inplace=inplace, mode=mode,
+    )  # fmt: skip
+
+
+def _putmask(a, mask, values):
+    if shape_of(mask) != shape_of(a):
+        raise ValueError("putmask: mask and data must be the same size")
+    # Position n takes values[n % len(values)], selected or not: a select.
+    spread = _cycled(values, math.prod(shape_of(a)), a.dtype)
+    return _elt.where(mask, _shp.reshape(spread, shape_of(a)), a)
+
+
+@register_numpy(np.putmask)
+def putmask(a, mask, values, *, inplace=True):
+    """Like numpy.putmask: ``a.flat[n] = values[n % len(values)]`` where ``mask`` is
+    true; ``inplace=False`` returns the result.  The mask may be traced, also under vmap.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.putmask(np.zeros(3), np.array([True, False, True]), [1.0, 2.0], inplace=False)
+    array([1., 0., 1.])
+    """
+    return _in_place(
+        "putmask", np.putmask, "anp.putmask(a, mask, values, inplace=False)",
+        a, mask, values, compute=_putmask, inplace=inplace,
+    )  # fmt: skip
+
+
+def _copyto(dst, src, where, *, casting):
+    where = where if isinstance(where, Tracer) else where.item() if where.ndim == 0 else where
+    if not np.can_cast(src.dtype, dst.dtype, casting=casting):
+        raise TypeError(
+            f"Cannot cast array data from {src.dtype!r} to {dst.dtype!r} according to the "
+            f"rule {casting!r}"
+        )
+    src = _shp.broadcast_to(_elt.astype(src, dst.dtype), shape_of(dst))
+    return src if where is True else _elt.where(where, src, dst)
+
+
+@register_numpy(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True, *, inplace=True):
+    """Like numpy.copyto: ``src`` (broadcast, cast to ``dst``'s dtype) written into
+    ``dst`` where ``where`` is true; ``inplace=False`` returns the result.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.copyto(np.zeros(3), 2.0, where=np.array([True, False, True]), inplace=False)
+    array([2., 0., 2.])
+    """
+    return _in_place(
+        "copyto",
+        lambda d, s, w, *, casting: np.copyto(d, s, casting=casting, where=w),
+        "anp.copyto(dst, src, casting, where, inplace=False)",
+        dst, src, where, compute=_copyto, inplace=inplace, casting=casting,
+    )  # fmt: skip
+
+
+# --- shapes that depend on values: nonzero, argwhere, flatnonzero, extract ----------------------
+#
+# Under grad and jvp the values are concrete, so these are NumPy's own functions on them
+# (positions carry no derivative; extract's values do).  Under vmap the number of entries
+# differs from example to example: JAX's size=k fixes it (the first k, or padded with
+# fill_value), which is a composition of argsort, so it batches like any other.
+
+
+def first_true(flags: Any, size: int) -> tuple[Any, Any]:
+    """The positions of the first ``size`` true entries of the 1-D boolean ``flags``, in
+    order (0 past the last one), and whether each is real: a stable sort puts the true
+    entries first, so no position depends on a concrete count."""
+    n = shape_of(flags)[0]
+    if size > n:
+        flags = _shp.pad(flags, ((0, size - n),), constant_values=False)
+    order = getitem(_srt.argsort(_elt.logical_not(flags), stable=True), slice(0, size))
+    count = _red.sum(_elt.astype(flags, np.intp))
+    valid = _elt.less(np.arange(size, like=array_like(flags)), count)
+    return _elt.where(valid, order, 0), valid
+
+
+def _unravel(flat: Any, shape: tuple[int, ...]) -> list:
+    out = []
+    for n in reversed(shape):
+        out.append(_elt.remainder(flat, n))
+        flat = _elt.floor_divide(flat, n)
+    return out[::-1]
+
+
+def _fill_values(fill_value: Any, ndim: int) -> list:
+    if fill_value is None:
+        return [0] * ndim
+    if np.ndim(fill_value) == 0:
+        return [fill_value] * ndim
+    if len(fill_value) != ndim:
+        raise ValueError(
+            f"fill_value must be a scalar or a tuple of length {ndim}; got {fill_value!r}"
+        )
+    return list(fill_value)
+
+
+def _sized_nonzero(a: Any, size: int, fill_value: Any) -> tuple:
+    size = operator.index(size)
+    if size < 0:
+        raise ValueError(f"size must be non-negative, got {size}")
+    positions, valid = first_true(_elt.not_equal(_shp.ravel(a), 0), size)
+    return tuple(
+        _elt.where(valid, p, _elt.astype(_operand(f), np.intp))
+        for p, f in zip(_unravel(positions, shape_of(a)), _fill_values(fill_value, ndim_of(a)))
+    )
+
+
+@register_numpy(np.nonzero)
+def nonzero(a, *, size=None, fill_value=None):
+    """Like numpy.nonzero: the positions of the nonzero entries, one index array per
+    axis (no derivative).  JAX's ``size=k``: the first k positions, padded with
+    ``fill_value`` (default 0; or one per axis), which batches under vmap.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.nonzero(np.array([0.0, 3.0, 0.0, 4.0]))
+    (array([1, 3]),)
+    >>> anp.nonzero(np.array([0.0, 3.0, 0.0, 4.0]), size=3, fill_value=-1)
+    (array([ 1,  3, -1]),)
+    """
+    if ndim_of(a) == 0:
+        raise ValueError(
+            "Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() "
+            "instead."
+        )
+    if size is not None:
+        return _sized_nonzero(_operand(a), size, fill_value)
+    return np.nonzero(concrete_for_shape(a, "nonzero", _SIZE_HINT.format(name="nonzero")))
+
+
+@register_numpy(np.flatnonzero)
+def flatnonzero(a, *, size=None, fill_value=None):
+    """Like numpy.flatnonzero: the positions of the nonzero entries of the flattened
+    array (no derivative); JAX's ``size=``/``fill_value=`` as in ``nonzero``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.flatnonzero(np.array([[0.0, 1.0], [2.0, 0.0]]))
+    array([1, 2])
+    """
+    if size is not None:
+        return _sized_nonzero(_shp.ravel(_operand(a)), size, fill_value)[0]
+    return np.flatnonzero(
+        concrete_for_shape(a, "flatnonzero", _SIZE_HINT.format(name="flatnonzero"))
+    )
+
+
+@register_numpy(np.argwhere)
+def argwhere(a, *, size=None, fill_value=None):
+    """Like numpy.argwhere: the positions of the nonzero entries as rows (no
+    derivative); JAX's ``size=``/``fill_value=`` as in ``nonzero``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.argwhere(np.array([[0.0, 1.0], [2.0, 0.0]]))
+    array([[0, 1],
+           [1, 0]])
+    """
+    if size is None:
+        return np.argwhere(concrete_for_shape(a, "argwhere", _SIZE_HINT.format(name="argwhere")))
+    a = _operand(a)
+    if ndim_of(a) == 0:  # NumPy: one row (or none) with no columns
+        return getitem(argwhere(_shp.reshape(a, (1,)), size=size), (slice(None), slice(0, 0)))
+    return _shp.stack(_sized_nonzero(a, size, fill_value), axis=-1)
+
+
+@register_numpy(np.extract)
+def extract(condition, arr, *, size=None, fill_value=0):
+    """Like numpy.extract: the entries of the flattened ``arr`` where ``condition`` is
+    nonzero; they carry ``arr``'s derivatives.  JAX's ``size=k``: k entries,
+    truncated or padded with ``fill_value``, which batches under vmap.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.extract(np.array([1, 0, 1]), np.array([5.0, 6.0, 7.0]))
+    array([5., 7.])
+    """
+    arr, condition = _operand(arr), _operand(condition)
+    if size is None:
+        flags = concrete_for_shape(condition, "extract", _SIZE_HINT.format(name="extract"))
+        return take(_shp.ravel(arr), np.flatnonzero(flags))
+    positions, valid = first_true(_elt.not_equal(_shp.ravel(condition), 0), size)
+    return _fill(take(_shp.ravel(arr), positions), valid, fill_value)
 
 
 from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import elementwise as _elt  # noqa: E402
+from autodiff.rules import reductions as _red  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402
+from autodiff.rules import sorting as _srt  # noqa: E402
