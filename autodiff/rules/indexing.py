@@ -732,15 +732,23 @@ def take_along_axis(arr, indices, axis=-1):
 # --- gathers: compress, choose ------------------------------------------------------------------
 
 
-def _operand(x: Any) -> Any:
-    """A traced value as it is; anything else (lists, scalars) as a NumPy array."""
-    return x if isinstance(x, Tracer) else np.asarray(x)
+def operand(x: Any) -> Any:
+    """A traced value or an array of any library as it is; a list or a scalar as a
+    NumPy array (so that it has a shape and a dtype)."""
+    return x if isinstance(x, Tracer) or hasattr(type(x), "__array_function__") else np.asarray(x)
+
+
+def constant_in(value: Any, dtype: Any) -> Any:
+    """``value`` cast to ``dtype``: a traced or array value by ``astype``, a scalar as
+    a Python scalar (which combines with arrays of any library, in their dtype)."""
+    if isinstance(value, Tracer) or hasattr(type(value), "__array_function__"):
+        return _elt.astype(value, dtype)
+    return np.asarray(value, dtype)[()].item() if np.ndim(value) == 0 else np.asarray(value, dtype)
 
 
 def _fill(values: Any, valid: Any, fill_value: Any) -> Any:
     """``values`` where ``valid``, else ``fill_value`` (in values' dtype)."""
-    fill = _elt.astype(_operand(fill_value), values.dtype)
-    return _elt.where(valid, values, fill)
+    return _elt.where(valid, values, constant_in(fill_value, values.dtype))
 
 
 @register_numpy(np.compress)
@@ -758,7 +766,7 @@ def compress(condition, a, axis=None, out=None, *, size=None, fill_value=0):
     """
     if out is not None:
         raise NotImplementedError("compress(..., out=...) is not supported; use the result")
-    a, condition = _operand(a), _operand(condition)
+    a, condition = operand(a), operand(condition)
     if axis is None:
         a, axis = _shp.ravel(a), 0
     axis = normalize_axes(axis, ndim_of(a))[0]
@@ -790,8 +798,8 @@ def choose(a, choices, out=None, mode="raise"):
     """
     if out is not None:
         raise NotImplementedError("choose(..., out=...) is not supported; use the result")
-    a = _operand(a)
-    choices = [_operand(c) for c in choices]
+    a = operand(a)
+    choices = [operand(c) for c in choices]
     n = len(choices)
     if mode == "wrap":
         a = _elt.remainder(a, n)
@@ -799,11 +807,10 @@ def choose(a, choices, out=None, mode="raise"):
         a = _elt.clip(a, 0, n - 1)
     elif mode != "raise":
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
-    elif not isinstance(a, Tracer) or not _batched(a):
-        value = a._concrete_value("choose") if isinstance(a, Tracer) else a
+    elif (value := _numpy_value(a)) is not None:
         if np.size(value) and (np.min(value) < 0 or np.max(value) >= n):
             raise ValueError("invalid entry in choice array")
-    else:  # a batched choice: negative entries must fail as NumPy's do, not wrap around
+    else:  # batched, or lazy: negative entries must fail as NumPy's do, not wrap around
         a = _elt.where(_elt.less(a, 0), n, a)
     shape = np.broadcast_shapes(shape_of(a), *[shape_of(c) for c in choices])
     stacked = _shp.stack([_shp.broadcast_to(c, shape) for c in choices])
@@ -811,12 +818,15 @@ def choose(a, choices, out=None, mode="raise"):
     return getitem(take_along_axis(stacked, which, 0), 0)
 
 
-def _batched(x: Any) -> bool:
-    try:
-        x._concrete_value("a check")
-    except ConcretizationError:
-        return True
-    return False
+def _numpy_value(x: Any) -> Any:
+    """The NumPy array ``x`` is or stands for (a traced value's under grad and jvp), or
+    None: a value batched by vmap, or another library's (whose values may be lazy)."""
+    if isinstance(x, Tracer):
+        try:
+            x = x._concrete_value("a check")
+        except ConcretizationError:
+            return None
+    return x if isinstance(x, (np.ndarray, np.generic)) else None
 
 
 # --- NumPy's in-place functions ---------------------------------------------------------------
@@ -838,7 +848,7 @@ def _in_place(name: str, numpy_func: Any, functional: str, dest: Any, *operands:
             f"{type(dest).__name__}, which cannot hold traced values (their derivatives "
             f"would be lost). Use the form that returns the result: {functional}."
         )
-    new = compute(_operand(dest), *[_operand(x) for x in operands], **params)
+    new = compute(operand(dest), *[operand(x) for x in operands], **params)
     if not inplace:
         return new
     if dest._rebind(new) is not dest:
@@ -1070,7 +1080,7 @@ def _sized_nonzero(a: Any, size: int, fill_value: Any) -> tuple:
         raise ValueError(f"size must be non-negative, got {size}")
     positions, valid = first_true(_elt.not_equal(_shp.ravel(a), 0), size)
     return tuple(
-        _elt.where(valid, p, _elt.astype(_operand(f), np.intp))
+        _elt.where(valid, p, constant_in(f, np.intp))
         for p, f in zip(_unravel(positions, shape_of(a)), _fill_values(fill_value, ndim_of(a)))
     )
 
@@ -1093,7 +1103,7 @@ def nonzero(a, *, size=None, fill_value=None):
             "instead."
         )
     if size is not None:
-        return _sized_nonzero(_operand(a), size, fill_value)
+        return _sized_nonzero(operand(a), size, fill_value)
     return np.nonzero(concrete_for_shape(a, "nonzero", _SIZE_HINT.format(name="nonzero")))
 
 
@@ -1107,7 +1117,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
     array([1, 2])
     """
     if size is not None:
-        return _sized_nonzero(_shp.ravel(_operand(a)), size, fill_value)[0]
+        return _sized_nonzero(_shp.ravel(operand(a)), size, fill_value)[0]
     return np.flatnonzero(
         concrete_for_shape(a, "flatnonzero", _SIZE_HINT.format(name="flatnonzero"))
     )
@@ -1125,7 +1135,7 @@ def argwhere(a, *, size=None, fill_value=None):
     """
     if size is None:
         return np.argwhere(concrete_for_shape(a, "argwhere", _SIZE_HINT.format(name="argwhere")))
-    a = _operand(a)
+    a = operand(a)
     if ndim_of(a) == 0:  # NumPy: one row (or none) with no columns
         return getitem(argwhere(_shp.reshape(a, (1,)), size=size), (slice(None), slice(0, 0)))
     return _shp.stack(_sized_nonzero(a, size, fill_value), axis=-1)
@@ -1141,7 +1151,7 @@ def extract(condition, arr, *, size=None, fill_value=0):
     >>> anp.extract(np.array([1, 0, 1]), np.array([5.0, 6.0, 7.0]))
     array([5., 7.])
     """
-    arr, condition = _operand(arr), _operand(condition)
+    arr, condition = operand(arr), operand(condition)
     if size is None:
         flags = concrete_for_shape(condition, "extract", _SIZE_HINT.format(name="extract"))
         return take(_shp.ravel(arr), np.flatnonzero(flags))

@@ -15,13 +15,14 @@ smallest value), with no concrete flags, so it batches.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from autodiff._core import Primitive
-from autodiff._tracer import Tracer, register_numpy
+from autodiff._tracer import register_numpy
 from autodiff.rules._helpers import (
     array_like,
     bring_to_front,
@@ -49,7 +50,10 @@ def _isin_batch(args, dims, *, invert, kind):
     # One test set per example: compare every element with every member of its set.
     size = shape_of(test)[td]
     element = bring_to_front(element, ed, size)
-    test = _shp.reshape(move_to_front(test, td), (size,) + (1,) * (ndim_of(element) - 1) + (-1,))
+    members = math.prod(n for i, n in enumerate(shape_of(test)) if i != td)
+    test = _shp.reshape(
+        move_to_front(test, td), (size,) + (1,) * (ndim_of(element) - 1) + (members,)
+    )
     found = _red.any(_elt.equal(_shp.expand_dims(element, -1), test), axis=-1)
     return (_elt.logical_not(found) if invert else found), 0
 
@@ -58,7 +62,10 @@ isin_p = Primitive(
     "isin",
     numpy_impl(
         np.isin,
-        lambda e, t, *, invert, kind: np.isin(e, t, invert=invert, kind=kind),
+        # kind= only when set: Dask's isin has no such keyword
+        lambda e, t, *, invert, kind: np.isin(
+            e, t, invert=invert, **({} if kind is None else {"kind": kind})
+        ),
     ),
     differentiable=False,
     batch=_isin_batch,
@@ -74,15 +81,11 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
     >>> anp.isin(np.array([1.0, 2.0, 3.0]), [3.0, 1.0])
     array([ True, False,  True])
     """
-    element, test_elements = _operand(element), _operand(test_elements)
+    element, test_elements = _idx.operand(element), _idx.operand(test_elements)
     return isin_p.bind(element, test_elements, invert=bool(invert), kind=kind)
 
 
 # --- the one idea: sorted runs, flags, a gather -----------------------------------------------
-
-
-def _operand(x: Any) -> Any:
-    return x if isinstance(x, Tracer) else np.asarray(x)
 
 
 class _Runs(NamedTuple):
@@ -95,7 +98,7 @@ class _Runs(NamedTuple):
 
 
 def _runs(x: Any, equal_nan: bool) -> _Runs:
-    flat = _shp.ravel(_operand(x))
+    flat = _shp.ravel(_idx.operand(x))
     order = _srt.argsort(flat, stable=True)
     values = _idx.take(flat, order)
     if not shape_of(flat)[0]:
@@ -125,6 +128,10 @@ def _kept(flags: Any, size: int | None, name: str) -> tuple[Any, Any]:
     return _idx.first_true(flags, _size(size))
 
 
+def _count(x: Any) -> int:
+    return math.prod(shape_of(x))
+
+
 def _size(size: Any) -> int:
     size = operator.index(size)
     if size < 0:
@@ -138,12 +145,12 @@ def _gathered(runs: _Runs, positions: Any, valid: Any, fill_value: Any) -> Any:
     values = _idx.take(runs.values, positions)
     if valid is None or fill_value is None:
         return values
-    return _elt.where(valid, values, _elt.astype(_operand(fill_value), values.dtype))
+    return _elt.where(valid, values, _idx.constant_in(fill_value, values.dtype))
 
 
 def _empty_input(x: Any, size: int | None, fill_value: Any, name: str) -> Any:
     """The values of a set function of empty input: none, or ``size`` fill values."""
-    flat = _shp.ravel(_operand(x))
+    flat = _shp.ravel(_idx.operand(x))
     if not size:
         return flat
     if fill_value is None:
@@ -156,7 +163,7 @@ def _empty_input(x: Any, size: int | None, fill_value: Any, name: str) -> Any:
 
 def _unique(ar, size, fill_value, *, index, inverse, counts, equal_nan, name):
     """values, then indices / inverse / counts as asked (``unique`` along no axis)."""
-    n = int(np.prod(shape_of(ar)))
+    n = _count(ar)
     if n == 0:
         empty = _empty_input(ar, size and _size(size), fill_value, name)
         ints = np.zeros(shape_of(empty), np.intp)
@@ -210,7 +217,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 def _unique_along(ar, axis, equal_nan, *, index, inverse, counts):
     """Unique slices along ``axis``: NumPy finds them on the concrete value; they are
     gathered from ``ar`` at their first occurrences."""
-    ar = _operand(ar)
+    ar = _idx.operand(ar)
     axis = normalize_axes(axis, ndim_of(ar))[0]
     concrete = _idx.concrete_for_shape(ar, "unique(..., axis=...)")
     _, first, *rest = np.unique(concrete, True, inverse, counts, axis=axis, equal_nan=equal_nan)
@@ -302,7 +309,7 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     >>> anp.union1d(np.array([3.0, 1.0]), np.array([1.0, 2.0]))
     array([1., 2., 3.])
     """
-    both = _shp.concatenate([_shp.ravel(_operand(ar1)), _shp.ravel(_operand(ar2))])
+    both = _shp.concatenate([_shp.ravel(_idx.operand(ar1)), _shp.ravel(_idx.operand(ar2))])
     return unique(both, size=size, fill_value=fill_value)
 
 
@@ -322,18 +329,18 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     >>> anp.intersect1d(np.array([3.0, 1.0, 2.0]), np.array([2.0, 3.0, 5.0]))
     array([2., 3.])
     """
-    if not (np.size(ar1) and np.size(ar2)):
-        empty = _empty_input(_idx.getitem(_shp.ravel(_operand(ar1)), slice(0, 0)), size,
+    if not (_count(ar1) and _count(ar2)):
+        empty = _empty_input(_idx.getitem(_shp.ravel(_idx.operand(ar1)), slice(0, 0)), size,
                              fill_value, "intersect1d")  # fmt: skip
         ints = np.zeros(shape_of(empty), np.intp)
         return (empty, ints, ints) if return_indices else empty
     runs1, runs2 = _runs(ar1, True), _runs(ar2, True)
-    in_both = _elt.logical_and(runs1.first, isin(runs1.values, _operand(ar2)))
+    in_both = _elt.logical_and(runs1.first, isin(runs1.values, _idx.operand(ar2)))
     values, positions = _kept_of(runs1, in_both, size, fill_value, "intersect1d")
     if not return_indices:
         return values
     # The same values, in the same sorted order, among ar2's runs.
-    in_both2 = _elt.logical_and(runs2.first, isin(runs2.values, _operand(ar1)))
+    in_both2 = _elt.logical_and(runs2.first, isin(runs2.values, _idx.operand(ar1)))
     positions2, _ = _kept(in_both2, size, "intersect1d")
     return values, _idx.take(runs1.order, positions), _idx.take(runs2.order, positions2)
 
@@ -346,10 +353,10 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     >>> anp.setdiff1d(np.array([3.0, 1.0, 2.0]), np.array([2.0]))
     array([1., 3.])
     """
-    if not np.size(ar1):
+    if not _count(ar1):
         return _empty_input(ar1, size, fill_value, "setdiff1d")
     runs = _runs(ar1, True)
-    only = _elt.logical_and(runs.first, isin(runs.values, _operand(ar2), invert=True))
+    only = _elt.logical_and(runs.first, isin(runs.values, _idx.operand(ar2), invert=True))
     return _kept_of(runs, only, size, fill_value, "setdiff1d")[0]
 
 
@@ -361,9 +368,9 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     >>> anp.setxor1d(np.array([3.0, 1.0]), np.array([1.0, 2.0]))
     array([2., 3.])
     """
-    a, b = _shp.ravel(_operand(ar1)), _shp.ravel(_operand(ar2))
+    a, b = _shp.ravel(_idx.operand(ar1)), _shp.ravel(_idx.operand(ar2))
     both = _shp.concatenate([a, b])
-    if not np.size(both):
+    if not _count(both):
         return _empty_input(both, size, fill_value, "setxor1d")
     runs = _runs(both, True)
     one = _elt.logical_and(runs.first, _elt.not_equal(isin(runs.values, a), isin(runs.values, b)))

@@ -610,7 +610,7 @@ def column_stack(tup):
     array([[1., 0.],
            [1., 0.]])
     """
-    columns = [_as_operand(a) for a in tup]
+    columns = [_idx.operand(a) for a in tup]
     columns = [reshape(a, (math.prod(shape_of(a)), 1)) if ndim_of(a) < 2 else a for a in columns]
     return concatenate(columns, axis=1)
 
@@ -781,11 +781,6 @@ def triu(m, k=0):
 # --- differences ---------------------------------------------------------------------------------
 
 
-def _as_operand(x: Any) -> Any:
-    """A traced value as it is; anything else (lists, scalars) as a NumPy array."""
-    return x if isinstance(x, Tracer) else np.asarray(x)
-
-
 def _slice_along(a: Any, axis: int, start: int | None, stop: int | None) -> Any:
     return _idx.getitem(a, _along(axis, ndim_of(a), slice(start, stop)))
 
@@ -798,7 +793,7 @@ def _with_ends(a: Any, axis: int, before: Any, after: Any) -> Any:
         if end is None or end is np._NoValue:
             parts.append(None)
             continue
-        end = _as_operand(end)
+        end = _idx.operand(end)
         if ndim_of(end) == 0:
             shape = list(shape_of(a))
             shape[axis] = 1
@@ -820,7 +815,7 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
         return a
     if n < 0:
         raise ValueError(f"order must be non-negative but got {n!r}")
-    a = _as_operand(a)
+    a = _idx.operand(a)
     if ndim_of(a) == 0:
         raise ValueError("diff requires input that is at least one dimensional")
     axis = _axis_param(axis, ndim_of(a))
@@ -841,7 +836,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
     >>> anp.ediff1d(np.array([1.0, 2.0, 4.0]), to_begin=-1.0)
     array([-1.,  1.,  2.])
     """
-    ary = ravel(_as_operand(ary))
+    ary = ravel(_idx.operand(ary))
     dtype = ary.dtype
     parts = []
     for name, end in (("to_begin", to_begin), (None, None), ("to_end", to_end)):
@@ -850,7 +845,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
                 _elt.subtract(_slice_along(ary, 0, 1, None), _slice_along(ary, 0, None, -1))
             )
         elif end is not None:
-            end = ravel(_as_operand(end))
+            end = ravel(_idx.operand(end))
             if not np.can_cast(end.dtype, dtype, casting="same_kind"):
                 raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under "
                                 "the `same_kind` rule.")  # fmt: skip
@@ -909,7 +904,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     >>> anp.gradient(np.array([1.0, 2.0, 4.0, 7.0]))
     array([1. , 1.5, 2.5, 3. ])
     """
-    f = _as_operand(f)
+    f = _idx.operand(f)
     nd = ndim_of(f)
     axes = tuple(range(nd)) if axis is None else tuple(
         _axis_param(ax, nd) for ax in (axis if isinstance(axis, (tuple, list)) else (axis,))
@@ -930,14 +925,15 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     dtype = f.dtype if f.dtype.kind in "fc" else np.dtype(np.float64)
     outs = []
     for ax, h in zip(axes, spacings):
-        h = _as_operand(h)
+        # A scalar spacing stays a Python number: it combines with any library's arrays.
+        h = float(h) if np.ndim(h) == 0 and not isinstance(h, Tracer) else _idx.operand(h)
         if ndim_of(h) == 1 and shape_of(h)[0] != shape_of(f)[ax]:
             raise ValueError(
                 "when 1d, distances must match the length of the corresponding dimension"
             )
         if ndim_of(h) > 1:
             raise ValueError("distances must be either scalars or 1d")
-        if h.dtype.kind in "iub":
+        if ndim_of(h) and h.dtype.kind in "iub":
             h = _elt.astype(h, np.float64)
         outs.append(_elt.astype(_edge_and_inner(_elt.astype(f, dtype), ax, h, edge_order), dtype))
     return outs[0] if len(outs) == 1 else tuple(outs)
@@ -954,7 +950,7 @@ def append(arr, values, axis=None):
     >>> anp.append(np.array([1.0, 2.0]), [[3.0]])
     array([1., 2., 3.])
     """
-    arr, values = _as_operand(arr), _as_operand(values)
+    arr, values = _idx.operand(arr), _idx.operand(values)
     if axis is None:
         return concatenate([ravel(arr), ravel(values)])
     return concatenate([arr, values], axis=axis)
@@ -986,7 +982,7 @@ def insert(arr, obj, values, axis=None):
     >>> anp.insert(np.array([1.0, 2.0, 3.0]), 1, 9.0)
     array([1., 9., 2., 3.])
     """
-    arr, values = _as_operand(arr), _as_operand(values)
+    arr, values = _idx.operand(arr), _idx.operand(values)
     if axis is None:
         arr, axis = ravel(arr), 0
     values = _elt.astype(values, arr.dtype)
@@ -1006,7 +1002,7 @@ def delete(arr, obj, axis=None):
     >>> anp.delete(np.array([1.0, 2.0, 3.0]), [0, 2])
     array([2.])
     """
-    arr = _as_operand(arr)
+    arr = _idx.operand(arr)
     if axis is None:
         arr, axis = ravel(arr), 0
     axis = _axis_param(axis, ndim_of(arr))
@@ -1026,7 +1022,7 @@ def resize(a, new_shape):
     array([[1., 2.],
            [3., 1.]])
     """
-    a = ravel(_as_operand(a))
+    a = ravel(_idx.operand(a))
     new_shape = (new_shape,) if isinstance(new_shape, (int, np.integer)) else tuple(new_shape)
     new_shape = tuple(operator.index(n) for n in new_shape)
     if any(n < 0 for n in new_shape):
@@ -1079,7 +1075,7 @@ def block(arrays):
     def assemble(item, level):
         if isinstance(item, list):
             return concatenate([assemble(x, level + 1) for x in item], axis=level - depth)
-        item = _as_operand(item)
+        item = _idx.operand(item)
         return reshape(item, (1,) * (ndim - ndim_of(item)) + shape_of(item))
 
     out = assemble(arrays, 0)

@@ -29,6 +29,8 @@ FAMILIES = [
     "reductions",
     "shape",
     "indexing",
+    "sorting",
+    "sets",
     "products",
     "linalg",
     "fft",

@@ -6,7 +6,7 @@ import numpy as np
 
 import autodiff.numpy as anp
 from tests.registry import OpInfo, Sample
-from tests.registry.domains import distinct, ints, real
+from tests.registry.domains import distinct, ints, mask, real
 
 
 def s(*args, label="", **kwargs):
@@ -141,5 +141,103 @@ OPS += [
             ),
         ],
         differentiable=False,
+    ),
+]
+
+# --- gathers, NumPy's in-place functions (as inplace=False), value-dependent shapes --------------
+
+
+def _functional(name):
+    """NumPy's in-place ``name`` as the form that returns the result (inplace=False):
+    NumPy's own call would write into the sample's arrays (test_in_place.py checks it)."""
+    return lambda lib, *args, **kw: getattr(anp, name)(*args, inplace=False, **kw)
+
+
+OPS += [
+    OpInfo(
+        "compress",
+        [
+            s(real(3, 4), condition=np.array([True, False, True]), axis=0),
+            s(real(2, 3), condition=[False, True], label="flattened, short condition"),
+        ],
+        call=lambda lib, a, condition, **kw: lib.compress(condition, a, **kw),
+    ),
+    OpInfo(
+        "compress",
+        [s(real(5, 2), mask(5), axis=0, size=3, fill_value=0.5, label="size=3, traced condition")],
+        call=lambda lib, a, condition, **kw: lib.compress(condition, a, **kw),
+        numpy_name=None,  # numpy.compress has no size=
+    ),
+    OpInfo(
+        "choose",
+        [
+            s(ints(3, 2, 4), real(2, 4), real(4), real(2, 1), label="broadcast choices"),
+            s(ints(5, 3), real(3), real(3), mode="wrap", label="wrap"),
+            s(ints(4, 3), real(3), real(3), mode="clip", label="clip"),
+        ],
+        call=lambda lib, a, *choices, **kw: lib.choose(a, list(choices), **kw),
+    ),
+    OpInfo(
+        "put_along_axis",
+        [
+            s(real(3, 4), ints(4, 3, 2), real(3, 2), axis=1),
+            s(real(2, 3), np.array([5, 0]), real(2), axis=None, label="axis=None"),
+        ],
+        call=_functional("put_along_axis"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "fill_diagonal",
+        [s(real(3, 3), real(2), label="cycled"), s(real(5, 3), real(), wrap=True, label="wrap")],
+        call=_functional("fill_diagonal"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "place", [s(real(2, 3), mask(2, 3), real(2))], call=_functional("place"), numpy_name=None
+    ),
+    OpInfo(
+        "put",
+        [
+            s(real(2, 3), ints(6, 4), real(2), label="cycled, repeats"),
+            s(real(5), np.array([7, -1]), real(2), mode="wrap", label="wrap"),
+        ],
+        call=_functional("put"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "putmask",
+        [s(real(2, 3), mask(2, 3), real(4))],
+        call=_functional("putmask"),
+        numpy_name=None,
+    ),
+    OpInfo(
+        "copyto",
+        [s(real(2, 3), real(3), mask(2, 3), label="where"), s(real(2, 3), real(1, 3))],
+        call=lambda lib, dst, src, where=True: anp.copyto(dst, src, where=where, inplace=False),
+        numpy_name=None,
+    ),
+]
+# JAX's size=: the first k positions, or padded with fill_value (test_value_dependent.py
+# checks the unsized forms against NumPy, and the error under vmap).
+OPS += [
+    OpInfo(
+        name,
+        [
+            s(ints(3, 3, 4), size=5, label="size=5"),
+            s(ints(2, 2, 3), size=4, fill_value=-1, label="padded"),
+        ],
+        differentiable=False,
+        numpy_name=None,
+    )
+    for name in ["nonzero", "argwhere", "flatnonzero"]
+]
+OPS += [
+    OpInfo(
+        "extract",
+        [
+            s(mask(2, 3), real(2, 3), size=4, fill_value=0.5, label="size=4"),
+            s(ints(2, 5), real(5), size=2, label="truncated"),
+        ],
+        numpy_name=None,
     ),
 ]
