@@ -130,6 +130,19 @@ CONVENTIONS = """
   and `cumprod` are exact where entries are 0.
 - Piecewise-constant functions (`sign`, `floor`, `round`, comparisons, `argmax`,
   `argsort`, `searchsorted`, casts to integers) are declared not differentiable.
+- `partition` passes derivatives like `sort`. `unique` (and `unique_*`, `union1d`,
+  `setxor1d`) passes each value's derivative to its first occurrence (in `ar1`, then
+  `ar2`); `intersect1d` to its first occurrence in `ar1` (JAX's choice). Positions,
+  counts and inverse indices (`nonzero`, `argwhere`, `flatnonzero`, `argpartition`,
+  `lexsort`, `isin`) have no derivative.
+- `put`, `put_along_axis` and `x.at[i].set(v)` with a position named twice: the last
+  value written wins, and only it receives a derivative.
+- Shapes that depend on values (`nonzero`, `argwhere`, `flatnonzero`, `extract`,
+  `compress`, `unique*`, the set functions, `x[mask]`): under `grad` and `jvp` the
+  values are concrete and these are NumPy's; under `vmap` they raise
+  `ConcretizationError` unless given JAX's `size=k`: the first k results, padded
+  with `fill_value` (positions: 0; `unique`: copies of the smallest value, which
+  carry its derivative; counts: 0).
 - Complex numbers follow JAX: `grad` of a real-valued `f` of complex `z` is
   `2 ∂f/∂z` (the conjugate of the steepest-ascent direction):
   `grad(lambda z: abs(z)**2)(z) == 2 * conj(z)`. VJPs are the non-conjugating

@@ -62,7 +62,7 @@ def _dispatching_functions():
             obj = getattr(ours, name)
             if isinstance(obj, np.ufunc) or hasattr(obj, "_implementation"):
                 out.append(pytest.param(obj, id=f"{module.__name__}.{name}"))
-    assert len(out) > 100
+    assert len(out) > 20  # (fewer as functions get rules: 82 after issue 13a)
     return out
 
 
@@ -97,8 +97,8 @@ def test_borrowed_functions_raise_on_traced_values(func, transform):
 
 
 def test_unsupported_message_names_the_numpy_function():
-    with pytest.raises(UnsupportedFunctionError, match=r"numpy\.diff has no autodiff rule"):
-        grad(lambda x: np.diff(x).sum())(np.ones(3))
+    with pytest.raises(UnsupportedFunctionError, match=r"numpy\.packbits has no autodiff rule"):
+        grad(lambda x: np.packbits(x).sum())(np.ones(3))
     with pytest.raises(UnsupportedFunctionError, match=r"numpy\.spacing has no autodiff rule"):
         grad(lambda x: np.spacing(x).sum())(np.ones(3))
 

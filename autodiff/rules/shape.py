@@ -41,7 +41,7 @@ __all__ = [
     "repeat", "reshape", "roll", "rollaxis", "rot90", "shape", "size", "split", "squeeze",
     "stack", "swapaxes", "tile", "trace", "transpose", "tril", "triu", "vstack",
     "dsplit", "hsplit", "vsplit", "block", "append", "insert", "delete", "resize",
-    "diff", "ediff1d", "gradient", "trim_zeros",
+    "diff", "ediff1d", "gradient",
     # the array API standard's spellings
     "concat", "permute_dims", "matrix_transpose", "unstack",
 ]  # fmt: skip
@@ -1080,43 +1080,6 @@ def block(arrays):
 
     out = assemble(arrays, 0)
     return out if depth or isinstance(out, Tracer) else np.array(out)
-
-
-# --- trim_zeros: a shape that depends on values ---------------------------------------------
-
-
-@register_numpy(np.trim_zeros)
-def trim_zeros(filt, trim="fb", axis=None):
-    """Like numpy.trim_zeros: the smallest box that holds every nonzero entry (along
-    ``axis`` only, if given), trimmed at the front (``"f"``), back (``"b"``) or both.
-
-    The result's shape depends on the values, so under ``vmap`` it raises
-    ``ConcretizationError``; under ``grad`` and ``jvp`` the kept entries carry their
-    derivatives.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.trim_zeros(np.array([0.0, 1.0, 0.0, 2.0, 0.0]))
-    array([1., 0., 2.])
-    """
-    trim = trim.lower()
-    if trim not in {"fb", "bf", "f", "b"}:
-        raise ValueError(f"unexpected character(s) in `trim`: {trim!r}")
-    if not isinstance(filt, Tracer):
-        return np.trim_zeros(filt, trim, axis)
-    axes = normalize_axes(axis, ndim_of(filt))
-    if not axes:
-        return filt
-    hint = "Zero the entries outside a fixed box with anp.where instead."
-    where = np.argwhere(_idx.concrete_for_shape(filt, "trim_zeros", hint))
-    if not where.size:  # all zeros: empty along the trimmed axes
-        return _idx.getitem(filt, tuple(slice(0, 0) if i in axes else slice(None)
-                                        for i in range(ndim_of(filt))))  # fmt: skip
-    start, stop = where.min(axis=0), where.max(axis=0) + 1
-    return _idx.getitem(filt, tuple(
-        slice(int(start[i]) if "f" in trim else None, int(stop[i]) if "b" in trim else None)
-        if i in axes else slice(None)
-        for i in range(ndim_of(filt))
-    ))  # fmt: skip
 
 
 # --- shape queries (logical shapes of traced values) ----------------------------------
