@@ -24,23 +24,24 @@ others are checked against.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from collections.abc import Callable
+from typing import Any
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
+if __name__ == "__main__":  # one thread for every system (before NumPy is imported)
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = "1"
 
-import sys  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import Any  # noqa: E402
+import numpy as np
 
-import numpy as np  # noqa: E402
+import autodiff
+import autodiff.numpy as anp
+from benchmarks import _harness as h
 
-import autodiff  # noqa: E402
-import autodiff.numpy as anp  # noqa: E402
-from benchmarks import _harness as h  # noqa: E402
-from benchmarks.workloads import HAVE  # noqa: E402
-
-if HAVE["autograd"]:
+HAVE_AUTOGRAD = importlib.util.find_spec("autograd") is not None
+if HAVE_AUTOGRAD:
     import autograd
     import autograd.numpy as agnp
 
@@ -98,7 +99,7 @@ def data(n: int = N, seed: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def systems() -> dict[str, Callable[[], Any]]:
     velocity, smoke, target = data(N)
     out: dict[str, Callable[[], Any]] = {}
-    if HAVE["autograd"]:
+    if HAVE_AUTOGRAD:
         g = autograd.grad(lambda vel: loss(agnp, vel, smoke, target))
         out["HIPS autograd"] = lambda: g(velocity)
     g_ad = autodiff.grad(lambda vel: loss(anp, vel, smoke, target))

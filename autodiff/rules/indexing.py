@@ -851,13 +851,16 @@ def _in_place(name: str, numpy_func: Any, functional: str, dest: Any, *operands:
     new = compute(operand(dest), *[operand(x) for x in operands], **params)
     if not inplace:
         return new
-    if dest._rebind(new) is not dest:
-        raise TypeError(
-            f"numpy.{name}(a, ...): the values are traced by a transform running inside "
-            f"the one that traces a ({dest._interp.describe()}), so a cannot hold the "
-            f"result; write a = {functional} instead."
-        )
-    return None
+    if dest._rebind(new) is dest:
+        return None
+    if not isinstance(new, Tracer) or new._interp.level < dest._interp.level:
+        dest._rebind(_elt.where(True, new, dest))  # a constant, as dest's traced value
+        return None
+    raise TypeError(
+        f"numpy.{name}(a, ...): the values are traced by a transform running inside "
+        f"the one that traces a ({dest._interp.describe()}), so a cannot hold the "
+        f"result; write a = {functional} instead."
+    )
 
 
 def _cycled(values: Any, n: int, dtype: Any) -> Any:

@@ -360,6 +360,16 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     return _kept_of(runs, only, size, fill_value, "setdiff1d")[0]
 
 
+def _member(values: Any, of: Any) -> Any:
+    """isin, with NaN a member of a set holding one (NumPy's setxor1d counts NaNs as one
+    value, in one set or both)."""
+    found = isin(values, of)
+    if values.dtype.kind not in "fc":
+        return found
+    has_nan = _red.any(_elt.isnan(of))
+    return _elt.logical_or(found, _elt.logical_and(_elt.isnan(values), has_nan))
+
+
 @register_numpy(np.setxor1d)
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """Like numpy.setxor1d: the sorted values in exactly one of the arrays.
@@ -373,7 +383,9 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     if not _count(both):
         return _empty_input(both, size, fill_value, "setxor1d")
     runs = _runs(both, True)
-    one = _elt.logical_and(runs.first, _elt.not_equal(isin(runs.values, a), isin(runs.values, b)))
+    one = _elt.logical_and(
+        runs.first, _elt.not_equal(_member(runs.values, a), _member(runs.values, b))
+    )
     return _kept_of(runs, one, size, fill_value, "setxor1d")[0]
 
 
