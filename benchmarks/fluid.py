@@ -15,7 +15,9 @@ squared distance of the final smoke to a target; we time its gradient with
 respect to the initial velocities.  This is the kind of program that HIPS
 autograd's users write, and the one where autodiff was 1.3x slower than
 autograd (issue 13): its time goes into the VJPs of ``roll`` (a roll back)
-and of the gathers (a scatter-add of the cotangent).
+and of the gathers (a scatter-add of the cotangent).  A second table times those
+VJPs alone, the backward pass of one op (HIPS autograd has no VJP for ``np.take``:
+there the same gather is written as indexing).
 
 Systems run in one process, interleaved round by round, on one thread
 (``benchmarks._harness``); HIPS autograd is the peer and the reference the
@@ -96,28 +98,89 @@ def data(n: int = N, seed: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return velocity, smoke, target
 
 
-def systems() -> dict[str, Callable[[], Any]]:
-    velocity, smoke, target = data(N)
+def _pair(loss_of: Callable[[Any, Any], Any], x: np.ndarray) -> dict[str, Callable[[], Any]]:
+    """The gradient of ``loss_of(lib, x)`` under HIPS autograd (if installed) and autodiff."""
     out: dict[str, Callable[[], Any]] = {}
     if HAVE_AUTOGRAD:
-        g = autograd.grad(lambda vel: loss(agnp, vel, smoke, target))
-        out["HIPS autograd"] = lambda: g(velocity)
-    g_ad = autodiff.grad(lambda vel: loss(anp, vel, smoke, target))
-    out["autodiff"] = lambda: g_ad(velocity)
+        g = autograd.grad(lambda v: loss_of(agnp, v))
+        out["HIPS autograd"] = lambda: g(x)
+    g_ad = autodiff.grad(lambda v: loss_of(anp, v))
+    out["autodiff"] = lambda: g_ad(x)
     return out
 
 
+def systems(n: int) -> dict[str, Callable[[], Any]]:
+    velocity, smoke, target = data(n)
+    return _pair(lambda lib, vel: loss(lib, vel, smoke, target), velocity)
+
+
+def _take(lib: Any, v: Any, indices: np.ndarray, axis: int | None) -> Any:
+    """np.take; HIPS autograd has no VJP for it, so there the same gather is indexing."""
+    if lib is anp:
+        return anp.take(v, indices, axis=axis)
+    return v[indices] if axis == 0 else lib.ravel(v)[indices]
+
+
+DEPTH = 8  # ops per chain in the VJP table: the cost per op, not per backward pass
+
+
+def _vjps(op: Callable[[Any, Any], Any], x: np.ndarray) -> dict[str, Callable[[], Any]]:
+    """The backward pass alone through a chain of ``DEPTH`` applications of ``op``: the
+    VJP function applied to a cotangent (the forward pass and its tape are made once),
+    under HIPS autograd (if installed) and autodiff."""
+
+    def chain(lib: Any, v: Any) -> Any:
+        for _ in range(DEPTH):
+            v = op(lib, v)
+        return v
+
+    ct = np.random.default_rng(4).standard_normal(x.shape)
+    out: dict[str, Callable[[], Any]] = {}
+    if HAVE_AUTOGRAD:
+        vjp_ag, _ = autograd.make_vjp(lambda v: chain(agnp, v))(x)
+        out["HIPS autograd"] = lambda: vjp_ag(ct)
+    _, vjp_ad = autodiff.vjp(lambda v: chain(anp, v), x)
+    out["autodiff"] = lambda: vjp_ad(ct)[0]
+    return out
+
+
+def single_vjps(n: int) -> dict[str, dict[str, Callable[[], Any]]]:
+    """Each VJP on its own, on n x n arrays (every op keeps the shape)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((n, n))
+    rows = rng.integers(0, n, n)  # a take along axis 0, some rows repeated
+    flat = rng.integers(0, n * n, n * n)  # a take from the flattened array
+    r = (np.arange(n)[:, None] + rng.integers(-2, 3, (n, n))) % n  # nearby cells, as in
+    c = (np.arange(n)[None, :] + rng.integers(-2, 3, (n, n))) % n  # the advection step
+    return {
+        "roll": _vjps(lambda lib, v: lib.roll(v, 1, axis=0), x),
+        "take (rows)": _vjps(lambda lib, v: _take(lib, v, rows, 0), x),
+        "take (flat)": _vjps(lambda lib, v: lib.reshape(_take(lib, v, flat, None), (n, n)), x),
+        "x[rows, cols]": _vjps(lambda lib, v: v[r, c], x),
+    }
+
+
 def main() -> None:
-    global N
     quick = "--quick" in sys.argv
     rounds = 5 if quick else 21
-    N = next((int(a[4:]) for a in sys.argv if a.startswith("--n=")), N)
-    found = systems()
+    n = next((int(a[4:]) for a in sys.argv if a.startswith("--n=")), N)
+    found = systems(n)
     reference = "HIPS autograd" if "HIPS autograd" in found else "autodiff"
     rows = h.interleave(found, reference, rounds=rounds, rtol=1e-9)
-    print(f"## W7: gradient of a {N}x{N} fluid simulation, {STEPS} steps "
+    print(f"## W7: gradient of a {n}x{n} fluid simulation, {STEPS} steps "
           f"({SWEEPS} Jacobi sweeps each), medians over {rounds} rounds\n")  # fmt: skip
     print("\n".join(h.table(rows, reference, "ms", 1e3)))
+    for size in (64, 512):
+        print(f"\n### The VJPs alone: the backward pass of {DEPTH} ops, x {size}x{size}\n")
+        print("| op | HIPS autograd ms | autodiff ms | x autograd | agrees |")
+        print("|---|---|---|---|---|")
+        for op, pair in single_vjps(size).items():
+            timed = h.interleave(pair, reference, rounds=rounds, inner=3, rtol=1e-12)
+            by = {row.system: row for row in timed}
+            ours, peer = by["autodiff"], by.get("HIPS autograd", by["autodiff"])
+            agrees = "yes" if ours.agrees else "**NO**"
+            print(f"| {op} | {peer.median * 1e3:.3g} | {ours.median * 1e3:.3g} | "
+                  f"{ours.median / peer.median:.2f} | {agrees} |")  # fmt: skip
     if "--profile" in sys.argv:
         import cProfile
         import pstats

@@ -230,6 +230,8 @@ def _foreign_safe(x: Any, index: tuple, arrays: tuple) -> tuple:
 
 def _getitem_impl(x, *arrays, index):
     if type(x) is np.ndarray:  # the common case, first
+        if len(arrays) > 1 and (taken := _merged_take(x, index, arrays)) is not None:
+            return taken
         return x[_rebuild(index, arrays)]
     try:
         return x[_rebuild(_foreign_safe(x, index, arrays), arrays)]
@@ -394,26 +396,34 @@ def _add_write(out, position, y, has_arrays):
         out[position] += y
 
 
-# --- scatter-add by counting -------------------------------------------------------------
+# --- scatter-add along one flat index ----------------------------------------------------------
 #
 # The VJP of every gather x[i] is a scatter-add of its cotangent, so its speed is the
 # speed of reverse mode through indexing (take, take_along_axis, sort, lookups, the
-# fluid benchmark W7).  numpy.add.at is general but slow; np.bincount over the flat
-# positions of the output accumulates the same sums 3-6x faster (measured on 4,096 to
-# 100,000 updates with NumPy 2.4).  It makes one array of out's size, so it is used
-# only where y is at least 1/8 of out; a sparse update keeps np.add.at.
+# fluid benchmark W7).  NumPy's add.at is fast for one index array into a 1-D array
+# and 5-10x slower for anything else (several index arrays, or rows of a 2-D array:
+# measured with NumPy 2.4 on 4,096 to 262,144 updates).  So an index of whole slices
+# around adjacent index arrays becomes the flat position of every updated element,
+# and add.at runs on the flat view: the same sums, in the same order.  (NumPy's
+# multi-array gathers are as slow, so getitem takes the same route forward.)
 
 
-def _flat_positions(shape, index, arrays):
-    """For an index of whole slices and adjacent index arrays (ints count as 0-d
-    arrays) on a NumPy array: the flat position in an array of ``shape`` of every
-    element of ``x[index]``, in its order.  None for any other index, or an index
-    array out of bounds (np.add.at then raises NumPy's IndexError)."""
+def _merged_positions(shape, index, arrays):
+    """For an index of whole slices around adjacent index arrays (ints count as 0-d
+    arrays), all NumPy's: ``(first, k, flat)``, where the ``k`` indexed axes start at
+    ``first`` and ``flat`` (the arrays' broadcast shape) holds positions in those axes
+    merged into one.  None for any other index, or a position out of bounds (NumPy's
+    own indexing then raises its IndexError)."""
     it = iter(arrays)
     advanced = []
     for i, c in enumerate(index):
-        if c is ARRAY or isinstance(c, int):
-            advanced.append((i, np.asarray(next(it)) if c is ARRAY else np.intp(c)))
+        if c is ARRAY:
+            a = next(it)
+            if type(a) is not np.ndarray or a.dtype.kind not in "iu":
+                return None
+            advanced.append((i, a))
+        elif isinstance(c, int):
+            advanced.append((i, np.intp(c)))
         elif c != slice(None):
             return None
     first, k = advanced[0][0], len(advanced)
@@ -421,45 +431,63 @@ def _flat_positions(shape, index, arrays):
         return None  # NumPy puts the dimensions of split index arrays first
     flat: Any = 0
     for (_, a), n in zip(advanced, shape[first : first + k]):
-        if a.dtype.kind not in "iu" or (a.size and not -n <= a.min() <= a.max() < n):
+        lo, hi = (a.min(), a.max()) if a.size else (0, 0)
+        if not -n <= lo <= hi < n:
             return None
-        flat = flat * n + (a % n if a.size and a.min() < 0 else a)
-    pre, rows = math.prod(shape[:first]), math.prod(shape[first : first + k])
-    post = math.prod(shape[first + k :])
-    flat = np.reshape(flat, (1, -1, 1)) * post
-    return (np.arange(pre).reshape(-1, 1, 1) * (rows * post) + flat + np.arange(post)).ravel()
+        flat = flat * n + (a % n if lo < 0 else a)
+    return first, k, np.asarray(flat)
 
 
-def _dense_add(x, y, arrays, index):
-    """``x`` with ``y`` added at ``index`` by counting, or None where that does not
-    pay or does not apply (then the general scatter runs)."""
-    if (
-        type(x) is not np.ndarray
-        or type(y) is not np.ndarray
-        or x.dtype != y.dtype
-        or x.dtype.kind not in "fc"
-        or not arrays
-        or 8 * y.size < x.size
-        or not all(type(a) is np.ndarray for a in arrays)
-    ):
+def _flat_positions(shape, index, arrays):
+    """The flat position in an array of ``shape`` of every element of ``x[index]``, in
+    its order, for the indices ``_merged_positions`` takes (else None)."""
+    merged = _merged_positions(shape, index, arrays)
+    if merged is None:
         return None
+    first, k, flat = merged
+    pre, rows, post = (
+        math.prod(shape[:first]),
+        math.prod(shape[first : first + k]),
+        math.prod(shape[first + k :]),
+    )
+    flat = flat.ravel()
+    if pre != 1:
+        flat = (np.arange(pre)[:, None] * rows + flat).ravel()
+    if post != 1:
+        flat = (flat[:, None] * post + np.arange(post)).ravel()
+    return flat
+
+
+def _merged_take(x, index, arrays):
+    """``x[index]`` for several index arrays as one ``np.take`` along their axes
+    merged (NumPy's indexing with several arrays is 5-10x slower), or None."""
+    merged = _merged_positions(x.shape, index, arrays)
+    if merged is None:
+        return None
+    first, k, flat = merged
+    shape = x.shape
+    grouped = x.reshape(
+        math.prod(shape[:first]), math.prod(shape[first : first + k]), math.prod(shape[first + k :])
+    )
+    taken = np.take(grouped, flat.ravel(), axis=1)
+    return taken.reshape(shape[:first] + flat.shape + shape[first + k :])
+
+
+def _flat_add(x, y, arrays, index):
+    """``x`` with ``y`` added at ``index`` through one flat index array, or None where
+    that does not apply (then the general scatter runs)."""
+    if type(x) is not np.ndarray or type(y) is not np.ndarray or not arrays or x.ndim == 1:
+        return None  # (for a 1-D x NumPy's add.at already has one flat index)
     positions = _flat_positions(x.shape, index, arrays)
     if positions is None:
         return None
-    y = y.ravel()
-    if x.dtype.kind == "c":
-        total = np.empty(x.size, x.dtype)
-        total.real = np.bincount(positions, y.real, x.size)
-        total.imag = np.bincount(positions, y.imag, x.size)
-    else:
-        total = np.bincount(positions, y, x.size).astype(x.dtype, copy=False)
-    total = total.reshape(x.shape)
-    total += x
-    return total
+    out = x.copy()
+    np.add.at(out.reshape(-1), positions, y.reshape(-1))
+    return out
 
 
 def _index_add_impl(x, y, *arrays, index):
-    out = _dense_add(x, y, arrays, index)
+    out = _flat_add(x, y, arrays, index)
     return out if out is not None else _scatter_add(x, y, *arrays, index=index)
 
 
