@@ -429,7 +429,7 @@ def _merged_positions(shape, index, arrays):
     first, k = advanced[0][0], len(advanced)
     if advanced[-1][0] - first + 1 != k:
         return None  # NumPy puts the dimensions of split index arrays first
-    flat: Any = 0
+    flat = 0
     for (_, a), n in zip(advanced, shape[first : first + k]):
         lo, hi = (a.min(), a.max()) if a.size else (0, 0)
         if not -n <= lo <= hi < n:
@@ -829,21 +829,37 @@ def choose(a, choices, out=None, mode="raise"):
     a = operand(a)
     choices = [operand(c) for c in choices]
     n = len(choices)
-    if mode == "wrap":
-        a = _elt.remainder(a, n)
-    elif mode == "clip":
-        a = _elt.clip(a, 0, n - 1)
-    elif mode != "raise":
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
-    elif (value := _numpy_value(a)) is not None:
-        if np.size(value) and (np.min(value) < 0 or np.max(value) >= n):
-            raise ValueError("invalid entry in choice array")
-    else:  # batched, or lazy: negative entries must fail as NumPy's do, not wrap around
-        a = _elt.where(_elt.less(a, 0), n, a)
+    a = _clipmode(a, n, mode)
+    if mode == "raise":
+        a = _checked_choice(a, n)
     shape = np.broadcast_shapes(shape_of(a), *[shape_of(c) for c in choices])
     stacked = _shp.stack([_shp.broadcast_to(c, shape) for c in choices])
     which = _shp.expand_dims(_shp.broadcast_to(a, shape), 0)
     return getitem(take_along_axis(stacked, which, 0), 0)
+
+
+def _checked_choice(a: Any, n: int) -> Any:
+    """``a``, whose entries must be in ``range(n)``: NumPy's error where ``a`` is known,
+    else (batched, or lazy) negative entries made out of range, so that they fail as
+    NumPy's do instead of counting from the end."""
+    value = _numpy_value(a)
+    if value is None:
+        return _elt.where(_elt.less(a, 0), n, a)
+    if np.size(value) and (np.min(value) < 0 or np.max(value) >= n):
+        raise ValueError("invalid entry in choice array")
+    return a
+
+
+def _clipmode(index: Any, n: int, mode: str) -> Any:
+    """Entries of ``index`` outside ``range(n)`` as NumPy's ``mode`` says: wrapped
+    around, clipped (negative ones to 0), or left to raise."""
+    if mode == "wrap":
+        return _elt.remainder(index, n)
+    if mode == "clip":
+        return _elt.clip(index, 0, n - 1)
+    if mode != "raise":
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    return index
 
 
 def _numpy_value(x: Any) -> Any:
@@ -987,13 +1003,7 @@ def place(arr, mask, vals, *, inplace=True):
 
 def _put(a, ind, v, *, mode):
     n = math.prod(shape_of(a))
-    ind = _shp.ravel(ind)
-    if mode == "wrap":
-        ind = _elt.remainder(ind, n)
-    elif mode == "clip":
-        ind = _elt.clip(ind, 0, n - 1)
-    elif mode != "raise":
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    ind = _clipmode(_shp.ravel(ind), n, mode)
     values = _cycled(v, shape_of(ind)[0], a.dtype)
     return _shp.reshape(at(_shp.ravel(a))[ind].set(values), shape_of(a))
 

@@ -469,7 +469,7 @@ def roll(a, shift, axis=None):
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape_of(a))
     shape = shape_of(a)
-    total: dict[int, int] = {}
+    total = {}
     for s, ax in np.broadcast(shift, axis):  # shifts along one axis add up, as in NumPy
         ax = _axis_param(int(ax), len(shape))
         total[ax] = total.get(ax, 0) + int(s)
@@ -788,7 +788,7 @@ def _slice_along(a: Any, axis: int, start: int | None, stop: int | None) -> Any:
 def _with_ends(a: Any, axis: int, before: Any, after: Any) -> Any:
     """``a`` with ``before`` and ``after`` joined on along ``axis``; a scalar end is
     broadcast to one slice, as numpy.diff's ``prepend``/``append`` are."""
-    parts = []
+    parts: list[Any] = []
     for end in (before, after):
         if end is None or end is np._NoValue:
             parts.append(None)
@@ -837,20 +837,22 @@ def ediff1d(ary, to_end=None, to_begin=None):
     array([-1.,  1.,  2.])
     """
     ary = ravel(_idx.operand(ary))
-    dtype = ary.dtype
-    parts = []
-    for name, end in (("to_begin", to_begin), (None, None), ("to_end", to_end)):
-        if name is None:
-            parts.append(
-                _elt.subtract(_slice_along(ary, 0, 1, None), _slice_along(ary, 0, None, -1))
-            )
-        elif end is not None:
-            end = ravel(_idx.operand(end))
-            if not np.can_cast(end.dtype, dtype, casting="same_kind"):
-                raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under "
-                                "the `same_kind` rule.")  # fmt: skip
-            parts.append(_elt.astype(end, dtype))
-    return concatenate(parts) if len(parts) > 1 else parts[0]
+    steps = _elt.subtract(_slice_along(ary, 0, 1, None), _slice_along(ary, 0, None, -1))
+    parts = [_end(to_begin, "to_begin", ary.dtype), steps, _end(to_end, "to_end", ary.dtype)]
+    parts = [p for p in parts if p is not None]
+    return concatenate(parts) if len(parts) > 1 else steps
+
+
+def _end(values: Any, name: str, dtype: Any) -> Any:
+    """ediff1d's ``to_begin``/``to_end``, flattened and cast to the input's dtype."""
+    if values is None:
+        return None
+    values = ravel(_idx.operand(values))
+    if not np.can_cast(values.dtype, dtype, casting="same_kind"):
+        raise TypeError(
+            f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule."
+        )
+    return _elt.astype(values, dtype)
 
 
 def _edge_and_inner(f, axis, h, edge_order):
