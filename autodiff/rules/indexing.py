@@ -114,9 +114,9 @@ def _normalize_index(shape: tuple[int, ...], index: Any) -> tuple[tuple, list]:
     return tuple(out), arrays
 
 
-_SIZE_HINT = (
-    "Pass size=k as in JAX (anp.{name}(..., size=k, fill_value=...)): the output then "
-    "has k entries, the first k found or padded with fill_value, and batches."
+SIZE_HINT = (
+    "Pass size=k as in JAX (anp.{name}(..., size=k, fill_value=...)): the result then "
+    "has k entries, the first k or padded with fill_value, and batches."
 )
 _MASK_HINT = (
     "Keep the shape with anp.where(mask, x, fill), or select a fixed number of entries "
@@ -801,7 +801,7 @@ def compress(condition, a, axis=None, out=None, *, size=None, fill_value=0):
     if ndim_of(condition) != 1:
         raise ValueError("condition must be a 1-d array")
     if size is None:
-        flags = concrete_for_shape(condition, "compress", _SIZE_HINT.format(name="compress"))
+        flags = concrete_for_shape(condition, "compress", SIZE_HINT.format(name="compress"))
         kept = np.flatnonzero(flags)
         if len(kept) and kept[-1] >= shape_of(a)[axis]:
             raise IndexError(
@@ -1086,7 +1086,7 @@ def first_true(flags: Any, size: int) -> tuple[Any, Any]:
     """The positions of the first ``size`` true entries of the 1-D boolean ``flags``, in
     order (0 past the last one), and whether each is real: a stable sort puts the true
     entries first, so no position depends on a concrete count."""
-    n = shape_of(flags)[0]
+    size, n = size_param(size), shape_of(flags)[0]
     if size > n:
         flags = _shp.pad(flags, ((0, size - n),), constant_values=False)
     order = getitem(_srt.argsort(_elt.logical_not(flags), stable=True), slice(0, size))
@@ -1115,10 +1115,15 @@ def _fill_values(fill_value: Any, ndim: int) -> list:
     return list(fill_value)
 
 
-def _sized_nonzero(a: Any, size: int, fill_value: Any) -> tuple:
+def size_param(size: Any) -> int:
+    """JAX's ``size=``, checked."""
     size = operator.index(size)
     if size < 0:
         raise ValueError(f"size must be non-negative, got {size}")
+    return size
+
+
+def _sized_nonzero(a: Any, size: int, fill_value: Any) -> tuple:
     positions, valid = first_true(_elt.not_equal(_shp.ravel(a), 0), size)
     return tuple(
         _elt.where(valid, p, constant_in(f, np.intp))
@@ -1145,7 +1150,7 @@ def nonzero(a, *, size=None, fill_value=None):
         )
     if size is not None:
         return _sized_nonzero(operand(a), size, fill_value)
-    return np.nonzero(concrete_for_shape(a, "nonzero", _SIZE_HINT.format(name="nonzero")))
+    return np.nonzero(concrete_for_shape(a, "nonzero", SIZE_HINT.format(name="nonzero")))
 
 
 @register_numpy(np.flatnonzero)
@@ -1160,7 +1165,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
     if size is not None:
         return _sized_nonzero(_shp.ravel(operand(a)), size, fill_value)[0]
     return np.flatnonzero(
-        concrete_for_shape(a, "flatnonzero", _SIZE_HINT.format(name="flatnonzero"))
+        concrete_for_shape(a, "flatnonzero", SIZE_HINT.format(name="flatnonzero"))
     )
 
 
@@ -1175,7 +1180,7 @@ def argwhere(a, *, size=None, fill_value=None):
            [1, 0]])
     """
     if size is None:
-        return np.argwhere(concrete_for_shape(a, "argwhere", _SIZE_HINT.format(name="argwhere")))
+        return np.argwhere(concrete_for_shape(a, "argwhere", SIZE_HINT.format(name="argwhere")))
     a = operand(a)
     if ndim_of(a) == 0:  # NumPy: one row (or none) with no columns
         return getitem(argwhere(_shp.reshape(a, (1,)), size=size), (slice(None), slice(0, 0)))
@@ -1194,7 +1199,7 @@ def extract(condition, arr, *, size=None, fill_value=0):
     """
     arr, condition = operand(arr), operand(condition)
     if size is None:
-        flags = concrete_for_shape(condition, "extract", _SIZE_HINT.format(name="extract"))
+        flags = concrete_for_shape(condition, "extract", SIZE_HINT.format(name="extract"))
         return take(_shp.ravel(arr), np.flatnonzero(flags))
     positions, valid = first_true(_elt.not_equal(_shp.ravel(condition), 0), size)
     return _fill(take(_shp.ravel(arr), positions), valid, fill_value)

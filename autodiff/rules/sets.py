@@ -16,7 +16,6 @@ smallest value), with no concrete flags, so it batches.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -113,30 +112,17 @@ def _runs(x: Any, equal_nan: bool) -> _Runs:
     return _Runs(values, order, _shp.concatenate([head, differs]))
 
 
-_SIZE_HINT = (
-    "Pass size=k as in JAX (anp.{name}(..., size=k, fill_value=...)): the result then "
-    "has k entries, the first k or padded with fill_value, and batches."
-)
-
-
 def _kept(flags: Any, size: int | None, name: str) -> tuple[Any, Any]:
     """Positions of the flagged entries, and which are real (None: all of them): every
     one, from the concrete flags, or JAX's first ``size`` (padded), which batches."""
     if size is None:
-        concrete = _idx.concrete_for_shape(flags, name, _SIZE_HINT.format(name=name))
+        concrete = _idx.concrete_for_shape(flags, name, _idx.SIZE_HINT.format(name=name))
         return np.flatnonzero(concrete), None
-    return _idx.first_true(flags, _size(size))
+    return _idx.first_true(flags, size)
 
 
 def _count(x: Any) -> int:
     return math.prod(shape_of(x))
-
-
-def _size(size: Any) -> int:
-    size = operator.index(size)
-    if size < 0:
-        raise ValueError(f"size must be non-negative, got {size}")
-    return size
 
 
 def _gathered(runs: _Runs, positions: Any, valid: Any, fill_value: Any) -> Any:
@@ -165,7 +151,7 @@ def _unique(ar, size, fill_value, *, index, inverse, counts, equal_nan, name):
     """values, then indices / inverse / counts as asked (``unique`` along no axis)."""
     n = _count(ar)
     if n == 0:
-        empty = _empty_input(ar, size and _size(size), fill_value, name)
+        empty = _empty_input(ar, size and _idx.size_param(size), fill_value, name)
         ints = np.zeros(shape_of(empty), np.intp)
         return [empty] + [ints] * (index + counts) + [np.zeros(shape_of(ar), np.intp)] * inverse
     runs = _runs(ar, equal_nan)
@@ -180,7 +166,7 @@ def _unique(ar, size, fill_value, *, index, inverse, counts, equal_nan, name):
         if size is None:
             out.append(np.diff(np.append(positions, n)))
         else:
-            starts, real = _idx.first_true(runs.first, _size(size) + 1)
+            starts, real = _idx.first_true(runs.first, _idx.size_param(size) + 1)
             ends = _elt.where(real[1:], starts[1:], n)
             out.append(_elt.where(real[:-1], ends - starts[:-1], 0))
     return out
