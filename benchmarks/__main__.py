@@ -32,7 +32,7 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
-from benchmarks import why  # noqa: E402
+from benchmarks import fluid, why  # noqa: E402
 from benchmarks import workloads as w  # noqa: E402
 
 REFERENCE = "reference (NumPy by hand)"
@@ -115,6 +115,13 @@ def main() -> None:
                *table(rows, REFERENCE, "ms", 1e3), ""]  # fmt: skip
     check("W4", rows[1].median * 1e3, 0.5, "ms ≤ 0.5")
     reasons["W4"] = lambda ms=rows[1].median * 1e3: why.w4(ms)
+
+    if fluid.HAVE_AUTOGRAD:  # W7's peer is HIPS autograd
+        rows = h.interleave(fluid.systems(fluid.N), "HIPS autograd", rounds=rounds, rtol=1e-9)
+        report += [f"## W7: gradient of a {fluid.N}x{fluid.N} fluid simulation (rolls and "
+                   "integer-array gathers; `python -m benchmarks.fluid` for each VJP alone)", "",
+                   *table(rows, "HIPS autograd", "ms", 1e3), ""]  # fmt: skip
+        check("W7", rows[1].median / rows[0].median, 1.0, "x HIPS autograd ≤ 1.0")
 
     report += memory_section(targets)
     report += ["## Targets", "", "| workload | target | measured | verdict |", "|---|---|---|---|",

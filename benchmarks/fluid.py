@@ -4,6 +4,7 @@
     python -m benchmarks.fluid --quick    # fewer rounds
     python -m benchmarks.fluid --profile  # also: where autodiff's time goes
     python -m benchmarks.fluid --n=128    # another grid size (default 64)
+    python -m benchmarks.fluid --write    # also write benchmarks/results-fluid.md
 
 A grid of velocities ``(u, v)`` and a smoke density, stepped ``STEPS`` times:
 each step carries the fields along the flow by semi-Lagrangian advection
@@ -16,7 +17,7 @@ respect to the initial velocities.  This is the kind of program that HIPS
 autograd's users write, and the one where autodiff was 1.3x slower than
 autograd (issue 13): its time goes into the VJPs of ``roll`` (a roll back)
 and of the gathers (a scatter-add of the cotangent).  A second table times those
-VJPs alone, the backward pass of one op (HIPS autograd has no VJP for ``np.take``:
+VJPs alone, the backward pass of a chain of one op (HIPS autograd has no VJP for ``np.take``:
 there the same gather is written as indexing).
 
 Systems run in one process, interleaved round by round, on one thread
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pathlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +50,7 @@ if HAVE_AUTOGRAD:
     import autograd.numpy as agnp
 
 N, STEPS, SWEEPS, DT = 64, 8, 10, 0.5
+OUT = pathlib.Path(__file__).with_name("results-fluid.md")
 
 
 def advect(lib: Any, f: Any, u: Any, v: Any) -> Any:
@@ -160,35 +163,52 @@ def single_vjps(n: int) -> dict[str, dict[str, Callable[[], Any]]]:
     }
 
 
-def main() -> None:
-    quick = "--quick" in sys.argv
-    rounds = 5 if quick else 21
-    n = next((int(a[4:]) for a in sys.argv if a.startswith("--n=")), N)
+def report(n: int, rounds: int) -> list[str]:
+    """The markdown tables: the whole workload, then each VJP alone at two sizes."""
     found = systems(n)
     reference = "HIPS autograd" if "HIPS autograd" in found else "autodiff"
     rows = h.interleave(found, reference, rounds=rounds, rtol=1e-9)
-    print(f"## W7: gradient of a {n}x{n} fluid simulation, {STEPS} steps "
-          f"({SWEEPS} Jacobi sweeps each), medians over {rounds} rounds\n")  # fmt: skip
-    print("\n".join(h.table(rows, reference, "ms", 1e3)))
+    lines = [f"## W7: gradient of a {n}x{n} fluid simulation, {STEPS} steps ({SWEEPS} Jacobi "
+             f"sweeps each), medians over {rounds} rounds", "",
+             *h.table(rows, reference, "ms", 1e3)]  # fmt: skip
     for size in (64, 512):
-        print(f"\n### The VJPs alone: the backward pass of {DEPTH} ops, x {size}x{size}\n")
-        print("| op | HIPS autograd ms | autodiff ms | x autograd | agrees |")
-        print("|---|---|---|---|---|")
+        lines += ["", f"### The VJPs alone: the backward pass of {DEPTH} ops, x {size}x{size}",
+                  "", "| op | HIPS autograd ms | autodiff ms | x autograd | agrees |",
+                  "|---|---|---|---|---|"]  # fmt: skip
         for op, pair in single_vjps(size).items():
             timed = h.interleave(pair, reference, rounds=rounds, inner=3, rtol=1e-12)
             by = {row.system: row for row in timed}
             ours, peer = by["autodiff"], by.get("HIPS autograd", by["autodiff"])
             agrees = "yes" if ours.agrees else "**NO**"
-            print(f"| {op} | {peer.median * 1e3:.3g} | {ours.median * 1e3:.3g} | "
-                  f"{ours.median / peer.median:.2f} | {agrees} |")  # fmt: skip
+            lines.append(f"| {op} | {peer.median * 1e3:.3g} | {ours.median * 1e3:.3g} | "
+                         f"{ours.median / peer.median:.2f} | {agrees} |")  # fmt: skip
+    return lines
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    n = next((int(a[4:]) for a in sys.argv if a.startswith("--n=")), N)
+    lines = report(n, rounds=5 if quick else 21)
+    print("\n".join(lines))
+    if "--write" in sys.argv:
+        command = "python -m benchmarks.fluid " + " ".join(sys.argv[1:])
+        header = [
+            "# W7: a fluid simulation's gradient",
+            "",
+            f"`{command}`, one process, one thread, systems interleaved round by round.",
+            "",
+            *h.environment(),
+            "",
+        ]
+        OUT.write_text("\n".join([*header, *lines, ""]))
+        print(f"wrote {OUT}")
     if "--profile" in sys.argv:
         import cProfile
         import pstats
 
-        run = found["autodiff"]
         with cProfile.Profile() as prof:
             for _ in range(3):
-                run()
+                systems(n)["autodiff"]()
         pstats.Stats(prof).sort_stats("tottime").print_stats(15)
 
 

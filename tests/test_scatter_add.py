@@ -44,11 +44,16 @@ def test_index_add_sums_like_numpy_add_at(shape, index, label, dtype):
     y = y.astype(dtype)
     want = x.copy()
     np.add.at(want, index, y)
-    flat = indexing._flat_add(x, y, arrays, static)
-    assert (flat is None) == label.endswith("add.at")  # the path the label names
+    flat = indexing._flat_add(x.copy(), y, arrays, static)
+    assert flat != label.endswith("add.at")  # the path the label names
+    rtol = 1e-6 if dtype == np.float32 else 1e-13
     got = indexing.index_add_p.bind(x, y, *arrays, index=static)
     assert got.dtype == x.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-13)
+    np.testing.assert_allclose(got, want, rtol=rtol)
+    # the VJP of x[index]: the same, into zeros
+    spread = indexing.untake_p.bind(y, *arrays, index=static, shape=shape)
+    assert spread.dtype == x.dtype
+    np.testing.assert_allclose(spread, want - x, rtol=rtol, atol=rtol)
 
 
 def test_index_add_of_integers():

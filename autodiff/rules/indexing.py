@@ -208,8 +208,8 @@ def _getitem_batch(args, dims, *, index):
 
 
 def _getitem_vjp(ct, ans, x, *arrays, index):
-    zeros = _cre.zeros_like(x)
-    return (index_add_p.bind(zeros, ct, *arrays, index=index), *[None] * len(arrays))
+    spread = untake_p.bind(ct, *arrays, index=index, shape=shape_of(x))
+    return (spread, *[None] * len(arrays))
 
 
 def _foreign_safe(x: Any, index: tuple, arrays: tuple) -> tuple:
@@ -277,10 +277,16 @@ def getitem(x, index):
 
 
 def _scatter_impl(write):
-    def impl(x, y, *arrays, index):
-        out = x.copy()
+    into = _scatter_into(write)
+    return lambda x, y, *arrays, index: into(x.copy(), y, *arrays, index=index)
+
+
+def _scatter_into(write):
+    """The scatter ``write`` into ``out`` itself (a new array: impls copy x first)."""
+
+    def impl(out, y, *arrays, index):
         if not arrays and None in index:  # Dask's x[index] = y takes no None (newaxis)
-            index, y = _without_new_axes(index, y, ndim_of(x))
+            index, y = _without_new_axes(index, y, ndim_of(out))
         try:
             write(out, _rebuild(_foreign_safe(out, index, arrays), arrays), y, bool(arrays))
         except (TypeError, NotImplementedError) as e:  # e.g. Dask arrays have no ufunc.at
@@ -473,25 +479,28 @@ def _merged_take(x, index, arrays):
     return taken.reshape(shape[:first] + flat.shape + shape[first + k :])
 
 
-def _flat_add(x, y, arrays, index):
-    """``x`` with ``y`` added at ``index`` through one flat index array, or None where
-    that does not apply (then the general scatter runs)."""
-    if type(x) is not np.ndarray or type(y) is not np.ndarray or not arrays or x.ndim == 1:
-        return None  # (for a 1-D x NumPy's add.at already has one flat index)
-    positions = _flat_positions(x.shape, index, arrays)
+def _flat_add(out, y, arrays, index):
+    """Add ``y`` into ``out`` at ``index`` through one flat index array, if that applies
+    (True), else leave ``out`` alone (False: the general scatter runs)."""
+    if type(out) is not np.ndarray or type(y) is not np.ndarray or not arrays or out.ndim == 1:
+        return False  # (for a 1-D out NumPy's add.at already has one flat index)
+    positions = _flat_positions(out.shape, index, arrays)
     if positions is None:
-        return None
-    out = x.copy()
-    np.add.at(out.reshape(-1), positions, y.reshape(-1))
-    return out
+        return False
+    np.add.at(out.reshape(-1), positions, y.reshape(-1))  # (out is C-contiguous: a view)
+    return True
+
+
+_add_into = _scatter_into(_add_write)
 
 
 def _index_add_impl(x, y, *arrays, index):
-    out = _flat_add(x, y, arrays, index)
-    return out if out is not None else _scatter_add(x, y, *arrays, index=index)
+    return _added_into(x.copy(), y, arrays, index)
 
 
-_scatter_add = _scatter_impl(_add_write)
+def _added_into(out, y, arrays, index):
+    return out if _flat_add(out, y, arrays, index) else _add_into(out, y, *arrays, index=index)
+
 
 index_add_p = _scatter(
     "index_add",
@@ -507,6 +516,32 @@ index_add_p = _scatter(
         ),
     ],
     impl=_index_add_impl,
+)
+
+
+# The VJP of x[index]: the cotangent added into zeros of x's shape.  A primitive of its
+# own so the zeros are np.zeros (pages the OS maps on first write) rather than a
+# zeros_like that index_add would copy: two passes over x fewer per gather.
+
+
+def _untake_impl(y, *arrays, index, shape):
+    return _added_into(np.zeros(shape, y.dtype, like=array_like(y)), y, arrays, index)
+
+
+def _untake_batch(args, dims, *, index, shape):
+    (y, *arrays), (yd, *adims) = args, dims
+    zeros = np.zeros(shape, y.dtype, like=array_like(y))  # the same for every example
+    return _scatter_batch(index_add_p)([zeros, y, *arrays], [None, yd, *adims], index=index)
+
+
+untake_p = Primitive(
+    "untake",
+    _untake_impl,
+    vjp=[lambda ct, ans, y, *arrays, index, shape: _get(ct, arrays, index)],
+    jvp=[
+        lambda t, ans, y, *arrays, index, shape: untake_p.bind(t, *arrays, index=index, shape=shape)
+    ],
+    batch=_untake_batch,
 )
 
 
