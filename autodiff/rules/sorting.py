@@ -172,7 +172,7 @@ def lexsort(keys, axis=-1):
         raise ValueError("all keys need to be the same shape")
     if not shape:
         raise np.exceptions.AxisError(axis, 0)
-    # (keys move to the end of the logical axes: the batch rule then keeps them apart)
+    # A negative axis: the batch rule puts batch axes in front, where it still counts right.
     return lexsort_p.bind(*keys, axis=normalize_axes(axis, len(shape))[0] - len(shape))
 
 
