@@ -427,7 +427,7 @@ def _merged_positions(shape, index, arrays):
             a = next(it)
             if type(a) is not np.ndarray or a.dtype.kind not in "iu":
                 return None
-            advanced.append((i, a))
+            advanced.append((i, a.astype(np.intp, copy=False)))  # (uint64 + int64: float)
         elif isinstance(c, int):
             advanced.append((i, np.intp(c)))
         elif c != slice(None):
