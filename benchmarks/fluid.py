@@ -27,6 +27,7 @@ others are checked against.
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import os
 import pathlib
@@ -195,7 +196,8 @@ def main() -> None:
         header = [
             "# W7: a fluid simulation's gradient",
             "",
-            f"`{command}`, one process, one thread, systems interleaved round by round.",
+            f"`{command}`, {datetime.date.today().isoformat()}: one process, one thread, "
+            "systems interleaved round by round.",
             "",
             *h.environment(),
             "",
