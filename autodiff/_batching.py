@@ -343,6 +343,7 @@ def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: in
             leaves = [x if d is None else _take(x, d, piece) for x, d in zip(flat, dims)]
             outs.append(_vmap_call(call, leaves, dims, min(chunk_size, size - start)))
     dims_out = _out_dims_for(outs[0], call.out_dims)
+    _check_chunks(outs, dims_out, chunk_size)
     columns = zip(*(optree.tree_leaves(o) for o in outs))
     joined = []
     for column, d in zip(columns, dims_out):
@@ -353,6 +354,38 @@ def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: in
         else:
             joined.append(_shape_rules.concatenate(column, axis=d))
     return optree.tree_unflatten(optree.tree_structure(outs[0]), joined)
+
+
+def _check_chunks(outs: list, dims_out: list, chunk_size: int) -> None:
+    """The chunks' outputs can be joined: one structure, and (chunk_size=1, a plain
+    loop, where nothing else checks it) one shape per output and, for out_dims None,
+    one value."""
+    structure = optree.tree_structure(outs[0])
+    for k, out in enumerate(outs):
+        if optree.tree_structure(out) != structure:
+            raise TransformValueError(
+                f"vmap(..., chunk_size={chunk_size}): func returned "
+                f"{optree.tree_structure(out)} for example {k * chunk_size} but {structure} "
+                f"for example 0; every example's output must have the same structure."
+            )
+    if chunk_size != 1:  # vmap itself checked each chunk
+        return
+    for i, (column, d) in enumerate(zip(zip(*map(optree.tree_leaves, outs)), dims_out)):
+        for k, leaf in enumerate(column):
+            if np.shape(leaf) != np.shape(column[0]):
+                raise TransformValueError(
+                    f"vmap(..., chunk_size=1): output {i} has shape {np.shape(column[0])} "
+                    f"for example 0 but {np.shape(leaf)} for example {k}; examples can be "
+                    f"batched only if their outputs' shapes do not depend on the data (as "
+                    f"for x[x > 0]): use anp.where(cond, x, fill) for a fixed shape."
+                )
+            plain = not isinstance(leaf, Tracer) and not isinstance(column[0], Tracer)
+            if d is None and plain and not np.array_equal(leaf, column[0], equal_nan=True):
+                raise TransformValueError(
+                    f"vmap: out_dims is None for output {i}, but that output depends on "
+                    f"the batched inputs (example {k} differs from example 0); give it an "
+                    f"integer out_dim."
+                )
 
 
 def vmap(

@@ -12,22 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from autodiff._checkers import check_grads, precision
 from autodiff._core import Primitive
 from autodiff._tape import keep_residuals
 from autodiff._transpose import jvp_rule_of, vjp_rule_of
 from autodiff.errors import TransformTypeError
 
 __all__ = ["PrimitiveReport", "check_primitive"]
-
-
-# testing.py re-exports this module and this module calls testing's checkers: an
-# import circle, deferred to call time (docs/architecture.md, "Layers").
-
-
-def _precision(tree: Any) -> float:
-    from autodiff.testing import _precision as precision
-
-    return precision(tree)
 
 
 @dataclasses.dataclass
@@ -89,7 +80,7 @@ def _units(arrays: Sequence[np.ndarray], im_unit: complex) -> Iterator[tuple[int
 def _coords(values: Sequence[Any], like: Sequence[np.ndarray], im_sign: float = 1.0) -> Any:
     """The real coordinates of ``values`` (None: zero), in ``_units(like)`` order."""
     parts = [np.zeros(0)]
-    for v, a in zip(values, like):
+    for v, a in zip(values, like, strict=True):
         v = np.zeros(a.shape) if v is None else np.asarray(v)
         parts += [np.real(v * part).ravel() for part in _parts(a, 1, -1j * im_sign)]
     return np.concatenate(parts).astype(float)
@@ -99,7 +90,7 @@ def _labels(arrays: Sequence[np.ndarray], word: str, numbered: bool) -> list[str
     names = [f"{word} {n}" if numbered else word for n in range(len(arrays))]
     return [
         f"{part}{name}{_index(k, a.shape)}"
-        for name, a in zip(names, arrays)
+        for name, a in zip(names, arrays, strict=True)
         for part in (_parts(a, "Re ", "Im ") if a.dtype.kind == "c" else _parts(a, "", ""))
         for k in range(a.size)
     ]
@@ -183,7 +174,9 @@ def _check_forward(s: _Sample, args: list) -> tuple[Any, list[np.ndarray]]:
     ans = s.call("impl", s.prim.impl, *args, **s.params)
     outs = s.outputs(ans, "impl")  # the same as s.impl(*args), but ans is kept for the rules
     bound = s.outputs(s.call("bind", s.prim.bind, *args, **s.params), "bind")
-    for n, (o, b) in enumerate(zip(outs, bound)):
+    if len(bound) != len(outs):
+        raise s.error(f"bind gives {len(bound)} outputs, impl {len(outs)}")
+    for n, (o, b) in enumerate(zip(outs, bound, strict=True)):
         name = f"output {n}" if s.prim.multiple_results else "output"
         if (b.shape, b.dtype) != (o.shape, o.dtype):
             raise s.error(
@@ -225,7 +218,7 @@ def _vjp_jacobians(s: _Sample, args: list, ans: Any, outs: list, diff: list) -> 
             for i in diff:
                 kept, kept_ans = keep_residuals(s.prim, list(args), ans, [i], limit=-1)
                 s.call("VJP rule", vjp_rule_of(s.prim), ct, kept_ans, tuple(kept), s.params, [i])
-        for i, g in zip(diff, cts):
+        for i, g in zip(diff, cts, strict=True):
             s.check_like("VJP rule", g, args[i], f"argument {i}", exact=False)
             rows[i].append(_coords([g], [args[i]], im_sign=-1.0))
     return {i: np.reshape(r, (len(r), -1 if r else 0)) for i, r in rows.items()}
@@ -238,7 +231,9 @@ def _jvp_jacobian(s: _Sample, args: list, ans: Any, outs: list, i: int) -> Any:
         tangents = tuple(e if j == i else None for j in range(len(args)))
         t = s.call("JVP rule", jvp_rule_of(s.prim), tangents, ans, tuple(args), s.params)
         ts = list(t) if s.prim.multiple_results else [t]
-        for n, (tn, o) in enumerate(zip(ts, outs)):
+        if len(ts) != len(outs):
+            raise s.error(f"JVP rule returned {len(ts)} tangents for {len(outs)} outputs")
+        for n, (tn, o) in enumerate(zip(ts, outs, strict=True)):
             what = f"output {n}" if s.prim.multiple_results else "the output"
             s.check_like("JVP rule", tn, o, f"{what} (tangent of argument {i})", exact=True)
         columns.append(_coords(ts, outs))
@@ -291,12 +286,11 @@ def _check_derivatives(s: _Sample, args: list, ans: Any, outs: list) -> None:
 def _check_second_order(s: _Sample, args: list, diff: list) -> None:
     def f(*xs):
         full = list(args)
-        for i, x in zip(diff, xs):
+        for i, x in zip(diff, xs, strict=True):
             full[i] = x
         return s.prim.bind(*full, **s.params)
 
     f.__name__ = s.prim.name
-    from autodiff.testing import check_grads
 
     try:
         check_grads(f, [args[i] for i in diff], order=2, eps=s.eps, rtol=s.rtol)
@@ -309,29 +303,65 @@ def _check_second_order(s: _Sample, args: list, diff: list) -> None:
     s.report.ran("second order")
 
 
+def _example(a: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Example ``k`` of a batch built from the sample ``a`` (example 0 is ``a``):
+    floats scaled by 1 + 0.05 k and each element by its own factor in [0.9, 1.1]
+    (so examples differ by more than a scale, which sorts and comparisons cannot
+    see; zeros and signs stay), other arrays with their elements shuffled
+    (indices stay in range)."""
+    if k == 0:
+        return a
+    if a.dtype.kind in "fc":
+        return (a * ((1 + 0.05 * k) * rng.uniform(0.9, 1.1, a.shape))).astype(a.dtype)
+    return rng.permutation(a.ravel()).reshape(a.shape)
+
+
+def _batch_dims(args: list) -> list[tuple]:
+    """in_dims for the batching check: every combination of the front, the middle
+    (arguments of 2 or more dimensions) and the end of each argument, and None
+    (not all None); beyond 32 combinations, those of the front and None, and each
+    argument alone at its middle and its end."""
+    # Non-negative, as vmap passes them to rules.
+    choices = [[*dict.fromkeys((0, a.ndim // 2, a.ndim)), None] for a in args]
+    combos = list(itertools.product(*choices))
+    if len(combos) > 33:
+        combos = list(itertools.product(*[(0, None)] * len(args)))
+        for i, options in enumerate(choices):
+            combos += [tuple(d if j == i else None for j in range(len(args))) for d in options]
+    return list(dict.fromkeys(c for c in combos if any(d is not None for d in c)))
+
+
 def _check_batching(s: _Sample, args: list, size: int = 3) -> None:
-    """The batching rule, for every in_dims of 0 and None, against a loop of impl."""
+    """The batching rule, for in_dims at the front, middle and end of each argument
+    and None, against a loop of impl over examples that differ by more than a scale."""
     prim = s.prim
-    copies = [
-        [a * (1 + 0.05 * k) if a.dtype.kind in "fc" else np.roll(a, k) for k in range(size)]
-        for a in args
-    ]
-    for dims in itertools.product((0, None), repeat=len(args)):
-        if all(d is None for d in dims):
-            continue
+    rng = np.random.default_rng(s.index)
+    copies = [[_example(a, k, rng) for k in range(size)] for a in args]
+    for dims in _batch_dims(args):
         examples = [
-            s.impl(*[a if d is None else c[k] for a, c, d in zip(args, copies, dims)])
+            s.impl(*[a if d is None else c[k] for a, c, d in zip(args, copies, dims, strict=True)])
             for k in range(size)
         ]
-        values = [a if d is None else np.stack(c) for a, c, d in zip(args, copies, dims)]
-        result = s.call("batching rule", prim.batch, values, list(dims), **s.params)
+        values = [
+            a if d is None else np.stack(c, axis=d)
+            for a, c, d in zip(args, copies, dims, strict=True)
+        ]
+        result = s.call(
+            f"batching rule (in_dims={dims})", prim.batch, values, list(dims), **s.params
+        )
         if not (isinstance(result, tuple) and len(result) == 2):
             raise s.error(f"batching rule returned {type(result).__name__}, not (out, out_dim)")
         out, out_dim = result
         if prim.multiple_results != isinstance(out_dim, (tuple, list)):
             raise s.error(f"batching rule returned out_dim={out_dim!r} for in_dims={dims}")
         out_dims = list(out_dim) if prim.multiple_results else [out_dim]
-        for n, (o, d) in enumerate(zip(s.outputs(out, "batching rule"), out_dims)):
+        outs = s.outputs(out, "batching rule")
+        if not len(outs) == len(out_dims) == len(examples[0]):
+            raise s.error(
+                f"batching rule returned {len(outs)} outputs and {len(out_dims)} out_dims "
+                f"for in_dims={dims}; impl returns {len(examples[0])} outputs"
+            )
+        for n, (o, d) in enumerate(zip(outs, out_dims, strict=True)):
             want = np.stack([example[n] for example in examples])
             shown = f"in_dims={dims}, it returned out_dim={d}"
             if d is not None and not (isinstance(d, (int, np.integer)) and -o.ndim <= d < o.ndim):
@@ -388,9 +418,12 @@ def check_primitive(
     VJP vs JVP: the two Jacobians agree to ``rtol / 1000``.
     second order: ``check_grads(..., order=2)`` of ``bind``, which fails for
     rules written with raw NumPy rather than primitives.
-    batching: the batching rule, for every ``in_dims`` of 0 and None per
-    argument, on 3 stacked copies (floats scaled by 1 + 0.05 k, other arrays
-    rolled), against a loop of ``impl`` (to ``rtol / 1000``).
+    batching: the batching rule, for ``in_dims`` at the front, the middle
+    and the end of each argument and None (every combination, up to 32), on
+    3 stacked examples (the sample; floats scaled by 1 + 0.05 k and each
+    element by its own factor in [0.9, 1.1], so that examples differ by more
+    than a scale; other arrays shuffled), against a loop of ``impl`` (to
+    ``rtol / 1000``): outputs, their number, shapes, dtypes and values.
 
     Primitives with ``differentiable=False`` only get the forward and batching
     checks.  A missing rule is listed in the report's ``missing``, not an error;
@@ -429,7 +462,7 @@ def check_primitive(
         report.missing.append("batching rule (transforms loop over the batch)")
     for index, sample in enumerate(samples):
         args = [np.asarray(a) for a in sample]
-        single = _precision(args) > 1e-10
+        single = precision(args) > 1e-10
         s = _Sample(
             prim,
             params,
@@ -438,10 +471,10 @@ def check_primitive(
             rtol=(2e-3 if single else 1e-6) if rtol is None else rtol,
             atol=(1e-5 if single else 1e-9) if atol is None else atol,
             eps=(1e-3 if single else 1e-6) if eps is None else eps,
-            prec=_precision(args),
+            prec=precision(args),
         )
         ans, outs = _check_forward(s, args)
-        s.prec = _precision([*args, *outs])
+        s.prec = precision([*args, *outs])
         if prim.differentiable:
             _check_derivatives(s, args, ans, outs)
         if prim.batch is not None:

@@ -7,8 +7,8 @@
 Every cell is backed by tests/test_primitives.py: a function is listed with
 VJP/JVP only if it has differentiable samples (checked to second order
 against finite differences), with batching because every sample runs
-under vmap against a loop, and with a plain NumPy call if its samples also
-run as numpy.X(traced value).
+under vmap against a loop over independently drawn examples, and with a
+plain NumPy call if its samples also run as numpy.X(traced value).
 """
 
 from __future__ import annotations
@@ -101,8 +101,10 @@ def markdown() -> str:
         "",
         "A ✅ means the samples in the registry pass: VJP and JVP to second order against "
         "central finite differences and against each other, batching against a Python loop "
-        "for every in_dims combination at batch sizes 3, 1 and 0. The last column is the "
-        "plain NumPy (or SciPy) call that reaches the same rules on traced values.",
+        "over independently drawn examples, with in_dims and out_dims sampled from every "
+        "axis (vmap of vmap, grad and jvp too), at batch sizes 3, 1 and 0; forward values "
+        "against an independent reference (NumPy, SciPy or a closed form). The last column "
+        "is the plain NumPy (or SciPy) call that reaches the same rules on traced values.",
         "",
         "| function | kind | VJP | JVP | batching | plain NumPy call | samples |",
         "|---|---|---|---|---|---|---|",
@@ -113,7 +115,8 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-# Pinned by tests/test_primitives.py::test_subgradient_conventions.
+# Pinned by tests/test_primitives.py::test_subgradient_conventions and
+# tests/test_statistics.py::test_conventions (and the tests next to it).
 CONVENTIONS = """
 ## Conventions at kinks, ties and domain edges
 
@@ -128,6 +131,24 @@ CONVENTIONS = """
   finite (the replaced entries are constants).
 - `sort` passes each sorted entry's derivative to the entry it came from; `prod`
   and `cumprod` are exact where entries are 0.
+- `std` and `nanstd` at zero spread: derivative 0 (torch and autograd), not the
+  infinity of the square root (`var` is smooth there, with derivative 0).
+- Order statistics (`median`, `quantile`, `percentile` and their nan-versions, every
+  `method`) pass the derivative to the one or two sorted entries each quantile
+  interpolates between; at ties to the entries a stable sort puts at those positions
+  (not shared, unlike `max`). In `q` the derivative is the slope between the two
+  entries for the continuous methods, 0 for the discrete ones (`lower`, `higher`,
+  `nearest`, `midpoint`, `inverted_cdf`, `averaged_inverted_cdf`,
+  `closest_observation`); `weights` (for `inverted_cdf`) select, so they get 0.
+- The nan-reductions give NaN entries derivative 0; `nanmax`/`nanmin` share ties as
+  `max`/`min` do. `corrcoef` clips to [-1, 1] as NumPy does (`clip` at a bound: 0.5).
+- Histograms: counts have no derivative; sums of `weights` (`bincount`,
+  `histogram*`) are linear in the weights; edges from a number of bins follow the
+  data's `min`/`max` (so do densities, through the bin widths).
+- Under `vmap`, where a check would read batched values: `quantile` with `q` out of
+  range gives NaN (NumPy raises), `nanargmax`/`nanargmin` of an all-NaN slice give -1
+  (JAX's answer; NumPy raises), `digitize` takes the direction of `bins` from their
+  ends; `bincount` needs `length=` (JAX's keyword) when `x` is batched.
 - Piecewise-constant functions (`sign`, `floor`, `round`, comparisons, `argmax`,
   `argsort`, `searchsorted`, casts to integers) are declared not differentiable.
 - `partition` passes derivatives like `sort`. `unique` (and `unique_*`, `union1d`,
@@ -141,8 +162,33 @@ CONVENTIONS = """
   `compress`, `unique*`, the set functions, `x[mask]`): under `grad` and `jvp` the
   values are concrete and these are NumPy's; under `vmap` they raise
   `ConcretizationError` unless given JAX's `size=k`: the first k results, padded
-  with `fill_value` (positions: 0; `unique`: copies of the smallest value, which
-  carry its derivative; counts: 0).
+  with `fill_value` (by default: positions 0; for `unique` and the set functions
+  copies of the smallest value kept, which carry its derivative; counts 0). Pinned
+  by `tests/test_value_dependent.py` and `tests/test_in_place.py`.
+- `linalg.norm`, `linalg.vector_norm`, `linalg.matrix_norm`, every `ord` (and `cond`,
+  `lstsq` through them): derivative 0 at a zero vector or matrix (torch, HIPS autograd),
+  not NaN; for `0 < ord < 1` also at zero entries; for `ord < 0` a vector with a zero
+  entry has norm 0 and derivative 0.
+- `linalg.eig`: eigenvectors have unit norm and LAPACK's phase (largest entry real);
+  their derivative fixes the phase by `Im diag(V^-1 dV) = 0` (HIPS autograd, torch), the
+  same as LAPACK's for real eigenvectors: differentiate gauge-invariant functions of
+  complex ones (`abs(V)`, `V diag(f(w)) V^-1`).
+- Degenerate spectra: the eigenvector and singular-vector derivatives of `eig`, `eigh`
+  and `svd` divide by gaps (inf/NaN where values coincide); `eigvals` needs simple
+  eigenvalues; `eigvalsh`, `svdvals` and `svd(compute_uv=False)` stay finite (each value
+  gets the derivative of LAPACK's vectors; their sum is exact: `grad` of
+  `eigvalsh(a).sum()` at the identity is the identity).
+- `svd(full_matrices=True)` of a non-square matrix: the extra columns of `U` (rows of
+  `Vh`) turn as little as keeps them orthogonal, `dU2 = -U1 dU1^H U2`; exact for their
+  projector `U2 U2^H`.
+- `lstsq`, `pinv`: the derivative where the rank is locally constant; `rank` and
+  `matrix_rank` are not differentiable. Under `vmap`, `lstsq` returns residuals only if
+  every example has full column rank (NumPy's rule, applied to the whole batch).
+- `roots`: `dr = -dp(r) / p'(r)` for simple roots, also for the leading and trailing zero
+  coefficients NumPy strips; under `vmap` the zeros stripped are those all examples share.
+- `fft.fftfreq`, `fft.rfftfreq`: differentiable in a traced spacing `d` (JAX), constant
+  otherwise. `cross` of NumPy's deprecated 2-vectors: a zero third component.
+- Pinned by `tests/test_linalg_fft.py`.
 - Complex numbers follow JAX: `grad` of a real-valued `f` of complex `z` is
   `2 ∂f/∂z` (the conjugate of the steepest-ascent direction):
   `grad(lambda z: abs(z)**2)(z) == 2 * conj(z)`. VJPs are the non-conjugating

@@ -217,7 +217,7 @@ def _wrapped(node, op, lib, args, params):
 
     def fn(*values):
         full = list(args)
-        for k, v in zip(dynamic, values):
+        for k, v in zip(dynamic, values, strict=True):
             full[k] = v
         return op.apply(lib, *full, **params)
 
@@ -1283,7 +1283,7 @@ def _gen_einsum(b):
     x = b.nodes[i]
     letters = "abcdefg"
     xs = letters[: len(x.shape)]
-    sizes = dict(zip(xs, x.shape))
+    sizes = dict(zip(xs, x.shape, strict=True))
     rank = b.draw(st.integers(0, 3))
     ys = ""
     fresh = iter(letters[len(xs) :])
@@ -1373,7 +1373,7 @@ def _gen_pad(b):
     widths = tuple(
         (b.draw(st.integers(0, 1)), b.draw(st.integers(0, 2))) for _ in range(len(x.shape))
     )
-    shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths))
+    shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths, strict=True))
     return b.add("pad", (i,), {"widths": widths}, shape, (min(x.lo, 0.0), max(x.hi, 0.0)))
 
 
@@ -1723,7 +1723,8 @@ class Layer:
             return Spec(shapes_, domains, s + a + a)
         assert self.kind == "vmap"
         batched = tuple(
-            sh if d is None else _insert(sh, d, self.size) for sh, d in zip(shapes_, self.in_dims)
+            sh if d is None else _insert(sh, d, self.size)
+            for sh, d in zip(shapes_, self.in_dims, strict=True)
         )
         self.out_shape = _insert(out, self.out_dim, self.size)
         return Spec(batched, domains, self.out_shape)
@@ -1768,7 +1769,7 @@ class Layer:
 
             def part(*chosen):
                 full = list(xs)
-                for j, c in zip(subset, chosen):
+                for j, c in zip(subset, chosen, strict=True):
                     full[j] = c
                 return inner(*full)
 
@@ -1783,7 +1784,10 @@ class Layer:
         return [self._slice(args, k) for k in range(self.size)]
 
     def _slice(self, args, k):
-        return tuple(a if d is None else np.take(a, k, axis=d) for a, d in zip(args, self.in_dims))
+        return tuple(
+            a if d is None else np.take(a, k, axis=d)
+            for a, d in zip(args, self.in_dims, strict=True)
+        )
 
     def check(self, inner, outer, args, rng):
         """Check ``outer(*args)`` against the function below (finite differences, a
@@ -1802,7 +1806,7 @@ class Layer:
             _close(got, want, "vmap against a loop", rtol=1e-9)
             return self._slice(args, int(rng.integers(self.size)))
         if self.kind in ("jvp", "linearize"):
-            vs = dict(zip(self.subset, args[n:]))
+            vs = dict(zip(self.subset, args[n:], strict=True))
             direction = [vs.get(j, np.zeros_like(x)) for j, x in enumerate(xs)]
             num, err = _fd1(lambda t: inner(*_along(xs, direction, t)), xs)
             _close(got, num, f"{self.kind} against finite differences", err=err)
@@ -1822,11 +1826,11 @@ class Layer:
             _close(out, inner(*xs), "vjp's primal output", rtol=1e-12)
             _close(got, cts[i], "the vjp layer's output", rtol=0)
             assert len(cts) == n, f"vjp_fn returned {len(cts)} cotangents for {n} inputs"
-            for c, x in zip(cts, xs):
+            for c, x in zip(cts, xs, strict=True):
                 assert np.shape(c) == np.shape(x), f"cotangent {np.shape(c)} for {np.shape(x)}"
             vs = [_direction(rng, x) for x in xs]
-            lhs = sum(float(np.sum(c * v)) for c, v in zip(cts, vs))
-            scale = sum(float(np.sum(np.abs(c * v))) for c, v in zip(cts, vs))
+            lhs = sum(float(np.sum(c * v)) for c, v in zip(cts, vs, strict=True))
+            scale = sum(float(np.sum(np.abs(c * v))) for c, v in zip(cts, vs, strict=True))
             num, err = _fd1(lambda t: np.sum(ct * np.asarray(inner(*_along(xs, vs, t)))), xs)
             _close(lhs, num, "<vjp(ct), v> against finite differences", err=err, scale=scale)
             return xs
@@ -1867,7 +1871,7 @@ def _direction(rng, x):
 
 
 def _along(xs, vs, t):
-    return tuple(x + t * v for x, v in zip(xs, vs))
+    return tuple(x + t * v for x, v in zip(xs, vs, strict=True))
 
 
 EPS = float(np.finfo(np.float64).eps)
@@ -1970,7 +1974,7 @@ class Case:
         for _ in range(tries):
             args = tuple(
                 np.asarray(rng.uniform(lo, hi, shape))
-                for shape, (lo, hi) in zip(top.shapes, top.domains)
+                for shape, (lo, hi) in zip(top.shapes, top.domains, strict=True)
             )
             if self.program.margin(self.base_points(args)) > MARGIN:
                 if self.python_floats:
@@ -1988,7 +1992,7 @@ def _draw_layer(draw, kind, spec: Spec, arity: int) -> Layer | None:
         if out_size * size > MAX_OUT_SIZE:
             return None
         dims = []
-        for shape, n in zip(spec.shapes, sizes):
+        for shape, n in zip(spec.shapes, sizes, strict=True):
             nd = len(shape)
             if n * size > MAX_ARG_SIZE:
                 dims.append(None)

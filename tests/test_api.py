@@ -234,7 +234,7 @@ def test_chunk_size_gives_same_result(chunk_size):
     f = lambda r: (anp.sum(r**2), r * 2.0)
     want = vmap(f)(x)
     got = vmap(f, chunk_size=chunk_size)(x)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w)
 
 

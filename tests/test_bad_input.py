@@ -124,7 +124,7 @@ def case(category: str, name: str, call: Callable[[], Any], outcome: Any) -> Non
 
 def _close(got: Any, want: Any, rtol: float) -> None:
     assert optree.tree_structure(got) == optree.tree_structure(want), (got, want)
-    for a, b in zip(optree.tree_leaves(got), optree.tree_leaves(want)):
+    for a, b in zip(optree.tree_leaves(got), optree.tree_leaves(want), strict=True):
         if not isinstance(b, (np.ndarray, np.generic, float, int, complex)):
             assert a == b
             continue

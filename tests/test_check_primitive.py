@@ -43,9 +43,9 @@ def cube(*, vjp=None, jvp=None, batch=None):
 def _xy2_batch(args, dims):
     """Batch axes to the front, unbatched operands broadcast, ranks padded."""
     size = batch_size_of(args, dims)
-    rank = max(ndim_of(a) - (d is not None) for a, d in zip(args, dims))
+    rank = max(ndim_of(a) - (d is not None) for a, d in zip(args, dims, strict=True))
     padded = []
-    for a, d in zip(args, dims):
+    for a, d in zip(args, dims, strict=True):
         a = bring_to_front(a, d, size)
         pad = rank - (ndim_of(a) - 1)  # unit axes each example needs to broadcast
         padded.append(anp.expand_dims(a, tuple(range(1, 1 + pad))))
@@ -70,7 +70,8 @@ def colsum(*, vjp=None, batch=None):
 
     def correct_batch(args, dims, *, axis):
         d = dims[0]
-        return p.bind(args[0], axis=axis + (axis >= d)), d
+        moved = axis + (axis >= d)  # the summed axis, counted in the batched value
+        return p.bind(args[0], axis=moved), d - (moved < d)
 
     p = Primitive(
         "colsum",
@@ -309,7 +310,7 @@ def test_batching_rule_with_the_wrong_out_dim():
         AssertionError,
         match=exact(
             "check_primitive('cube'): batching rule wrong for in_dims=(0,), it returned out_dim=0: "
-            "at example 0, output[2] it gives 1.331, a loop of impl gives 27.0 "
+            "at example 0, output[2] it gives 0.9810295, a loop of impl gives 27.0 "
             "(sample 0; worst of 9 elements)"
         ),
     ):
@@ -339,24 +340,84 @@ def test_batching_rule_that_forgets_to_move_the_axis():
     with pytest.raises(
         AssertionError,
         match=re.escape(
-            "batching rule wrong for in_dims=(0,), it returned out_dim=0: at example 2, output[0] "
-            "it gives 22.05, a loop of impl gives 13.2 (sample 0; worst of 9 elements)"
+            "batching rule wrong for in_dims=(0,), it returned out_dim=0: at example 2, output[1] "
+            "it gives 26.22475, a loop of impl gives 16.76511 (sample 0; worst of 9 elements)"
         ),
     ):
         check_primitive(forgets, (np.arange(1.0, 10.0).reshape(3, 3),), axis=0)
 
 
 def test_batching_is_checked_for_every_combination_of_in_dims():
-    # Copied from a unary rule: right while x is batched, wrong for in_dims=(None, 0).
+    # Copied from a unary rule: right while both are batched at the front, wrong
+    # for a batch axis elsewhere and for in_dims=(None, 0).
     p = Primitive("xy2", xy2_p.impl, batch=lambda args, dims: (xy2_p.bind(*args), dims[0]))
     with pytest.raises(
         AssertionError,
         match=exact(
-            "check_primitive('xy2'): batching rule gives float64 (3, 2) per example, a loop of "
-            "impl gives float64 (2,) (in_dims=(None, 0), it returned out_dim=None) (sample 0)"
+            "check_primitive('xy2'): batching rule (in_dims=(0, 1)) raised ValueError: operands "
+            "could not be broadcast together with shapes (3,2) (2,3)  (sample 0)"
         ),
     ):
         check_primitive(p, (X, X))
+
+
+def _sort_p(batch):
+    return Primitive("sort", np.sort, batch=batch, differentiable=False)
+
+
+def test_batching_rule_that_mixes_examples_up_is_caught_even_for_sorting():
+    # A scale-invariant function: examples that were only rescaled copies of the
+    # sample would all sort the same way, and a rule that gives every example
+    # the first one's order would pass.
+    x = np.array([0.5, 0.52, 0.3, 0.31, 1.0])
+    right = lambda args, dims: (np.sort(np.moveaxis(args[0], dims[0], 0), axis=1), 0)
+    assert check_primitive(_sort_p(right), (x,)).checks_run == ["forward", "batching"]
+
+    def first_order(args, dims):
+        xs = np.moveaxis(args[0], dims[0], 0)
+        return np.take(xs, np.argsort(xs[0]), axis=1), 0
+
+    with pytest.raises(AssertionError, match=r"batching rule wrong for in_dims=\(0,\)"):
+        check_primitive(_sort_p(first_order), (x,))
+    swapped = lambda args, dims: (np.sort(np.moveaxis(args[0], dims[0], 0), axis=1)[::-1], 0)
+    with pytest.raises(AssertionError, match=r"batching rule wrong for in_dims=\(0,\)"):
+        check_primitive(_sort_p(swapped), (x,))
+
+
+def _two_outputs(batch):
+    return Primitive("sincos", lambda x: (np.sin(x), np.cos(x)), batch=batch, multiple_results=True)
+
+
+def test_batching_rule_that_drops_an_output_is_caught():
+    both = lambda args, dims: (_two_outputs(None).impl(args[0]), (dims[0], dims[0]))
+    assert "batching" in check_primitive(_two_outputs(both), (X,)).checks_run
+    dropped = lambda args, dims: ((np.sin(args[0]),), (dims[0],))
+    with pytest.raises(
+        AssertionError,
+        match=exact(
+            "check_primitive('sincos'): batching rule returned 1 outputs and 1 out_dims for "
+            "in_dims=(0,); impl returns 2 outputs (sample 0)"
+        ),
+    ):
+        check_primitive(_two_outputs(dropped), (X,))
+
+
+def test_batching_rule_with_the_wrong_dtype_is_caught():
+    single = cube(batch=lambda args, dims: ((args[0] ** 3).astype(np.float32), dims[0]))
+    with pytest.raises(
+        AssertionError,
+        match=exact(
+            "check_primitive('cube'): batching rule gives float32 (2,) per example, a loop of "
+            "impl gives float64 (2,) (in_dims=(0,), it returned out_dim=0) (sample 0)"
+        ),
+    ):
+        check_primitive(single, (X,))
+
+
+def test_wrong_sign_of_a_vjp_rule_is_caught():
+    flipped = cube(vjp=lambda ct, ans, x: -ct * 3 * x**2)
+    with pytest.raises(AssertionError, match=r"VJP rule wrong for argument 0"):
+        check_primitive(flipped, (X,))
 
 
 # --- what runs ----------------------------------------------------------------------------

@@ -158,7 +158,9 @@ def test_eight_threads_running_nested_transforms_match_single_threaded_runs():
     # thread t: workload t, its own scale k and shapes n; 120 iterations each
     plans = [(names[t], t + 1.0, 2 + t % 4) for t in range(8)]
     single = [work[name][0](k, n) for name, k, n in plans]
-    for (name, k, n), result in zip(plans, single):  # the single-threaded runs are right
+    for (name, k, n), result in zip(
+        plans, single, strict=True
+    ):  # the single-threaded runs are right
         np.testing.assert_allclose(result, work[name][1](k, n), rtol=1e-12, atol=1e-14)
 
     errors, results = [], {}
@@ -319,6 +321,6 @@ def test_asyncio_tasks_call_vjp_fn_and_jvp_fn_across_awaits():
     async def main():
         return await asyncio.gather(*(task(k) for k in (1.0, 2.0, 3.0, 4.0, 5.0)))
 
-    for k, (g, t, x) in zip((1.0, 2.0, 3.0, 4.0, 5.0), asyncio.run(main())):
+    for k, (g, t, x) in zip((1.0, 2.0, 3.0, 4.0, 5.0), asyncio.run(main()), strict=True):
         np.testing.assert_allclose(g, k * (1 - np.tanh(x) ** 2), rtol=1e-12)
         np.testing.assert_allclose(t, k * np.exp(k * x), rtol=1e-12)

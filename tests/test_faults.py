@@ -268,7 +268,7 @@ def assert_same(actual, expected):
     """Equal, leaf by leaf, bit for bit: the same computation on the same inputs."""
     a_leaves, e_leaves = optree.tree_leaves(actual), optree.tree_leaves(expected)
     assert optree.tree_structure(actual) == optree.tree_structure(expected)
-    for a, e in zip(a_leaves, e_leaves):
+    for a, e in zip(a_leaves, e_leaves, strict=True):
         assert type(a) is type(e)
         np.testing.assert_array_equal(a, e, strict=True)
 

@@ -36,7 +36,8 @@ def test_every_public_name_of_numpy_resolves(numpy_module, ours):
 
 @pytest.mark.parametrize(("numpy_module", "ours"), NAMESPACES, ids=IDS)
 def test_borrowed_names_are_numpys_own_objects(numpy_module, ours):
-    assert ours._borrowed, "nothing borrowed: the test would pass vacuously"
+    # Nothing borrowed is vacuous, unless every name has rules (numpy.fft does).
+    assert ours._borrowed or set(numpy_module.__all__) <= ours._own, "nothing borrowed"
     for name in ours._borrowed:
         assert getattr(ours, name) is getattr(numpy_module, name), name
     assert not set(ours._borrowed) & ours._own
@@ -62,7 +63,7 @@ def _dispatching_functions():
             obj = getattr(ours, name)
             if isinstance(obj, np.ufunc) or hasattr(obj, "_implementation"):
                 out.append(pytest.param(obj, id=f"{module.__name__}.{name}"))
-    assert len(out) > 20  # (fewer as functions get rules: 82 after issue 13a)
+    assert len(out) >= 10  # enough that the test below means something
     return out
 
 

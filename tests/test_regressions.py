@@ -2,9 +2,11 @@
 each pinned as a plain example with a note on what was wrong."""
 
 import numpy as np
+import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, vjp, vmap
+from autodiff.errors import ConcretizationError, TransformValueError
 
 
 def test_jvp_of_python_float_base_to_float32_power_stays_float32():
@@ -191,3 +193,49 @@ def test_vjp_of_cumsum_along_a_trailing_axis_then_indexed():
     np.testing.assert_allclose(pullback_of_tangent(x, t, ct), [[1.4, 1.4, 0.0]], rtol=1e-15)
     _, tangent = jvp(pullback_of_tangent, (x, t, ct), (x, t, np.array([0.25])))
     np.testing.assert_allclose(tangent, [[0.5, 0.5, 0.0]], rtol=1e-15)
+
+
+# --- found by the independent batches of tests/test_primitives.py (issue 14) ---------------
+
+
+def test_vmap_of_grad_of_a_multiplying_scatter_with_batched_indices():
+    # The check for repeated indices asked the batched index for one concrete value
+    # (ConcretizationError); now each example's indices are checked.  With no repeat,
+    # d/dv_k sum(x with x[i_k] *= v_k) = x[i_k]; d/dx_j = v_k where j = i_k, else 1.
+    f = lambda x, i, v: anp.sum(anp.at(x)[i].multiply(v))
+    x, v = np.arange(1.0, 6.0), np.array([2.0, 3.0])
+    i = np.array([[0, 2], [1, 4], [3, 2]])
+    got = vmap(grad(f, argnums=2), in_dims=(None, 0, None))(x, i, v)
+    np.testing.assert_array_equal(got, x[i])
+    gx, gv = vmap(grad(f, argnums=(0, 2)), in_dims=(0, 0, None))(np.stack([x, 2 * x]), i[:2], v)
+    np.testing.assert_array_equal(gx, [[2, 1, 3, 1, 1], [1, 2, 1, 1, 3]])
+    np.testing.assert_array_equal(gv, [x[i[0]], 2 * x[i[1]]])
+    # forward mode: the tangent along v = (1, 1) is sum(x[i_k]) per example
+    tangents = vmap(lambda i: jvp(lambda v: f(x, i, v), (v,), (np.ones(2),))[1])(i)
+    np.testing.assert_array_equal(tangents, x[i].sum(axis=1))
+    # one example repeating an index still raises, as without vmap
+    with pytest.raises(NotImplementedError, match="names every position at most once"):
+        vmap(grad(f, argnums=2), in_dims=(None, 0, None))(x, np.array([[0, 2], [3, 3]]), v)
+
+
+def test_vmap_chunk_size_1_of_a_data_dependent_shape_raises_the_librarys_error():
+    # chunk_size=1 is a loop; stacking outputs of different shapes let NumPy's "all
+    # input arrays must have the same shape" escape (unchunked: ConcretizationError).
+    xs = np.array([[1.0, -1.0, 2.0], [1.0, 2.0, 3.0]])
+    with pytest.raises(ConcretizationError, match="boolean mask indexing"):
+        vmap(lambda x: x[x > 0])(xs)
+    with pytest.raises(
+        TransformValueError,
+        match=r"chunk_size=1\): output 0 has shape \(2,\) for example 0 but \(3,\) for example 1",
+    ):
+        vmap(lambda x: x[x > 0], chunk_size=1)(xs)
+    # the same for outputs whose structure depends on the data, which zip() cut short
+    with pytest.raises(TransformValueError, match="must have the same structure"):
+        vmap(lambda x: (x, x) if x[1] > 0 else (x,), chunk_size=1)(xs)
+    # and out_dims=None for an output that depends on the batch returned example 0's
+    with pytest.raises(TransformValueError, match="out_dims is None for output 0"):
+        vmap(lambda x: 2 * x, out_dims=None, chunk_size=1)(xs)
+    # a fixed shape works, chunked or not: sum of the positive entries
+    for chunk in (None, 1):
+        got = vmap(lambda x: anp.where(x > 0, x, 0.0).sum(), chunk_size=chunk)(xs)
+        np.testing.assert_array_equal(got, [3.0, 6.0])

@@ -129,9 +129,10 @@ def test_sized_set_functions_pad():
     _equal(anp.setxor1d(A1, A2, size=4, fill_value=0.0), _padded(np.setxor1d(A1, A2), 4, 0.0))
     values, i1, i2 = np.intersect1d(A1, A2, return_indices=True)
     got = anp.intersect1d(A1, A2, return_indices=True, size=3, fill_value=0.0)
-    # padded indices: where each array's smallest value first occurs (as for unique)
-    want = (_padded(values, 3, 0.0), _padded(i1, 3, np.argmin(A1)), _padded(i2, 3, np.argmin(A2)))
-    _equal(got, want)
+    # padded indices: those of the smallest value kept (as for unique)
+    _equal(got, (_padded(values, 3, 0.0), _padded(i1, 3, i1[0]), _padded(i2, 3, i2[0])))
+    # and by default the padded values are that smallest value kept
+    _equal(anp.setdiff1d(A1, A2, size=3), _padded(np.setdiff1d(A1, A2), 3, 1.0))
 
 
 def test_empty_inputs():

@@ -37,6 +37,7 @@ from autodiff.rules.elementwise import *  # noqa: F403
 from autodiff.rules.elementwise import __all__ as _elementwise
 from autodiff.rules.indexing import *  # noqa: F403
 from autodiff.rules.indexing import __all__ as _indexing
+from autodiff.rules.linalg import roots as roots  # numpy.roots: eigvals of a companion matrix
 from autodiff.rules.products import *  # noqa: F403
 from autodiff.rules.products import __all__ as _products
 from autodiff.rules.reductions import *  # noqa: F403
@@ -47,6 +48,8 @@ from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
 from autodiff.rules.sorting import *  # noqa: F403
 from autodiff.rules.sorting import __all__ as _sorting
+from autodiff.rules.statistics import *  # noqa: F403
+from autodiff.rules.statistics import __all__ as _statistics
 
 globals().update(_SCALAR_TYPES)
 
@@ -62,6 +65,7 @@ _own = frozenset(
         *_sets,
         *_shape,
         *_sorting,
+        *_statistics,
         *_SCALAR_TYPES,
         "c_",
         "fft",
@@ -69,6 +73,7 @@ _own = frozenset(
         "ndarray",
         "r_",
         "random",
+        "roots",
     ]
 )
 # Everything else of NumPy's, as NumPy's own objects.

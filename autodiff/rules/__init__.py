@@ -14,6 +14,7 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     sets,
     shape,
     sorting,
+    statistics,
 )
 
 try:

@@ -30,13 +30,22 @@ float32/complex64 stay single precision (as NumPy >= 2 does).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from autodiff._core import Primitive
-from autodiff.rules._helpers import implements, is_complex, ndim_of, normalize_axes, shape_of
+from autodiff._tracer import register_numpy
+from autodiff.rules._helpers import (
+    array_like,
+    implements,
+    is_complex,
+    ndim_of,
+    normalize_axes,
+    shape_of,
+)
 from autodiff.rules.elementwise import conj, real
 from autodiff.rules.indexing import getitem
 from autodiff.rules.shape import concatenate
@@ -52,6 +61,14 @@ __all__ = [
     "ifftn",
     "fftshift",
     "ifftshift",
+    "rfft2",
+    "irfft2",
+    "rfftn",
+    "irfftn",
+    "hfft",
+    "ihfft",
+    "fftfreq",
+    "rfftfreq",
 ]
 
 _NORMS = ("backward", "ortho", "forward")
@@ -233,19 +250,50 @@ def _transform_1d(a, n, axis, norm, inverse):
     return _c2c(_resize(a, axis, n), (axis,), inverse, _norm(norm))
 
 
-def _transform_nd(a, s, axes, norm, inverse):
-    """NumPy's fftn/ifftn: ``s`` and ``axes`` paired, -1 in ``s`` keeps a length."""
-    norm = _norm(norm)
+_S_WITHOUT_AXES = (
+    "`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy 2.0). In a future "
+    "version of NumPy, this will raise an error and `s[i]` will correspond to the size along "
+    "the transformed axis specified by `axes[i]`. To retain current behaviour, pass a "
+    "sequence [0, ..., k-1] to `axes` for an array of dimension k."
+)
+_NONE_IN_S = (
+    "Passing an array containing `None` values to `s` is deprecated in NumPy 2.0 and will "
+    "raise an error in a future version of NumPy. To use the default behaviour of the "
+    "corresponding 1-D transform, pass the value matching the default for its `n` "
+    "parameter. To use the default behaviour for every axis, the `s` argument can be omitted."
+)
+
+
+def _cook(a, s, axes, invreal=False, stacklevel=4):
+    """NumPy's ``s`` and ``axes`` of an n-d transform, paired: non-negative axes, and a
+    length (or None: the 1-D transform's default) per axis."""
     shape = shape_of(a)
     if axes is None:  # all axes; with s alone, the last len(s) axes
+        if s is not None:
+            warnings.warn(_S_WITHOUT_AXES, DeprecationWarning, stacklevel=stacklevel)
         axes = range(len(shape)) if s is None else range(-len(s), 0)
     axes = [normalize_axes(int(ax), len(shape))[0] for ax in np.atleast_1d(axes)]
     if s is None:
         s = [shape[ax] for ax in axes]
+        if invreal and axes:
+            s[-1] = 2 * (shape[axes[-1]] - 1)
     else:
+        s = list(s)
         if len(s) != len(axes):
             raise ValueError("Shape and axes have different lengths.")
-        s = [shape[ax] if int(k) == -1 else _points(k) for k, ax in zip(s, axes)]
+        if any(k is None for k in s):
+            warnings.warn(_NONE_IN_S, DeprecationWarning, stacklevel=stacklevel)
+        s = [shape[ax] if k is not None and int(k) == -1 else k for k, ax in zip(s, axes)]
+    return s, axes
+
+
+def _transform_nd(a, s, axes, norm, inverse):
+    """NumPy's fftn/ifftn: ``s`` and ``axes`` paired, -1 in ``s`` keeps a length."""
+    s, axes = _cook(a, s, axes)
+    return _c2c_nd(a, s, axes, _norm(norm), inverse)
+
+
+def _c2c_nd(a, s, axes, norm, inverse):
     if len(set(axes)) == len(axes):
         for k, ax in zip(s, axes):
             a = _resize(a, ax, k)
@@ -395,3 +443,145 @@ def ifftshift(x, axes=None):
     array([ 0.,  1.,  2., -2., -1.])
     """
     return _shift(x, axes, -1)
+
+
+# --- real n-d transforms, Hermitian transforms (compositions) ----------------------------------
+
+
+def _real_nd(a, s, axes, norm):
+    s, axes = _cook(a, s, axes)
+    if not axes:
+        raise ValueError("rfftn: no axes to transform (give at least one)")
+    a = rfft(a, s[-1], axes[-1], norm)
+    return _c2c_nd(a, s[:-1], axes[:-1], _norm(norm), inverse=False)
+
+
+def _inverse_real_nd(a, s, axes, norm):
+    s, axes = _cook(a, s, axes, invreal=True)
+    if not axes:
+        raise ValueError("irfftn: no axes to transform (give at least one)")
+    a = _c2c_nd(a, s[:-1], axes[:-1], _norm(norm), inverse=True)
+    return irfft(a, s[-1], axes[-1], norm)
+
+
+@register_numpy(np.fft.rfftn)
+def rfftn(a, s=None, axes=None, norm=None, out=None):
+    """Like numpy.fft.rfftn: rfft over the last of ``axes``, then fft over the others.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.rfftn(np.ones((2, 4))).real
+    array([[8., 0., 0.],
+           [0., 0., 0.]])
+    """
+    _check_no_out("rfftn", out)
+    return _real_nd(a, s, axes, norm)
+
+
+@register_numpy(np.fft.rfft2)
+def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """Like numpy.fft.rfft2: rfftn over the last two axes by default.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.rfft2(np.ones((2, 2))).real
+    array([[4., 0.],
+           [0., 0.]])
+    """
+    _check_no_out("rfft2", out)
+    return _real_nd(a, s, axes, norm)
+
+
+@register_numpy(np.fft.irfftn)
+def irfftn(a, s=None, axes=None, norm=None, out=None):
+    """Like numpy.fft.irfftn: ifft over all but the last of ``axes``, then irfft over
+    it (default length ``2 (m - 1)``), the inverse of rfftn.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.irfftn(np.array([[8.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    array([[1., 1., 1., 1.],
+           [1., 1., 1., 1.]])
+    """
+    _check_no_out("irfftn", out)
+    return _inverse_real_nd(a, s, axes, norm)
+
+
+@register_numpy(np.fft.irfft2)
+def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """Like numpy.fft.irfft2: irfftn over the last two axes by default.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.irfft2(np.array([[4.0, 0.0], [0.0, 0.0]]))
+    array([[1., 1.],
+           [1., 1.]])
+    """
+    _check_no_out("irfft2", out)
+    return _inverse_real_nd(a, s, axes, norm)
+
+
+@register_numpy(np.fft.hfft)
+def hfft(a, n=None, axis=-1, norm=None, out=None):
+    """Like numpy.fft.hfft: the real spectrum of a signal with Hermitian symmetry given
+    by its first half ``a``: ``irfft(conj(a), n)`` with the opposite ``norm``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.hfft(np.array([1.0, 0.0, 0.0]))
+    array([1., 1., 1., 1.])
+    """
+    _check_no_out("hfft", out)
+    axis = _axis(a, axis)
+    if n is None:
+        n = 2 * (shape_of(a)[axis] - 1)
+    return irfft(conj(a), n, axis, _DUAL[_norm(norm)])
+
+
+@register_numpy(np.fft.ihfft)
+def ihfft(a, n=None, axis=-1, norm=None, out=None):
+    """Like numpy.fft.ihfft: the inverse of hfft, ``conj(rfft(a, n))`` with the
+    opposite ``norm``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.ihfft(np.array([1.0, 1.0, 1.0, 1.0]))
+    array([1.-0.j, 0.-0.j, 0.-0.j])
+    """
+    _check_no_out("ihfft", out)
+    return conj(rfft(a, n, axis, _DUAL[_norm(norm)]))
+
+
+# --- sample frequencies (compositions) -----------------------------------------------------
+# Integer bins times 1 / (n d), computed as NumPy computes them; a traced ``d`` makes them
+# differentiable in ``d`` (as in JAX), a plain one makes them constants.
+
+
+def _bins(n: Any, d: Any, device: Any, *ranges: tuple[int, int]) -> Any:
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise ValueError("n should be an integer")
+    kwargs = {} if device is None else {"device": device}
+    like = array_like(d)
+    parts = [np.arange(lo, hi, dtype=int, like=like, **kwargs) for lo, hi in ranges]
+    bins = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return bins * (1.0 / (n * d))
+
+
+@register_numpy(np.fft.fftfreq)
+def fftfreq(n, d=1.0, device=None):
+    """Like numpy.fft.fftfreq: the sample frequencies of an ``n``-point DFT with sample
+    spacing ``d`` (``[0, 1, ..., -1] / (n d)``); differentiable in a traced ``d``.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> anp.fft.fftfreq(4, 0.5).tolist()
+    [0.0, 0.5, -1.0, -0.5]
+    >>> float(autodiff.grad(lambda d: anp.fft.fftfreq(4, d)[1])(0.5))
+    -1.0
+    """
+    return _bins(n, d, device, (0, (n - 1) // 2 + 1), (-(n // 2), 0))
+
+
+@register_numpy(np.fft.rfftfreq)
+def rfftfreq(n, d=1.0, device=None):
+    """Like numpy.fft.rfftfreq: the ``n//2 + 1`` non-negative sample frequencies of
+    rfft; differentiable in a traced ``d``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.fft.rfftfreq(4, 0.5).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    return _bins(n, d, device, (0, n // 2 + 1))

@@ -553,19 +553,23 @@ def _mul_write(out, position, y, has_arrays):
         out[position] *= y
 
 
-def _require_unique(arrays, index, shape):
-    """The derivative of a multiplying scatter in y is only simple without repeats."""
+def _require_unique(x, y, arrays, index):
+    """The derivative of a multiplying scatter in y is only simple without repeats.
+
+    The writes to each position are counted with primitives from the index arrays
+    alone (in their library), so under ``vmap`` each example counts its own indices
+    and x's and y's values are never read; the counts of every example are then read
+    at once (the array under the tracers, batch axes included)."""
     if not arrays:
         return
-    concrete = [
-        a._concrete_value("checking for repeated indices")
-        if isinstance(a, Tracer)
-        else np.asarray(a)
-        for a in arrays
-    ]
-    dummy = np.arange(math.prod(shape)).reshape(shape)
-    positions = dummy[_rebuild(index, concrete)].ravel()
-    if len(np.unique(positions)) != len(positions):
+    like = array_like(arrays[0])
+    zeros = np.zeros(shape_of(x), dtype=np.intp, like=like)
+    ones = np.ones(shape_of(y), dtype=np.intp, like=like)
+    counts = index_add_p.bind(zeros, ones, *arrays, index=index)
+    repeated = _red.any(_elt.greater(counts, 1))
+    while isinstance(repeated, Tracer):  # every example's answer
+        repeated = repeated._inner
+    if bool(np.any(repeated)):
         raise NotImplementedError(
             "the derivative of x.at[index].multiply(y) with respect to y is implemented "
             "only when index names every position at most once; combine repeated "
@@ -574,12 +578,12 @@ def _require_unique(arrays, index, shape):
 
 
 def _mul_vjp_y(ct, ans, x, y, *arrays, index):
-    _require_unique(arrays, index, shape_of(x))
+    _require_unique(x, y, arrays, index)
     return _get(ct * x, arrays, index)
 
 
 def _mul_jvp_y(t, ans, x, y, *arrays, index):
-    _require_unique(arrays, index, shape_of(x))
+    _require_unique(x, y, arrays, index)
     return index_add_p.bind(_cre.zeros_like(x), _get(x, arrays, index) * t, *arrays, index=index)
 
 
@@ -1119,15 +1123,16 @@ def copyto(dst, src, casting="same_kind", where=True, *, inplace=True):
 
 def first_true(flags: Any, size: int) -> tuple[Any, Any]:
     """The positions of the first ``size`` true entries of the 1-D boolean ``flags``, in
-    order (0 past the last one), and whether each is real: a stable sort puts the true
-    entries first, so no position depends on a concrete count."""
+    order, and whether each is real; past the last one, the first position again (of a
+    false entry if none is true).  A stable sort puts the true entries first, so no
+    position depends on a concrete count."""
     size, n = size_param(size), shape_of(flags)[0]
     if size > n:
         flags = _shp.pad(flags, ((0, size - n),), constant_values=False)
     order = getitem(_srt.argsort(_elt.logical_not(flags), stable=True), slice(0, size))
     count = _red.sum(_elt.astype(flags, np.intp))
     valid = _elt.less(np.arange(size, like=array_like(flags)), count)
-    return _elt.where(valid, order, 0), valid
+    return (_elt.where(valid, order, getitem(order, 0)) if size else order), valid
 
 
 def _unravel(flat: Any, shape: tuple[int, ...]) -> list:

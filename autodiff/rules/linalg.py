@@ -1,10 +1,12 @@
-"""numpy.linalg: solvers, decompositions and norms (``anp.linalg``).
+"""numpy.linalg: solvers, decompositions and norms (``anp.linalg``), and ``numpy.roots``.
 
 Every function accepts stacks of matrices (leading batch dimensions), like
 NumPy.  Primitives: ``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``,
-``eigh``, ``svd`` (and its values-only form, ``compute_uv=False``), ``qr``,
-``pinv``.  Compositions: ``matrix_power`` (matmul and inv) and ``norm``
-(elementwise functions, reductions and singular values).
+``eigh``, ``eigvalsh``, ``eig``, ``eigvals``, ``svd`` (and its values-only form,
+``compute_uv=False``), ``qr``, ``pinv``, ``roots``.  Compositions: ``lstsq`` (pinv,
+svd values), ``matrix_rank``, ``cond``, ``tensorsolve``, ``tensorinv``,
+``multi_dot``, ``matrix_power`` (matmul and inv), ``norm`` (elementwise functions,
+reductions and singular values) and the array API's functions.
 
 Derivatives (``X^T`` transposes, ``X^H`` conjugate-transposes the last two axes):
 
@@ -12,25 +14,30 @@ Derivatives (``X^T`` transposes, ``X^H`` conjugate-transposes the last two axes)
   det: ``d det = det tr(a^-1 da)``; slogdet: ``d logabsdet = Re tr(a^-1 da)``
   (and ``d sign = sign i Im tr(a^-1 da)`` for complex ``a``).  These need an
   invertible ``a``.
-* cholesky, eigh: ``a`` is read the way LAPACK reads it, from one triangle
-  (the lower one unless ``upper=True`` / ``UPLO='U'``) with the real part of
-  the diagonal; a perturbation of the other triangle changes nothing, and the
+* cholesky, eigh, eigvalsh: ``a`` is read the way LAPACK reads it, from one
+  triangle (the lower one unless ``upper=True`` / ``UPLO='U'``) with the real part
+  of the diagonal; a perturbation of the other triangle changes nothing, and the
   derivatives say so.  cholesky: ``dL = L Phi(L^-1 da L^-H)`` (``Phi``: lower
   triangle, half the diagonal).  eigh: ``dw = Re diag(V^H da V)``,
   ``dV = V (F * (V^H da V))`` with ``F[i, j] = 1 / (w[j] - w[i])`` off the
-  diagonal: eigenvalues must be distinct.
-* svd (``full_matrices=False``; for square matrices also ``True``): the
-  standard formulas with ``F[i, j] = 1 / (s[j]**2 - s[i]**2)``, plus the
-  projections onto the complements of the ranges of ``U`` and ``V`` for
+  diagonal: eigenvalues must be distinct (eigvalsh: not even that).
+* eig: ``K = V^-1 da V``, ``dw = diag(K)``, ``dV = V (F * K) - V Re diag(V^H V (F * K))``
+  (unit-norm columns; the phase fixed by ``Im diag(V^-1 dV) = 0``); distinct
+  eigenvalues.  eigvals: ``dw = diag(V^-1 da V)``.
+* svd (every mode): the standard formulas with ``F[i, j] = 1 / (s[j]**2 - s[i]**2)``,
+  plus the projections onto the complements of the ranges of ``U`` and ``V`` for
   non-square matrices: singular values must be distinct and (for non-square or
-  complex matrices) nonzero.  Derivatives with ``full_matrices=True`` of
-  non-square matrices raise NotImplementedError (the extra columns of ``U`` or
-  ``V`` are not unique).  ``compute_uv=False``: ``ds = Re diag(U^H da V)``.
+  complex matrices) nonzero.  ``full_matrices=True`` of a non-square matrix: the
+  extra columns turn as little as keeps them orthogonal (``dU2 = -U1 dU1^H U2``).
+  ``compute_uv=False``: ``ds = Re diag(U^H da V)``.
 * qr: ``dQ``, ``dR`` from ``C = Q^H da R^-1`` (full column rank); wide
   matrices ``a = [X | Y]`` through ``R = [R1 | Q^H Y]``.  ``mode='complete'``
   of a tall matrix has no derivative (NotImplementedError).
 * pinv: ``dP = -P da P + P P^H da^H (I - a P) + (I - P a) da^H P^H P``, valid
-  where the rank is locally constant (e.g. full rank).
+  where the rank is locally constant (e.g. full rank); lstsq's ``x = pinv(a) b``.
+* roots: each root ``r`` of ``p`` moves by ``dr = -dp(r) / p'(r)`` (simple roots).
+* norms: derivative 0 at a zero vector or matrix (torch's and HIPS autograd's
+  convention).
 
 Complex numbers follow JAX's convention: each VJP is the non-conjugating
 transpose of its JVP, so ``Re sum(ct * J v) == Re sum(vjp(ct) * v)``.  The
@@ -42,14 +49,15 @@ them (such as ``V diag(w) V^H`` or ``abs(V)``) for complex ones.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
 import numpy as np
-from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
+from numpy.linalg._linalg import EighResult, EigResult, QRResult, SlogdetResult, SVDResult
 
 from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
+from autodiff._tracer import Tracer, register_numpy
 from autodiff.rules._helpers import (
     array_like,
     dtype_of,
@@ -77,6 +85,16 @@ __all__ = [
     "slogdet",
     "solve",
     "svd",
+    "eig",
+    "eigvals",
+    "eigvalsh",
+    "svdvals",
+    "lstsq",
+    "matrix_rank",
+    "cond",
+    "tensorsolve",
+    "tensorinv",
+    "multi_dot",
     # the array API's linalg extension: compositions of the functions above and of anp's
     "vector_norm",
     "matrix_norm",
@@ -87,6 +105,7 @@ __all__ = [
     "diagonal",
     "matrix_transpose",
     "vecdot",
+    "cross",
 ]
 
 LinAlgError = np.linalg.LinAlgError
@@ -175,6 +194,13 @@ def _check_square(a: Any, name: str) -> int:
     if m != n:
         raise LinAlgError(f"{name}: last 2 dimensions of the array must be square")
     return n
+
+
+def _uplo(UPLO: Any) -> str:
+    UPLO = str(UPLO).upper()
+    if UPLO not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    return UPLO
 
 
 def _stack_batch(prim: Primitive):
@@ -467,10 +493,143 @@ def eigh(a, UPLO="L"):
     [[0.5, 0.0], [1.0, 0.5]]
     """
     _check_square(a, "eigh")
-    UPLO = str(UPLO).upper()
-    if UPLO not in ("L", "U"):
-        raise ValueError("UPLO argument must be 'L' or 'U'")
-    return EighResult(*eigh_p.bind(a, UPLO=UPLO))
+    return EighResult(*eigh_p.bind(a, UPLO=_uplo(UPLO)))
+
+
+# --- eigvalsh (the eigenvalues of eigh) -------------------------------------------------
+# Its own primitive, so that a degenerate spectrum (eigvalsh(identity)) keeps a finite
+# derivative: only eigh's eigenvector rule divides by eigenvalue gaps.
+
+
+def _eigvalsh_jvp(t, ans, a, *, UPLO):
+    _, v = eigh_p.bind(a, UPLO=UPLO)
+    d = _hermitian_from_triangle(t, lower=UPLO == "L")
+    return _red.sum(_real(_conj(v) * _mm(d, v)), axis=-2)  # Re diag(V^H d V)
+
+
+def _eigvalsh_vjp(ct, ans, a, *, UPLO):
+    _, v = eigh_p.bind(a, UPLO=UPLO)
+    return _hermitian_from_triangle_T(_mm(_conj(v) * _row(ct), _T(v)), lower=UPLO == "L")
+
+
+eigvalsh_p = Primitive(
+    "eigvalsh",
+    numpy_impl(np.linalg.eigvalsh, lambda a, *, UPLO: np.linalg.eigvalsh(a, UPLO=UPLO)),
+    vjp=[_eigvalsh_vjp],
+    jvp=[_eigvalsh_jvp],
+)
+eigvalsh_p.def_batch(_stack_batch(eigvalsh_p))
+
+
+@implements(eigvalsh_p, np.linalg.eigvalsh)
+def eigvalsh(a, UPLO="L"):
+    """Like numpy.linalg.eigvalsh: the eigenvalues (ascending) of a symmetric/Hermitian
+    matrix, of which only the ``UPLO`` triangle is read.
+
+    The derivative is ``Re diag(V^H da V)``; it needs no gap between eigenvalues, but
+    where some coincide each one's derivative is that of LAPACK's eigenvectors (their
+    sum is exact).
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> a = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> anp.linalg.eigvalsh(a).round(6).tolist()
+    [1.0, 3.0]
+    >>> autodiff.grad(lambda a: anp.linalg.eigvalsh(a).sum())(np.eye(2)).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    _check_square(a, "eigvalsh")
+    return eigvalsh_p.bind(a, UPLO=_uplo(UPLO))
+
+
+# --- eig, eigvals (general square matrices) ----------------------------------------------
+# a = V diag(w) V^-1 with unit-norm columns of V.  With K = V^-1 da V and F the gaps'
+# inverses: dw = diag(K), dV = V (F * K) - V Re diag(V^H V (F * K)).  The last term keeps
+# every column at unit norm; the phase of each column (free for complex eigenvectors) is
+# fixed by Im diag(V^-1 dV) = 0, as in HIPS autograd and torch.  The VJP is the
+# non-conjugating transpose of that JVP.
+
+
+def _eig_jvp(tangents, ans, a):
+    w, v = ans
+    k = solve_p.bind(v, _mm(tangents[0], v))  # V^-1 da V
+    dv = _mm(v, _gap_inverse(w) * k)
+    dv = dv - v * _row(_red.sum(_real(_conj(v) * dv), axis=-2))
+    return _diag_part(k), dv
+
+
+def _eig_vjp(cts, ans, a):
+    ct_w, ct_v = cts
+    w, v = ans
+    ct_v = ct_v - _conj(v) * _row(_red.sum(_real(ct_v * v), axis=-2))
+    ct_k = _gap_inverse(w) * _mm(_T(v), ct_v) + _diag_embed(ct_w)
+    return solve_p.bind(_T(v), _mm(ct_k, _T(v)))  # V^-T ct_K V^T
+
+
+eig_p = Primitive(
+    "eig",
+    numpy_impl(np.linalg.eig, lambda a: tuple(np.linalg.eig(a))),
+    vjp=[_eig_vjp],
+    jvp=_eig_jvp,
+    multiple_results=True,
+)
+eig_p.def_batch(_stack_batch(eig_p))
+
+
+@implements(eig_p, np.linalg.eig)
+def eig(a):
+    """Like numpy.linalg.eig: ``EigResult(eigenvalues, eigenvectors)`` of a square
+    matrix; real where every eigenvalue of a real matrix is real, complex otherwise.
+
+    Derivatives need distinct eigenvalues.  Eigenvectors have unit norm; their phase is
+    LAPACK's (largest entry real), while their derivative fixes it by
+    ``Im diag(V^-1 dV) = 0`` (HIPS autograd's and torch's convention).  For real
+    eigenvectors the two agree; for complex ones differentiate gauge-invariant
+    functions of them (``V diag(f(w)) V^-1``, ``abs(V)``).
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> a = np.array([[2.0, 1.0], [0.0, 3.0]])
+    >>> anp.linalg.eig(a).eigenvalues.tolist()
+    [2.0, 3.0]
+    >>> autodiff.grad(lambda a: anp.linalg.eig(a)[0][1])(a).round(6).tolist()
+    [[0.0, 0.0], [1.0, 1.0]]
+    """
+    _check_square(a, "eig")
+    return EigResult(*eig_p.bind(a))
+
+
+def _eigvals_jvp(t, ans, a):
+    _, v = eig_p.bind(a)
+    return _red.sum(solve_p.bind(v, t) * _T(v), axis=-1)  # diag(V^-1 da V)
+
+
+def _eigvals_vjp(ct, ans, a):
+    _, v = eig_p.bind(a)
+    return solve_p.bind(_T(v), _col(ct) * _T(v))  # V^-T diag(ct) V^T
+
+
+eigvals_p = Primitive(
+    "eigvals",
+    numpy_impl(np.linalg.eigvals),
+    vjp=[_eigvals_vjp],
+    jvp=[_eigvals_jvp],
+)
+eigvals_p.def_batch(_stack_batch(eigvals_p))
+
+
+@implements(eigvals_p, np.linalg.eigvals)
+def eigvals(a):
+    """Like numpy.linalg.eigvals: the eigenvalues of a square matrix (real where all
+    of a real matrix's are).  The derivative ``diag(V^-1 da V)`` needs simple
+    eigenvalues (and a diagonalizable ``a``).
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> anp.linalg.eigvals(np.array([[0.0, 1.0], [-1.0, 0.0]])).tolist()
+    [1j, -1j]
+    >>> autodiff.grad(lambda a: anp.linalg.eigvals(a).sum())(np.ones((2, 2))).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    _check_square(a, "eigvals")
+    return eigvals_p.bind(a)
 
 
 # --- svd ----------------------------------------------------------------------------------
@@ -482,23 +641,8 @@ def _svd_gaps(s):
     return (1.0 - eye) / ((_row(s) + _col(s)) * (_row(s) - _col(s)) + eye)
 
 
-def _svd_check(a, full_matrices):
-    m, n = shape_of(a)[-2:]
-    if full_matrices and m != n:
-        raise NotImplementedError(
-            "svd: derivatives with full_matrices=True are implemented for square matrices "
-            "only (the extra singular vectors of a non-square matrix are not unique); use "
-            "full_matrices=False"
-        )
-    return m, n
-
-
-def _svd_jvp(tangents, ans, a, *, full_matrices, hermitian):
-    m, n = _svd_check(a, full_matrices)
-    t = tangents[0]
-    if hermitian:
-        t = _hermitian_from_triangle(t, lower=True)
-    u, s, vh = ans
+def _svd_reduced_jvp(t, u, s, vh, m, n):
+    """dU, dS, dVh of the reduced SVD ``a = U diag(s) Vh`` along ``t``."""
     v = _H(vh)
     f = _svd_gaps(s)
     ds_mat = _mm(_mm(_H(u), t), v)
@@ -518,10 +662,8 @@ def _svd_jvp(tangents, ans, a, *, full_matrices, hermitian):
     return du, _real(d), _H(dv)
 
 
-def _svd_vjp(cts, ans, a, *, full_matrices, hermitian):
-    m, n = _svd_check(a, full_matrices)
-    ct_u, ct_s, ct_vh = cts
-    u, s, vh = ans
+def _svd_reduced_vjp(ct_u, ct_s, ct_vh, u, s, vh, m, n):
+    """The transpose of ``_svd_reduced_jvp``."""
     v, ct_v = _H(vh), _H(ct_vh)
     f = _svd_gaps(s)
     ut_ct = _mm(_T(u), ct_u)
@@ -535,6 +677,53 @@ def _svd_vjp(cts, ans, a, *, full_matrices, hermitian):
     if n > m:
         x = (ct_v - _mm(_conj(v), _mm(_T(v), ct_v))) / _row(s)
         g = g + _H(_mm(x, _T(u)))
+    return g
+
+
+def _rows(x, start, stop):
+    return _idx.getitem(x, (Ellipsis, slice(start, stop), slice(None)))
+
+
+# full_matrices=True of an m x n matrix, k = min(m, n): the extra columns U2 = U[:, k:] of a
+# tall matrix (rows Vh2 = Vh[k:] of a wide one) are any orthonormal basis of the
+# complement.  Their derivative is the smallest rotation that keeps them orthogonal to the
+# first k: dU2 = -U1 (dU1^H U2) (dVh2 = -(Vh2 dVh1^H) Vh1).  That is exact for
+# gauge-invariant functions of them, such as the projector U2 U2^H.
+
+
+def _svd_jvp(tangents, ans, a, *, full_matrices, hermitian):
+    m, n = shape_of(a)[-2:]
+    t = tangents[0]
+    if hermitian:
+        t = _hermitian_from_triangle(t, lower=True)
+    u, s, vh = ans
+    k = min(m, n)
+    if not full_matrices or m == n:
+        return _svd_reduced_jvp(t, u, s, vh, m, n)
+    u1, vh1 = _cols(u, 0, k), _rows(vh, 0, k)
+    du1, ds, dvh1 = _svd_reduced_jvp(t, u1, s, vh1, m, n)
+    if m > n:
+        du2 = -_mm(u1, _mm(_H(du1), _cols(u, k, m)))
+        return _shp.concatenate([du1, du2], axis=-1), ds, dvh1
+    dvh2 = -_mm(_mm(_rows(vh, k, n), _H(dvh1)), vh1)
+    return du1, ds, _shp.concatenate([dvh1, dvh2], axis=-2)
+
+
+def _svd_vjp(cts, ans, a, *, full_matrices, hermitian):
+    m, n = shape_of(a)[-2:]
+    ct_u, ct_s, ct_vh = cts
+    u, s, vh = ans
+    k = min(m, n)
+    if not full_matrices or m == n:
+        g = _svd_reduced_vjp(ct_u, ct_s, ct_vh, u, s, vh, m, n)
+    elif m > n:
+        u1, u2, ct_u2 = _cols(u, 0, k), _cols(u, k, m), _cols(ct_u, k, m)
+        ct_u1 = _cols(ct_u, 0, k) - _conj(_mm(_mm(u2, _T(ct_u2)), u1))
+        g = _svd_reduced_vjp(ct_u1, ct_s, ct_vh, u1, s, vh, m, n)
+    else:
+        vh1, vh2, ct_vh2 = _rows(vh, 0, k), _rows(vh, k, n), _rows(ct_vh, k, n)
+        ct_vh1 = _rows(ct_vh, 0, k) - _conj(_mm(_mm(vh1, _T(ct_vh2)), vh2))
+        g = _svd_reduced_vjp(ct_u, ct_s, ct_vh1, u, s, vh1, m, n)
     return _hermitian_from_triangle_T(g, lower=True) if hermitian else g
 
 
@@ -587,13 +776,17 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """Like numpy.linalg.svd: ``SVDResult(U, S, Vh)``, or the singular values
     alone with ``compute_uv=False``.
 
-    Differentiable with ``full_matrices=False`` (and, for square matrices, with
-    True; for non-square ones derivatives raise NotImplementedError) where the
-    singular values are distinct (and nonzero for non-square or complex
-    matrices); with ``compute_uv=False`` (``ds = Re diag(U^H da V)``) where they
-    are simple and nonzero.  Singular vectors carry
-    LAPACK's sign (phase) choice: differentiate gauge-invariant functions of them.
-    With ``hermitian=True`` only the lower triangle of ``a`` is read (NumPy uses eigh).
+    Differentiable in every mode.  The singular vectors' derivatives need distinct
+    singular values (and nonzero ones for non-square or complex matrices); with
+    ``compute_uv=False`` the derivative ``ds = Re diag(U^H da V)`` needs neither
+    (where singular values coincide each one's derivative is that of LAPACK's
+    vectors, their sum is exact).  Singular vectors carry LAPACK's sign (phase)
+    choice: differentiate gauge-invariant functions of complex ones.  With
+    ``full_matrices=True`` the extra columns of ``U`` (rows of ``Vh``) of a non-square
+    matrix are any basis of a complement; their derivative rotates them as little as
+    keeps them orthogonal (exact for functions of the complement, such as its
+    projector).  With ``hermitian=True`` only the lower triangle of ``a`` is read
+    (NumPy uses eigh).
 
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> a = np.array([[3.0, 0.0], [0.0, -2.0]])
@@ -606,6 +799,19 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         return svdvals_p.bind(a, hermitian=bool(hermitian))
     return SVDResult(*svd_p.bind(a, full_matrices=bool(full_matrices), hermitian=bool(hermitian)))
+
+
+@implements(svdvals_p, np.linalg.svdvals)
+def svdvals(x, /):
+    """Like numpy.linalg.svdvals: ``svd(x, compute_uv=False)``, the singular values
+    in descending order (see ``svd`` for their derivative).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.linalg.svdvals(np.array([[0.0, 2.0], [1.0, 0.0]])).tolist()
+    [2.0, 1.0]
+    """
+    _check_matrix(x, "svdvals")
+    return svdvals_p.bind(x, hermitian=False)
 
 
 # --- qr -----------------------------------------------------------------------------------
@@ -767,6 +973,148 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_UNSET):
     return pinv_p.bind(a, hermitian=bool(hermitian), options=tuple(options))
 
 
+# --- lstsq, matrix_rank, cond (compositions) ---------------------------------------------
+# lstsq is pinv(a) @ b (pinv's derivative holds where the rank is locally constant), which
+# runs on stacks too: that is how vmap batches it.  NumPy gives residuals only for a
+# problem of full column rank with more rows than columns; the rank is a value, so a
+# small primitive keeps or drops them, deciding once for a whole stack of problems.
+
+
+def _residuals_impl(r, rank, *, n):
+    keep = np.all(rank == n)  # one answer for the stack; an array, never read here
+    return r[..., np.broadcast_to(keep, r.shape[-1:])]
+
+
+def _residuals_batch(args, dims, *, n):
+    (r, rank), (rd, _) = args, dims
+    if rd is None:  # only the rank is batched: one decision for every example
+        return lstsq_residuals_p.bind(r, rank, n=n), None
+    return lstsq_residuals_p.bind(move_to_front(r, rd), rank, n=n), 0
+
+
+lstsq_residuals_p = Primitive(
+    "lstsq_residuals",
+    _residuals_impl,
+    vjp=[
+        lambda ct, ans, r, rank, *, n: ct if shape_of(ans) == shape_of(r) else _cre.zeros_like(r),
+        None,
+    ],
+    jvp=[lambda t, ans, r, rank, *, n: lstsq_residuals_p.bind(t, rank, n=n), None],
+    batch=_residuals_batch,
+)
+
+
+@register_numpy(np.linalg.lstsq)
+def lstsq(a, b, rcond=None):
+    """Like numpy.linalg.lstsq: ``(x, residuals, rank, s)`` of the least-squares problem
+    ``a @ x ~ b`` (``a`` 2-D, ``b`` 1-D or 2-D); ``x`` has the smallest norm.
+
+    ``x``, ``residuals`` and ``s`` are differentiable in ``a`` and ``b`` where the rank
+    is locally constant (for instance full rank); ``rank`` is an integer.  Residuals
+    are given, as in NumPy, only for full column rank and more rows than columns;
+    under ``vmap`` that is decided for the whole batch (an empty array for every
+    example unless every example has full rank).
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> a = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    >>> x, residuals, rank, s = anp.linalg.lstsq(a, np.array([1.0, 2.0, 3.0]))
+    >>> x.tolist(), residuals.tolist(), int(rank), s.tolist()
+    ([1.0, 2.0], [9.0], 2, [1.0, 1.0])
+    >>> autodiff.grad(lambda b: anp.linalg.lstsq(a, b)[0].sum())(np.ones(3)).tolist()
+    [1.0, 1.0, 0.0]
+    """
+    for name, x in (("a", a), ("b", b)):
+        nd = ndim_of(x) + (x is b and ndim_of(x) == 1)
+        if nd != 2:
+            raise LinAlgError(
+                f"lstsq: {nd}-dimensional array given for {name}. Array must be two-dimensional"
+            )
+    m, n = shape_of(a)
+    if shape_of(b)[0] != m:
+        raise LinAlgError("Incompatible dimensions")
+    dtype = np.result_type(dtype_of(a), dtype_of(b), np.float16)  # NumPy's common type
+    if dtype == np.float16:
+        dtype = np.dtype(np.float32)
+    a, b = (x if dtype_of(x) == dtype else _elt.astype(x, dtype) for x in (a, b))
+    if rcond is None:  # NumPy's default, in the double precision NumPy computes in
+        rcond = np.finfo(np.float64).eps * max(m, n)
+    elif rcond < 0:  # LAPACK's convention: machine precision
+        rcond = np.finfo(np.float64).eps
+    x = _mm(pinv(a, rcond=float(rcond)), b)
+    s = svdvals_p.bind(a, hermitian=False)
+    rank = _elt.astype(
+        _red.sum(_elt.astype(_elt.greater(s, float(rcond) * s[..., :1]), np.int32), axis=-1),
+        np.int32,
+    )
+    real = _real_dtype(a)
+    if m <= n:
+        residuals = np.zeros(0, dtype=real, like=array_like(a))
+    else:
+        r = _red.sum(_abs2(b - _mm(a, x)), axis=0)
+        r = _shp.reshape(r, (1,)) if ndim_of(b) == 1 else r
+        residuals = lstsq_residuals_p.bind(r, rank, n=n)
+    return x, residuals, rank, s
+
+
+@register_numpy(np.linalg.matrix_rank)
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    """Like numpy.linalg.matrix_rank: the number of singular values above ``tol``
+    (default ``rtol * max(s)``, ``rtol`` default ``max(M, N) * eps``).  Not
+    differentiable (an integer); batchable.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> int(anp.linalg.matrix_rank(np.array([[1.0, 2.0], [2.0, 4.0]])))
+    1
+    """
+    if ndim_of(A) < 2:  # NumPy: 1 unless every entry is 0
+        return _elt.astype(_red.any(_elt.not_equal(A, 0)), np.intp)
+    s = svd(A, compute_uv=False, hermitian=hermitian)
+    if tol is None:
+        if rtol is None:
+            rtol = max(shape_of(A)[-2:]) * float(np.finfo(dtype_of(s)).eps)
+        tol = _red.max(s, axis=-1, keepdims=True) * _last_axis(rtol)
+    else:
+        tol = _last_axis(tol)
+    return _red.sum(_elt.astype(_elt.greater(s, tol), np.intp), axis=-1)
+
+
+def _last_axis(x):
+    """A tolerance per matrix of a stack, against its singular values (on the last axis)."""
+    return _shp.expand_dims(x, -1) if ndim_of(x) else x
+
+
+@register_numpy(np.linalg.cond)
+def cond(x, p=None):
+    """Like numpy.linalg.cond: the condition number in the norm ``p`` (None, 2, -2:
+    ratios of singular values; 'fro', 'nuc', 1, -1, inf, -inf: ``norm(x, p) *
+    norm(inv(x), p)``).  As in NumPy, a NaN that is not from ``x`` becomes inf; a
+    singular matrix with ``p`` other than None/2/-2 raises LinAlgError (NumPy: inf).
+
+    Derivatives follow those of ``svd(x, compute_uv=False)`` and ``norm``.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> float(anp.linalg.cond(np.diag([4.0, 2.0])))
+    2.0
+    >>> autodiff.grad(anp.linalg.cond)(np.diag([4.0, 2.0])).tolist()
+    [[0.5, 0.0], [0.0, -1.0]]
+    """
+    rows, cols = _check_matrix(x, "cond")
+    if rows == 0 or cols == 0:
+        raise LinAlgError("cond is not defined on empty arrays")
+    with np.errstate(all="ignore"):
+        if p is None or p in (2, -2):
+            s = svd(x, compute_uv=False)
+            first, last = s[..., 0], s[..., -1]
+            r = last / first if p == -2 else first / last
+        else:
+            _check_square(x, "cond")
+            r = norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    from_nan = _elt.logical_and(
+        _elt.isnan(r), _elt.logical_not(_red.any(_elt.isnan(x), axis=(-2, -1)))
+    )
+    return _elt.where(from_nan, np.inf, r)
+
+
 # --- matrix_power (a composition) ---------------------------------------------------------
 
 
@@ -799,12 +1147,164 @@ def matrix_power(a, n):
     return result
 
 
+# --- tensorsolve, tensorinv, multi_dot (compositions) -------------------------------------
+
+
+@register_numpy(np.linalg.tensorsolve)
+def tensorsolve(a, b, axes=None):
+    """Like numpy.linalg.tensorsolve: ``x`` with ``tensordot(a, x, x.ndim) == b``
+    (``axes``: axes of ``a`` moved to the end first), through ``solve``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> a = np.eye(6).reshape(6, 2, 3) * 2.0
+    >>> anp.linalg.tensorsolve(a, np.ones(6)).tolist()
+    [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]
+    """
+    nd = ndim_of(a)
+    if axes is not None:
+        order = list(range(nd))
+        for k in axes:  # NumPy's order: each named axis moved to the end in turn
+            order.remove(k)
+            order.insert(nd, k)
+        a = _shp.transpose(a, tuple(order))
+    shape = shape_of(a)[-(nd - ndim_of(b)) :]
+    size = math.prod(shape)
+    if math.prod(shape_of(a)) != size**2:
+        raise LinAlgError(
+            "Input arrays must satisfy the requirement "
+            "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])"
+        )
+    x = solve(_shp.reshape(a, (size, size)), _shp.ravel(b))
+    return _shp.reshape(x, shape)
+
+
+@register_numpy(np.linalg.tensorinv)
+def tensorinv(a, ind=2):
+    """Like numpy.linalg.tensorinv: the inverse of ``a`` as a map from its last axes
+    (after the first ``ind``) to its first ``ind``, through ``inv``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.linalg.tensorinv(np.eye(4).reshape(4, 2, 2) * 2.0, ind=1).shape
+    (2, 2, 4)
+    """
+    shape = shape_of(a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    size = math.prod(shape[ind:])
+    inverse = inv(_shp.reshape(a, (size, -1)))
+    return _shp.reshape(inverse, shape[ind:] + shape[:ind])
+
+
+def _chain_order(shapes: list[tuple[int, int]]) -> list[list[int]]:
+    """The cheapest parenthesisation of a matrix chain (NumPy's dynamic programme,
+    ties to the first split): ``split[i][j]`` is where ``A_i ... A_j`` splits."""
+    dims = [shapes[0][0]] + [s[1] for s in shapes]
+    n = len(shapes)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = -1
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] < 0 or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(arrays: list, split: list[list[int]], i: int, j: int) -> Any:
+    if i == j:
+        return arrays[i]
+    k = split[i][j]
+    return _mm(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j))
+
+
+@register_numpy(np.linalg.multi_dot)
+def multi_dot(arrays, *, out=None):
+    """Like numpy.linalg.multi_dot: the product of a chain of matrices in the cheapest
+    order (the first and last may be vectors), through ``matmul``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> float(anp.linalg.multi_dot([np.ones(2), np.ones((2, 3)), np.ones((3, 4)), np.ones(4)]))
+    24.0
+    """
+    if out is not None:
+        raise NotImplementedError("multi_dot(..., out=...) is not supported; use the result")
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if len(arrays) == 2:
+        return _prod.dot(arrays[0], arrays[1])
+    first, last = ndim_of(arrays[0]), ndim_of(arrays[-1])
+    if first == 1:
+        arrays[0] = _shp.expand_dims(arrays[0], 0)
+    if last == 1:
+        arrays[-1] = _shp.expand_dims(arrays[-1], 1)
+    for x in arrays:
+        if ndim_of(x) != 2:
+            raise LinAlgError(
+                f"multi_dot: {ndim_of(x)}-dimensional array given. Array must be two-dimensional"
+            )
+    shapes = [shape_of(x) for x in arrays]
+    if len(arrays) == 3:  # NumPy's closed form for three
+        (a0, a1), (_, b1), (_, c1) = shapes
+        left_first = a0 * a1 * b1 + a0 * b1 * c1 < a1 * b1 * c1 + a0 * a1 * c1
+        a, b, c = arrays
+        result = _mm(_mm(a, b), c) if left_first else _mm(a, _mm(b, c))
+    else:
+        result = _chain(arrays, _chain_order(shapes), 0, len(arrays) - 1)
+    if first == 1 and last == 1:
+        return result[0, 0]
+    if first == 1 or last == 1:
+        return _shp.ravel(result)
+    return result
+
+
 # --- norm (a composition) -----------------------------------------------------------------
 
 
 def _abs2(x):
     """``|x|**2``, smooth everywhere (also for complex ``x``)."""
     return _elt.real(_elt.conj(x) * x) if is_complex(x) else x * x
+
+
+# At a zero vector or matrix every norm has derivative 0, as in torch and HIPS autograd
+# (not the NaN of inf * 0 that the chain rule gives).  The p-th root of the sum is one
+# primitive whose derivative is 0 at 0, so the forward pass costs one NumPy call; elsewhere
+# the where-twice pattern keeps the value and sends no cotangent into the branch not taken.
+
+
+def _norm_root_deriv(g, ans, u, *, p):
+    """``d u**(1/p) = u**(1/p) / (p u) du``, and 0 where ``u == 0`` (there ``ans`` is 0
+    and the denominator 1)."""
+    return g * (ans / (p * u + _elt.equal(u, 0)))
+
+
+norm_root_p = Primitive(
+    "norm_root",
+    lambda u, *, p: np.sqrt(u) if p == 2 else u ** (1.0 / p),
+    vjp=[_norm_root_deriv],
+    jvp=[_norm_root_deriv],
+    batch=lambda args, dims, *, p: (norm_root_p.bind(args[0], p=p), dims[0]),
+)
+
+
+def _root(u, p):
+    """``u ** (1/p)`` of a sum ``u >= 0``, with derivative 0 where ``u == 0``."""
+    if not isinstance(u, Tracer):  # no transform: NumPy's call alone
+        return norm_root_p.impl(u, p=float(p))
+    return norm_root_p.bind(u, p=float(p))
+
+
+def _abs_power(x, p):
+    """``|x| ** p``; for ``0 < p < 1`` with derivative 0 at zero entries (torch's)."""
+    a = _elt.abs(x)
+    if p >= 1:
+        return a**p
+    zero = _elt.equal(a, 0)
+    return _elt.where(zero, 0.0, _elt.where(zero, 1.0, a) ** p)
 
 
 def _vector_norm(x, ord, axis, keepdims):
@@ -818,19 +1318,35 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == 1:
         return _red.sum(_elt.abs(x), axis=axis, keepdims=keepdims)
     if ord is None or ord == 2:
-        return _elt.sqrt(_red.sum(_abs2(x), axis=axis, keepdims=keepdims))
+        return _root(_red.sum(_abs2(x), axis=axis, keepdims=keepdims), 2)
     if isinstance(ord, str):
         raise ValueError(f"Invalid norm order '{ord}' for vectors")
     ord = float(ord)
-    return _red.sum(_elt.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+    if ord > 0:
+        return _root(_red.sum(_abs_power(x, ord), axis=axis, keepdims=keepdims), ord)
+    # ord < 0: a zero entry makes the norm 0 (NumPy: sum = inf, inf ** (1/ord) = 0)
+    a = _elt.abs(x)
+    zero = _elt.equal(a, 0)
+    total = _red.sum(_elt.where(zero, 1.0, a) ** ord, axis=axis, keepdims=keepdims)
+    return _elt.where(_red.any(zero, axis=axis, keepdims=keepdims), 0.0, total ** (1.0 / ord))
+
+
+def _distinct_diagonal(m):
+    """A matrix like ``m`` (the last two axes) with singular values 1, 2, 3, ...: a stand-in
+    for a zero matrix whose singular values are smooth to every order."""
+    rows, cols = shape_of(m)[-2:]
+    like = array_like(m)
+    i = np.arange(rows, like=like)[:, None]
+    return _elt.astype((i == np.arange(cols, like=like)) * (i + 1), _real_dtype(m))
 
 
 def _matrix_norm(x, ord, row, col):
     if ord in (2, -2, "nuc"):
-        s = svd(_shp.moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
-        if ord == "nuc":
-            return _red.sum(s, axis=-1)
-        return (_red.max if ord == 2 else _red.min)(s, axis=-1)
+        m = _shp.moveaxis(x, (row, col), (-2, -1))
+        zero = _red.all(_elt.equal(m, 0), axis=(-2, -1), keepdims=True)
+        s = svd(_elt.where(zero, _distinct_diagonal(m), m), compute_uv=False)
+        pick = _red.sum if ord == "nuc" else _red.max if ord == 2 else _red.min
+        return _elt.where(_shp.squeeze(zero, (-2, -1)), 0.0, pick(s, axis=-1))
     if ord in (1, -1):
         pick = _red.max if ord == 1 else _red.min
         return pick(_red.sum(_elt.abs(x), axis=row), axis=col - (col > row))
@@ -838,7 +1354,7 @@ def _matrix_norm(x, ord, row, col):
         pick = _red.max if ord == np.inf else _red.min
         return pick(_red.sum(_elt.abs(x), axis=col), axis=row - (row > col))
     if ord in (None, "fro", "f"):
-        return _elt.sqrt(_red.sum(_abs2(x), axis=(row, col)))
+        return _root(_red.sum(_abs2(x), axis=(row, col)), 2)
     raise ValueError("Invalid norm order for matrices.")
 
 
@@ -849,8 +1365,10 @@ def norm(x, ord=None, axis=None, keepdims=False):
     norms (None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf) over two.
 
     Derivatives follow those of the pieces: ``abs`` has derivative 0 at 0, ties
-    in max/min share it; ord=2/-2 need a simple largest/smallest singular value and
-    'nuc' nonzero singular values; ord=None/2 has no derivative at 0.
+    in max/min share it; ord=2/-2 need a simple largest/smallest singular value.  At a
+    zero vector or matrix every norm has derivative 0 (torch's and HIPS autograd's
+    convention), and so do zero entries for ``0 < ord < 1`` and, for ``ord < 0``, every
+    entry of a vector with a zero entry (whose norm is 0).
 
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> float(anp.linalg.norm(np.array([3.0, 4.0])))
@@ -865,7 +1383,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     nd = ndim_of(x)
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-            out = _elt.sqrt(_red.sum(_abs2(x)))
+            out = _root(_red.sum(_abs2(x)), 2)
             return _shp.reshape(out, (1,) * nd) if keepdims else out
         axis = tuple(range(nd))
     elif not isinstance(axis, tuple):
@@ -971,6 +1489,127 @@ def matrix_transpose(x, /):
 def vecdot(x1, x2, /, *, axis=-1):
     """Like numpy.linalg.vecdot (``anp.vecdot``)."""
     return _prod.vecdot(x1, x2, axis=axis)
+
+
+@register_numpy(np.linalg.cross)
+def cross(x1, x2, /, *, axis=-1):
+    """Like numpy.linalg.cross: the cross product of 3-vectors along ``axis``
+    (``anp.cross`` without NumPy's deprecated 2-vectors).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.linalg.cross(np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0])).tolist()
+    [1.0, 0.0, 0.0]
+    """
+    n1, n2 = shape_of(x1)[axis], shape_of(x2)[axis]
+    if n1 != 3 or n2 != 3:
+        raise ValueError(
+            "Both input arrays must be (arrays of) 3-dimensional vectors, "
+            f"but they are {n1} and {n2} dimensional instead."
+        )
+    return _prod.cross(x1, x2, axis=axis)
+
+
+# --- roots (numpy.roots; in the top-level namespace) -----------------------------------------
+# The roots of p[0] x^(N-1) + ... + p[N-1] are the eigenvalues of its companion matrix, as
+# NumPy computes them: leading zeros stripped, trailing zeros stripped and their roots
+# appended as exact zeros.  The primitive does that for a stack of polynomials, stripping
+# the zeros that every polynomial of the stack has (so that vmap can batch it).  Its
+# derivative is that of each root r of p(r) = 0, dr = -dp(r) / p'(r): the derivative of
+# the companion's eigenvalues for simple roots, which also covers the coefficients NumPy
+# strips (a trailing zero still moves the root it stands for).
+
+
+def _roots_impl(p):
+    nonzero = p != 0
+    if math.prod(p.shape[:-1]) == 0:  # no polynomial: strip nothing
+        nonzero = np.ones_like(nonzero, shape=p.shape[-1:])
+    stack = tuple(range(nonzero.ndim - 1))
+    lead = np.all(np.cumsum(nonzero, axis=-1) == 0, axis=stack)
+    trail = np.all(np.flip(np.cumsum(np.flip(nonzero, -1), axis=-1), -1) == 0, axis=stack)
+    trail = trail & ~lead  # a zero polynomial has no roots (and no trailing zeros)
+    q = p[..., ~(lead | trail)]
+    if q.dtype.kind not in "fc":
+        q = q.astype(np.float64)
+    m = q.shape[-1]
+    if m > 1:
+        companion = np.zeros_like(q, shape=(*q.shape[:-1], m - 1, m - 1))
+        companion[..., 1:, :-1] = np.eye(m - 2, dtype=q.dtype, like=q)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            companion[..., 0, :] = -q[..., 1:] / q[..., :1]
+        try:
+            w = np.linalg.eigvals(companion)
+        except LinAlgError as e:
+            raise LinAlgError(
+                f"roots: {e}; a polynomial whose coefficients are not all finite, or one of "
+                f"a batch (vmap) with more leading zeros than the others, has no companion "
+                f"matrix. Give every polynomial of a batch the same degree."
+            ) from e
+    else:  # a constant: no roots
+        w = np.zeros_like(p, dtype=np.float64, shape=(*p.shape[:-1], 0))
+    return np.concatenate([w, np.zeros_like(p[..., trail], dtype=w.dtype)], axis=-1)
+
+
+def _powers(r, n):
+    """``r[..., i] ** (n - 1 - k)`` at ``[..., i, k]``: evaluates polynomials at the roots."""
+    exponents = np.arange(n - 1, -1, -1, dtype=_real_dtype(r), like=array_like(r))
+    return _col(r) ** exponents
+
+
+def _root_slopes(powers, p):
+    """p'(r) at each root (``powers`` from ``_powers``)."""
+    n = shape_of(p)[-1]
+    down = np.arange(n - 1, 0, -1, dtype=_real_dtype(p), like=array_like(p))
+    slope = _idx.getitem(p, (Ellipsis, slice(0, n - 1))) * down
+    return _mm(_idx.getitem(powers, (Ellipsis, slice(1, n))), _col(slope))[..., 0]
+
+
+def _roots_jvp(t, ans, p):
+    powers = _powers(ans, shape_of(p)[-1])
+    return -_mm(powers, _col(t))[..., 0] / _root_slopes(powers, p)
+
+
+def _roots_vjp(ct, ans, p):
+    powers = _powers(ans, shape_of(p)[-1])
+    return _mm(_row(-ct / _root_slopes(powers, p)), powers)[..., 0, :]
+
+
+def _roots_batch(args, dims):
+    p, d = args[0], dims[0]
+    if d == ndim_of(p) - 1:
+        p, d = move_to_front(p, d), 0
+    return roots_p.bind(p), d
+
+
+roots_p = Primitive(
+    "roots",
+    numpy_impl(np.roots, _roots_impl),
+    vjp=[_roots_vjp],
+    jvp=[_roots_jvp],
+    batch=_roots_batch,
+)
+
+
+@implements(roots_p, np.roots)
+def roots(p):
+    """Like numpy.roots: the roots of the polynomial with coefficients ``p`` (highest
+    power first), the eigenvalues of its companion matrix; real where all are real.
+
+    Derivatives (``dr = -dp(r) / p'(r)``) need simple roots.  Under ``vmap`` the zeros
+    NumPy strips are those every polynomial of the batch has at its start or end.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> anp.roots(np.array([1.0, -3.0, 2.0])).tolist()
+    [2.0, 1.0]
+    >>> autodiff.grad(lambda p: anp.roots(p)[0])(np.array([1.0, -3.0, 2.0])).tolist()
+    [-4.0, -2.0, -1.0]
+    """
+    if not hasattr(p, "shape"):  # a list of coefficients
+        p = _cre.asarray(p)
+    if ndim_of(p) == 0:
+        p = _shp.reshape(p, (1,))
+    if ndim_of(p) != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    return roots_p.bind(p)
 
 
 # Rules call primitives of the other families, which are complete by the time they run.

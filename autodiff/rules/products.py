@@ -2,7 +2,7 @@
 (a composition of matmul and reshapes, with NumPy's ``dot`` semantics);
 einsum (a primitive for any subscripts: ``...`` broadcasting, repeated indices,
 any number of operands, implicit output), and the compositions vdot, inner,
-outer, tensordot and kron.
+outer, tensordot and kron; cross (a primitive for 3-vectors).
 
 einsum is linear in each operand, so its JVP and VJP are einsums again.  The
 cotangent of an operand whose subscripts repeat an index (``'ii->i'``) is
@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import operator
 import string
+import warnings
 from collections import Counter
 from typing import Any
 
@@ -29,7 +30,9 @@ from autodiff.rules._helpers import (
     implements,
     move_to_front,
     ndim_of,
+    normalize_axes,
     shape_of,
+    to_front_padded,
     unbroadcast,
 )
 
@@ -37,6 +40,7 @@ __all__ = [
     "dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot",
     # the array API standard's products (NumPy 2 gufuncs)
     "vecdot", "matvec", "vecmat",
+    "cross",
 ]  # fmt: skip
 
 
@@ -526,6 +530,92 @@ def kron(a, b):
     a = _shp.expand_dims(a, tuple(range(1, 2 * nd, 2)))
     b = _shp.expand_dims(b, tuple(range(0, 2 * nd, 2)))
     return _shp.reshape(_elt.multiply(a, b), shape)
+
+
+# --- cross -------------------------------------------------------------------------------
+# The primitive takes 3-vectors on the last axis (other axes broadcast); the public function
+# moves NumPy's axisa/axisb/axisc there and back.  The product is bilinear and
+# <ct, a x b> = <a, b x ct> = <b, ct x a> (also for complex values, without conjugation),
+# so every rule is a cross product again.
+
+
+def _cross_impl(a, b):
+    """NumPy's arithmetic, term for term (so the values are NumPy's), on any array library."""
+    a0, a1, a2 = (a[..., i] for i in range(3))
+    b0, b1, b2 = (b[..., i] for i in range(3))
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def _cross_batch(args, dims):
+    nd = max(ndim_of(x) - (d is not None) for x, d in zip(args, dims))
+    moved = [
+        x if d is None else to_front_padded(x, d, nd - (ndim_of(x) - 1)) for x, d in zip(args, dims)
+    ]
+    return cross_p.bind(*moved), 0
+
+
+cross_p = Primitive(
+    "cross",
+    _cross_impl,
+    vjp=[
+        lambda ct, ans, a, b: unbroadcast(cross_p.bind(b, ct), shape_of(a)),
+        lambda ct, ans, a, b: unbroadcast(cross_p.bind(ct, a), shape_of(b)),
+    ],
+    jvp=[lambda t, ans, a, b: cross_p.bind(t, b), lambda t, ans, a, b: cross_p.bind(a, t)],
+    batch=_cross_batch,
+    vjp_reads=[(1,), (0,)],
+)
+
+
+def _cross_2d(a, b):
+    """NumPy's deprecated 2-vector cases: the missing third component is 0 (computed
+    without it, as NumPy does, so that inf and NaN entries stay where NumPy has them)."""
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    z = a0 * b1 - a1 * b0
+    if shape_of(a)[-1] == 2 and shape_of(b)[-1] == 2:
+        return z
+    if shape_of(a)[-1] == 2:  # a2 = 0
+        b2 = b[..., 2]
+        return _shp.stack(_shp.broadcast_arrays(a1 * b2, -(a0 * b2), z), axis=-1)
+    a2 = a[..., 2]  # b2 = 0
+    return _shp.stack(_shp.broadcast_arrays(-(a2 * b1), a2 * b0, z), axis=-1)
+
+
+@register_numpy(np.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Like numpy.cross: cross products of the 3-vectors along ``axisa`` of ``a`` and
+    ``axisb`` of ``b`` (the other axes broadcast), along ``axisc`` of the result
+    (``axis`` sets all three).  2-vectors are taken with a zero third component,
+    as in NumPy, which deprecates them.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> anp.cross(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])).tolist()
+    [0.0, 0.0, 1.0]
+    >>> autodiff.grad(lambda a: anp.cross(a, np.array([0.0, 1.0, 0.0]))[2])(np.ones(3)).tolist()
+    [1.0, 0.0, 0.0]
+    """
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    if ndim_of(a) < 1 or ndim_of(b) < 1:
+        raise ValueError("At least one array has zero dimension")
+    a = _shp.moveaxis(a, normalize_axes(axisa, ndim_of(a))[0], -1)
+    b = _shp.moveaxis(b, normalize_axes(axisb, ndim_of(b))[0], -1)
+    na, nb = shape_of(a)[-1], shape_of(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    if na == 2 or nb == 2:
+        warnings.warn(
+            "Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional "
+            "vectors instead. (deprecated in NumPy 2.0)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        out = _cross_2d(a, b)
+        if na == 2 and nb == 2:
+            return out
+    else:
+        out = cross_p.bind(a, b)
+    return _shp.moveaxis(out, -1, normalize_axes(axisc, ndim_of(out))[0])
 
 
 from autodiff.rules import elementwise as _elt  # noqa: E402

@@ -1,18 +1,22 @@
 """Reductions and scans: sum, prod, max, min, cumsum, all, any, argmax,
-argmin as primitives; mean, var, std, average, ptp, nansum, nanmean,
-cumprod and the ufunc methods (``np.add.reduce``, ``np.maximum.accumulate``,
-...) as compositions of them.
+argmin as primitives; mean, var, std, average, ptp, count_nonzero, trapezoid,
+cumprod, the nan-versions (nansum, nanmean, nanvar, nanstd, nanprod, nanmax,
+nanmin, nanargmax, nanargmin, nancumsum, nancumprod) and the ufunc methods
+(``np.add.reduce``, ``np.maximum.accumulate``, ...) as compositions of them.
 
 The public functions normalise ``axis`` to a sorted tuple of non-negative
 axes, so every rule sees one form.  Ties in max/min share the cotangent
 equally among the tied elements (JAX's and PyTorch's convention).  The
 derivatives of prod and cumprod are exact also where entries are 0 (no
-division by the entries).
+division by the entries).  std at zero spread has derivative 0 (torch's and
+autograd's convention; the square root's is infinite there).  The nan-versions
+give NaN entries derivative 0.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -29,9 +33,10 @@ from autodiff.rules._helpers import (
 )
 
 __all__ = [
-    "all", "amax", "amin", "any", "argmax", "argmin", "average", "cumprod", "cumsum", "max",
-    "mean", "min", "nanmean", "nansum", "prod", "ptp", "std", "sum", "var",
-    "cumulative_sum", "cumulative_prod",
+    "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "cumprod",
+    "cumsum", "max", "mean", "min", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
+    "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar", "prod", "ptp",
+    "std", "sum", "trapezoid", "var", "cumulative_sum", "cumulative_prod",
 ]  # fmt: skip
 
 
@@ -372,6 +377,34 @@ def _count(a, axis):
     return math.prod(shape[i] for i in axis)
 
 
+def _as_array(a):
+    """Arrays (of any library) and traced values as they are; lists and numbers as arrays."""
+    return a if hasattr(a, "shape") and hasattr(a, "dtype") else _cre.asarray(a)
+
+
+def _moment_args(name, a, dtype, out, where, mean, ddof, correction):
+    _check_supported(name, out, None, where)
+    if mean is not None:
+        raise NotImplementedError(f"{name}(..., mean=...) is not supported on traced values")
+    a = _as_array(a)
+    if dtype is not None:
+        a = _elt.astype(a, dtype)
+    return a, (correction if correction is not None else ddof)
+
+
+def _squared(centered):
+    if is_complex(centered):
+        return _elt.real(centered * _elt.conj(centered))
+    return centered * centered
+
+
+def _root(v):
+    """sqrt(v), with derivative 0 where v is 0 (a standard deviation at zero spread:
+    torch's and autograd's convention) instead of sqrt's infinite one."""
+    zero = _elt.equal(v, 0)
+    return _elt.where(zero, 0.0, _elt.sqrt(_elt.where(zero, 1.0, v)))
+
+
 @register_numpy(np.var)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):  # fmt: skip
@@ -381,29 +414,71 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     >>> float(anp.var(np.array([1.0, 2.0, 3.0, 4.0])))
     1.25
     """
-    _check_supported("var", out, None, where)
-    if mean is not None:
-        raise NotImplementedError("var(..., mean=...) is not supported on traced values")
-    ddof = correction if correction is not None else ddof
-    if dtype is not None:
-        a = _elt.astype(a, dtype)
+    a, ddof = _moment_args("var", a, dtype, out, where, mean, ddof, correction)
     axis = normalize_axes(axis, ndim_of(a))
     centered = a - sum(a, axis, keepdims=True) / _count(a, axis)
-    squared = _elt.real(centered * _elt.conj(centered)) if is_complex(a) else centered * centered
-    return sum(squared, axis, keepdims=keepdims) / (_count(a, axis) - ddof)
+    return sum(_squared(centered), axis, keepdims=keepdims) / (_count(a, axis) - ddof)
 
 
 @register_numpy(np.std)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):  # fmt: skip
-    """Like numpy.std: the square root of var (its derivative is infinite where var is 0).
+    """Like numpy.std: the square root of var; at zero spread its derivative is 0
+    (as in torch and autograd), not the square root's infinity.
 
-    >>> import numpy as np, autodiff.numpy as anp
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> float(anp.std(np.array([1.0, 3.0])))
     1.0
+    >>> autodiff.grad(anp.std)(np.array([2.0, 2.0]))
+    array([0., 0.])
     """
-    return _elt.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                         correction=correction))  # fmt: skip
+    return _root(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                     correction=correction))  # fmt: skip
+
+
+@register_numpy(np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None):  # fmt: skip
+    """Like numpy.nanvar: var of the entries that are not NaN (NaN where ``n - ddof``
+    is not positive); NaNs get derivative 0.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> float(anp.nanvar(np.array([1.0, np.nan, 3.0])))
+    1.0
+    """
+    a, ddof = _moment_args("nanvar", a, dtype, out, where, mean, ddof, correction)
+    axis = normalize_axes(axis, ndim_of(a))
+    if dtype_of(a).kind not in "fc":  # nothing can be NaN
+        return var(a, axis, ddof=ddof, keepdims=keepdims)
+    present = _elt.logical_not(_elt.isnan(a))
+    count = sum(_elt.astype(present, np.finfo(dtype_of(a)).dtype), axis, keepdims=True)
+    a = _elt.where(present, a, 0.0)
+    centered = _elt.where(present, a - sum(a, axis, keepdims=True) / count, 0.0)
+    total = sum(_squared(centered), axis, keepdims=keepdims)
+    dof = _shp.reshape(count, shape_of(total)) - ddof
+    positive = _elt.greater(dof, 0)
+    if not _all_known_true(positive):
+        warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=2)
+    return _elt.where(positive, total / _elt.where(positive, dof, 1.0), np.nan)
+
+
+@register_numpy(np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None):  # fmt: skip
+    """Like numpy.nanstd: the square root of nanvar, with derivative 0 at zero spread.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> float(anp.nanstd(np.array([1.0, np.nan, 3.0])))
+    1.0
+    """
+    return _root(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                        correction=correction))  # fmt: skip
+
+
+def _all_known_true(mask):
+    """False only where ``mask`` has known values (see statistics._known) not all true."""
+    known = _stats._known(mask)
+    return known is None or bool(np.all(known))
 
 
 @register_numpy(np.average)
@@ -467,6 +542,159 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     present = _elt.logical_not(_elt.isnan(a))
     count = sum(_elt.astype(present, dtype_of(a)), axis, keepdims=keepdims)
     return nansum(a, axis, dtype=dtype, keepdims=keepdims) / count
+
+
+def _nan_filled(a, fill):
+    """``a`` with its NaNs replaced by ``fill`` (arrays that cannot hold NaN as they are)."""
+    a = _as_array(a)
+    if dtype_of(a).kind not in "fc":
+        return a
+    return _elt.where(_elt.isnan(a), fill, a)
+
+
+@register_numpy(np.nanprod)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Like numpy.nanprod: NaNs count as 1 (and get derivative 0).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> float(anp.nanprod(np.array([2.0, np.nan, 3.0])))
+    6.0
+    """
+    _check_supported("nanprod", out, initial, where)
+    return prod(_nan_filled(a, 1.0), axis, dtype=dtype, keepdims=keepdims)
+
+
+@register_numpy(np.nancumsum)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """Like numpy.nancumsum: NaNs count as 0 (and get derivative 0).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.nancumsum(np.array([1.0, np.nan, 2.0]))
+    array([1., 1., 3.])
+    """
+    _check_supported("nancumsum", out)
+    return cumsum(_nan_filled(a, 0.0), axis, dtype=dtype)
+
+
+@register_numpy(np.nancumprod)
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """Like numpy.nancumprod: NaNs count as 1 (and get derivative 0).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.nancumprod(np.array([2.0, np.nan, 3.0]))
+    array([2., 2., 6.])
+    """
+    _check_supported("nancumprod", out)
+    return cumprod(_nan_filled(a, 1.0), axis, dtype=dtype)
+
+
+def _skipping_nans(reduce, a, axis, keepdims, fill, all_nan):
+    """``reduce`` of ``a`` with its NaNs replaced by ``fill``, and ``all_nan`` for the
+    slices that were all NaN; and whether there are such slices (where that is known)."""
+    a = _as_array(a)
+    if dtype_of(a).kind not in "fc":
+        return reduce(a, axis, keepdims=keepdims), False
+    missing = _elt.isnan(a)
+    result = reduce(_elt.where(missing, fill, a), axis, keepdims=keepdims)
+    empty = all(missing, axis, keepdims=keepdims)
+    return _elt.where(empty, all_nan, result), not _all_known_true(_elt.logical_not(empty))
+
+
+def _nan_extreme(name, reduce, fill):
+    def extreme(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        _check_supported(name, out, initial, where)
+        result, some_all_nan = _skipping_nans(reduce, a, axis, keepdims, fill, np.nan)
+        if some_all_nan:
+            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=2)
+        return result
+
+    extreme.__name__ = extreme.__qualname__ = name
+    word = "largest" if name == "nanmax" else "smallest"
+    extreme.__doc__ = (
+        f"Like numpy.{name}: the {word} entry that is not NaN (NaN for an all-NaN slice);\n"
+        f"tied entries share the derivative equally, NaNs get 0.\n\n"
+        f"    >>> import numpy as np, autodiff.numpy as anp\n"
+        f"    >>> float(anp.{name}(np.array([1.0, np.nan, 3.0])))\n"
+        f"    {3.0 if name == 'nanmax' else 1.0}\n"
+    )
+    return register_numpy(getattr(np, name))(extreme)
+
+
+def _nan_arg(name, arg, fill):
+    def nan_arg(a, axis=None, out=None, *, keepdims=False):
+        _check_supported(name, out)
+        result, some_all_nan = _skipping_nans(arg, a, axis, keepdims, fill, -1)  # -1: JAX's
+        if some_all_nan:
+            raise ValueError("All-NaN slice encountered")
+        return result
+
+    nan_arg.__name__ = nan_arg.__qualname__ = name
+    nan_arg.__doc__ = (
+        f"Like numpy.{name}, ignoring NaNs (not differentiable; batchable).  An all-NaN\n"
+        f"slice raises ValueError, as in NumPy; under vmap, where values cannot be\n"
+        f"checked, it gives -1, as in JAX.\n\n"
+        f"    >>> import numpy as np, autodiff.numpy as anp\n"
+        f"    >>> int(anp.{name}(np.array([1.0, np.nan, 3.0])))\n"
+        f"    {2 if name == 'nanargmax' else 0}\n"
+    )
+    return register_numpy(getattr(np, name))(nan_arg)
+
+
+nanmax = _nan_extreme("nanmax", lambda a, axis, keepdims: max(a, axis, keepdims=keepdims),
+                      -np.inf)  # fmt: skip
+nanmin = _nan_extreme("nanmin", lambda a, axis, keepdims: min(a, axis, keepdims=keepdims),
+                      np.inf)  # fmt: skip
+nanargmax = _nan_arg("nanargmax", lambda a, axis, keepdims: argmax(a, axis, keepdims=keepdims),
+                     -np.inf)  # fmt: skip
+nanargmin = _nan_arg("nanargmin", lambda a, axis, keepdims: argmin(a, axis, keepdims=keepdims),
+                     np.inf)  # fmt: skip
+
+
+@register_numpy(np.count_nonzero)
+def count_nonzero(a, axis=None, *, keepdims=False):
+    """Like numpy.count_nonzero over ``axis`` (not differentiable; batchable).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> int(anp.count_nonzero(np.array([[0.0, 1.5], [2.0, 0.0]])))
+    2
+    """
+    a = _as_array(a)
+    return sum(_elt.astype(_elt.not_equal(a, 0), np.intp), axis, keepdims=keepdims)
+
+
+def _neighbours_sum(x, axis, sign):
+    """``x[i + 1] + sign * x[i]`` along ``axis``."""
+    n, nd = shape_of(x)[axis], ndim_of(x)
+    after = _idx.getitem(x, _shp._along(axis, nd, slice(1, n)))
+    before = _idx.getitem(x, _shp._along(axis, nd, slice(0, n - 1)))
+    return after + before if sign > 0 else after - before
+
+
+@register_numpy(np.trapezoid)
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """Like numpy.trapezoid: the integral of ``y`` along ``axis`` by the trapezoidal
+    rule, at sample points ``x`` (1-D, or shaped like ``y``) or spaced ``dx``;
+    differentiable in ``y``, ``x`` and ``dx``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> float(anp.trapezoid(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 3.0])))
+    6.5
+    """
+    y = _as_array(y)
+    nd = ndim_of(y)
+    axis = normalize_axes(axis, nd)[0]
+    if x is None:
+        d = dx
+    else:
+        x = _as_array(x)
+        if ndim_of(x) == 1:
+            d = x[1:] - x[:-1]
+            d = _shp.reshape(d, tuple(shape_of(d)[0] if i == axis else 1 for i in range(nd)))
+        else:  # NumPy's diff(x, axis=axis)
+            x_axis = normalize_axes(axis - nd, ndim_of(x))[0]
+            d = _neighbours_sum(x, x_axis, -1)
+    pairs = _neighbours_sum(y, axis, 1)
+    return sum(d * pairs / 2.0, axis)
 
 
 cumulative_sum = _cumulative(
@@ -552,3 +780,4 @@ from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import elementwise as _elt  # noqa: E402
 from autodiff.rules import indexing as _idx  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402
+from autodiff.rules import statistics as _stats  # noqa: E402

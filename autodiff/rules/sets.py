@@ -10,7 +10,7 @@ flow through the gather to the *first occurrence* of each value (JAX's conventio
 How many entries are kept depends on the values.  Under ``grad`` and ``jvp`` those are
 concrete, and the flags are read.  Under ``vmap`` they differ from example to example:
 JAX's ``size=k`` keeps the first k (or pads with ``fill_value``, by default the
-smallest value), with no concrete flags, so it batches.
+smallest value kept), with no concrete flags, so it batches.
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ def _count(x: Any) -> int:
 
 
 def _gathered(runs: _Runs, positions: Any, valid: Any, fill_value: Any) -> Any:
-    """The kept values; padded entries are ``fill_value`` (default: the smallest
-    value, which a padded position 0 already points at, as in JAX)."""
+    """The kept values; padded entries are ``fill_value`` (default: the smallest value
+    kept, which padded positions already point at; JAX's default for ``unique``)."""
     values = _idx.take(runs.values, positions)
     if valid is None or fill_value is None:
         return values

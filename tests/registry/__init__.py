@@ -1,10 +1,13 @@
 """The registry of primitive samples: one ``OpInfo`` record per public function.
 
 Each record names a public function (``"sin"``, ``"linalg.solve"``,
-``"fft.rfft"``, ``"special.erf"``), says whether it is differentiable and
-which NumPy/SciPy function a user would call instead, and lists samples:
-arguments drawn from a named input domain (``tests/registry/domains.py``),
-static keyword arguments, and the differentiable argument positions.
+``"fft.rfft"``, ``"special.erf"``), says whether it is differentiable,
+which NumPy/SciPy function a user would call instead on traced values, and
+what computes its forward value independently (``reference``), and lists
+samples: arguments drawn from a named input domain
+(``tests/registry/domains.py``, which also redraws independent examples for
+the vmap tests), static keyword arguments, and the differentiable argument
+positions.
 
 ``tests/test_primitives.py`` runs every sample through every transform, with
 ``autodiff.numpy`` and with plain NumPy calls on traced values;
@@ -22,11 +25,13 @@ from typing import Any
 import numpy as np
 
 import autodiff.numpy as anp
+from tests.registry.domains import Redraw, redraw_of
 
 FAMILIES = [
     "creation",
     "elementwise",
     "reductions",
+    "statistics",
     "shape",
     "indexing",
     "sorting",
@@ -41,19 +46,39 @@ FAMILIES = [
 @dataclass(frozen=True)
 class Sample:
     """Positional arguments are arrays (transforms batch and differentiate
-    them); static parameters (axes, shapes, dtypes, bounds) are keywords."""
+    them); static parameters (axes, shapes, dtypes, bounds) are keywords.
+
+    ``args`` are stored as plain arrays; ``redraws`` keeps, for each, how to
+    draw another example from the same domain (``tests/registry/domains.py``):
+    ``draw(rng)`` gives a whole new set of arguments, each drawn independently."""
 
     args: tuple
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""
     diff: tuple[int, ...] | None = None  # None: every floating-point argument
     rtol: float | None = None  # check_grads tolerance, for ill-conditioned samples
+    redraws: tuple[Redraw, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
-        args = tuple(np.asarray(a) for a in self.args)
+        redraws = self.redraws or tuple(redraw_of(a) for a in self.args)
+        args = tuple(np.array(a) for a in self.args)  # plain arrays, not Drawn views
         bad = [a.dtype for a in args if a.dtype.kind not in "biufc"]
         assert not bad, f"sample {self.label!r}: non-array positional argument ({bad})"
+        assert len(redraws) == len(args), f"sample {self.label!r}: one redraw per argument"
         object.__setattr__(self, "args", args)
+        object.__setattr__(self, "redraws", tuple(redraws))
+        # Static keyword arrays (indices, bins) stay fixed: plain arrays, not Drawn ones.
+        kwargs = {
+            k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in self.kwargs.items()
+        }
+        object.__setattr__(self, "kwargs", kwargs)
+
+    def draw(self, rng: np.random.Generator, position: int) -> np.ndarray:
+        """A fresh example of argument ``position``, with its shape and dtype."""
+        arg = self.args[position]
+        new = np.asarray(self.redraws[position](rng))
+        assert new.shape == arg.shape, (self.label, position, new.shape, arg.shape)
+        return new.astype(arg.dtype, copy=False)
 
     def diff_positions(self) -> tuple[int, ...]:
         if self.diff is not None:
@@ -68,7 +93,13 @@ class OpInfo:
     ``call(lib, *args, **kwargs)`` applies the function from ``lib`` (the
     ``autodiff.numpy`` module or the ``numpy`` module); by default it looks up
     ``name`` in ``lib`` (``numpy_name`` for NumPy, when it differs).
-    ``numpy_name=None`` means there is no NumPy counterpart to call.
+    ``numpy_name=None`` means there is no NumPy counterpart to call on traced
+    values (SciPy converts them, or the spelling is autodiff's own).
+
+    ``reference(*args, **kwargs)`` computes the forward value on plain arrays
+    without autodiff: NumPy or SciPy, or a closed form.  It defaults to the
+    NumPy call (``call`` with the ``numpy`` module, or ``numpy_name``) where
+    there is one; records without one must give it.
     """
 
     name: str
@@ -80,6 +111,7 @@ class OpInfo:
     # Positions NumPy's __array_function__ dispatcher looks at (None: all).  With
     # plain arrays there, NumPy never asks a traced value in another position.
     numpy_dispatch: tuple[int, ...] | None = None
+    reference: Callable | None = None
     kind: str = ""  # filled in: "primitive" or "composition"
 
     def function(self, lib: str) -> Callable:
@@ -100,6 +132,14 @@ class OpInfo:
         fn = self.function(lib)
         kwargs = dict(sample.kwargs)
         return lambda *args: fn(*args, **kwargs)
+
+    def reference_for(self, sample: Sample) -> Callable | None:
+        """The independent forward value of ``sample``'s function, or None."""
+        kwargs = dict(sample.kwargs)
+        if self.reference is not None:
+            reference = self.reference
+            return lambda *args: reference(*args, **kwargs)
+        return self.bound(sample, "np") if self.has_numpy else None
 
 
 def resolve(dotted: str, lib: str) -> Callable:

@@ -23,65 +23,62 @@ OPS += [
         call=lambda lib, a, v: lib.full_like(a, v),
         numpy_dispatch=(0,),
     ),
-    OpInfo("empty_like", [Sample((real(2, 3),))], differentiable=False, numpy_name=None),
+    # NumPy leaves the entries unspecified; autodiff documents zeros.
+    OpInfo(
+        "empty_like",
+        [Sample((real(2, 3),))],
+        differentiable=False,
+        numpy_name=None,
+        reference=np.zeros_like,
+    ),
 ]
 
+
 # Arrays built from nested lists that hold traced values.  NumPy's own np.array cannot
-# take them (no protocol hands a list to autodiff), so there is no plain NumPy call;
-# tests/test_namespace.py compares the values with np.array on plain arrays.
+# take them (no protocol hands a list to autodiff), so there is no plain NumPy call to
+# make on traced values; the reference is the same call with NumPy on plain arrays.
+def _from_lists(name, samples, call, **kwargs):
+    reference = lambda *args: call(np, *args)
+    return OpInfo(name, samples, call=call, numpy_name=None, reference=reference, **kwargs)
+
+
 OPS += [
-    OpInfo(
+    _from_lists(
         "array",
         [Sample((real(), real()), label="2x2 of scalars and constants")],
-        call=lambda lib, x, y: lib.array([[x, 2.0 * y], [y * x, 1.5]]),
-        numpy_name=None,
+        lambda lib, x, y: lib.array([[x, 2.0 * y], [y * x, 1.5]]),
         keeps_float32=False,  # NumPy's array() takes the Python floats as float64
     ),
-    OpInfo(
+    _from_lists(
         "array",
         [Sample((real(3), real(3)), label="rows"), Sample((real(2), cplx(2)), label="complex")],
-        call=lambda lib, x, y: lib.array((x, y)),
-        numpy_name=None,
+        lambda lib, x, y: lib.array((x, y)),
     ),
-    OpInfo(
+    _from_lists(
         "array",
         [Sample((real(2), real()), label="nested, mixed depths")],
-        call=lambda lib, x, y: lib.array([[x, [y, 3.0]], [[1.0, y], x * y]], ndmin=4),
-        numpy_name=None,
+        lambda lib, x, y: lib.array([[x, [y, 3.0]], [[1.0, y], x * y]], ndmin=4),
         keeps_float32=False,
     ),
-    OpInfo(
+    _from_lists(
         "asarray",
         [Sample((real(2, 3), real()), label="list of a row and a constant")],
-        call=lambda lib, x, y: lib.asarray([x[0], [y, 0.5, -y]]),
-        numpy_name=None,
+        lambda lib, x, y: lib.asarray([x[0], [y, 0.5, -y]]),
         keeps_float32=False,
     ),
-    OpInfo(
-        "asanyarray",
-        [Sample((real(3),))],
-        call=lambda lib, x: lib.asanyarray((x, x * x)),
-        numpy_name=None,
+    _from_lists("asanyarray", [Sample((real(3),))], lambda lib, x: lib.asanyarray((x, x * x))),
+    _from_lists(
+        "ascontiguousarray", [Sample((real(3),))], lambda lib, x: lib.ascontiguousarray([x])
     ),
-    OpInfo(
-        "ascontiguousarray",
-        [Sample((real(3),))],
-        call=lambda lib, x: lib.ascontiguousarray([x]),
-        numpy_name=None,
+    _from_lists(
+        "asfortranarray", [Sample((real(2, 3),))], lambda lib, x: lib.asfortranarray([x, 2 * x])
     ),
-    OpInfo(
-        "asfortranarray",
-        [Sample((real(2, 3),))],
-        call=lambda lib, x: lib.asfortranarray([x, 2.0 * x]),
-        numpy_name=None,
-    ),
-    OpInfo("copy", [Sample((real(2, 3),))]),
-    OpInfo(
+    _from_lists(
         "full",
         [Sample((real(),), label="scalar fill"), Sample((real(3),), label="row fill")],
-        call=lambda lib, v: lib.full((2, 3), v),
-        numpy_name=None,
+        lambda lib, v: lib.full((2, 3), v),
     ),
+    OpInfo("copy", [Sample((real(2, 3),))]),
     OpInfo(
         "linspace",
         [

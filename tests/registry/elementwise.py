@@ -126,6 +126,7 @@ OPS += [
         [s(real(4), label="x**3"), s(real(2, 3), label="x**0")],
         call=lambda lib, x: x**3 if x.ndim == 1 else x**0,
         numpy_name=None,
+        reference=lambda x: x * x * x if x.ndim == 1 else np.ones_like(x),
     ),
     OpInfo(
         "where", [s(mask(3, 4), real(3, 4), real(4)), s(mask(4), real(2, 4), real(), label="bcast")]
@@ -143,6 +144,7 @@ OPS += [
         [s(distinct(6) / 3 + 0.011, label="method")],
         call=lambda lib, x: x.clip(None, 0.2) if hasattr(x, "clip") else np.clip(x, None, 0.2),
         numpy_name=None,
+        reference=lambda x: np.minimum(x, 0.2),
     ),
     OpInfo(
         "nan_to_num",
@@ -165,6 +167,7 @@ OPS += [
         [s(cplx(3), dtype=np.float64, label="complex->real")],
         call=lambda lib, x, dtype: lib.astype(x, dtype),
         numpy_name=None,
+        reference=lambda x, dtype: np.real(x).astype(dtype),
         keeps_float32=False,
     ),
     OpInfo(
@@ -173,7 +176,13 @@ OPS += [
         call=lambda lib, x, dtype: lib.astype(x, dtype),
         differentiable=False,
     ),
-    OpInfo("stop_gradient", [s(real(3))], differentiable=False, numpy_name=None),
+    OpInfo(
+        "stop_gradient",
+        [s(real(3))],
+        differentiable=False,
+        numpy_name=None,
+        reference=lambda x: x,
+    ),
 ]
 for name in NONDIFF_UNARY:
     OPS.append(OpInfo(name, [s(real(3, 4) * 2)], differentiable=False))

@@ -5,16 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from tests.registry import OpInfo, Sample
+from tests.registry.domains import domain
 
 _rng = np.random.default_rng(2024)  # local: these draws don't shift other families'
 
 
-def real(*shape):
-    return _rng.standard_normal(shape)
+@domain(_rng)
+def real(rng, *shape):
+    return rng.standard_normal(shape)
 
 
-def cplx(*shape):
-    return _rng.standard_normal(shape) + 1j * _rng.standard_normal(shape)
+@domain(_rng)
+def cplx(rng, *shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
 def s(*args, label="", **kwargs):
@@ -110,4 +113,67 @@ OPS = [
     ),
     OpInfo("fft.fftshift", _SHIFT),
     OpInfo("fft.ifftshift", _SHIFT),
+]
+
+# Real n-d and Hermitian transforms: default axes, s that crops and pads with explicit
+# axes, every norm across the samples.
+OPS += [
+    OpInfo(
+        "fft.rfftn",
+        [
+            s(real(3, 4), label="default"),
+            s(real(2, 3, 5), s=(4, 6), axes=(0, 2), norm="ortho", label="s crops and pads,ortho"),
+            s(real(3, 4), axes=(1, 0), norm="forward", label="axes=(1,0),forward"),
+        ],
+    ),
+    OpInfo(
+        "fft.rfft2",
+        [
+            s(real(2, 3, 4), label="3-d"),
+            s(real(3, 5), s=(4, 3), norm="ortho", label="s,ortho"),
+        ],
+    ),
+    OpInfo(
+        "fft.irfftn",
+        [
+            s(cplx(3, 3), label="default n=4"),
+            s(cplx(2, 3, 4), s=(3, 7), axes=(2, 0), norm="ortho", label="s odd,axes=(2,0),ortho"),
+            s(cplx(4, 3), axes=(1, 0), norm="forward", label="axes=(1,0),forward"),
+        ],
+    ),
+    OpInfo(
+        "fft.irfft2",
+        [
+            s(cplx(2, 3, 3), label="3-d"),
+            s(cplx(3, 4), s=(2, 5), norm="forward", label="s,forward"),
+        ],
+    ),
+    OpInfo(
+        "fft.hfft",
+        [
+            s(cplx(5), label="default n=8"),
+            s(cplx(3, 4), n=7, axis=0, norm="ortho", label="n=7,axis=0,ortho"),
+            s(real(4), norm="forward", label="real input,forward"),
+        ],
+    ),
+    OpInfo(
+        "fft.ihfft",
+        [
+            s(real(8), label="even"),
+            s(real(5, 3), n=6, axis=0, norm="ortho", label="n=6,axis=0,ortho"),
+            s(real(7), norm="forward", label="odd,forward"),
+        ],
+    ),
+]
+
+# Sample frequencies: differentiable in a traced spacing d (NumPy's results are float64
+# whatever d's precision).
+OPS += [
+    OpInfo(
+        name,
+        [s(np.array(0.3), n=8, label="n=8"), s(np.array(2.5), n=7, label="n=7")],
+        call=lambda lib, d, n, name=name: getattr(lib.fft, name.split(".")[1])(n, d),
+        keeps_float32=False,
+    )
+    for name in ("fft.fftfreq", "fft.rfftfreq")
 ]

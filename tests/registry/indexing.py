@@ -6,7 +6,7 @@ import numpy as np
 
 import autodiff.numpy as anp
 from tests.registry import OpInfo, Sample
-from tests.registry.domains import distinct, ints, mask, real
+from tests.registry.domains import distinct, drawn_as, ints, mask, real, unique_ints
 
 
 def s(*args, label="", **kwargs):
@@ -40,9 +40,22 @@ def _index(lib, x, *arrays, where):
     Called as anp.getitem: a plain-array x indexed by a traced index cannot go
     through x[i] (NumPy would convert the index itself).
     """
-    it = iter(arrays)
-    index = tuple(next(it) if w is None else w for w in where) if arrays else where
+    index = _fill(where, arrays)
     return lib.getitem(x, index) if hasattr(lib, "getitem") else x[index]
+
+
+def _fill(where, arrays):
+    """``where`` with its ARRAY slots (None) filled from ``arrays``, in order."""
+    if not arrays:
+        return where
+    it = iter(arrays)
+    index = tuple(next(it) if w is None else w for w in where)
+    assert next(it, None) is None, "more index arrays than slots"
+    return index
+
+
+def _index_reference(x, *arrays, where):
+    return x[_fill(where, arrays)]
 
 
 OPS = [
@@ -70,12 +83,14 @@ OPS = [
         ],
         call=_index,
         numpy_name=None,
+        reference=_index_reference,
     ),
     OpInfo(
         "getitem",
         [s(real(4, 3, 3), where=index, label=f"x[{label}]") for label, index in STATIC_INDICES],
         call=lambda lib, x, where: x[where],
         numpy_name=None,
+        reference=lambda x, where: x[where],
     ),
 ]
 
@@ -84,11 +99,25 @@ def _update(mode):
     """x.at[where].<mode>(y), through anp.at so plain arrays work too."""
 
     def call(lib, x, y, *arrays, where):
-        it = iter(arrays)
-        index = tuple(next(it) if w is None else w for w in where) if arrays else where
-        return getattr(anp.at(x)[index], mode)(y)
+        return getattr(anp.at(x)[_fill(where, arrays)], mode)(y)
 
     return call
+
+
+def _update_reference(mode):
+    """x.at[where].<mode>(y) with NumPy: an assignment (the last of repeated
+    positions wins, as in NumPy) or the ufunc's unbuffered ``at``."""
+
+    def reference(x, y, *arrays, where):
+        out, index = x.copy(), _fill(where, arrays)
+        if mode == "set":
+            out[index] = y
+        else:
+            ufunc = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
+            ufunc[mode].at(out, index, y)
+        return out
+
+    return reference
 
 
 OPS += [
@@ -105,9 +134,12 @@ OPS += [
         else [
             s(real(5), real(2), where=(np.array([1, 3]),), label="array"),
             s(real(4, 3), real(2, 3), where=(slice(1, 3),), label="slice"),
+            # no repeated index in any example: the derivative in y needs that
+            s(real(6, 2), real(2), unique_ints(6, 2), where=(None, 0), label="batched index"),
         ],
         call=_update(mode),
         numpy_name=None,
+        reference=_update_reference(mode),
     )
     for mode in ["set", "add", "multiply", "min", "max"]
 ]
@@ -134,8 +166,9 @@ OPS += [
         [
             s(np.sort(real(6)), real(4)),
             s(
-                np.array([1.0, 2.0, 2.0, 3.0]),
-                np.array([2.0, 0.5]),
+                # other examples: sorted with ties too, values on the ties
+                drawn_as([1.0, 2.0, 2.0, 3.0], lambda rng: np.sort(rng.integers(0, 4, 4)) * 1.0),
+                drawn_as([2.0, 0.5], lambda rng: rng.integers(0, 8, 2) / 2),
                 side="right",
                 label="right, ties",
             ),
@@ -149,8 +182,37 @@ OPS += [
 
 def _functional(name):
     """NumPy's in-place ``name`` as the form that returns the result (inplace=False):
-    NumPy's own call would write into the sample's arrays (test_in_place.py checks it)."""
+    NumPy's own call would write into the sample's arrays (test_in_place.py runs it)."""
     return lambda lib, *args, **kw: getattr(anp, name)(*args, inplace=False, **kw)
+
+
+def _in_place_reference(name):
+    """NumPy's in-place ``name`` on a copy of the destination."""
+
+    def reference(dest, *args, **kw):
+        out = np.array(dest, copy=True)
+        getattr(np, name)(out, *args, **kw)
+        return out
+
+    return reference
+
+
+def padded(a, size, fill):
+    """JAX's ``size=``: the first ``size`` entries of ``a`` (along axis 0), then
+    ``fill`` (the references of the sized forms; also used by ``sets``)."""
+    a = np.asarray(a)[:size]
+    pad = np.full((size - len(a), *a.shape[1:]), fill, a.dtype)
+    return np.concatenate([a, pad])
+
+
+def _sized_nonzero(a, size, fill_value=None):
+    fills = fill_value if isinstance(fill_value, tuple) else (fill_value or 0,) * a.ndim
+    return tuple(padded(i, size, f) for i, f in zip(np.nonzero(a), fills))
+
+
+def _sized_compress(a, condition, axis, size, fill_value=0):
+    kept = np.moveaxis(np.compress(condition, a, axis), axis, 0)
+    return np.moveaxis(padded(kept, size, fill_value), 0, axis)
 
 
 OPS += [
@@ -167,6 +229,7 @@ OPS += [
         [s(real(5, 2), mask(5), axis=0, size=3, fill_value=0.5, label="size=3, traced condition")],
         call=lambda lib, a, condition, **kw: lib.compress(condition, a, **kw),
         numpy_name=None,  # numpy.compress has no size=
+        reference=_sized_compress,
     ),
     OpInfo(
         "choose",
@@ -185,15 +248,21 @@ OPS += [
         ],
         call=_functional("put_along_axis"),
         numpy_name=None,
+        reference=_in_place_reference("put_along_axis"),
     ),
     OpInfo(
         "fill_diagonal",
         [s(real(3, 3), real(2), label="cycled"), s(real(5, 3), real(), wrap=True, label="wrap")],
         call=_functional("fill_diagonal"),
         numpy_name=None,
+        reference=_in_place_reference("fill_diagonal"),
     ),
     OpInfo(
-        "place", [s(real(2, 3), mask(2, 3), real(2))], call=_functional("place"), numpy_name=None
+        "place",
+        [s(real(2, 3), mask(2, 3), real(2))],
+        call=_functional("place"),
+        numpy_name=None,
+        reference=_in_place_reference("place"),
     ),
     OpInfo(
         "put",
@@ -203,22 +272,30 @@ OPS += [
         ],
         call=_functional("put"),
         numpy_name=None,
+        reference=_in_place_reference("put"),
     ),
     OpInfo(
         "putmask",
         [s(real(2, 3), mask(2, 3), real(4))],
         call=_functional("putmask"),
         numpy_name=None,
+        reference=_in_place_reference("putmask"),
     ),
     OpInfo(
         "copyto",
         [s(real(2, 3), real(3), mask(2, 3), label="where"), s(real(2, 3), real(1, 3))],
         call=lambda lib, dst, src, where=True: anp.copyto(dst, src, where=where, inplace=False),
         numpy_name=None,
+        reference=lambda dst, src, where=True: _in_place_reference("copyto")(dst, src, where=where),
     ),
 ]
 # JAX's size=: the first k positions, or padded with fill_value (test_value_dependent.py
 # checks the unsized forms against NumPy, and the error under vmap).
+SIZED_POSITIONS = {
+    "nonzero": _sized_nonzero,
+    "argwhere": lambda a, **kw: np.stack(_sized_nonzero(a, **kw), axis=-1),
+    "flatnonzero": lambda a, **kw: _sized_nonzero(a.ravel(), **kw)[0],
+}
 OPS += [
     OpInfo(
         name,
@@ -228,8 +305,9 @@ OPS += [
         ],
         differentiable=False,
         numpy_name=None,
+        reference=reference,
     )
-    for name in ["nonzero", "argwhere", "flatnonzero"]
+    for name, reference in SIZED_POSITIONS.items()
 ]
 OPS += [
     OpInfo(
@@ -239,5 +317,6 @@ OPS += [
             s(ints(2, 5), real(5), size=2, label="truncated"),
         ],
         numpy_name=None,
+        reference=lambda c, a, size, fill_value=0: padded(np.extract(c, a), size, fill_value),
     ),
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from tests.registry import OpInfo, Sample
 from tests.registry.domains import cplx, real
 
@@ -34,6 +36,7 @@ OPS = [
         [s(real(2, 3), real(3), label="operator @")],
         call=lambda lib, a, b: a @ b,
         numpy_name=None,
+        reference=np.matmul,
     ),
     OpInfo(
         "dot",
@@ -164,5 +167,18 @@ OPS += [
     OpInfo(
         "vecmat",
         [s(real(3), real(3, 2)), s(real(4, 3), real(3, 2), label="stack"), s(cplx(3), cplx(3, 2))],
+    ),
+]
+
+# cross: 3-vectors (NumPy's deprecated 2-vectors: tests/test_linalg_fft.py).
+OPS += [
+    OpInfo(
+        "cross",
+        [
+            s(real(3), real(3), label="vectors"),
+            s(real(4, 3), real(2, 1, 3), label="broadcast"),
+            s(real(3, 2), real(2, 3), axisa=0, axisc=0, label="axisa=0 axisc=0"),
+            s(cplx(3, 2), cplx(3, 2), axis=0, label="complex axis=0"),
+        ],
     ),
 ]

@@ -10,35 +10,42 @@ import importlib.util
 import numpy as np
 
 from tests.registry import OpInfo, Sample
+from tests.registry.domains import domain
 
 _rng = np.random.default_rng(4321)  # local: these draws don't shift other families'
 
 
-def real(*shape):
-    return _rng.standard_normal(shape)
+@domain(_rng)
+def real(rng, *shape):
+    return rng.standard_normal(shape)
 
 
-def positive(*shape):
-    return _rng.uniform(0.5, 2.0, shape)
+@domain(_rng)
+def positive(rng, *shape):
+    return rng.uniform(0.5, 2.0, shape)
 
 
-def open_unit(*shape):
+@domain(_rng)
+def open_unit(rng, *shape):
     """Inside (0, 1), away from the ends (logit's domain)."""
-    return _rng.uniform(0.1, 0.9, shape)
+    return rng.uniform(0.1, 0.9, shape)
 
 
-def between_poles(*shape):
+@domain(_rng)
+def between_poles(rng, *shape):
     """Inside (-2, -1), away from Gamma's poles at -2 and -1."""
-    return _rng.uniform(-1.75, -1.25, shape)
+    return rng.uniform(-1.75, -1.25, shape)
 
 
-def cplx(*shape):
-    return _rng.standard_normal(shape) + 1j * _rng.standard_normal(shape)
+@domain(_rng)
+def cplx(rng, *shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
-def orders(*shape):
+@domain(_rng)
+def orders(rng, *shape):
     """Integer orders of polygamma, 0 to 3."""
-    return _rng.integers(0, 4, shape)
+    return rng.integers(0, 4, shape)
 
 
 def s(*args, label="", **kwargs):
@@ -51,6 +58,25 @@ def _logsumexp_with_b(lib, a, b, **kwargs):
     return ss.logsumexp(a, b=b, **kwargs)
 
 
+def _scipy(name):
+    """SciPy's own function on plain arrays: the reference where SciPy can't take
+    traced values."""
+
+    def reference(*args, **kwargs):
+        import scipy.special
+
+        return getattr(scipy.special, name)(*args, **kwargs)
+
+    return reference
+
+
+def _logsumexp_b_reference(a, b, axis=None, keepdims=False, return_sign=False):
+    """log |sum(b * exp(a))| over ``axis``, and its sign: the closed form."""
+    total = np.sum(b * np.exp(a), axis=axis, keepdims=keepdims)
+    value = np.log(np.abs(total))
+    return (value, np.sign(total)) if return_sign else value
+
+
 def _records() -> list[OpInfo]:
     unary = {
         "erf": (real, True),
@@ -61,8 +87,8 @@ def _records() -> list[OpInfo]:
         "digamma": (positive, False),
     }
     ops = []
-    for name, (domain, complex_ok) in unary.items():
-        samples = [s(domain(2, 3)), s(domain(), label="0-d")]
+    for name, (draw, complex_ok) in unary.items():
+        samples = [s(draw(2, 3)), s(draw(), label="0-d")]
         if complex_ok:
             samples.append(s(cplx(3) * 0.7, label="complex"))
         if name in ("gammaln", "digamma"):
@@ -87,6 +113,7 @@ def _records() -> list[OpInfo]:
                 s(orders(3), between_poles(2, 3), label="negative,broadcast"),
             ],
             numpy_name=None,  # scipy.special.polygamma calls asarray on its arguments
+            reference=_scipy("polygamma"),
         )
     )
 
@@ -110,6 +137,7 @@ def _records() -> list[OpInfo]:
                 s(real(2, 3), axis=1, return_sign=True, label="return_sign"),
             ],
             numpy_name=None,
+            reference=_scipy("logsumexp"),
         ),
         OpInfo(
             "special.logsumexp",
@@ -120,9 +148,10 @@ def _records() -> list[OpInfo]:
             ],
             call=_logsumexp_with_b,
             numpy_name=None,
+            reference=_logsumexp_b_reference,
         ),
-        OpInfo("special.softmax", reductions, numpy_name=None),
-        OpInfo("special.log_softmax", reductions, numpy_name=None),
+        OpInfo("special.softmax", reductions, numpy_name=None, reference=_scipy("softmax")),
+        OpInfo("special.log_softmax", reductions, numpy_name=None, reference=_scipy("log_softmax")),
     ]
     return ops
 
