@@ -244,7 +244,7 @@ OPS += [
         "put_along_axis",
         [
             s(real(3, 4), ints(4, 3, 2), real(3, 2), axis=1),
-            s(real(2, 3), np.array([5, 0]), real(2), axis=None, label="axis=None"),
+            s(real(2, 3), ints(6, 2), real(2), axis=None, label="axis=None"),
         ],
         call=_functional("put_along_axis"),
         numpy_name=None,
@@ -268,7 +268,7 @@ OPS += [
         "put",
         [
             s(real(2, 3), ints(6, 4), real(2), label="cycled, repeats"),
-            s(real(5), np.array([7, -1]), real(2), mode="wrap", label="wrap"),
+            s(real(5), ints(20, 2) - 7, real(2), mode="wrap", label="wrap"),
         ],
         call=_functional("put"),
         numpy_name=None,
