@@ -46,6 +46,12 @@ class _Overrides(dict):
     """NumPy function -> autodiff implementation; a missing key is an error."""
 
     def __missing__(self, func: Any) -> Callable:
+        if isinstance(func, np.ufunc) and all(set(t) <= set("O->") for t in func.types):
+            raise UnsupportedFunctionError(
+                f"numpy.frompyfunc's ufunc {func.__name__!r} computes on object arrays, "
+                f"which cannot hold traced values: write anp.frompyfunc(f, nin, nout) or "
+                f"anp.vectorize(f), which call f under vmap."
+            )
         raise UnsupportedFunctionError(
             f"{_function_name(func)} has no autodiff rule, so it cannot be applied "
             f"to a traced value (it would silently lose derivatives or batching). "
@@ -99,16 +105,29 @@ _API_VERSIONS = (None, "2021.12", "2022.12", "2023.12", "2024.12")
 array_namespace: Any = None
 
 
+# NumPy's vectorize converts its arguments to arrays in these methods.
+_VECTORIZE_CALLS = {"_get_ufunc_and_otypes", "_vectorize_call", "_vectorize_call_with_signature"}
+
+
 def _conversion_hint(frame: Any) -> str:
     """What to write instead, for the NumPy code that is converting a traced value:
-    ``np.r_``/``np.c_`` (which call np.array on their items), else the general case."""
+    ``np.r_``/``np.c_`` (which call np.array on their items), ``np.vectorize``, else
+    the general case."""
     for _ in range(3):  # r_[...] -> AxisConcatenator.__getitem__ -> np.array -> here
         if frame is None:
             break
-        if frame.f_code.co_filename.endswith("_index_tricks_impl.py"):
+        code = frame.f_code
+        if code.co_filename.endswith("_index_tricks_impl.py"):
             return (
                 " np.r_[...] and np.c_[...] convert their items with np.array, which "
                 "NumPy cannot hand to autodiff: write anp.r_[...] and anp.c_[...]."
+            )
+        if code.co_filename.endswith("_function_base_impl.py") and code.co_name in (
+            _VECTORIZE_CALLS
+        ):
+            return (
+                " np.vectorize converts its arguments with np.asarray, which NumPy cannot "
+                "hand to autodiff: write anp.vectorize(f, ...), which calls f under vmap."
             )
         frame = frame.f_back
     return (
@@ -245,6 +264,7 @@ class Tracer:
     __truediv__, __rtruediv__ = _binary(np.true_divide)
     __floordiv__, __rfloordiv__ = _binary(np.floor_divide)
     __mod__, __rmod__ = _binary(np.remainder)
+    __divmod__, __rdivmod__ = _binary(np.divmod)
     __pow__, __rpow__ = _binary(np.power)
     __matmul__, __rmatmul__ = _binary(np.matmul)
     __and__, __rand__ = _binary(np.bitwise_and)

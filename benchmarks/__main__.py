@@ -32,7 +32,7 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
-from benchmarks import eager, first_call, why  # noqa: E402
+from benchmarks import eager, first_call, fluid, why  # noqa: E402
 from benchmarks import workloads as w  # noqa: E402
 
 REFERENCE = "reference (NumPy by hand)"
@@ -162,6 +162,13 @@ def main() -> None:
         check("first call", r["first_ms"] / r["eager_ms"], 5.0,
               f"{r['workload']}: first jit call x one eager call ≤ 5")  # fmt: skip
     reasons["first call"] = lambda: why.first_call(calls)
+
+    if fluid.HAVE_AUTOGRAD:  # W7's peer is HIPS autograd
+        rows = h.interleave(fluid.systems(fluid.N), "HIPS autograd", rounds=rounds, rtol=1e-9)
+        report += [f"## W7: gradient of a {fluid.N}x{fluid.N} fluid simulation (rolls and "
+                   "integer-array gathers; `python -m benchmarks.fluid` for each VJP alone)", "",
+                   *table(rows, "HIPS autograd", "ms", 1e3), ""]  # fmt: skip
+        check("W7", rows[1].median / rows[0].median, 1.0, "x HIPS autograd ≤ 1.0")
 
     report += memory_section(targets)
     report += ["## Targets", "", "| workload | target | measured | verdict |", "|---|---|---|---|",

@@ -150,7 +150,22 @@ CONVENTIONS = """
   (JAX's answer; NumPy raises), `digitize` takes the direction of `bins` from their
   ends; `bincount` needs `length=` (JAX's keyword) when `x` is batched.
 - Piecewise-constant functions (`sign`, `floor`, `round`, comparisons, `argmax`,
-  `argsort`, `searchsorted`, casts to integers) are declared not differentiable.
+  `argsort`, `searchsorted`, casts to integers, `spacing`, `isclose`, `allclose`,
+  `array_equal`, `array_equiv`, `isposinf`, `isneginf`) are declared not differentiable.
+- `partition` passes derivatives like `sort`. `unique` (and `unique_*`, `union1d`,
+  `setxor1d`) passes each value's derivative to its first occurrence (in `ar1`, then
+  `ar2`); `intersect1d` to its first occurrence in `ar1` (JAX's choice). Positions,
+  counts and inverse indices (`nonzero`, `argwhere`, `flatnonzero`, `argpartition`,
+  `lexsort`, `isin`) have no derivative.
+- `put`, `put_along_axis` and `x.at[i].set(v)` with a position named twice: the last
+  value written wins, and only it receives a derivative.
+- Shapes that depend on values (`nonzero`, `argwhere`, `flatnonzero`, `extract`,
+  `compress`, `unique*`, the set functions, `x[mask]`): under `grad` and `jvp` the
+  values are concrete and these are NumPy's; under `vmap` they raise
+  `ConcretizationError` unless given JAX's `size=k`: the first k results, padded
+  with `fill_value` (by default: positions 0; for `unique` and the set functions
+  copies of the smallest value kept, which carry its derivative; counts 0). Pinned
+  by `tests/test_value_dependent.py` and `tests/test_in_place.py`.
 - `linalg.norm`, `linalg.vector_norm`, `linalg.matrix_norm`, every `ord` (and `cond`,
   `lstsq` through them): derivative 0 at a zero vector or matrix (torch, HIPS autograd),
   not NaN; for `0 < ord < 1` also at zero entries; for `ord < 0` a vector with a zero
@@ -175,10 +190,47 @@ CONVENTIONS = """
 - `fft.fftfreq`, `fft.rfftfreq`: differentiable in a traced spacing `d` (JAX), constant
   otherwise. `cross` of NumPy's deprecated 2-vectors: a zero third component.
 - Pinned by `tests/test_linalg_fft.py`.
+- Floating-point representation: the fractional part of `modf` has derivative 1, the
+  mantissa of `frexp` `2**-exponent`, `ldexp(x, e)` `2**e`, `nextafter(x, y)` 1 in `x`
+  (0 in `y`); the integral part and the exponent carry none. At a jump (an integer for
+  `modf`, a power of 2 for `frexp`) the derivative is that of the piece the value is in.
+- `i0`'s derivative is I1, computed by autodiff (a power series below |x| = 20, the
+  asymptotic expansion above: about 2e-15 relative); I1's derivative is
+  `I0 - I1 / x`, 1/2 at 0.
+- `interp`: at a sample point `x == xp[j]` the derivative in `x` is the slope of the
+  segment to its right (at `xp[-1]`, to its left); outside `[xp[0], xp[-1]]` it is 0,
+  and the value's derivative goes to `left`/`right` (by default `fp[0]`/`fp[-1]`).
+  `unwrap`'s corrections are piecewise constant: its derivative is the identity.
+- `piecewise` applies every function to the whole array and selects with `where`; at the
+  other pieces' positions a function sees a value of its own piece, so `sqrt` or `log`
+  of one piece gives no NaN derivative. At a boundary the piece whose condition holds
+  (the last one listed) gives the derivative.
+- Results whose dtype or shape NumPy decides from values: `real_if_close` (and `poly` of
+  complex roots, real for conjugate pairs) follow the value returned (`real`'s
+  derivative, or the identity's); under `vmap` every example must make the same choice
+  (`TransformValueError` otherwise; an empty batch stays complex). `polydiv` trims the
+  remainder's leading zeros where values are at hand (plain arrays, `grad`, `jvp`) and
+  keeps `len(v) - 1` coefficients under `vmap`. `polyfit` solves with the pseudo-inverse
+  (the minimum-norm fit when rank deficient, as NumPy's `lstsq`); its derivatives hold
+  where the rank is full; its `RankWarning` and NumPy's empty residuals of a
+  rank-deficient fit need values, so under `vmap` it does not warn and always returns
+  residuals.
 - Complex numbers follow JAX: `grad` of a real-valued `f` of complex `z` is
   `2 ∂f/∂z` (the conjugate of the steepest-ascent direction):
   `grad(lambda z: abs(z)**2)(z) == 2 * conj(z)`. VJPs are the non-conjugating
   transpose of the JVP, so `Re sum(ct * jvp(v)) == Re sum(vjp(ct) * v)`.
+- `autodiff.scipy` (pinned by `tests/test_scipy.py`): `xlogy`, `xlog1py`, `rel_entr`
+  and `kl_div` have derivative 0 in `y` where `x == 0`; `entr` at 0 has derivative
+  `+inf`. `stats`: outside the support (`logpdf` `-inf`, `cdf` 0 or 1) and off the
+  integers of a discrete `logpmf`, the derivatives in data and parameters are 0; a
+  parameter outside its domain gives NaN; `laplace.logpdf` at `loc` uses `sign` (0).
+  `solve_triangular`, `cholesky`, `cho_solve` read one triangle (derivative 0 in the
+  other, and on the diagonal with `unit_diagonal`); `multivariate_normal` reads `cov`
+  as `(cov + cov^T) / 2` (a symmetric derivative); `lu_factor`'s pivots are held
+  fixed. The real orders of `iv`, `ive`, `jv`, `yv` and the shape parameters of
+  `gammainc`, `gammaincc`, `betainc`, `stdtr` (so of the `cdf`/`sf` of `t`, `beta`,
+  `gamma`, `chi2`) have no derivative: asking for one raises `MissingRuleError`.
+  `odeint`'s derivatives are those of the exact solution, to the solver's tolerances.
 """
 
 

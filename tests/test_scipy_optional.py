@@ -1,5 +1,5 @@
-"""SciPy is optional: autodiff works without it, and importing
-``autodiff.scipy.special`` then says to install the ``scipy`` extra."""
+"""SciPy is optional: autodiff works without it, and importing any of
+``autodiff.scipy``'s modules then says to install the ``scipy`` extra."""
 
 import importlib
 import os
@@ -12,25 +12,31 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def test_import_error_names_the_scipy_extra(monkeypatch):
+MODULES = ["special", "linalg", "signal", "stats", "integrate"]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_import_error_names_the_scipy_extra(monkeypatch, module):
     for name in [m for m in sys.modules if m == "scipy" or m.startswith("scipy.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "scipy", None)  # `import scipy...` now fails
-    monkeypatch.delitem(sys.modules, "autodiff.scipy.special", raising=False)
-    with pytest.raises(ImportError, match=r"pip install 'autodiff\[scipy\]'"):
-        importlib.import_module("autodiff.scipy.special")
+    monkeypatch.delitem(sys.modules, f"autodiff.scipy.{module}", raising=False)
+    with pytest.raises(ImportError, match=rf"autodiff\.scipy\.{module} needs SciPy.*"
+                                          r"pip install 'autodiff\[scipy\]'"):  # fmt: skip
+        importlib.import_module(f"autodiff.scipy.{module}")
 
 
 def test_autodiff_imports_without_scipy():
-    """In a fresh interpreter: autodiff.numpy works; autodiff.scipy.special explains."""
+    """In a fresh interpreter: autodiff.numpy works; each autodiff.scipy module explains."""
     code = (
         "import sys; sys.modules['scipy'] = None\n"
         "import numpy as np, autodiff, autodiff.numpy as anp\n"
         "assert float(autodiff.grad(anp.sin)(0.0)) == 1.0\n"
-        "try:\n"
-        "    import autodiff.scipy.special\n"
-        "except ImportError as e:\n"
-        "    print(e)\n"
+        f"for module in {MODULES!r}:\n"
+        "    try:\n"
+        "        __import__('autodiff.scipy.' + module)\n"
+        "    except ImportError as e:\n"
+        "        print(e)\n"
     )
     env = {
         **os.environ,
@@ -40,4 +46,4 @@ def test_autodiff_imports_without_scipy():
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
-    assert "pip install 'autodiff[scipy]'" in result.stdout
+    assert result.stdout.count("pip install 'autodiff[scipy]'") == len(MODULES)

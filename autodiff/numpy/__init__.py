@@ -24,6 +24,8 @@ from autodiff import _tracer
 from autodiff.numpy import fft as fft
 from autodiff.numpy import linalg as linalg
 from autodiff.numpy import random as random
+from autodiff.numpy._apply import *  # noqa: F403
+from autodiff.numpy._apply import __all__ as _apply
 from autodiff.numpy._borrow import borrow as _borrow
 from autodiff.numpy._index_tricks import c_ as c_
 from autodiff.numpy._index_tricks import r_ as r_
@@ -38,10 +40,14 @@ from autodiff.rules.elementwise import __all__ as _elementwise
 from autodiff.rules.indexing import *  # noqa: F403
 from autodiff.rules.indexing import __all__ as _indexing
 from autodiff.rules.linalg import roots as roots  # numpy.roots: eigvals of a companion matrix
+from autodiff.rules.polynomial import *  # noqa: F403
+from autodiff.rules.polynomial import __all__ as _polynomial
 from autodiff.rules.products import *  # noqa: F403
 from autodiff.rules.products import __all__ as _products
 from autodiff.rules.reductions import *  # noqa: F403
 from autodiff.rules.reductions import __all__ as _reductions
+from autodiff.rules.sets import *  # noqa: F403
+from autodiff.rules.sets import __all__ as _sets
 from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
 from autodiff.rules.sorting import *  # noqa: F403
@@ -54,12 +60,15 @@ globals().update(_SCALAR_TYPES)
 # The names autodiff defines: functions with rules, and the types and shorthands above.
 _own = frozenset(
     [
+        *_apply,
         *_creation,
         *_dtypes,
         *_elementwise,
         *_indexing,
+        *_polynomial,
         *_products,
         *_reductions,
+        *_sets,
         *_shape,
         *_sorting,
         *_statistics,

@@ -9,8 +9,10 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     fft,
     indexing,
     linalg,
+    polynomial,
     products,
     reductions,
+    sets,
     shape,
     sorting,
     statistics,
@@ -18,9 +20,12 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
 
 try:
     import scipy.special  # noqa: F401
-except ImportError:  # SciPy is optional; autodiff.scipy.special says so when imported
+except ImportError:  # SciPy is optional; the autodiff.scipy modules say so when imported
     pass
 else:
+    # registers scipy.special's ufuncs, so that scipy.special.erf(traced) reaches the rules;
+    # scipy_linalg and signal (whose SciPy functions cannot meet a traced value) are
+    # imported with autodiff.scipy.linalg and .signal (scipy.signal takes a second to import)
     from autodiff.rules import special  # noqa: F401
 
 # Shape rules for staging, for the primitives no elementwise helper declared.

@@ -23,18 +23,24 @@ exponent-derivative of ``x**y`` is taken as 0 at ``x == 0``;
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
 
 from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
+from autodiff._tracer import Tracer, register_numpy
+from autodiff.errors import TransformValueError
 from autodiff.rules._helpers import (
+    array_library,
     broadcasting,
     dtype_of,
     implements,
     is_complex,
+    ndim_of,
+    normalize_axes,
     numpy_impl,
+    shape_of,
     unary,
 )
 
@@ -48,16 +54,19 @@ __all__ = [
     # trigonometric and hyperbolic
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh",
     "tanh", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "degrees", "radians",
-    "sinc",
+    "sinc", "i0",
+    # floating-point representation
+    "modf", "frexp", "ldexp", "nextafter", "spacing", "divmod",
     # piecewise and selection
     "maximum", "minimum", "fmax", "fmin", "clip", "where", "select", "copysign", "nan_to_num",
     # complex
-    "real", "imag", "conj", "conjugate", "angle",
+    "real", "imag", "conj", "conjugate", "angle", "real_if_close", "unwrap",
     # not differentiable
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
     "isfinite", "signbit", "sign", "floor", "ceil", "rint", "trunc", "fix", "round",
-    "around", "heaviside", "gcd", "lcm",
+    "around", "heaviside", "gcd", "lcm", "isposinf", "isneginf", "isclose", "allclose",
+    "array_equal", "array_equiv",
     # bitwise (integers and booleans; not differentiable)
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not", "bitwise_invert",
     "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift", "bitwise_count",
@@ -268,6 +277,148 @@ def _sinc_deriv(g, ans, x):
 sinc_p, sinc = unary("sinc", np.sinc, _sinc_deriv, numpy=[np.sinc])
 
 
+# --- the modified Bessel function I0 -----------------------------------------------------------
+# np.i0's derivative is I1, which NumPy lacks: I1 is a primitive of its own here, computed
+# from its power series below |x| = 20 and its asymptotic expansion above (relative error
+# about 2e-15 in float64), so that every derivative of i0 is again a primitive:
+# I0' = I1 and I1' = I0 - I1 / x (1/2 at 0).
+_I1_CUT = 20.0
+# I1(x) = (x/2) sum_k (x/2)^(2k) / (k! (k+1)!): 32 terms reach the cut.
+_I1_SERIES = [1 / (math.factorial(k) * math.factorial(k + 1)) for k in range(32)]
+
+
+def _i1_asymptotic_terms(count):
+    """a_k of I1(x) ~ e^x / sqrt(2 pi x) sum_k a_k / x^k (DLMF 10.40.1 with nu = 1)."""
+    terms, a = [1.0], 1.0
+    for k in range(1, count):
+        a *= ((2 * k - 1) ** 2 - 4) / (8 * k)
+        terms.append(a)
+    return terms
+
+
+_I1_ASYMPTOTIC = _i1_asymptotic_terms(21)
+
+
+def _horner(coefficients, t):
+    """sum_k coefficients[k] t^k (on NumPy arrays: an implementation, not a rule)."""
+    out = coefficients[-1]
+    for c in coefficients[-2::-1]:
+        out = out * t + c
+    return out
+
+
+def _i1_impl(x):
+    ax = np.abs(x)
+    half = np.minimum(ax, _I1_CUT) / 2  # each branch sees only the inputs it is accurate for
+    small = half * _horner(_I1_SERIES, half * half)
+    big = np.maximum(ax, _I1_CUT)
+    root = np.exp(big / 2)  # e^x in two halves: overflows only where I1 itself does
+    large = root * _horner(_I1_ASYMPTOTIC, 1 / big) / np.sqrt((2 * math.pi) * big) * root
+    out = np.where(ax < _I1_CUT, small, large)
+    return np.where(x < 0, -out, out)
+
+
+def _i1_deriv(g, ans, x):
+    at_zero = equal(x, 0)
+    safe = where(at_zero, 1.0, x)
+    return g * where(at_zero, 0.5, i0(x) - ans / safe)
+
+
+_i1_p, _i1 = unary("i1", _i1_impl, _i1_deriv)
+i0_p, _i0 = unary("i0", numpy_impl(np.i0), lambda g, a, x: g * _i1(x), reads=(0,))
+
+
+@implements(i0_p, np.i0)
+def i0(x):
+    """Like numpy.i0, the modified Bessel function of the first kind of order 0; its
+    derivative is I1 (computed by autodiff to about 2e-15, relative).
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> print(f"{float(anp.i0(1.0)):.12f} {float(autodiff.grad(anp.i0)(1.0)):.12f}")
+    1.266065877752 0.565159103992
+    """
+    x = as_operands(x)
+    if is_complex(x):
+        raise TypeError("i0 is not supported for complex values")
+    return _i0(x)
+
+
+# --- floating-point representation ---------------------------------------------------------------
+# The integral part, the exponent and the gaps between floats are piecewise constant: no
+# derivative.  The fractional part and the mantissa move with x (slopes 1 and 2**-exponent),
+# and so does nextafter(x, y), which is x moved by one rounding step.
+_modf_fraction_p, _modf_fraction = unary(
+    "modf_fraction", numpy_impl(np.modf, lambda x: np.modf(x)[0]), lambda g, a, x: g, reads=()
+)
+_modf_integral_p, _modf_integral = unary(
+    "modf_integral", numpy_impl(np.modf, lambda x: np.modf(x)[1]), differentiable=False
+)
+
+
+@register_numpy(np.modf)
+def modf(x, /):
+    """Like numpy.modf: ``(fractional part, integral part)``, both with the sign of ``x``.
+    The fractional part has derivative 1; the integral part none.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.modf(np.array([2.5, -1.25]))
+    (array([ 0.5 , -0.25]), array([ 2., -1.]))
+    """
+    return _modf_fraction(x), _modf_integral(x)
+
+
+_frexp_exponent_p, _frexp_exponent = unary(
+    "frexp_exponent", numpy_impl(np.frexp, lambda x: np.frexp(x)[1]), differentiable=False
+)
+_frexp_mantissa_p, _frexp_mantissa = unary(
+    "frexp_mantissa",
+    numpy_impl(np.frexp, lambda x: np.frexp(x)[0]),
+    lambda g, a, x: ldexp(g, -_frexp_exponent(x)),
+    reads=(0,),
+)
+
+
+@register_numpy(np.frexp)
+def frexp(x, /):
+    """Like numpy.frexp: ``(mantissa, exponent)`` with ``x == mantissa * 2**exponent``.
+    The mantissa has derivative ``2**-exponent``; the (integer) exponent none.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.frexp(np.array([8.0, 0.75]))
+    (array([0.5 , 0.75]), array([4, 0], dtype=int32))
+    """
+    return _frexp_mantissa(x), _frexp_exponent(x)
+
+
+ldexp_p, ldexp = broadcasting(
+    "ldexp",
+    np.ldexp,
+    lambda g, a, x, e: ldexp(g, e),
+    None,  # the exponent is an integer
+    numpy=[np.ldexp],
+    reads=[(1,), ()],
+)
+nextafter_p, nextafter = broadcasting(
+    "nextafter",
+    np.nextafter,
+    lambda g, a, x, y: g,
+    None,  # the direction only picks the rounding step
+    numpy=[np.nextafter],
+    reads=[(), ()],
+)
+
+
+@register_numpy(np.divmod)
+def divmod(x1, x2, /):
+    """Like numpy.divmod: ``(floor_divide(x1, x2), remainder(x1, x2))``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.divmod(np.array([7.0, -7.0]), 2.0)
+    (array([ 3., -4.]), array([1., 1.]))
+    """
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
 # --- piecewise and selection ------------------------------------------------------------------
 def _won(g, x, y):
     """``g`` where x beats y, half of it on ties, 0 where y wins."""
@@ -417,6 +568,86 @@ def _angle_vjp(ct, ans, x):
 angle_p, angle = unary("angle", np.angle, _angle_jvp, vjp=_angle_vjp, numpy=[np.angle])
 
 
+def _real_if_impl(a, keep):
+    # Under vmap ``keep`` holds one flag per example: the results must share one dtype
+    # (an empty batch has no example to say which: it keeps ``a``).
+    if keep.size and np.all(keep):
+        return np.real(a)
+    if np.any(keep):
+        raise TransformValueError(
+            "real_if_close under vmap: the imaginary parts are within tol of zero for some "
+            "examples and not for others, whose results would then differ in dtype. Take "
+            "anp.real(a) to drop them for every example, or keep the complex values."
+        )
+    return a
+
+
+def _real_if_deriv(g, ans, a, keep):
+    return real(g) if is_complex(g) and not is_complex(ans) else g
+
+
+# real(a) where ``keep`` (an array of flags, all equal) holds, else a.  The choice reads the
+# flags' value, as the result's dtype depends on it: the one primitive that does.
+real_if_p = Primitive(
+    "real_if",
+    _real_if_impl,
+    vjp=[lambda ct, ans, a, keep: astype(ct, dtype_of(a)), None],
+    jvp=[_real_if_deriv, None],
+    batch=lambda args, dims: (real_if_p.bind(*args), dims[0]),
+)
+
+
+@register_numpy(np.real_if_close)
+def real_if_close(a, tol=100):
+    """Like numpy.real_if_close: the real part of a complex ``a`` whose imaginary parts
+    are all within ``tol`` machine epsilons (an absolute ``tol`` if below 1) of zero,
+    else ``a`` itself.  Derivatives follow the value returned (``real``'s, or the
+    identity's).  Under vmap every example must make the same choice.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.real_if_close(np.array([2.1 + 4e-14j, 5.2 + 3e-15j]), tol=1000)
+    array([2.1, 5.2])
+    """
+    a = as_operands(a)
+    if not is_complex(a):
+        return a
+    if tol > 1:
+        tol = float(np.finfo(dtype_of(a)).eps) * tol
+    keep = _red.all(less(absolute(imag(a)), tol))
+    return real_if_p.bind(a, keep)
+
+
+@register_numpy(np.unwrap)
+def unwrap(p, discont=None, axis=-1, *, period=2 * math.pi):
+    """Like numpy.unwrap: ``p`` with jumps larger than ``discont`` (default
+    ``period / 2``) along ``axis`` replaced by their complements, by adding multiples
+    of ``period``.  The corrections are piecewise constant, so the derivative is the
+    identity.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.unwrap(np.array([0.0, 3.0, 6.5, 0.5])).round(4)
+    array([0.    , 3.    , 0.2168, 0.5   ])
+    """
+    p = as_operands(p)
+    lead = (slice(None),) * normalize_axes(axis, ndim_of(p))[0]
+    head, tail, body = (*lead, slice(0, 1)), (*lead, slice(1, None)), (*lead, slice(0, -1))
+    fixed = stop_gradient(p)  # the corrections: constants for every derivative
+    step = fixed[tail] - fixed[body]
+    if discont is None:
+        discont = period / 2
+    if np.result_type(dtype_of(step), period).kind in "iu":  # NumPy's integer arithmetic
+        high, odd = builtins.divmod(period, 2)
+        ambiguous = odd == 0
+    else:
+        high, ambiguous = period / 2, True
+    wrapped = remainder(step + high, period) - high  # step moved into [-high, high)
+    if ambiguous:  # a step of exactly +period/2 stays +period/2
+        wrapped = where(logical_and(equal(wrapped, -high), greater(step, 0)), high, wrapped)
+    correction = where(less(absolute(step), discont), 0, wrapped - step)
+    shift = _red.cumsum(correction, axis=len(lead))
+    return _shp.concatenate([p[head], p[tail] + shift], axis=len(lead))
+
+
 # --- not differentiable -------------------------------------------------------------------------
 def _nondiff(name, impl, nargs, *numpy_funcs):
     return broadcasting(name, impl, nargs=nargs, numpy=numpy_funcs, differentiable=False)
@@ -437,6 +668,7 @@ isnan_p, isnan = _nondiff("isnan", np.isnan, 1, np.isnan)
 isinf_p, isinf = _nondiff("isinf", np.isinf, 1, np.isinf)
 isfinite_p, isfinite = _nondiff("isfinite", np.isfinite, 1, np.isfinite)
 signbit_p, signbit = _nondiff("signbit", np.signbit, 1, np.signbit)
+spacing_p, spacing = _nondiff("spacing", np.spacing, 1, np.spacing)
 sign_p, sign = _nondiff("sign", np.sign, 1, np.sign)
 floor_p, floor = _nondiff("floor", np.floor, 1, np.floor)
 ceil_p, ceil = _nondiff("ceil", np.ceil, 1, np.ceil)
@@ -458,6 +690,134 @@ bitwise_count_p, bitwise_count = _nondiff("bitwise_count", np.bitwise_count, 1, 
 # The array API standard's names for functions above (in NumPy 2 the same ufuncs).
 acos, asin, atan, atan2 = arccos, arcsin, arctan, arctan2
 acosh, asinh, atanh, pow = arccosh, arcsinh, arctanh, power
+
+
+# --- comparisons of whole arrays (compositions of the primitives above) ---------------------------
+def as_operands(*xs):
+    """Lists and tuples (of numbers or traced values) as arrays, as NumPy would take them;
+    arrays, traced values and Python scalars stay as they are."""
+    out = tuple(_cre.asarray(x) if isinstance(x, (list, tuple)) else x for x in xs)
+    return out if len(out) > 1 else out[0]
+
+
+def _real_operand(name, x, out):
+    """``x`` for isposinf/isneginf: real (the sign of a complex infinity is ambiguous)."""
+    x = as_operands(x)
+    if is_complex(x):
+        raise TypeError(
+            f"{name} is not supported for complex values because it would be ambiguous; "
+            f"apply it to anp.real(x) or anp.imag(x)"
+        )
+    if out is not None:
+        raise NotImplementedError(f"{name}(..., out=...) is not supported; use the returned value")
+    return x
+
+
+@register_numpy(np.isposinf)
+def isposinf(x, out=None):
+    """Like numpy.isposinf (not differentiable; batchable).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.isposinf(np.array([np.inf, -np.inf, 1.0]))
+    array([ True, False, False])
+    """
+    x = _real_operand("isposinf", x, out)
+    return logical_and(isinf(x), logical_not(signbit(x)))
+
+
+@register_numpy(np.isneginf)
+def isneginf(x, out=None):
+    """Like numpy.isneginf (not differentiable; batchable).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.isneginf(np.array([np.inf, -np.inf, 1.0]))
+    array([False,  True, False])
+    """
+    x = _real_operand("isneginf", x, out)
+    return logical_and(isinf(x), signbit(x))
+
+
+@register_numpy(np.isclose)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Like numpy.isclose: ``|a - b| <= atol + rtol * |b|`` elementwise, infinities
+    equal to themselves (not differentiable; batchable).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.isclose(np.array([1.0, 1.1, np.inf]), np.array([1.0 + 1e-9, 1.0, np.inf]))
+    array([ True, False,  True])
+    """
+    a, b = as_operands(a, b)
+    if isinstance(b, int) and not isinstance(b, bool):
+        b = float(b)
+    elif dtype_of(b).kind in "biu":  # as NumPy: compare in floating point
+        b = astype(b, np.result_type(dtype_of(b), 1.0))
+    with np.errstate(invalid="ignore"):  # inf - inf: equal, decided by a == b
+        near = less_equal(absolute(subtract(a, b)), atol + rtol * absolute(b))
+        close = logical_or(logical_and(near, isfinite(b)), equal(a, b))
+        if equal_nan:
+            close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    return close
+
+
+def _as_bool(x):
+    """A Python bool from a NumPy value, as NumPy returns; a traced 0-d bool or one of
+    another array library (a lazy Dask array, a CuPy array on the GPU) stays an array."""
+    return builtins.bool(x) if isinstance(x, (np.ndarray, np.generic)) else x
+
+
+def _false(a1, a2):
+    """False: a bool for NumPy operands, else a 0-d array like the traced (transforms
+    return arrays) or foreign one."""
+    other = next((a for a in (a1, a2) if isinstance(a, Tracer) or array_library(a)), None)
+    return False if other is None else _red.any(_cre.zeros_like(other, dtype=np.bool_))
+
+
+@register_numpy(np.allclose)
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Like numpy.allclose: ``all(isclose(a, b, ...))``; a Python bool for plain arrays
+    and a 0-d boolean array for traced ones (not differentiable; batchable).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.allclose(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9]))
+    True
+    """
+    return _as_bool(_red.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+@register_numpy(np.array_equal)
+def array_equal(a1, a2, equal_nan=False):
+    """Like numpy.array_equal: the same shape and the same elements (not
+    differentiable; batchable).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.array_equal(np.array([1.0, 2.0]), np.array([1.0, 2.0])), anp.array_equal([1], [1, 1])
+    (True, False)
+    """
+    a1, a2 = as_operands(a1, a2)
+    if shape_of(a1) != shape_of(a2):
+        return _false(a1, a2)
+    same = equal(a1, a2)
+    if equal_nan:
+        same = logical_or(same, logical_and(isnan(a1), isnan(a2)))
+    return _as_bool(_red.all(same))
+
+
+@register_numpy(np.array_equiv)
+def array_equiv(a1, a2):
+    """Like numpy.array_equiv: equal elements once broadcast to one shape (not
+    differentiable; batchable).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.array_equiv(np.array([1.0, 2.0]), np.array([[1.0, 2.0], [1.0, 2.0]]))
+    True
+    """
+    a1, a2 = as_operands(a1, a2)
+    try:
+        np.broadcast_shapes(shape_of(a1), shape_of(a2))
+    except ValueError:
+        return _false(a1, a2)
+    return _as_bool(_red.all(equal(a1, a2)))
+
 
 stop_gradient_p, stop_gradient = unary("stop_gradient", lambda x: x, differentiable=False)
 stop_gradient.__doc__ = "``x`` as a constant for every derivative; values and batching still flow."
@@ -534,3 +894,9 @@ def astype(x, dtype, /, *, copy=True, device=None):
         return astype(real(x), dtype)
     prim = astype_p if dtype.kind in "fc" else astype_discrete_p
     return prim.bind(x, dtype=dtype)
+
+
+# Rules here call reductions and shape primitives, which import these helpers.
+from autodiff.rules import creation as _cre  # noqa: E402
+from autodiff.rules import reductions as _red  # noqa: E402
+from autodiff.rules import shape as _shp  # noqa: E402

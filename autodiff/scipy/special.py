@@ -3,13 +3,9 @@
 The functions are declared, with their rules, in ``autodiff/rules/special.py``.
 """
 
-try:
-    import scipy.special  # noqa: F401
-except ImportError as error:  # SciPy is an optional dependency
-    raise ImportError(
-        "autodiff.scipy.special needs SciPy, which is not installed: "
-        "pip install 'autodiff[scipy]' (or pip install scipy)"
-    ) from error
+from autodiff.scipy._require import require_scipy
 
-from autodiff.rules.special import *  # noqa: F403
-from autodiff.rules.special import __all__ as __all__
+require_scipy("autodiff.scipy.special")
+
+from autodiff.rules.special import *  # noqa: E402, F403
+from autodiff.rules.special import __all__ as __all__  # noqa: E402

@@ -34,10 +34,19 @@ FAMILIES = [
     "statistics",
     "shape",
     "indexing",
+    "sorting",
+    "sets",
     "products",
+    "polynomial",
     "linalg",
     "fft",
     "special",
+    # autodiff.scipy beyond special (records named "scipy.<module>.<function>")
+    "scipy_linalg",
+    "signal",
+    "stats",
+    "integrate",
+    "apply",
 ]
 
 
@@ -142,13 +151,15 @@ class OpInfo:
 
 def resolve(dotted: str, lib: str) -> Callable:
     """``"linalg.solve"`` in ``autodiff.numpy`` or ``numpy``; ``"special.erf"``
-    in ``autodiff.scipy.special`` or ``scipy.special``."""
+    in ``autodiff.scipy.special`` or ``scipy.special``; ``"scipy.stats.norm.logpdf"``
+    in ``autodiff.scipy.stats`` or ``scipy.stats``."""
     if dotted.startswith("special."):
-        module = importlib.import_module(
-            "autodiff.scipy.special" if lib == "anp" else "scipy.special"
-        )
-        return getattr(module, dotted.split(".", 1)[1])
+        dotted = f"scipy.{dotted}"
     obj: Any = anp if lib == "anp" else np
+    if dotted.startswith("scipy."):
+        _, module, dotted = dotted.split(".", 2)
+        prefix = "autodiff.scipy" if lib == "anp" else "scipy"
+        obj = importlib.import_module(f"{prefix}.{module}")
     for part in dotted.split("."):
         obj = getattr(obj, part)
     return obj

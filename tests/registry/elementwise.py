@@ -215,3 +215,85 @@ OPS += [
         numpy_dispatch=(0, 1, 2, 3),
     ),
 ]
+
+# --- issue 13: Bessel I0, floating-point representation, whole-array comparisons, phases ---
+_specials = np.array([np.inf, -np.inf, 1.5, np.nan, -0.0, 3.0])
+_near = real(3, 4)
+_near_b = _near + np.where(ints(2, 3, 4) == 1, 1e-9, 0.5)  # some entries within tolerance
+
+
+def _phase(*shape):
+    """A smooth phase (steps well inside (-pi, pi)), wrapped to (-pi, pi]: jumps of about
+    2 pi where it crosses pi, far from unwrap's thresholds."""
+    return np.angle(np.exp(1j * np.cumsum(unit(*shape) * 1.5, axis=-1)))
+
+
+OPS += [
+    OpInfo("i0", [s(real(2, 3) * 2), s(np.array(0.7), label="0-d")]),
+    OpInfo("modf", [s(real(2, 3) * 3), s(np.array(-2.3), label="0-d")]),
+    OpInfo(  # the mantissa (the exponent is an integer: the record below)
+        "frexp",
+        [s(away_from_zero(2, 3) * 5), s(np.array(-0.3), label="0-d")],
+        call=lambda lib, x: lib.frexp(x)[0],
+    ),
+    OpInfo("frexp", [s(away_from_zero(2, 3) * 5, label="both")], differentiable=False),
+    OpInfo(
+        "ldexp", [s(real(3, 4), ints(5, 3, 4) - 2), s(real(2, 1, 3), ints(4, 4, 3), label="bcast")]
+    ),
+    OpInfo("nextafter", [s(real(3, 4), real(4)), s(real(2, 3), np.array(np.inf), label="to inf")]),
+    OpInfo("spacing", [s(real(3, 4) * 100)], differentiable=False),
+    OpInfo(
+        "divmod",
+        [
+            s(positive(3, 4) * 3, positive(4)),
+            s(-positive(2, 3) * 5, np.array(1.5), label="negative"),
+        ],
+    ),
+    OpInfo("isposinf", [s(_specials)], differentiable=False),
+    OpInfo("isneginf", [s(_specials.reshape(2, 3))], differentiable=False),
+    OpInfo(
+        "isclose",
+        [
+            s(_near, _near_b),
+            s(_near, _near_b[0], rtol=0.3, atol=0.0, label="bcast rtol"),
+            s(_specials, _specials[::-1], equal_nan=True, label="equal_nan"),
+        ],
+        differentiable=False,
+    ),
+    OpInfo(
+        "allclose",
+        [s(_near, _near_b), s(_near, _near + 1e-10, label="close")],
+        differentiable=False,
+    ),
+    OpInfo(
+        "array_equal",
+        [
+            s(_near, _near),
+            s(_near, _near_b, label="unequal"),
+            s(_specials, _specials, equal_nan=True, label="equal_nan"),
+            s(_near, _near[0], label="shapes differ"),
+        ],
+        differentiable=False,
+    ),
+    OpInfo(
+        "array_equiv",
+        [
+            s(_near, _near[1:2]),
+            s(_near, _near_b, label="unequal"),
+            s(_near, real(2), label="not broadcastable"),
+        ],
+        differentiable=False,
+    ),
+    # Complex values are tested in tests/test_13c.py: the choice of result reads
+    # them, which the strict arrays of tests/test_backends.py refuse.
+    OpInfo("real_if_close", [s(real(2, 3)), s(real(3), tol=0.5, label="tol")]),
+    OpInfo(
+        "unwrap",
+        [
+            s(_phase(7)),
+            s(_phase(2, 6).T.copy(), axis=0, label="axis 0"),
+            s(np.degrees(_phase(6)), period=360.0, label="degrees"),
+            s(_phase(3, 5), discont=4.0, label="discont"),
+        ],
+    ),
+]

@@ -1,0 +1,12 @@
+"""``autodiff.scipy.signal``: like ``scipy.signal``'s convolutions, differentiable and
+batchable.
+
+The functions are declared, with their rules, in ``autodiff/rules/signal.py``.
+"""
+
+from autodiff.scipy._require import require_scipy
+
+require_scipy("autodiff.scipy.signal")
+
+from autodiff.rules.signal import *  # noqa: E402, F403
+from autodiff.rules.signal import __all__ as __all__  # noqa: E402
