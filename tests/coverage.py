@@ -152,6 +152,20 @@ CONVENTIONS = """
 - Piecewise-constant functions (`sign`, `floor`, `round`, comparisons, `argmax`,
   `argsort`, `searchsorted`, casts to integers, `spacing`, `isclose`, `allclose`,
   `array_equal`, `array_equiv`, `isposinf`, `isneginf`) are declared not differentiable.
+- `partition` passes derivatives like `sort`. `unique` (and `unique_*`, `union1d`,
+  `setxor1d`) passes each value's derivative to its first occurrence (in `ar1`, then
+  `ar2`); `intersect1d` to its first occurrence in `ar1` (JAX's choice). Positions,
+  counts and inverse indices (`nonzero`, `argwhere`, `flatnonzero`, `argpartition`,
+  `lexsort`, `isin`) have no derivative.
+- `put`, `put_along_axis` and `x.at[i].set(v)` with a position named twice: the last
+  value written wins, and only it receives a derivative.
+- Shapes that depend on values (`nonzero`, `argwhere`, `flatnonzero`, `extract`,
+  `compress`, `unique*`, the set functions, `x[mask]`): under `grad` and `jvp` the
+  values are concrete and these are NumPy's; under `vmap` they raise
+  `ConcretizationError` unless given JAX's `size=k`: the first k results, padded
+  with `fill_value` (by default: positions 0; for `unique` and the set functions
+  copies of the smallest value kept, which carry its derivative; counts 0). Pinned
+  by `tests/test_value_dependent.py` and `tests/test_in_place.py`.
 - `linalg.norm`, `linalg.vector_norm`, `linalg.matrix_norm`, every `ord` (and `cond`,
   `lstsq` through them): derivative 0 at a zero vector or matrix (torch, HIPS autograd),
   not NaN; for `0 < ord < 1` also at zero entries; for `ord < 0` a vector with a zero

@@ -49,6 +49,9 @@ _LACKS = "is not implemented by dask arrays"
 _NO_ND_FANCY = rf"{_LACKS}.*Don't yet support nd fancy indexing"
 _FFTS = ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn",
          "rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft")  # fmt: skip
+_SORTS_13A = ["nonzero", "argwhere", "flatnonzero", "extract", "sort_complex", "unique",
+              "unique_all", "unique_counts", "unique_inverse", "unique_values", "union1d",
+              "intersect1d", "setdiff1d", "setxor1d"]  # fmt: skip
 DASK_LIMITS: dict[str, str] = {
     # NumPy functions Dask does not implement (Dask would compute them into NumPy)
     "argsort": rf"numpy\.argsort {_LACKS}",
@@ -107,6 +110,18 @@ DASK_LIMITS: dict[str, str] = {
     "diagflat": rf"x\[.*ARRAY, ARRAY\] = y {_LACKS}.*dask is currently limited",
     # weights chunked unlike the bin numbers (a NumPy x made a Dask array by bincount)
     "bincount": r"Chunks of input array x and weights must match",
+    # issue 13a: sorts (the sized forms of value-dependent shapes are sorts, too), and
+    # the scatters behind the derivatives of gathers and in-place writes
+    **{name: rf"numpy\.argsort {_LACKS}" for name in _SORTS_13A},
+    "partition": rf"numpy\.argpartition {_LACKS}",
+    "argpartition": rf"numpy\.argpartition {_LACKS}",
+    "lexsort": rf"numpy\.lexsort {_LACKS}",
+    **{name: rf"numpy\.add\.at .*{_LACKS}" for name in ("insert", "delete")},
+    "compress": rf"numpy\.add\.at .*{_LACKS}|numpy\.argsort {_LACKS}",
+    "place": rf"numpy\.add\.at .*{_LACKS}|{_NO_ND_FANCY}",
+    "choose": rf"indexing x\[.*ARRAY, ARRAY\] {_NO_ND_FANCY}",
+    "put_along_axis": r"Incorrect shape .* of integer indices",
+    "put": r"Incorrect shape .* of integer indices",
     # a reshape across the chunk boundary
     "reshape": r"Dask's reshape only supports operations that merge or split",
     # FFTs along axes that padding, cropping or batching split into several chunks

@@ -334,8 +334,8 @@ def test_missing_batching_rule_loops_and_warns_once_naming_the_fix():
 
 
 def test_numpy_function_without_rule_raises_naming_it():
-    with pytest.raises(UnsupportedFunctionError, match=r"numpy\.unique has no autodiff rule"):
-        grad(lambda x: np.unique(x).sum())(x3)
+    with pytest.raises(UnsupportedFunctionError, match=r"numpy\.packbits has no autodiff rule"):
+        grad(lambda x: np.packbits(x).sum())(x3)
     with pytest.raises(UnsupportedFunctionError, match=r"numpy\.subtract\.accumulate"):
         grad(lambda x: np.subtract.accumulate(x).sum())(x3)
 

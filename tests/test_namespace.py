@@ -98,8 +98,8 @@ def test_borrowed_functions_raise_on_traced_values(func, transform):
 
 
 def test_unsupported_message_names_the_numpy_function():
-    with pytest.raises(UnsupportedFunctionError, match=r"numpy\.diff has no autodiff rule"):
-        grad(lambda x: np.diff(x).sum())(np.ones(3))
+    with pytest.raises(UnsupportedFunctionError, match=r"numpy\.packbits has no autodiff rule"):
+        grad(lambda x: np.packbits(x).sum())(np.ones(3))
     with pytest.raises(UnsupportedFunctionError, match=r"numpy\.isnat has no autodiff rule"):
         grad(lambda x: np.isnat(x).sum())(np.ones(3))
 

@@ -46,6 +46,8 @@ from autodiff.rules.products import *  # noqa: F403
 from autodiff.rules.products import __all__ as _products
 from autodiff.rules.reductions import *  # noqa: F403
 from autodiff.rules.reductions import __all__ as _reductions
+from autodiff.rules.sets import *  # noqa: F403
+from autodiff.rules.sets import __all__ as _sets
 from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape
 from autodiff.rules.sorting import *  # noqa: F403
@@ -66,6 +68,7 @@ _own = frozenset(
         *_polynomial,
         *_products,
         *_reductions,
+        *_sets,
         *_shape,
         *_sorting,
         *_statistics,

@@ -1,8 +1,11 @@
-"""Sorting: ``argsort`` and ``searchsorted`` (not differentiable), and ``sort``.
+"""Sorting: ``argsort``, ``argpartition``, ``lexsort`` and ``searchsorted`` (not
+differentiable), and ``sort``, ``partition``, ``sort_complex``.
 
-``sort`` is a composition, ``take_along_axis`` of ``argsort``, so the
-derivative of each sorted entry flows back to the entry it came from, and it
-needs no rules of its own.
+``sort`` is a composition, ``take_along_axis`` of ``argsort``, so the derivative of
+each sorted entry flows back to the entry it came from, and it needs no rules of
+its own; ``partition`` is the same over ``argpartition`` (NumPy's introselect
+arranges the values and their positions alike, so the entries agree with
+``numpy.partition`` everywhere, not only at ``kth``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from autodiff.rules._helpers import (
     shape_of,
 )
 
-__all__ = ["argsort", "searchsorted", "sort"]
+__all__ = [
+    "argsort", "searchsorted", "sort", "argpartition", "partition", "lexsort", "sort_complex",
+]  # fmt: skip
 
 
 def _argsort_batch(args, dims, *, axis, stable):
@@ -72,6 +77,122 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         a, axis = _shp.ravel(a), 0
     order_ = argsort(a, axis, kind, order, stable=stable)
     return _idx.take_along_axis(a, order_, axis)
+
+
+def _axis_shifted_batch(prim):
+    """Batch rule of a primitive of one array along a static ``axis`` (its other
+    parameters pass through): the axis moves past the batch axis."""
+
+    def batch(args, dims, *, axis, **params):
+        d = dims[0]
+        return prim.bind(args[0], axis=axis + (axis >= d), **params), d
+
+    return batch
+
+
+argpartition_p = Primitive(
+    "argpartition",
+    numpy_impl(np.argpartition, lambda x, *, kth, axis: np.argpartition(x, kth, axis=axis)),
+    differentiable=False,
+)
+argpartition_p.def_batch(_axis_shifted_batch(argpartition_p))
+
+
+def _kth(kth, n):
+    """``kth`` as non-negative ints (NumPy accepts negatives and sequences)."""
+    kths = np.atleast_1d(np.asarray(kth))
+    if kths.dtype.kind not in "iu":
+        raise TypeError("Partition index must be integer")
+    if kths.size and not (-n <= kths.min() and kths.max() < n):
+        bad = next(int(k) for k in kths.tolist() if not -n <= k < n)
+        raise ValueError(f"kth(={bad}) out of bounds ({n})")
+    out = tuple(int(k) % n for k in kths.tolist())
+    return out[0] if np.ndim(kth) == 0 else out
+
+
+@implements(argpartition_p, np.argpartition)
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """Like numpy.argpartition (not differentiable; batchable): positions that put
+    the ``kth`` entries where sorting would, the smaller ones before them.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> int(anp.argpartition(np.array([3.0, 1.0, 2.0]), 0)[0])
+    1
+    """
+    if order is not None:
+        raise NotImplementedError("argpartition(order=...) is not supported")
+    if axis is None:
+        a, axis = _shp.ravel(a), 0
+    axis = normalize_axes(axis, ndim_of(a))[0]
+    return argpartition_p.bind(a, kth=_kth(kth, shape_of(a)[axis]), axis=axis)
+
+
+@register_numpy(np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """Like numpy.partition: the ``kth`` entries where sorting would put them, the
+    others on the correct side; each entry's derivative flows to where it came from.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> float(anp.partition(np.array([3.0, 1.0, 2.0]), 1)[1])
+    2.0
+    """
+    if axis is None:
+        a, axis = _shp.ravel(a), 0
+    return _idx.take_along_axis(a, argpartition(a, kth, axis, kind, order), axis)
+
+
+def _lexsort_batch(args, dims, *, axis):
+    size = batch_size_of(args, dims)
+    return lexsort_p.bind(*[bring_to_front(k, d, size) for k, d in zip(args, dims)], axis=axis), 0
+
+
+lexsort_p = Primitive(
+    "lexsort",
+    numpy_impl(np.lexsort, lambda *keys, axis: np.lexsort(keys, axis=axis)),
+    differentiable=False,
+    batch=_lexsort_batch,
+)
+
+
+@implements(lexsort_p, np.lexsort)
+def lexsort(keys, axis=-1):
+    """Like numpy.lexsort (not differentiable; batchable): the order that sorts by
+    the last key, then the one before, ...; ``keys`` is a sequence of arrays (or the
+    rows of a 2-D array).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.lexsort([np.array([2.0, 1.0, 0.0]), np.array([1.0, 0.0, 1.0])])
+    array([1, 2, 0])
+    """
+    keys = list(keys)
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    shape = shape_of(keys[0])
+    if any(shape_of(k) != shape for k in keys):
+        raise ValueError("all keys need to be the same shape")
+    if not shape:
+        raise np.exceptions.AxisError(axis, 0)
+    # A negative axis: the batch rule puts batch axes in front, where it still counts right.
+    return lexsort_p.bind(*keys, axis=normalize_axes(axis, len(shape))[0] - len(shape))
+
+
+@register_numpy(np.sort_complex)
+def sort_complex(a):
+    """Like numpy.sort_complex: sorted along the last axis by real part, then
+    imaginary part; the result is complex.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.sort_complex(np.array([2.0, 1.0 + 1j, 1.0]))
+    array([1.+0.j, 1.+1.j, 2.+0.j])
+    """
+    out = sort(a)
+    kind = out.dtype.char
+    if kind in "FDG":
+        return out
+    # NumPy's choice: 8- and 16-bit integers give complex64, long doubles clongdouble,
+    # everything else (float32 too) complex128.
+    target = np.complex64 if kind in "bBhH" else np.clongdouble if kind == "g" else np.complex128
+    return _elt.astype(out, target)
 
 
 def _searchsorted_batch(args, dims, *, side):

@@ -34,6 +34,8 @@ FAMILIES = [
     "statistics",
     "shape",
     "indexing",
+    "sorting",
+    "sets",
     "products",
     "polynomial",
     "linalg",

@@ -6,7 +6,7 @@ import numpy as np
 
 import autodiff.numpy as anp
 from tests.registry import OpInfo, Sample
-from tests.registry.domains import distinct, drawn_as, ints, real, unique_ints
+from tests.registry.domains import distinct, drawn_as, ints, mask, real, unique_ints
 
 
 def s(*args, label="", **kwargs):
@@ -174,5 +174,149 @@ OPS += [
             ),
         ],
         differentiable=False,
+    ),
+]
+
+# --- gathers, NumPy's in-place functions (as inplace=False), value-dependent shapes --------------
+
+
+def _functional(name):
+    """NumPy's in-place ``name`` as the form that returns the result (inplace=False):
+    NumPy's own call would write into the sample's arrays (test_in_place.py runs it)."""
+    return lambda lib, *args, **kw: getattr(anp, name)(*args, inplace=False, **kw)
+
+
+def _in_place_reference(name):
+    """NumPy's in-place ``name`` on a copy of the destination."""
+
+    def reference(dest, *args, **kw):
+        out = np.array(dest, copy=True)
+        getattr(np, name)(out, *args, **kw)
+        return out
+
+    return reference
+
+
+def padded(a, size, fill):
+    """JAX's ``size=``: the first ``size`` entries of ``a`` (along axis 0), then
+    ``fill`` (the references of the sized forms; also used by ``sets``)."""
+    a = np.asarray(a)[:size]
+    pad = np.full((size - len(a), *a.shape[1:]), fill, a.dtype)
+    return np.concatenate([a, pad])
+
+
+def _sized_nonzero(a, size, fill_value=None):
+    fills = fill_value if isinstance(fill_value, tuple) else (fill_value or 0,) * a.ndim
+    return tuple(padded(i, size, f) for i, f in zip(np.nonzero(a), fills))
+
+
+def _sized_compress(a, condition, axis, size, fill_value=0):
+    kept = np.moveaxis(np.compress(condition, a, axis), axis, 0)
+    return np.moveaxis(padded(kept, size, fill_value), 0, axis)
+
+
+OPS += [
+    OpInfo(
+        "compress",
+        [
+            s(real(3, 4), condition=np.array([True, False, True]), axis=0),
+            s(real(2, 3), condition=[False, True], label="flattened, short condition"),
+        ],
+        call=lambda lib, a, condition, **kw: lib.compress(condition, a, **kw),
+    ),
+    OpInfo(
+        "compress",
+        [s(real(5, 2), mask(5), axis=0, size=3, fill_value=0.5, label="size=3, traced condition")],
+        call=lambda lib, a, condition, **kw: lib.compress(condition, a, **kw),
+        numpy_name=None,  # numpy.compress has no size=
+        reference=_sized_compress,
+    ),
+    OpInfo(
+        "choose",
+        [
+            s(ints(3, 2, 4), real(2, 4), real(4), real(2, 1), label="broadcast choices"),
+            s(ints(5, 3), real(3), real(3), mode="wrap", label="wrap"),
+            s(ints(4, 3), real(3), real(3), mode="clip", label="clip"),
+        ],
+        call=lambda lib, a, *choices, **kw: lib.choose(a, list(choices), **kw),
+    ),
+    OpInfo(
+        "put_along_axis",
+        [
+            s(real(3, 4), ints(4, 3, 2), real(3, 2), axis=1),
+            s(real(2, 3), ints(6, 2), real(2), axis=None, label="axis=None"),
+        ],
+        call=_functional("put_along_axis"),
+        numpy_name=None,
+        reference=_in_place_reference("put_along_axis"),
+    ),
+    OpInfo(
+        "fill_diagonal",
+        [s(real(3, 3), real(2), label="cycled"), s(real(5, 3), real(), wrap=True, label="wrap")],
+        call=_functional("fill_diagonal"),
+        numpy_name=None,
+        reference=_in_place_reference("fill_diagonal"),
+    ),
+    OpInfo(
+        "place",
+        [s(real(2, 3), mask(2, 3), real(2))],
+        call=_functional("place"),
+        numpy_name=None,
+        reference=_in_place_reference("place"),
+    ),
+    OpInfo(
+        "put",
+        [
+            s(real(2, 3), ints(6, 4), real(2), label="cycled, repeats"),
+            s(real(5), ints(20, 2) - 7, real(2), mode="wrap", label="wrap"),
+        ],
+        call=_functional("put"),
+        numpy_name=None,
+        reference=_in_place_reference("put"),
+    ),
+    OpInfo(
+        "putmask",
+        [s(real(2, 3), mask(2, 3), real(4))],
+        call=_functional("putmask"),
+        numpy_name=None,
+        reference=_in_place_reference("putmask"),
+    ),
+    OpInfo(
+        "copyto",
+        [s(real(2, 3), real(3), mask(2, 3), label="where"), s(real(2, 3), real(1, 3))],
+        call=lambda lib, dst, src, where=True: anp.copyto(dst, src, where=where, inplace=False),
+        numpy_name=None,
+        reference=lambda dst, src, where=True: _in_place_reference("copyto")(dst, src, where=where),
+    ),
+]
+# JAX's size=: the first k positions, or padded with fill_value (test_value_dependent.py
+# checks the unsized forms against NumPy, and the error under vmap).
+SIZED_POSITIONS = {
+    "nonzero": _sized_nonzero,
+    "argwhere": lambda a, **kw: np.stack(_sized_nonzero(a, **kw), axis=-1),
+    "flatnonzero": lambda a, **kw: _sized_nonzero(a.ravel(), **kw)[0],
+}
+OPS += [
+    OpInfo(
+        name,
+        [
+            s(ints(3, 3, 4), size=5, label="size=5"),
+            s(ints(2, 2, 3), size=4, fill_value=-1, label="padded"),
+        ],
+        differentiable=False,
+        numpy_name=None,
+        reference=reference,
+    )
+    for name, reference in SIZED_POSITIONS.items()
+]
+OPS += [
+    OpInfo(
+        "extract",
+        [
+            s(mask(2, 3), real(2, 3), size=4, fill_value=0.5, label="size=4"),
+            s(ints(2, 5), real(5), size=2, label="truncated"),
+        ],
+        numpy_name=None,
+        reference=lambda c, a, size, fill_value=0: padded(np.extract(c, a), size, fill_value),
     ),
 ]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from tests.registry import OpInfo, Sample
-from tests.registry.domains import cplx, real
+from tests.registry.domains import cplx, positive, real
 
 
 def s(*args, label="", **kwargs):
@@ -103,4 +105,81 @@ OPS += [
     OpInfo("diagflat", [s(real(2, 2))]),
     OpInfo("tril", [s(real(3, 3)), s(real(2, 3, 4), k=1)]),
     OpInfo("triu", [s(real(3, 4), k=-1)]),
+]
+
+# --- differences, inserting and deleting, blocks (issue 13) ------------------------------------
+
+OPS += [
+    OpInfo(
+        "diff",
+        [
+            s(real(3, 5)),
+            s(real(4, 3), n=2, axis=0, label="n=2, axis=0"),
+            s(cplx(4), label="complex"),
+        ],
+    ),
+    OpInfo(
+        "diff",
+        [s(real(2, 4), real(2, 1), real(2, 2), axis=1, label="prepend, append")],
+        call=lambda lib, a, before, after, **kw: lib.diff(a, prepend=before, append=after, **kw),
+    ),
+    OpInfo(
+        "ediff1d",
+        [s(real(2, 3)), s(real(4), real(2), real(), label="to_begin, to_end")],
+        call=lambda lib, a, begin=None, end=None: lib.ediff1d(a, to_end=end, to_begin=begin),
+    ),
+    OpInfo(
+        "gradient",
+        [
+            s(real(6)),
+            s(real(4, 5), edge_order=2, label="2-d, edge_order=2"),
+            s(real(3, 4), axis=-1, label="axis=-1"),
+        ],
+    ),
+    OpInfo(
+        "gradient",
+        [
+            s(real(5), np.cumsum(positive(5)), label="coordinates"),
+            s(
+                real(3, 5),
+                np.cumsum(positive(5)),
+                axis=1,
+                edge_order=2,
+                label="coordinates, edge 2",
+            ),
+        ],
+        call=lambda lib, f, x, **kw: lib.gradient(f, x, **kw),
+    ),
+    OpInfo(
+        "append",
+        [s(real(2, 3), real(1, 3), axis=0), s(real(3), real(2, 2), label="flattened")],
+    ),
+    OpInfo(
+        "insert",
+        [
+            s(real(5), real(3), obj=[0, 2, 2]),
+            s(real(2, 3), real(2), obj=1, axis=1, label="a column"),
+            s(real(3, 2), real(), obj=slice(0, 2), axis=0, label="slice, scalar"),
+        ],
+        call=lambda lib, a, values, **kw: lib.insert(a, values=values, **kw),
+    ),
+    OpInfo(
+        "delete",
+        [s(real(3, 4), obj=[0, 2], axis=1), s(real(5), obj=slice(1, 3), label="flattened")],
+    ),
+    OpInfo("resize", [s(real(2, 3), new_shape=(4, 4)), s(cplx(3), new_shape=2, label="shrink")]),
+    OpInfo(
+        "block",
+        [s(real(2, 2), real(2, 1), real(1, 3))],
+        call=lambda lib, a, b, c: lib.block([[a, b], [c]]),
+    ),
+    OpInfo("block", [s(real(3), real(2), label="1-d")], call=lambda lib, a, b: lib.block([a, b])),
+    OpInfo("column_stack", [s(real(), real(), label="scalars")], call=_seq("column_stack")),
+    OpInfo("vsplit", [s(real(4, 3), indices_or_sections=2)]),
+    OpInfo(
+        "hsplit",
+        [s(real(2, 4), indices_or_sections=[1]), s(real(6), indices_or_sections=3, label="1-d")],
+    ),
+    OpInfo("dsplit", [s(real(2, 2, 4), indices_or_sections=2)]),
+    OpInfo("rollaxis", [s(real(2, 3, 4), axis=2), s(real(2, 3, 4), axis=0, start=3)]),
 ]
