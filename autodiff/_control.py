@@ -33,12 +33,14 @@ import optree
 
 from autodiff._args import a_type, check_callable, is_array
 from autodiff._batching import BatchedTensor, BatchInterpreter
-from autodiff._core import Primitive, process
+from autodiff._core import Primitive, current_interpreters, process
 from autodiff._explain import ExplainInterpreter
 from autodiff._forward import DualTensor, JvpInterpreter
 from autodiff._reverse import GradInterpreter
+from autodiff._staging import StagedTensor, StagingInterpreter
+from autodiff._subgraphs import closed
 from autodiff._tracer import Tracer
-from autodiff.errors import TransformTypeError
+from autodiff.errors import ConcretizationError, TransformTypeError
 from autodiff.rules._helpers import dtype_of, shape_of
 from autodiff.rules.elementwise import clip, equal, where
 
@@ -50,6 +52,7 @@ __all__ = [
     "leaves_of",
     "names_of",
     "output_types",
+    "staged_if_jitting",
     "switch",
     "while_loop",
     "while_loop_p",
@@ -59,12 +62,27 @@ __all__ = [
 class ControlFlowPrimitive(Primitive):
     """A primitive whose parameters are functions: ``impl`` runs them in Python.
 
-    Every transform of the package runs it at its own level (``_run_here``).  A
-    transform of your own treats it like any other primitive (its ``process`` on the
-    unwrapped values) unless it registers ``_run_here`` for this class too.
+    Every transform of the package runs it at its own level (``_run_here``); staging
+    records it with its functions staged (``_staged_control.py``).  A transform of
+    your own treats it like any other primitive (its ``process`` on the unwrapped
+    values) unless it registers ``_run_here`` for this class too.
     """
 
     __slots__ = ()
+    # Graph passes keep, never merge or precompute it: its functions may draw random
+    # numbers.  A staged program holding one is evaluated at the level of a transform
+    # outside the jit (_call.py), where its predicates have values.
+    effectful = True
+    runs_functions = True
+
+    def __init__(self, name: str, impl: Callable, **kwargs: Any) -> None:
+        def run(*args: Any, n_consts: int = 0, **params: Any) -> Any:
+            if n_consts:  # staged: the functions' closed-over values are the last operands
+                args, params = closed(args, n_consts, params)
+            return impl(*args, **params)
+
+        run.__name__ = name
+        super().__init__(name, run, **kwargs)
 
 
 def _run_here(interp: Any, prim: Primitive, args: tuple, params: dict):
@@ -86,6 +104,20 @@ def _unlifted(x: Any) -> Any:
 
 for _interpreter in (GradInterpreter, JvpInterpreter, BatchInterpreter, ExplainInterpreter):
     process.register(_interpreter, ControlFlowPrimitive)(_run_here)
+
+
+def staged_if_jitting(operands: list) -> list:
+    """``operands``, the first made a staged constant where a staging is the innermost
+    interpreter and no operand is its value or above it: the functions may close over
+    staged values, so the primitive must reach the staging (which stages them) rather
+    than run them at once."""
+    stack = current_interpreters()
+    if not stack or not operands or type(stack[-1]) is not StagingInterpreter:
+        return operands
+    top = stack[-1]
+    if any(isinstance(x, Tracer) and x._interp.level >= top.level for x in operands):
+        return operands
+    return [top.staged(operands[0]), *operands[1:]]
 
 
 # --- leaves and their types ------------------------------------------------------------
@@ -152,12 +184,13 @@ def check_like(
 
 
 def output_types(fn: Callable, leaves: Sequence) -> tuple[Any, list] | None:
-    """The output structure of ``fn`` on ``leaves`` and, per output leaf, a value
-    with its ``shape`` and ``dtype``, without running ``fn``; None where that needs
-    running it.
+    """The output structure of the branch ``fn`` on ``leaves`` and, per output leaf, a
+    value with its ``shape`` and ``dtype``, without running it; None where that
+    needs running it.
 
-    This is where the types of a branch that is not taken come from: today always
-    None (eagerly a branch runs or it does not), staging (``make_graph``) can answer.
+    Eagerly a branch runs or it does not, nothing more (so None); under ``jit`` every
+    branch is staged and checked when the ``cond`` is (``_staged_control.py``).  A
+    hook for transforms that know the types of a function without running it.
     """
     return None
 
@@ -196,18 +229,25 @@ def _check_predicate(pred: Any, what: str, kind: str) -> None:
 
 def _bottom(x: Any) -> Any:
     """The concrete array under all of ``x``'s tracers: the values of every example of
-    every ``vmap`` on the stack (batch axes included)."""
+    every ``vmap`` on the stack (batch axes included); None if ``jit`` is staging it
+    (under a transform inside the ``jit``), which leaves no values to read."""
     while isinstance(x, Tracer):
+        if isinstance(x, StagedTensor):
+            return None
         x = x._inner
     return x
 
 
 def _taken(index: Any, n: int) -> list[int]:
     """The branches some example takes (``index`` clamped to [0, n - 1]), sorted; for
-    a batch of no examples the first branch (which gives the outputs' types)."""
+    a batch of no examples the first branch (which gives the outputs' types); every
+    branch where the index is staged (then ``where`` selects, as JAX's ``cond`` does
+    under ``vmap``)."""
     if not isinstance(index, Tracer):
         return [min(max(int(index), 0), n - 1)]
     values = _bottom(index)
+    if values is None:
+        return list(range(n))
     if np.ndim(values) == 0:
         return [min(max(int(values), 0), n - 1)]
     return sorted({min(max(int(v), 0), n - 1) for v in np.unique(values)}) or [0]
@@ -219,6 +259,14 @@ def _decided(pred: Any) -> bool | None:
     if not isinstance(pred, Tracer):
         return bool(pred)
     values = _bottom(pred)
+    if values is None:
+        raise ConcretizationError(
+            "while_loop: its condition is staged by jit, under a transform that runs "
+            "inside the jit (jit(grad(f)), jit(vmap(f))), so the number of iterations is "
+            "not known while staging. Put the transform outside the jit instead (grad(jit(f)), "
+            "vmap(jit(f)): the loop is staged once, the transform runs it), or loop a "
+            "fixed number of times with fori_loop(0, n, ...) or scan."
+        )
     if not bool(np.any(values)):
         return False
     return True if bool(np.all(values)) else None
@@ -275,6 +323,7 @@ class _Branch:
 def _branch_call(what: str, index: Any, fns: Sequence[Callable], names: tuple, operands):
     leaves, tree, _ = leaves_of(tuple(operands), "operands", what)
     branches = tuple(_Branch(fn, tree) for fn in fns)
+    index, *leaves = staged_if_jitting([index, *leaves])
     outs = cond_p.bind(index, *leaves, branches=branches, names=names, who=what)
     ran = next(b for b in branches if b.out_tree is not None)
     return optree.tree_unflatten(ran.out_tree, list(outs))
@@ -366,7 +415,7 @@ def _while(who: str, cond_fun: Callable, body_fun: Callable, init_val: Any,
     """``while_loop``; ``check_carry=False``: the caller's body checks the carry itself."""
     leaves, tree, names = leaves_of(init_val, "init_val", who)
     called = optree.tree_structure((init_val,))  # the functions take the carry as one argument
-    outs = while_loop_p.bind(*leaves, cond_fun=_Branch(cond_fun, called),
+    outs = while_loop_p.bind(*staged_if_jitting(leaves), cond_fun=_Branch(cond_fun, called),
                              body_fun=_Branch(body_fun, called), tree=tree,
                              names=names if check_carry else None, who=who)  # fmt: skip
     return optree.tree_unflatten(tree, list(outs))

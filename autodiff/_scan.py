@@ -36,6 +36,7 @@ from autodiff._control import (
     check_like,
     leaves_of,
     names_of,
+    staged_if_jitting,
 )
 from autodiff._core import Primitive, current_interpreters, lift, process
 from autodiff._reverse import GradInterpreter, GradTensor, _no_grad_below, recording, unpack
@@ -202,6 +203,7 @@ def _scan(f: Callable, init: Any, xs: Any, length: Any, reverse: bool, checkpoin
     operands = [*carry, *x_leaves]
     if checkpoint:
         operands = _for_checkpoint(operands)
+    operands = staged_if_jitting(operands)
     outs = scan_p.bind(*operands, body=body, length=length, reverse=reverse,
                        checkpoint=checkpoint)  # fmt: skip
     n = len(carry)
