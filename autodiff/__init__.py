@@ -14,6 +14,7 @@ from autodiff._custom import custom_jvp, custom_vjp
 from autodiff._derived import hessian, jacfwd, jacrev, linearize
 from autodiff._explain import explain
 from autodiff._forward import jvp
+from autodiff._jit import jit, make_graph
 from autodiff._nans import debug_nans
 from autodiff._reverse import grad, grad_and_value, no_grad, stop_gradient, value_and_grad, vjp
 from autodiff._validate import debug_rules
@@ -31,8 +32,10 @@ __all__ = [
     "hessian",
     "jacfwd",
     "jacrev",
+    "jit",
     "jvp",
     "linearize",
+    "make_graph",
     "no_grad",
     "numpy",
     "stop_gradient",

@@ -14,6 +14,7 @@ import numpy as np
 
 from autodiff._checkers import check_grads, precision
 from autodiff._core import Primitive
+from autodiff._graph import aval_of
 from autodiff._tape import keep_residuals
 from autodiff._transpose import jvp_rule_of, vjp_rule_of
 from autodiff.errors import TransformTypeError
@@ -184,7 +185,25 @@ def _check_forward(s: _Sample, args: list) -> tuple[Any, list[np.ndarray]]:
             )
         at = [f"{name}{_index(k, o.shape)}" for k in range(o.size)]
         s.compare("forward", b, o, s.exact_tol(o), at, "bind gives {got} at {at}, impl {want}")
+    if s.prim.shape is not None:
+        _check_shape_rule(s, args, outs)
     return ans, outs
+
+
+def _check_shape_rule(s: _Sample, args: list, outs: list) -> None:
+    """The shape rule (for staging) gives the shapes and dtypes ``impl`` gives."""
+    avals = [aval_of(a) for a in args]
+    given = s.call("the shape rule", s.prim.shape, *avals, **s.params)
+    given = list(given) if s.prim.multiple_results else [given]
+    if len(given) != len(outs):
+        raise s.error(f"the shape rule gives {len(given)} results, impl {len(outs)}")
+    for n, (g, o) in enumerate(zip(given, outs)):
+        name = f"output {n}" if s.prim.multiple_results else "the output"
+        if (tuple(g.shape), np.dtype(g.dtype)) != (o.shape, o.dtype):
+            raise s.error(
+                f"the shape rule gives {np.dtype(g.dtype)} {tuple(g.shape)} for {name}, impl "
+                f"{o.dtype} {o.shape}"
+            )
 
 
 def _finite_differences(s: _Sample, args: list, outs: list, i: int) -> tuple[Any, Any]:
@@ -405,7 +424,8 @@ def check_primitive(
     are its static keyword parameters.  Checks, on each sample:
 
     forward: ``bind`` agrees with ``impl``, which returns arrays (a tuple of
-    them for ``multiple_results``) of the same shapes and dtypes.
+    them for ``multiple_results``) of the same shapes and dtypes; the shape rule
+    (``prim.shape``, for staging), where one is given, gives those shapes and dtypes.
     VJP, JVP: the Jacobian of every floating-point argument from each rule
     (applied to every output, resp. input, unit vector; for complex values to
     the real and imaginary parts, in the pairing ``Re sum(a * b)``) against

@@ -21,12 +21,27 @@ from autodiff._args import at_positions, check_callable, is_array
 from autodiff._batching import vmap
 from autodiff._core import Primitive
 from autodiff._forward import jvp
+from autodiff._graph import aval_of
 from autodiff._reverse import vjp
+from autodiff._staging import graph_function, innermost_staging, traced_impl
 
 __all__ = ["checkpoint"]
 
 
-def _checkpoint_primitive(name: str, fn: Callable) -> Primitive:
+class CheckpointPrimitive(Primitive):
+    """A checkpointed function.  Its implementation is written with autodiff functions
+    (``traceable``): staging traces it, and where it closes over traced values, binds
+    ``closure_convert(flat)`` instead, the checkpoint of ``flat`` (the staged
+    function with those values as extra arguments), so their derivatives flow too."""
+
+    __slots__ = ("base_name",)
+    base_name: str
+
+    def closure_convert(self, flat: Callable) -> Primitive:
+        return _checkpoint_primitive(self.base_name, flat)
+
+
+def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
     """A primitive running ``fn`` (flat array arguments -> tuple of arrays)."""
 
     def vjp_rule(cts, ans, primals, params, argnums):
@@ -45,9 +60,21 @@ def _checkpoint_primitive(name: str, fn: Callable) -> Primitive:
         outs = batched.bind(*args)
         return outs, (0,) * len(outs)
 
-    prim = Primitive(f"checkpoint({name})", fn, multiple_results=True)
+    prim = CheckpointPrimitive(f"checkpoint({name})", fn, multiple_results=True, traceable=True)
+    prim.base_name = name
     prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
     return prim
+
+
+def _closure_converted(prim: Any, operands: list) -> tuple[Primitive, list]:
+    """Under staging: if ``func`` closes over traced values (a layer's weights, say),
+    the checkpoint of its staged form with those values as extra operands, so that
+    every transform sees them (and differentiates them) as arguments."""
+    body = traced_impl(prim, [aval_of(x) for x in operands], {})
+    captured = body.cache.get("captured")
+    if not captured:
+        return prim, operands
+    return prim.closure_convert(graph_function(body)), [*operands, *captured]
 
 
 def checkpoint(func: Callable) -> Callable:
@@ -85,7 +112,11 @@ def checkpoint(func: Callable) -> Callable:
             out_tree[:] = [tree]
             return tuple(out_leaves)
 
-        outs = _checkpoint_primitive(name, flat).bind(*(leaves[i] for i in traced))
+        prim: Primitive = _checkpoint_primitive(name, flat)
+        operands = [leaves[i] for i in traced]
+        if innermost_staging() is not None:
+            prim, operands = _closure_converted(prim, operands)
+        outs = prim.bind(*operands)
         return optree.tree_unflatten(out_tree[0], list(outs))
 
     return wrapped

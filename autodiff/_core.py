@@ -176,6 +176,15 @@ class Primitive:
         True if ``impl`` returns a tuple of arrays.  Cotangents and tangents are
         then tuples too (zeros filled in), the JVP rule is one function, and
         the batching rule returns a tuple of batch axes.
+    shape
+        Optional, for staging (``jit``, ``make_graph``): ``shape(*avals, **params)``
+        returns the abstract value of the result (a ``ShapedArray``, or a tuple of
+        them for ``multiple_results``) from those of the arguments, without data.
+        Without one, staging runs ``impl`` once per signature on placeholder zeros.
+    traceable
+        True if ``impl`` is written with autodiff functions (``checkpoint``,
+        ``custom_vjp``): staging then traces it for its output shapes, and a
+        replayed graph inlines it.
 
     >>> import numpy as np
     >>> from autodiff._core import Primitive
@@ -185,7 +194,10 @@ class Primitive:
     """
 
     __slots__ = ("__weakref__", "batch", "differentiable", "impl", "jvp", "multiple_results",
-                 "name", "vjp", "vjp_reads")  # fmt: skip
+                 "name", "shape", "traceable", "vjp", "vjp_reads")  # fmt: skip
+    # Effectful primitives (random draws) run at every replay of a staged graph, in
+    # order: graph passes never drop, merge or precompute them.
+    effectful = False
 
     def __init__(
         self,
@@ -198,8 +210,12 @@ class Primitive:
         differentiable: bool = True,
         multiple_results: bool = False,
         vjp_reads: Sequence[Sequence[int | str]] | None = None,
+        shape: Callable | None = None,
+        traceable: bool = False,
     ) -> None:
         self.name = name
+        self.shape = shape
+        self.traceable = traceable
         self.vjp_reads = normalize_reads(name, vjp_reads)
         self.impl = impl
         self.differentiable = differentiable
@@ -226,6 +242,12 @@ class Primitive:
 
     def def_batch(self, rule: Callable) -> Callable:
         self.batch = rule
+        return rule
+
+    def def_shape(self, rule: Callable) -> Callable:
+        """``rule(*avals, **params) -> aval`` (or a tuple of avals): the result's
+        shape and dtype for staging, from the arguments' (see ``shape`` above)."""
+        self.shape = rule
         return rule
 
     def bind(self, *args: Any, **params: Any) -> Any:

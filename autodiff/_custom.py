@@ -105,7 +105,7 @@ def _batched(make: Callable[[], Primitive]) -> Callable:
 
 def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Callable):
     """fun, fwd, bwd on flat leaves: fwd -> (outs, residuals); bwd(residuals, cts) -> cts."""
-    prim = CustomVJPPrimitive(name, fun, multiple_results=True)
+    prim = CustomVJPPrimitive(name, fun, multiple_results=True, traceable=True)
     prim.fwd, prim.bwd = fwd, bwd
 
     def vjp_rule(cts, ans, primals, params, argnums):
@@ -221,7 +221,7 @@ class custom_vjp:
 
 def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> Primitive:
     """fun and jvp_fun on flat leaves: jvp_fun(primals, tangents) -> tangents_out."""
-    prim = Primitive(name, fun, multiple_results=True)
+    prim = Primitive(name, fun, multiple_results=True, traceable=True)
 
     def jvp_rule(tangents, ans, primals, params):
         tangents = tuple(np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals))

@@ -32,14 +32,17 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
-from benchmarks import fluid, why  # noqa: E402
+from benchmarks import eager, first_call, fluid, why  # noqa: E402
 from benchmarks import workloads as w  # noqa: E402
 
 REFERENCE = "reference (NumPy by hand)"
+JIT = w.AUTODIFF_JIT
 OUT = pathlib.Path(__file__).with_name("results.md")
 
 
 table = h.table  # shared with benchmarks/gpu.py
+# "No slower" allows this much: the spread of interleaved medians of the same NumPy calls.
+NOISE = 1.02
 
 
 def main() -> None:
@@ -64,6 +67,14 @@ def main() -> None:
         verdict = "reached" if value <= limit else "**missed**"
         targets.append((workload, text, value, verdict + unit))
 
+    def no_slower(workload: str, rows: list, eager: str) -> None:
+        """jit against the same transform without it, medians of the same rounds (the
+        minima's ratio follows in brackets: on a shared machine it is the steadier)."""
+        by = {r.system: r.median for r in rows}
+        check(f"{workload} jit", by[JIT] / by[eager], NOISE,
+              f"jit x eager ≤ {NOISE} (no slower, within noise; fastest rounds "
+              f"{fastest(rows, JIT, eager):.2f})")  # fmt: skip
+
     # W1
     rows = h.interleave(w.w1_grad_systems(), REFERENCE, rounds=rounds, inner=10, rtol=1e-9,
                         info=("JAX (jit)",))  # fmt: skip
@@ -77,12 +88,19 @@ def main() -> None:
                *[f"| {k} | {v:.2f} |" for k, v in per_op.items()], ""]  # fmt: skip
     check("W1", per_op["autodiff"], 2.5, "µs per primitive under grad ≤ 2.5")
     reasons["W1"] = lambda: why.w1(per_op["autodiff"], per_op[REFERENCE])
+    by1 = {r.system: r.median for r in rows}
+    check("W1 jit", by1[JIT] / by1[REFERENCE], 1.3, "jit(grad(f)) x the hand-written forward "
+          f"and backward ≤ 1.3 (fastest rounds {fastest(rows, JIT, REFERENCE):.2f})")  # fmt: skip
     plain = h.interleave(w.w1_plain_systems(), "NumPy", rounds=rounds, inner=20, rtol=1e-12)
     report += ["No transform active (the same chain on ndarrays):", "",
-               "| system | µs per primitive |", "|---|---|",
-               *[f"| {r.system} | {r.median / w.N_OPS * 1e6:.2f} |" for r in plain],
+               "| system | µs per primitive | x NumPy |", "|---|---|---|",
+               *[f"| {r.system} | {r.median / w.N_OPS * 1e6:.2f} | "
+                 f"{r.median / plain[0].median:.3f} |" for r in plain],
                ""]  # fmt: skip
     check("W1", plain[1].median / w.N_OPS * 1e6, 0.6, "µs per primitive, no transform ≤ 0.6")
+    fast = fastest(plain, JIT, "NumPy")
+    check("W1 jit", plain[2].median / plain[0].median, 1.1,
+          f"jit(f) x NumPy's forward ≤ 1.1 (fastest rounds {fast:.2f})")  # fmt: skip
 
     for name, title, systems, info, limit in [
         ("W2", "large MLP gradient (X 512x1024, W1 1024x1024, W2 1024x256)",
@@ -95,6 +113,7 @@ def main() -> None:
         ratio = rows[1].median / rows[0].median
         check(name, ratio, limit, f"x reference ≤ {limit}")
         reasons[name] = lambda name=name, rows=rows: why.near_reference(name, rows)
+        no_slower(name, rows, "autodiff")
 
     ref3 = "reference (NumPy by hand, batched)"
     rows = h.interleave(w.w3_systems(), ref3, rounds=max(rounds // 2, 3), rtol=1e-9,
@@ -108,6 +127,7 @@ def main() -> None:
     reasons["W3"] = lambda: why.w3(by, per_op["autodiff"])
     targets.append(("W3", "faster than our own loop ≥ 3x", speedup,
                     "reached" if speedup >= 3 else "**missed**"))  # fmt: skip
+    no_slower("W3", rows, "autodiff vmap(grad)")
 
     rows = h.interleave(w.w4_systems(), REFERENCE, rounds=rounds, inner=20, rtol=1e-9,
                         info=("JAX (jit)",))  # fmt: skip
@@ -115,6 +135,33 @@ def main() -> None:
                *table(rows, REFERENCE, "ms", 1e3), ""]  # fmt: skip
     check("W4", rows[1].median * 1e3, 0.5, "ms ≤ 0.5")
     reasons["W4"] = lambda ms=rows[1].median * 1e3: why.w4(ms)
+    by4 = {r.system: r.median for r in rows}
+    check("W4 jit", by4[JIT] / by4[REFERENCE], 5.0, "jit(hessian(f)) x the analytic formula ≤ 5 "
+          f"(fastest rounds {fastest(rows, JIT, REFERENCE):.2f})")  # fmt: skip
+
+    try:  # the eager path with main's code and with this checkout, alternating processes
+        before_after = eager.measure("main")
+    except (subprocess.CalledProcessError, OSError) as e:  # no git, no main: say so
+        report += [f"(The eager path was not compared with main: {e}.)", ""]
+    else:
+        report += ["## The eager path before and after", "",
+                   "W1's chain with `main`'s code and with this checkout, in alternating "
+                   "fresh processes (`python -m benchmarks.eager`); medians.", "",
+                   *eager.table(before_after, "main"), ""]  # fmt: skip
+        for kind, text in (("plain", "no transform"), ("grad", "under grad")):
+            ratio = before_after["after"][kind] / before_after["before"][kind]
+            check("W1 eager", ratio, NOISE, f"{text}: after / before ≤ {NOISE} (not slower)")
+
+    calls = first_call.measure()
+    report += ["## First call of a jitted function", "",
+               "A fresh `jit` of each workload, first call (staging, the passes, code "
+               "generation and compilation, one replay) against one eager call; medians of "
+               "5 (`python -m benchmarks.first_call`).", "",
+               *first_call.table(calls), ""]  # fmt: skip
+    for r in calls:
+        check("first call", r["first_ms"] / r["eager_ms"], 5.0,
+              f"{r['workload']}: first jit call x one eager call ≤ 5")  # fmt: skip
+    reasons["first call"] = lambda: why.first_call(calls)
 
     if fluid.HAVE_AUTOGRAD:  # W7's peer is HIPS autograd
         rows = h.interleave(fluid.systems(fluid.N), "HIPS autograd", rounds=rounds, rtol=1e-9)
@@ -138,11 +185,17 @@ def main() -> None:
     print(f"wrote {OUT}")
 
 
+def fastest(rows: list, system: str, reference: str) -> float:
+    """The ratio of the two systems' fastest rounds (the least disturbed by other jobs)."""
+    by = {r.system: min(r.times) for r in rows}
+    return by[system] / by[reference]
+
+
 def memory_section(targets: list) -> list[str]:
     """W6: each system in a fresh process (python -m benchmarks.memory SYSTEM)."""
     rows = []
     for system in w.w2_systems():
-        if "jit" in system:
+        if system.startswith("JAX") and "jit" in system:
             continue
         command = [sys.executable, "-m", "benchmarks.memory", system]
         done = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ)
@@ -170,6 +223,10 @@ def memory_section(targets: list) -> list[str]:
     ratio = ours["traced_peak_mb"] / floor
     targets.append(("W6", "x floor ≤ 1.10 (traced peak)", ratio,
                     "reached" if ratio <= 1.10 else "**missed**"))  # fmt: skip
+    jitted = next(r for r in rows if r["system"] == JIT)
+    ratio = jitted["traced_peak_mb"] / ref["traced_peak_mb"]
+    targets.append(("W6 jit", "jit: traced peak x the hand-written reference ≤ 1", ratio,
+                    "reached" if ratio <= 1.0 else "**missed**"))  # fmt: skip
     return [*lines, ""]
 
 

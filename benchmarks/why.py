@@ -124,6 +124,30 @@ def near_reference(workload: str, rows: Any) -> list[str]:
     ]
 
 
+def first_call(rows: list[dict]) -> list[str]:
+    """Where the first call of a jitted function goes."""
+    by = {r["workload"]: r for r in rows}
+    w1 = by["W1 grad (201-op chain)"]
+    fwd = by["W1 forward (200-op chain)"]
+    per_eqn = w1["stage_ms"] / w1["eqns"] * 1e3
+    return [
+        "### First call: staging costs about two eager calls where NumPy's work is small",
+        "",
+        f"On the per-primitive workloads the first call is staging, the passes and Python's "
+        f"own compiler, each proportional to the number of equations: for W1's gradient "
+        f"{w1['stage_ms']:.1f} ms staging ({per_eqn:.0f} µs per equation: every primitive "
+        f"is recorded by grad *and* by the staging, which also computes its output's shape "
+        f"and makes a variable and an equation), {w1['passes_ms']:.1f} ms of passes and "
+        f"{w1['codegen_ms']:.1f} ms to generate and compile {w1['final_eqns']} lines, against "
+        f"{w1['eager_ms']:.2f} ms for one eager gradient. Without a transform the eager call "
+        f"is {fwd['eager_ms']:.2f} ms of NumPy calls, so no staging of {fwd['eqns']} "
+        f"equations can be within 5x of it. Where NumPy's work dominates (W2: large arrays) "
+        f"the first call costs what an eager call costs. The first call is paid once per "
+        f"signature; every later call replays the compiled code.",
+        "",
+    ]
+
+
 def w4(ms: float) -> list[str]:
     x = np.random.default_rng(4).standard_normal(64)
     A = np.random.default_rng(5).standard_normal((64, 64)) / 8

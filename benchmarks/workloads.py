@@ -15,6 +15,8 @@ import numpy as np
 import autodiff
 import autodiff.numpy as anp
 
+AUTODIFF_JIT = "autodiff, jit"  # the row of autodiff.jit of the same transform
+
 
 def installed(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
@@ -73,9 +75,11 @@ def _chain_reference_grad(x: np.ndarray) -> np.ndarray:
 
 def w1_grad_systems() -> dict[str, Callable[[], Any]]:
     x = np.linspace(0.1, 0.8, 8)
+    ours = autodiff.jit(autodiff.grad(lambda v: anp.sum(chain(anp, v))))
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand)": lambda: _chain_reference_grad(x),
         "autodiff": lambda: autodiff.grad(lambda v: anp.sum(chain(anp, v)))(x),
+        AUTODIFF_JIT: lambda: ours(x),
     }
     if HAVE["autograd"]:
         g = autograd.grad(lambda v: agnp.sum(chain(agnp, v)))
@@ -102,9 +106,11 @@ def w1_grad_systems() -> dict[str, Callable[[], Any]]:
 
 def w1_plain_systems() -> dict[str, Callable[[], Any]]:
     x = np.linspace(0.1, 0.8, 8)
+    ours = autodiff.jit(lambda v: chain(anp, v))
     systems = {
         "NumPy": lambda: chain(np, x),
         "autodiff (anp on ndarrays)": lambda: chain(anp, x),
+        AUTODIFF_JIT: lambda: ours(x),
     }
     if HAVE["autograd"]:
         systems["HIPS autograd (autograd.numpy)"] = lambda: chain(agnp, x)
@@ -150,9 +156,11 @@ def mlp_reference_jvp(params: tuple, tangents: tuple, X: np.ndarray, Y: np.ndarr
 
 def w2_systems() -> dict[str, Callable[[], Any]]:
     X, Y, params = mlp_data()
+    ours = autodiff.jit(autodiff.grad(lambda p: mlp_loss(anp, p, X, Y)))
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand)": lambda: mlp_reference_grad(params, X, Y),
         "autodiff": lambda: autodiff.grad(lambda p: mlp_loss(anp, p, X, Y))(params),
+        AUTODIFF_JIT: lambda: ours(params),
     }
     if HAVE["autograd"]:
         g = autograd.grad(lambda p: mlp_loss(agnp, p, X, Y))
@@ -191,9 +199,11 @@ def w5_systems() -> dict[str, Callable[[], Any]]:
     rng = np.random.default_rng(5)
     tangents = tuple(rng.standard_normal(p.shape) / 30 for p in params)
     f = lambda p: mlp_loss(anp, p, X, Y)
+    ours = autodiff.jit(lambda p, t: autodiff.jvp(f, (p,), (t,)))
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand)": lambda: mlp_reference_jvp(params, tangents, X, Y),
         "autodiff": lambda: autodiff.jvp(f, (params,), (tangents,)),
+        AUTODIFF_JIT: lambda: ours(params, tangents),
     }
     if HAVE["torch"]:
         Xt, Yt, pt, tt = _t(X), _t(Y), _t(params), _t(tangents)
@@ -251,9 +261,11 @@ def w3_systems() -> dict[str, Callable[[], Any]]:
         grads = [per_sample_reference(params, x[None], y[None]) for x, y in zip(xs, ys)]
         return tuple(np.concatenate(g) for g in zip(*grads))
 
+    ours = autodiff.jit(per_example)
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand, batched)": lambda: per_sample_reference(params, xs, ys),
         "autodiff vmap(grad)": lambda: per_example(params, xs, ys),
+        AUTODIFF_JIT: lambda: ours(params, xs, ys),
         "autodiff loop of grad": loop,
         "NumPy by hand, loop over examples": numpy_loop,
     }
@@ -283,9 +295,12 @@ def w4_systems() -> dict[str, Callable[[], Any]]:
         t = np.tanh(A @ x)
         return (A.T * (2 * (1 - t * t) * (1 - 3 * t * t))) @ A
 
+    f = lambda v: anp.sum(anp.tanh(A @ v) ** 2)
+    ours = autodiff.jit(autodiff.hessian(f))
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand)": reference,
-        "autodiff": lambda: autodiff.hessian(lambda v: anp.sum(anp.tanh(A @ v) ** 2))(x),
+        "autodiff": lambda: autodiff.hessian(f)(x),
+        AUTODIFF_JIT: lambda: ours(x),
     }
     if HAVE["autograd"]:
         h = autograd.hessian(lambda v: agnp.sum(agnp.tanh(agnp.dot(A, v)) ** 2))

@@ -9,12 +9,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # Bottom up, as docs/architecture.md draws them.
 LAYERS = {
-    "foundation": ["errors", "_tracer", "_dispatch", "_rule_forms", "_observe", "numpy._borrow"],
+    "foundation": ["errors", "_tracer", "_dispatch", "_rule_forms", "_observe", "numpy._borrow",
+                   "_graph"],
     "core": ["_core"],
     "rules": ["rules", "rules.*", "_args", "_nans", "_validate"],
-    "transforms": ["_transpose", "_tape", "_reverse", "_forward", "_batching"],
+    "transforms": ["_transpose", "_tape", "_reverse", "_forward", "_batching", "_staging",
+                   "_passes", "_replay"],
     "compositions": ["_derived", "_checkpoint", "_custom", "_explain", "_checkers", "numpy.random",
-                     "numpy._draws"],
+                     "numpy._draws", "_call", "_jit"],
     "public": ["", "__main__", "extend", "testing", "_check_primitive", "numpy", "numpy.*",
                "scipy", "scipy.*"],
 }  # fmt: skip

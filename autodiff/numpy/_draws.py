@@ -20,6 +20,15 @@ in order), ``"same"`` ones add no axis, and any ``"error"`` one raises.
 Parameters (``loc``, ``scale``, ``low``, ``high``, ``p``) may be traced values:
 the result is then ``loc + scale * z`` for a standard draw ``z`` (a constant),
 so derivatives flow to the parameters (the reparameterisation trick).
+
+A draw is a primitive (``RandomPrimitive``, one per function: ``random_normal``, ...)
+whose operand is its source of randomness: the ``Generator``, or ``GLOBAL_STATE`` for
+NumPy's legacy global functions.  Under ``jit`` it is an equation of the graph that
+draws at every replay (the Generator being an argument, or a constant of the graph:
+its state advances either way), never a constant; graph passes never drop, merge or
+precompute it.  Its ``bind`` applies the vmaps above the innermost staging, so a
+staged draw that is batched later (``vmap(jit(f))``) follows that vmap's
+``randomness`` like an eager one.
 """
 
 from __future__ import annotations
@@ -30,18 +39,25 @@ from typing import Any
 import numpy as np
 
 from autodiff._batching import BatchedTensor, BatchInterpreter
-from autodiff._core import check_live, current_interpreters
+from autodiff._core import Primitive, check_live, current_interpreters
+from autodiff._graph import OpaqueAval, ShapedArray
+from autodiff._staging import StagedTensor, StagingInterpreter, innermost_staging
 from autodiff._tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules.elementwise import add, less, multiply, subtract
 
-__all__ = ["bernoulli", "draw", "normal", "uniform"]
+__all__ = ["GLOBAL_STATE", "RandomPrimitive", "bernoulli", "draw", "normal", "uniform"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _is_staged_generator(rng: Any) -> bool:
+    aval = getattr(rng, "aval", None) if isinstance(rng, StagedTensor) else None
+    return isinstance(aval, OpaqueAval) and issubclass(aval.type, np.random.Generator)
+
+
 def _check_rng(name: str, rng: Any) -> None:
-    if not isinstance(rng, np.random.Generator):
+    if not isinstance(rng, np.random.Generator) and not _is_staged_generator(rng):
         raise TransformTypeError(
             f"anp.random.{name}(rng, ...): rng must be a numpy.random.Generator, got "
             f"{type(rng).__name__} {rng!r:.40}. Create one with "
@@ -119,9 +135,16 @@ def _check_concrete(name: str, what: str, x: Any, ok: Callable, rule: str) -> No
 
 
 def _batch_levels(name: str) -> list[BatchInterpreter]:
-    """The live vmaps that want their own draws (outermost first); raises for "error"."""
+    """The live vmaps that want their own draws (outermost first); raises for "error".
+    Only the vmaps above the innermost staging count: the ones below it see the staged
+    graph as one call, which they batch (again through this function)."""
     levels = []
-    for interp in current_interpreters():
+    stack = current_interpreters()
+    for k in range(len(stack) - 1, -1, -1):
+        if isinstance(stack[k], StagingInterpreter):
+            stack = stack[k + 1 :]
+            break
+    for interp in stack:
         if not isinstance(interp, BatchInterpreter):
             continue
         if interp.randomness == "error":
@@ -137,13 +160,89 @@ def _batch_levels(name: str) -> list[BatchInterpreter]:
     return levels
 
 
-def draw(name: str, sample: Callable[[tuple[int, ...]], Any], shape: tuple[int, ...]) -> Any:
-    """``sample(size)`` with the "different" vmaps' sizes prepended, batched along them."""
-    levels = _batch_levels(name)
-    out = sample((*(interp.size for interp in levels), *shape))
-    for interp in levels:  # outermost first: a tracer holds only lower levels' values
-        out = BatchedTensor(interp, out, 0)
-    return out
+class _GlobalState:
+    """NumPy's global random state (``np.random.seed``), as the source of a draw."""
+
+    def __repr__(self) -> str:
+        return "GLOBAL_STATE"
+
+
+GLOBAL_STATE = _GlobalState()
+
+
+class RandomPrimitive(Primitive):
+    """A draw, ``sample(source, size)`` (see the module docstring)."""
+
+    __slots__ = ()
+    effectful = True
+
+    def bind(self, source: Any, *, sample: Callable, size: tuple, dtype: Any) -> Any:
+        levels = _batch_levels(self.name.removeprefix("random_"))
+        size = (*(interp.size for interp in levels), *size)
+        staging = innermost_staging()
+        if staging is not None and not (type(source) is StagedTensor and source._interp is staging):
+            source = staging.staged(source)  # drawn at replay, not now
+        out = Primitive.bind(self, source, sample=sample, size=size, dtype=dtype)
+        for interp in levels:  # outermost first: a tracer holds only lower levels' values
+            out = BatchedTensor(interp, out, 0)
+        return out
+
+
+def _draw_shape(source, *, sample, size, dtype):
+    if dtype is not None:
+        return ShapedArray(size, dtype)
+    # NumPy's legacy functions (randint, choice, ...): draw once for the dtype and shape,
+    # from a copy of the state, so staging leaves the global state as it was.
+    state = np.random.get_state()
+    try:
+        return ShapedArray(np.shape(x := sample(GLOBAL_STATE, size)), np.result_type(x))
+    finally:
+        np.random.set_state(state)
+
+
+_primitives: dict[str, RandomPrimitive] = {}
+
+
+def random_primitive(name: str) -> RandomPrimitive:
+    """The primitive of draws of ``name`` (``"normal"``, ``"randint"``, ...)."""
+    prim = _primitives.get(name)
+    if prim is None:
+        prim = _primitives[name] = RandomPrimitive(
+            f"random_{name}",
+            lambda source, *, sample, size, dtype: sample(source, size),
+            differentiable=False,
+            shape=_draw_shape,
+        )
+    return prim
+
+
+def draw(
+    name: str,
+    source: Any,
+    sample: Callable[[Any, tuple[int, ...]], Any],
+    shape: tuple[int, ...],
+    dtype: Any = None,
+) -> Any:
+    """``sample(source, size)`` with ``size`` the "different" vmaps' sizes prepended to
+    ``shape``, batched along them; ``dtype`` is the result's (None: found by drawing
+    once from a copy of the state, when the draw is staged)."""
+    return random_primitive(name).bind(source, sample=sample, size=tuple(shape), dtype=dtype)
+
+
+def _standard_normal(rng: Any, size: tuple, dtype: Any) -> Any:
+    return rng.standard_normal(size=size, dtype=dtype)
+
+
+def _random(rng: Any, size: tuple, dtype: Any) -> Any:
+    return rng.random(size=size, dtype=dtype)
+
+
+def _sampler(method: Callable, dtype: Any) -> Callable:
+    def sample(rng, size):
+        return method(rng, size, dtype)
+
+    sample.__name__ = sample.__qualname__ = method.__name__.lstrip("_")
+    return sample
 
 
 def _is(x: Any, value: float) -> bool:
@@ -183,7 +282,7 @@ def normal(
     scale = _param("normal", "scale", scale, dtype)
     _check_concrete("normal", "scale", scale, lambda s: s >= 0, "non-negative")
     size = _event_shape("normal", shape, loc=loc, scale=scale)
-    z = draw("normal", lambda n: rng.standard_normal(size=n, dtype=dtype), size)
+    z = draw("normal", rng, _sampler(_standard_normal, dtype), size, dtype)
     if _is(loc, 0.0) and _is(scale, 1.0):
         return z
     return add(loc, multiply(scale, z))
@@ -217,7 +316,7 @@ def uniform(
     low = _param("uniform", "low", low, dtype)
     high = _param("uniform", "high", high, dtype)
     size = _event_shape("uniform", shape, low=low, high=high)
-    u = draw("uniform", lambda n: rng.random(size=n, dtype=dtype), size)
+    u = draw("uniform", rng, _sampler(_random, dtype), size, dtype)
     if _is(low, 0.0) and _is(high, 1.0):
         return u
     return add(low, multiply(subtract(high, low), u))
@@ -243,5 +342,5 @@ def bernoulli(rng: np.random.Generator, p: Any = 0.5, shape: Any = None) -> Any:
     p = _param("bernoulli", "p", p, None)
     _check_concrete("bernoulli", "p", p, lambda q: (q >= 0) & (q <= 1), "in [0, 1]")
     size = _event_shape("bernoulli", shape, p=p)
-    u = draw("bernoulli", lambda n: rng.random(size=n), size)
+    u = draw("bernoulli", rng, _sampler(_random, np.float64), size, np.float64)
     return less(u, p)

@@ -78,8 +78,13 @@ def _legacy(name: str) -> Any:
                 f"anp.random.normal and anp.random.uniform (loc + scale * z), or build "
                 f"the draw from a standard one yourself."
             )
+
         # Under vmap the batch axes of "different" vmaps come first; one call per example.
-        return _draws.draw(name, lambda sizes: _looped(draw, args, kwargs, sizes), ())
+        def sample(_state, sizes):
+            return _looped(draw, args, kwargs, sizes)
+
+        sample.__name__ = sample.__qualname__ = name
+        return _draws.draw(name, _draws.GLOBAL_STATE, sample, ())
 
     legacy.__doc__ = (
         f"NumPy's legacy ``numpy.random.{name}``; inside ``vmap`` it follows the vmap's "
@@ -92,14 +97,21 @@ def _global_draw(name: str, size: Any, standard: Any, **params: Any) -> Any:
     """A draw from NumPy's global state shaped like ``size`` broadcast with ``params``."""
     shape = () if size is None else _draws._check_shape(name, size)
     event = _draws._event_shape(name, shape, **params)
-    return _draws.draw(name, standard, event)
+
+    def sample(_state, n):
+        return standard(n)
+
+    sample.__name__ = sample.__qualname__ = standard.__name__
+    return _draws.draw(name, _draws.GLOBAL_STATE, sample, event, np.float64)
 
 
 def _explicit(args: tuple, kwargs: dict) -> bool:
     """Whether a call passes a generator (the explicit form); a RandomState there is
     refused by the explicit form, with a message naming Generator."""
     first = args[0] if args else kwargs.get("rng")
-    return isinstance(first, (np.random.Generator, np.random.RandomState))
+    return isinstance(first, (np.random.Generator, np.random.RandomState)) or (
+        _draws._is_staged_generator(first)  # a Generator argument of a jitted function
+    )
 
 
 def normal(*args: Any, **kwargs: Any) -> Any:

@@ -8,12 +8,14 @@ so the helpers are differentiable and batchable themselves.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from autodiff._core import Primitive
+from autodiff._graph import ShapedArray
 from autodiff._tracer import Tracer, register_numpy
 from autodiff.errors import UnsupportedFunctionError
 
@@ -233,6 +235,50 @@ def _broadcasting_batch(prim: Primitive) -> Callable:
     return batch
 
 
+def _scalar_example(aval: Any) -> Any:
+    """A 0-d stand-in with ``aval``'s dtype: a Python scalar for a weak type (so it
+    promotes like one), else a NumPy scalar."""
+    if aval.weak_type:
+        return {"f": 0.0, "c": 0j, "b": False}.get(aval.dtype.kind, 0)
+    return np.zeros((), aval.dtype)
+
+
+def elementwise_shape(prim: Primitive) -> Callable:
+    """The shape rule of an elementwise primitive: the arguments' shapes broadcast,
+    the dtype NumPy gives on 0-d examples of the arguments' dtypes (so weak Python
+    scalars promote as they do at run time); one 0-d evaluation per dtype signature.
+    The result is never weak: a NumPy function returns a NumPy value."""
+    dtypes: dict = {}
+
+    def shape(*avals, **params):
+        key: Any = [(a.dtype, a.weak_type) for a in avals]
+        if params:
+            key.append(tuple(params.items()))
+        key = tuple(key)
+        try:
+            dtype = dtypes.get(key)
+        except TypeError:  # unhashable parameters: no cache
+            key, dtype = None, None
+        if dtype is None:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                example = prim.impl(*map(_scalar_example, avals), **params)
+            dtype = dtype_of(example)
+            if key is not None:
+                dtypes[key] = dtype
+        return ShapedArray(broadcast_shapes(*(a.shape for a in avals)), dtype)
+
+    return shape
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """``np.broadcast_shapes``, with the common cases (equal shapes, scalars) first."""
+    first = shapes[0]
+    if all(s == first or not s for s in shapes):
+        return first if first or len(shapes) == 1 else max(shapes, key=len)
+    return np.broadcast_shapes(*shapes)
+
+
 def _unbroadcast_vjp(rule: Callable, argnum: int) -> Callable:
     def vjp(ct, ans, *args, **params):
         out = rule(ct, ans, *args, **params)
@@ -324,6 +370,7 @@ def broadcasting(
         prim.def_vjp([d and _unbroadcast_vjp(d, i) for i, d in enumerate(derivs)])
         prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
     prim.def_batch(_broadcasting_batch(prim))
+    prim.def_shape(elementwise_shape(prim))
     return prim, _public(prim, nargs, numpy, _doc(name, numpy, differentiable))
 
 
@@ -354,6 +401,7 @@ def unary(
         prim.def_vjp([vjp or deriv])
         prim.def_jvp([deriv])
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
+    prim.def_shape(elementwise_shape(prim))
     return prim, _public(prim, 1, numpy, _doc(name, numpy, differentiable))
 
 

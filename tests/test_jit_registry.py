@@ -1,0 +1,212 @@
+"""``jit(f)`` equals ``f`` for every sample of the primitive registry (``tests/registry``).
+
+For each sample, with ``autodiff.numpy`` and through the plain NumPy call:
+
+* ``jit(f)(*args)`` equals ``f(*args)``, and every equation of ``make_graph(f)`` has
+  the shapes and dtypes its implementation gives (the shape rules, or the
+  placeholder evaluation, tell the truth);
+
+and with ``autodiff.numpy``, one composition per sample, drawn (seeded by the
+function's name and the sample's position, so the same ones run every time) from
+``jit(grad)``, ``grad(jit)``, ``vmap(jit)`` and ``jit(vmap)`` with drawn ``in_dims``,
+``jvp(jit)``, ``jit(jvp)``, ``jit(vmap(grad))``, ``vmap(grad(jit))``: against the same
+stack without ``jit``, which ``tests/test_primitives.py`` checks against finite
+differences and loops.  Expected failures are listed in
+``tests/registry.EXPECTED_FAILURES`` under the test names ``"jit"`` and
+``"jit under transforms"``.
+"""
+
+import warnings
+import zlib
+
+import numpy as np
+import optree
+import pytest
+
+import autodiff.numpy as anp
+from autodiff import grad, jit, jvp, make_graph, vmap
+from autodiff._graph import Literal
+from autodiff.errors import ConcretizationError, UnsupportedFunctionError
+from tests.backends import CoercionError, StrictArray, strict, unwrap
+from tests.registry import EXPECTED_FAILURES, OPS
+from tests.test_backends import SCIPY_ONLY
+
+COMPOSITIONS = ["jit(grad)", "grad(jit)", "vmap(jit)", "jit(vmap)", "jvp(jit)", "jit(jvp)",
+                "jit(vmap(grad))", "vmap(grad(jit))"]  # fmt: skip
+DERIVATIVES = {"jit(grad)", "grad(jit)", "jvp(jit)", "jit(jvp)", "jit(vmap(grad))",
+               "vmap(grad(jit))"}  # fmt: skip
+
+
+# Samples jit refuses, with the error that says why: their results' shapes or dtypes
+# depend on the values (rules/_shapes.py).  Run as strict xfails: one that starts passing
+# fails the suite.
+VALUE_DEPENDENT = "the result's dtype or shape depends on the values"
+JIT_LIMITS: dict[tuple[str, str], tuple[str, type]] = {
+    ("linalg.eig", "real eigenvalues"): (VALUE_DEPENDENT, ConcretizationError),
+    ("linalg.eig", "stack"): (VALUE_DEPENDENT, ConcretizationError),
+    ("linalg.eig", "real, complex pair"): (VALUE_DEPENDENT, ConcretizationError),
+    ("linalg.eigvals", "real"): (VALUE_DEPENDENT, ConcretizationError),
+    ("linalg.eigvals", "real, complex pair"): (VALUE_DEPENDENT, ConcretizationError),
+    ("roots", "real roots"): (VALUE_DEPENDENT, ConcretizationError),
+    ("roots", "complex coefficients"): (VALUE_DEPENDENT, ConcretizationError),
+    ("roots", "complex pair"): (VALUE_DEPENDENT, ConcretizationError),
+}
+# SciPy's own implementations take NumPy arrays only, eagerly as under jit
+# (tests/test_backends.py checks the message).
+SCIPY_ONLY_REASON = "SciPy's implementation takes NumPy arrays only"
+STRICT_LIMITS = {
+    ("at.multiply", "batched index"): (
+        "the VJP of x.at[i].multiply(y) in y reads the index counts (to refuse repeated "
+        "indices), which the strict array forbids; eagerly too",
+        CoercionError,
+    ),
+}
+
+
+def _params(test, libs, extra=None):
+    params = []
+    for op in OPS:
+        for i, sample in enumerate(op.samples):
+            for lib in libs:
+                if lib == "np" and not op.has_numpy:
+                    continue
+                more = extra(op, sample, i) if extra else ()
+                if more is None:
+                    continue
+                ident = f"{op.name}[{sample.label or i}]-{lib}" + (f"-{more[0]}" if more else "")
+                reason = EXPECTED_FAILURES.get((op.name, test))
+                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+                limits = {**JIT_LIMITS, **(STRICT_LIMITS if "strict" in test else {})}
+                limit = limits.get((op.name, sample.label))
+                if "strict" in test and op.name in SCIPY_ONLY:
+                    limit = (SCIPY_ONLY_REASON, UnsupportedFunctionError)
+                if limit is not None:
+                    marks = [pytest.mark.xfail(strict=True, reason=limit[0], raises=limit[1])]
+                params.append(pytest.param(op, sample, lib, *more, id=ident, marks=marks))
+    return params
+
+
+def assert_same(got, want, rtol=1e-12):
+    got_leaves, want_leaves = optree.tree_leaves(got), optree.tree_leaves(want)
+    assert optree.tree_structure(got) == optree.tree_structure(want)
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        assert np.shape(g) == np.shape(w)
+        assert np.result_type(g) == np.result_type(w)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-12, equal_nan=True)
+
+
+def check_avals(graph, args):
+    """Run ``graph`` equation by equation on ``args``; every result must have the
+    shape and dtype its variable says."""
+    env = dict(zip(graph.invars, args))
+    env.update(zip(graph.constvars, graph.consts))
+
+    def read(v):
+        return v.value if type(v) is Literal else env[v]
+
+    for eqn in graph.eqns:
+        out = eqn.prim.impl(*map(read, eqn.invars), **eqn.params)
+        for var, value in zip(eqn.outvars, out if eqn.prim.multiple_results else [out]):
+            got = (tuple(np.shape(value)), np.result_type(value))
+            assert got == (var.aval.shape, var.aval.dtype), f"{eqn.prim.name}: {var.aval}, {got}"
+            env[var] = value
+
+
+@pytest.mark.parametrize(("op", "sample", "lib"), _params("jit", ("anp", "np")))
+def test_jit_equals_the_function(op, sample, lib):
+    f = op.bound(sample, lib)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # samples at the edge of a domain
+        want = f(*sample.args)
+        assert_same(jit(f)(*sample.args), want)
+        check_avals(make_graph(f)(*sample.args), sample.args)
+
+
+def _drawn(op, sample, i):
+    rng = np.random.default_rng(zlib.crc32(f"{op.name}-{i}".encode()))
+    differentiable = op.differentiable and bool(sample.diff_positions())
+    choices = COMPOSITIONS if differentiable else [c for c in COMPOSITIONS if c not in DERIVATIVES]
+    composition = choices[int(rng.integers(len(choices)))]
+    dims = tuple(int(d) if d is not None else None
+                 for d in rng.choice([0, -1, None], size=len(sample.args)))  # fmt: skip
+    if all(d is None for d in dims):
+        dims = (0, *dims[1:])
+    return (composition, dims)
+
+
+def _variant(a):
+    """Another example like ``a``, in the same domain (index arrays stay valid)."""
+    return a * 0.95 if a.dtype.kind in "fc" else np.roll(a.ravel(), 1).reshape(a.shape)
+
+
+def _stacks(op, sample, composition, dims, closed=None):
+    """(the stack with jit, the same without, its arguments); ``closed`` replaces the
+    sample's arguments that are not differentiated (which ``f`` closes over)."""
+    fn = op.bound(sample, "anp")
+    positions = sample.diff_positions()
+    closed = sample.args if closed is None else closed
+
+    def f(*diff):
+        args = list(closed)
+        for k, x in zip(positions, diff):
+            args[k] = x
+        return fn(*args)
+
+    def scalar(*diff):  # a real scalar of every floating output
+        leaves = [o for o in optree.tree_leaves(f(*diff)) if np.dtype(o.dtype).kind in "fc"]
+        return sum(anp.sum(anp.real(o) * (1.0 + k)) for k, o in enumerate(leaves))
+
+    diff_args = tuple(sample.args[k] for k in positions)
+    argnums = tuple(range(len(positions)))
+    batched = tuple(a if d is None else np.stack([a, _variant(a)], axis=d)
+                    for a, d in zip(sample.args, dims))  # fmt: skip
+    tangents = tuple(np.ones_like(a) for a in diff_args)
+    if composition == "jit(grad)":
+        return jit(grad(scalar, argnums)), grad(scalar, argnums), diff_args
+    if composition == "grad(jit)":
+        return grad(jit(scalar), argnums), grad(scalar, argnums), diff_args
+    if composition == "vmap(jit)":
+        return vmap(jit(fn), in_dims=dims), vmap(fn, in_dims=dims), batched
+    if composition == "jit(vmap)":
+        return jit(vmap(fn, in_dims=dims)), vmap(fn, in_dims=dims), batched
+    if composition == "jvp(jit)":
+        return (lambda *a: jvp(jit(f), a, tangents)), (lambda *a: jvp(f, a, tangents)), diff_args
+    if composition == "jit(jvp)":
+        return jit(lambda *a: jvp(f, a, tangents)), (lambda *a: jvp(f, a, tangents)), diff_args
+    # per-example gradients: the differentiable arguments batched along axis 0
+    dims0 = (0,) * len(diff_args)
+    per_example = tuple(np.stack([a, _variant(a)]) for a in diff_args)
+    eager = vmap(grad(scalar, argnums), in_dims=dims0)
+    if composition == "jit(vmap(grad))":
+        return jit(eager), eager, per_example
+    return vmap(grad(jit(scalar), argnums), in_dims=dims0), eager, per_example
+
+
+@pytest.mark.parametrize(
+    ("op", "sample", "lib", "composition", "dims"),
+    _params("jit under transforms", ("anp",), extra=_drawn),
+)
+def test_jit_under_transforms(op, sample, lib, composition, dims):
+    jitted, eager, args = _stacks(op, sample, composition, dims)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_same(jitted(*args), eager(*args), rtol=1e-10)
+
+
+@pytest.mark.parametrize(("op", "sample", "lib"), _params("jit on a strict array", ("anp",)))
+def test_jit_on_a_strict_duck_array(op, sample, lib):
+    """The replay on another array library (``tests/backends.py``'s StrictArray, which
+    refuses conversions to NumPy and plain arrays in its computations, as CuPy does):
+    the constants of the graph are that library's arrays; under grad too."""
+    f = op.bound(sample, lib)
+    args = strict(sample.args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = jit(f)(*args)
+        for leaf in optree.tree_leaves(got):
+            assert type(leaf) is StrictArray or np.ndim(leaf) == 0
+        assert_same(unwrap(got), f(*sample.args))
+        if op.differentiable and sample.diff_positions():
+            jitted, _, diff_args = _stacks(op, sample, "jit(grad)", (), closed=args)
+            _, eager, _ = _stacks(op, sample, "jit(grad)", ())
+            assert_same(unwrap(jitted(*strict(diff_args))), eager(*diff_args), rtol=1e-10)
