@@ -202,15 +202,21 @@ _evaluated: weakref.WeakKeyDictionary[Primitive, dict] = weakref.WeakKeyDictiona
 _traced: weakref.WeakKeyDictionary[Primitive, dict] = weakref.WeakKeyDictionary()
 
 
-def _placeholder(aval: Any, writable: bool = False) -> Any:
+def _placeholder(aval: Any, kind: str = "view") -> Any:
+    """Zeros as a read-only broadcast view (``"view"``), zeros that can be written
+    (``"writable"``), or identity matrices in the last two axes (``"eye"``), for
+    solvers that refuse a singular matrix."""
     if isinstance(aval, OpaqueAval):
         if issubclass(aval.type, np.random.Generator):
             return np.random.default_rng(0)
         raise TypeError(f"no placeholder for a {aval.type.__name__}")
     if aval.weak_type:
         return {"f": 0.0, "c": 0j, "b": False}.get(aval.dtype.kind, 0)
-    if writable:
+    if kind == "writable":
         return np.zeros(aval.shape, aval.dtype)
+    if kind == "eye" and len(aval.shape) >= 2:
+        *_, m, n = aval.shape
+        return np.broadcast_to(np.eye(m, n, dtype=aval.dtype), aval.shape).copy()
     return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
 
 
@@ -222,21 +228,23 @@ def _as_avals(prim: Primitive, out: Any) -> tuple | Any:
 
 
 def _evaluate(prim: Primitive, avals: Sequence[Any], params: dict) -> Any:
-    """Output avals by running ``impl`` on zeros (read-only broadcast ones first, then
-    writable ones), with floating-point errors and warnings silenced."""
+    """Output avals by running ``impl`` on placeholders (read-only broadcast zeros
+    first, then writable ones, then identity matrices), with floating-point errors and
+    warnings silenced."""
     error: Exception | None = None
-    for writable in (False, True):
+    for kind in ("view", "writable", "eye"):
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                out = prim.impl(*(_placeholder(a, writable) for a in avals), **params)
+                out = prim.impl(*(_placeholder(a, kind) for a in avals), **params)
             return _as_avals(prim, out)
         except Exception as e:
             error = e
     shapes = ", ".join(a.str_short() for a in avals)
     raise MissingRuleError(
         f"staging could not infer the output shape of primitive '{prim.name}' for "
-        f"arguments {shapes}: running its implementation on placeholder zeros raised "
+        f"arguments {shapes}: running its implementation on placeholders (zeros, "
+        f"identity matrices) raised "
         f"{type(error).__name__}: {error}. If the arguments are valid, give the primitive "
         f"a shape rule, {prim.name}_p.def_shape(lambda *avals, **params: "
         f"ShapedArray(shape, dtype)) (see autodiff/rules/README.md)."

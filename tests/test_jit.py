@@ -63,7 +63,7 @@ def test_jit_equals_the_function():
 )
 def test_gradients_both_ways(make):
     want = grad(loss, argnums=(0, 1))(X, W)
-    for got, w in zip(make(loss)(X, W), want):
+    for got, w in zip(make(loss)(X, W), want, strict=True):
         close(got, w)
 
 
@@ -148,9 +148,9 @@ def test_checkpoint_inside_jit():
     block = checkpoint(lambda h, w: anp.tanh(h * w))
     f = lambda x, w: anp.sum(block(block(x, w), w))
     want = grad(f, argnums=(0, 1))(X, W)
-    for got, w in zip(jit(grad(f, argnums=(0, 1)))(X, W), want):
+    for got, w in zip(jit(grad(f, argnums=(0, 1)))(X, W), want, strict=True):
         close(got, w)
-    for got, w in zip(grad(jit(f), argnums=(0, 1))(X, W), want):
+    for got, w in zip(grad(jit(f), argnums=(0, 1))(X, W), want, strict=True):
         close(got, w)
     # replayed, the checkpoint is inlined: no Python function runs
     assert not any("checkpoint" in name for name in jit(f).graph(X, W).primitives())
@@ -161,7 +161,7 @@ def test_checkpoint_closing_over_a_traced_value_under_jit():
         return anp.sum(checkpoint(lambda h: anp.tanh(h * w))(x))
 
     want = grad(lambda x, w: anp.sum(anp.tanh(x * w)), argnums=(0, 1))(X, W)
-    for got, w in zip(jit(grad(f, argnums=(0, 1)))(X, W), want):
+    for got, w in zip(jit(grad(f, argnums=(0, 1)))(X, W), want, strict=True):
         close(got, w)
 
 

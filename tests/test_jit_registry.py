@@ -26,9 +26,10 @@ import pytest
 import autodiff.numpy as anp
 from autodiff import grad, jit, jvp, make_graph, vmap
 from autodiff._graph import Literal
-from autodiff.errors import ConcretizationError
+from autodiff.errors import ConcretizationError, UnsupportedFunctionError
 from tests.backends import CoercionError, StrictArray, strict, unwrap
 from tests.registry import EXPECTED_FAILURES, OPS
+from tests.test_backends import SCIPY_ONLY
 
 COMPOSITIONS = ["jit(grad)", "grad(jit)", "vmap(jit)", "jit(vmap)", "jvp(jit)", "jit(jvp)",
                 "jit(vmap(grad))", "vmap(grad(jit))"]  # fmt: skip
@@ -50,6 +51,9 @@ JIT_LIMITS: dict[tuple[str, str], tuple[str, type]] = {
     ("roots", "complex coefficients"): (VALUE_DEPENDENT, ConcretizationError),
     ("roots", "complex pair"): (VALUE_DEPENDENT, ConcretizationError),
 }
+# SciPy's own implementations take NumPy arrays only, eagerly as under jit
+# (tests/test_backends.py checks the message).
+SCIPY_ONLY_REASON = "SciPy's implementation takes NumPy arrays only"
 STRICT_LIMITS = {
     ("at.multiply", "batched index"): (
         "the VJP of x.at[i].multiply(y) in y reads the index counts (to refuse repeated "
@@ -74,6 +78,8 @@ def _params(test, libs, extra=None):
                 marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
                 limits = {**JIT_LIMITS, **(STRICT_LIMITS if "strict" in test else {})}
                 limit = limits.get((op.name, sample.label))
+                if "strict" in test and op.name in SCIPY_ONLY:
+                    limit = (SCIPY_ONLY_REASON, UnsupportedFunctionError)
                 if limit is not None:
                     marks = [pytest.mark.xfail(strict=True, reason=limit[0], raises=limit[1])]
                 params.append(pytest.param(op, sample, lib, *more, id=ident, marks=marks))
@@ -83,7 +89,7 @@ def _params(test, libs, extra=None):
 def assert_same(got, want, rtol=1e-12):
     got_leaves, want_leaves = optree.tree_leaves(got), optree.tree_leaves(want)
     assert optree.tree_structure(got) == optree.tree_structure(want)
-    for g, w in zip(got_leaves, want_leaves):
+    for g, w in zip(got_leaves, want_leaves, strict=True):
         assert np.shape(g) == np.shape(w)
         assert np.result_type(g) == np.result_type(w)
         np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-12, equal_nan=True)
