@@ -7,7 +7,11 @@
 (4, 3)
 """
 
-from autodiff import errors, numpy
+from autodiff import (
+    _staged_control,  # noqa: F401  (staging's method for control flow)
+    errors,
+    numpy,
+)
 from autodiff._batching import vmap
 from autodiff._checkpoint import checkpoint
 from autodiff._control import cond, switch, while_loop
@@ -19,7 +23,6 @@ from autodiff._jit import jit, make_graph
 from autodiff._nans import debug_nans
 from autodiff._reverse import grad, grad_and_value, no_grad, stop_gradient, value_and_grad, vjp
 from autodiff._scan import fori_loop, scan
-from autodiff import _staged_control  # noqa: F401  (staging's method for control flow)
 from autodiff._validate import debug_rules
 
 __all__ = [

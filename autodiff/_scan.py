@@ -40,6 +40,7 @@ from autodiff._control import (
 )
 from autodiff._core import Primitive, current_interpreters, lift, process
 from autodiff._reverse import GradInterpreter, GradTensor, _no_grad_below, recording, unpack
+from autodiff._subgraphs import closed
 from autodiff._tape import Dropped, Node, backward
 from autodiff._tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError, TransformValueError
@@ -300,6 +301,8 @@ def _for_checkpoint(operands: list) -> list:
 
 @process.register(GradInterpreter, ScanPrimitive)
 def _grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    if params.get("n_consts"):  # staged: the body's closed-over values become its closure
+        args, params = closed(args, params["n_consts"], params)
     if params["checkpoint"] and params["length"] and recording(interp) \
             and not interp.keep_all_residuals:  # fmt: skip
         return _grad_of_checkpointed_scan(interp, prim, args, params)

@@ -69,7 +69,9 @@ def _joined(ref: list, other: list) -> list:
 
 def _cond(interp, args, avals, params) -> tuple[dict, list, list]:
     who, names = params["who"], params["names"]
-    staged = [_Staged(interp, b, avals[1:], f"{who}.{n}") for b, n in zip(params["branches"], names)]
+    staged = [
+        _Staged(interp, b, avals[1:], f"{who}.{n}") for b, n in zip(params["branches"], names)
+    ]
     ref = staged[0]
     ref_names = names_of(ref.fn.out_tree, "output")
     out_avals = ref.avals()
@@ -93,8 +95,10 @@ def _while(interp, args, avals, params) -> tuple[dict, list, list]:
         check_like(body.outs, body.fn.out_tree, args, tree, names,
                    f"{who}: the value body_fun returned", "the value it was given",
                    _CARRY_HINT)  # fmt: skip
-    return {"cond_fun": cond, "body_fun": body, "names": None}, [cond, body], _joined(
-        list(avals), body.avals()
+    return (
+        {"cond_fun": cond, "body_fun": body, "names": None},
+        [cond, body],
+        _joined(list(avals), body.avals()),
     )
 
 

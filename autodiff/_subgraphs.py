@@ -72,4 +72,4 @@ def closed(args: tuple, n_consts: int, params: dict) -> tuple[tuple, dict]:
     its closed-over values (the last ``n_consts`` operands)."""
     split = len(args) - n_consts
     consts = args[split:]
-    return args[:split], {k: _bind(v, consts) for k, v in params.items()}
+    return args[:split], {k: _bind(v, consts) for k, v in params.items() if k != "n_consts"}
