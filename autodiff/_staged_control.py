@@ -33,7 +33,7 @@ from autodiff._control import (
     while_loop_p,
 )
 from autodiff._core import process
-from autodiff._graph import Eqn, Literal, ShapedArray, Var
+from autodiff._graph import Eqn, ShapedArray, Var
 from autodiff._scan import _CARRY_HINT, scan_p
 from autodiff._staging import StagedTensor, StagingInterpreter, stage
 from autodiff._subgraphs import GraphFn
@@ -54,10 +54,6 @@ class _Staged:
 
     def avals(self) -> list:
         return [v.aval for v in self.graph.outvars]
-
-
-def _aval(v: Var | Literal) -> Any:
-    return v.aval
 
 
 def _joined(ref: list, other: list) -> list:
@@ -121,7 +117,7 @@ def _stage_control(interp: StagingInterpreter, prim: ControlFlowPrimitive, args:
     stager = _STAGERS.get(prim)
     if stager is None:  # a control-flow primitive of the user's: run at this level
         return prim.impl(*args, **params)
-    avals = [_aval(interp.read(a)) for a in args]
+    avals = [interp.read(a).aval for a in args]
     fns, staged, out_avals = stager(interp, args, avals, params)
     consts: dict[int, Any] = {}  # by id: what the functions close over, in order
     for s in staged:

@@ -129,7 +129,10 @@ def test_a_loop_body_that_changes_its_carry_is_caught_when_staged():
     with pytest.raises(TransformTypeError, match=r"init_val\['h'\]"):
         jit(lambda x: while_loop(lambda c: c["h"].sum() < 1, lambda c: {"h": c["h"][:1]},
                                  {"h": x}))(np.zeros(3))  # fmt: skip
-    with pytest.raises(TransformTypeError, match=r"the value cond_fun returns must be a scalar \(shape \(\)\), got shape \(3,\)"):
+    with pytest.raises(
+        TransformTypeError,
+        match=r"the value cond_fun returns must be a scalar \(shape \(\)\), got shape \(3,\)",
+    ):
         jit(lambda x: while_loop(lambda c: c, lambda c: c, x))(np.zeros(3))
 
 
@@ -191,3 +194,15 @@ def test_each_function_gets_its_own_closed_over_values():
         np.testing.assert_allclose(jit(f)(*args, x), f(*args, x), rtol=1e-15)
         np.testing.assert_allclose(grad(jit(f), argnums=(0, 1, 2))(*args, x),
                                    grad(f, argnums=(0, 1, 2))(*args, x))  # fmt: skip
+
+
+def test_a_branch_closing_over_a_value_batched_inside_the_jit():
+    """The cond's operands are staged, its branches close over a vmap's value (a level
+    above the staging): the vmap runs it, selecting between the staged branches."""
+
+    def f(p, xs):
+        return vmap(lambda x: cond(p > 0, lambda: x * 2.0, lambda: x - 1.0))(xs)
+
+    xs = np.array([1.0, 2.0, 3.0])
+    for p in (1.0, -1.0):
+        np.testing.assert_allclose(jit(f)(p, xs), f(p, xs), rtol=1e-15)
