@@ -412,7 +412,8 @@ def _subgraphs(value: Any) -> list[Graph]:
     """The graphs of a staged function (``GraphFn``) or a tuple of them, else []."""
     values = value if isinstance(value, tuple) else (value,)
     graphs = [getattr(v, "graph", None) for v in values]
-    return graphs if graphs and all(isinstance(g, Graph) for g in graphs) else []
+    return [g for g in graphs if isinstance(g, Graph)] if all(
+        isinstance(g, Graph) for g in graphs) else []  # fmt: skip
 
 
 def _literal(lit: Literal) -> str:

@@ -48,7 +48,7 @@ class _Staged:
     values it closed over."""
 
     def __init__(self, interp: StagingInterpreter, fn: Callable, avals: list, name: str) -> None:
-        self.fn = fn
+        self.fn: Any = fn  # a _Branch or _Body: out_tree is known once it ran
         staged = stage(fn, avals, transform=interp.transform, name=name, like=interp.like)
         self.graph, self.captured, self.outs = staged.graph, staged.captured, list(staged.outs)
 
