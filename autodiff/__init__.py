@@ -7,9 +7,14 @@
 (4, 3)
 """
 
-from autodiff import errors, numpy
+from autodiff import (
+    _staged_control,  # noqa: F401  (staging's method for control flow)
+    errors,
+    numpy,
+)
 from autodiff._batching import vmap
 from autodiff._checkpoint import checkpoint
+from autodiff._control import cond, switch, while_loop
 from autodiff._custom import custom_jvp, custom_vjp
 from autodiff._derived import hessian, jacfwd, jacrev, linearize
 from autodiff._explain import explain
@@ -17,16 +22,19 @@ from autodiff._forward import jvp
 from autodiff._jit import jit, make_graph
 from autodiff._nans import debug_nans
 from autodiff._reverse import grad, grad_and_value, no_grad, stop_gradient, value_and_grad, vjp
+from autodiff._scan import fori_loop, scan
 from autodiff._validate import debug_rules
 
 __all__ = [
     "checkpoint",
+    "cond",
     "custom_jvp",
     "custom_vjp",
     "debug_nans",
     "debug_rules",
     "errors",
     "explain",
+    "fori_loop",
     "grad",
     "grad_and_value",
     "hessian",
@@ -38,9 +46,12 @@ __all__ = [
     "make_graph",
     "no_grad",
     "numpy",
+    "scan",
     "stop_gradient",
+    "switch",
     "value_and_grad",
     "vjp",
     "vmap",
+    "while_loop",
 ]
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 import autodiff.numpy as anp
-from autodiff import explain, grad, hessian, jvp, no_grad, vjp, vmap
+from autodiff import explain, grad, hessian, jvp, no_grad, scan, vjp, vmap, while_loop
 from autodiff.extend import Primitive
 from autodiff.testing import check_primitive
 
@@ -131,6 +131,21 @@ def main() -> None:
         hessian(lambda v: anp.sum(anp.tanh(a @ v) ** 2))(point),
         by_hand,
     )
+
+    print("\ncontrol flow under vmap and grad: each example runs until it converges")
+
+    def newton_sqrt(c):
+        return while_loop(lambda t: abs(t * t - c) > 1e-12, lambda t: (t + c / t) / 2, c)
+
+    squares = np.array([2.0, 9.0, 1e4])
+    _show("vmap(while_loop) of Newton for sqrt", vmap(newton_sqrt)(squares), np.sqrt(squares))
+    _show("vmap(grad(...)) through the iterations", vmap(grad(newton_sqrt))(squares),
+          0.5 / np.sqrt(squares))  # fmt: skip
+    steps, w = rng.normal(size=6), 0.9
+    step = lambda h, s, w: (h * w + s, h * w + s)
+    total = lambda w: scan(lambda h, s: step(h, s, w), 0.0, steps, checkpoint=True)[1].sum()
+    by_hand = sum((t - k) * steps[k] * w ** (t - k - 1) for t in range(6) for k in range(t))
+    _show("grad of scan(checkpoint=True): h <- w h + x", grad(total)(w), by_hand)
 
     print("\na primitive of your own, checked by check_primitive")
     softplus_p = Primitive(

@@ -58,6 +58,7 @@ __all__ = [
     "jvp_graph",
     "library_of",
     "prepared",
+    "runs_functions",
     "split",
     "vjp_graphs",
 ]
@@ -188,6 +189,19 @@ def jvp_graph(graph: Graph, has_tangent: tuple, tangent_avals: tuple, like: Any)
     return JvpGraph(staged.graph, tuple(marks))
 
 
+def runs_functions(graph: Graph) -> bool:
+    """Whether ``graph`` holds control flow, whose predicates and trip counts are known
+    only from values: a transform of a jitted function then evaluates its graph at
+    the transform's own level instead of staging the transformed graph, so loops and
+    branches are differentiated and batched as they are eagerly."""
+    found = graph.cache.get("runs_functions")
+    if found is None:
+        found = graph.cache["runs_functions"] = any(
+            getattr(eqn.prim, "runs_functions", False) for eqn in graph.eqns
+        )
+    return found
+
+
 @process.register(JvpInterpreter, CallPrimitive)
 def _jvp_of_call(interp: JvpInterpreter, prim: CallPrimitive, args: tuple, params: dict):
     primals = [a.primal for a in args]
@@ -195,6 +209,8 @@ def _jvp_of_call(interp: JvpInterpreter, prim: CallPrimitive, args: tuple, param
     has = tuple(t is not None for t in tangents)
     if not any(has):
         return prim.bind(*primals, **params)
+    if runs_functions(params["graph"]):
+        return tuple(eval_graph(params["graph"], *args))
     moving = [t for t in tangents if t is not None]
     graph = params["graph"]
     like = library_of(primals)
@@ -305,6 +321,8 @@ def _grad_of_call(interp: GradInterpreter, prim: CallPrimitive, args: tuple, par
     if not parents or not recording(interp):
         return prim.bind(*values, **params)
     graph = params["graph"]
+    if runs_functions(graph):
+        return tuple(eval_graph(graph, *args))
     argnums = tuple(i for i, _, _ in parents)
     like = library_of(values)
     vg = _derived(graph, ("vjp", argnums, type(like)), lambda: vjp_graphs(graph, argnums, like))
@@ -372,6 +390,8 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
     values = [a.value for a in args]
     dims = tuple(a.bdim for a in args)
     graph = params["graph"]
+    if runs_functions(graph):
+        return tuple(eval_graph(graph, *(a.value if a.bdim is None else a for a in args)))
     like = library_of(values)
     key = ("batch", dims, _avals(values), interp.size, interp.randomness, type(like))
     bg = _derived(graph, key, lambda: batch_graph(graph, dims, key[2], interp.size,

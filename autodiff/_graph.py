@@ -397,9 +397,23 @@ class _Printer:
             if isinstance(value, Graph):
                 shown.append(f"{key}={{{len(value.eqns)} eqns}}")
                 nested += [f"{indent}  {key}:", *self.graph(value, indent + "    ")]
+            elif _subgraphs(value):  # a control-flow primitive's staged functions
+                graphs = _subgraphs(value)
+                shown.append(f"{key}={{{' | '.join(f'{len(g.eqns)} eqns' for g in graphs)}}}")
+                for i, g in enumerate(graphs):
+                    label = f"{key}[{i}]" if isinstance(value, tuple) else key
+                    nested += [f"{indent}  {label}:", *self.graph(g, indent + "    ")]
             else:
                 shown.append(f"{key}={_param_text(value)}")
         return (f"[{' '.join(shown)}]" if shown else ""), nested
+
+
+def _subgraphs(value: Any) -> list[Graph]:
+    """The graphs of a staged function (``GraphFn``) or a tuple of them, else []."""
+    values = value if isinstance(value, tuple) else (value,)
+    graphs = [getattr(v, "graph", None) for v in values]
+    return [g for g in graphs if isinstance(g, Graph)] if all(
+        isinstance(g, Graph) for g in graphs) else []  # fmt: skip
 
 
 def _literal(lit: Literal) -> str:

@@ -339,11 +339,13 @@ def graph_function(graph: Graph) -> Callable:
 
 
 class Staged(NamedTuple):
-    """A staged function: its graph, and the tracers of outer transforms it closed
-    over, which are the graph's last inputs."""
+    """A staged function: its graph, the tracers of outer transforms it closed over
+    (the graph's last inputs), and what the function returned (staged values of a
+    finished staging, for checking their types)."""
 
     graph: Graph
     captured: list
+    outs: Sequence[Any] = ()
 
 
 def stage(
@@ -370,7 +372,7 @@ def stage(
         interp.consts,
         name=name,
     )
-    return Staged(graph, [tracer for tracer, _ in captured])
+    return Staged(graph, [tracer for tracer, _ in captured], tuple(outs))
 
 
 def _output_var(interp: StagingInterpreter, out: Any) -> Var | Literal:

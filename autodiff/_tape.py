@@ -153,12 +153,17 @@ def reachable(roots: list[Node]) -> list[Node]:
     return sorted(seen.values(), key=lambda node: node.seq)
 
 
-def backward(seeds: list[tuple[Node, int | None, Any]], consume: bool = False) -> dict:
+def backward(
+    seeds: list[tuple[Node, int | None, Any]], consume: bool = False, stop: int = -1
+) -> dict:
     """Propagate cotangents from ``seeds``; returns the cotangent of every input node.
 
     Cotangents are dropped as soon as their node has run.  With ``consume``
     (the tape is used once, as in ``grad``) each node also lets go of its
     residuals and parents once it has run, so memory shrinks as the pass goes.
+    Nodes numbered below ``stop`` count as inputs: the pass ends there, which
+    is how ``scan(..., checkpoint=True)`` runs the backward pass of one step
+    whose function closed over values recorded before it (``_scan.py``).
     """
     cts: dict[Node, Any] = {}
     heap: list[tuple[int, Node]] = []
@@ -188,7 +193,7 @@ def backward(seeds: list[tuple[Node, int | None, Any]], consume: bool = False) -
             node = pop(heap)[1]
             ct = cts.pop(node)
             prim = node.prim
-            if prim is None:
+            if prim is None or node.seq < stop:
                 inputs[node] = ct
                 continue
             primals = node.primals

@@ -15,10 +15,12 @@ helpers, exactly as ``autodiff/rules/`` does:
 Write a transform by subclassing ``Interpreter`` and ``Tracer`` and
 registering its methods of the dispatch points ``lift`` and ``process``,
 ``@process.register(MyInterpreter, Primitive)`` (``@dispatch`` on functions
-named ``lift``/``process`` does the same; see ``docs/extending.md``).  Check a
+named ``lift``/``process`` does the same; see ``docs/extending.md``, which also
+says how a transform sees inside control flow, ``ControlFlowPrimitive``).  Check a
 primitive's rules with ``autodiff.testing.check_primitive``.
 """
 
+from autodiff._control import ControlFlowPrimitive
 from autodiff._core import (
     Interpreter,
     Primitive,
@@ -47,6 +49,7 @@ from autodiff.rules._helpers import (
 )
 
 __all__ = [
+    "ControlFlowPrimitive",
     "Interpreter",
     "Primitive",
     "Tracer",

@@ -1,6 +1,6 @@
 """Run every workload and write benchmarks/results.md.
 
-    python -m benchmarks            # about a minute
+    python -m benchmarks            # about three minutes
     python -m benchmarks --quick    # fewer rounds, for a quick look
 
 Peers run when installed (``pip install -e ".[bench]"``): HIPS autograd, JAX
@@ -32,7 +32,7 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
-from benchmarks import eager, first_call, fluid, why  # noqa: E402
+from benchmarks import control_flow, eager, first_call, fluid, why  # noqa: E402
 from benchmarks import workloads as w  # noqa: E402
 
 REFERENCE = "reference (NumPy by hand)"
@@ -171,8 +171,13 @@ def main() -> None:
         check("W7", rows[1].median / rows[0].median, 1.0, "x HIPS autograd ≤ 1.0")
 
     report += memory_section(targets)
+    lines, control_targets = control_flow.report(rounds=rounds)
+    report += lines
+    targets += control_targets
+    reasons["C1"] = control_flow.why
     report += ["## Targets", "", "| workload | target | measured | verdict |", "|---|---|---|---|",
-               *[f"| {wl} | {t} | {v:.3g} | {verdict} |" for wl, t, v, verdict in targets],
+               *[f"| {wl} | {t} | {v:.3g} | {verdict} |".replace("| nan |", "| - |")
+                 for wl, t, v, verdict in targets],
                ""]  # fmt: skip
     missed = sorted({wl for wl, _, _, verdict in targets if "missed" in verdict})
     if missed:

@@ -16,7 +16,8 @@ LAYERS = {
     "transforms": ["_transpose", "_tape", "_reverse", "_forward", "_batching", "_staging",
                    "_passes", "_replay"],
     "compositions": ["_derived", "_checkpoint", "_custom", "_explain", "_checkers", "numpy.random",
-                     "numpy._draws", "_call", "_jit"],
+                     "numpy._draws", "_call", "_jit", "_control", "_scan", "_subgraphs",
+                     "_staged_control"],
     "public": ["", "__main__", "extend", "testing", "_check_primitive", "numpy", "numpy.*",
                "scipy", "scipy.*"],
 }  # fmt: skip

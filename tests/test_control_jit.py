@@ -1,0 +1,208 @@
+"""Control flow under ``jit``: each function staged once, the loop run by the replay.
+
+The programs are ``tests/test_control.py``'s, each with a Python-control-flow twin
+(``ref``) that is the oracle: ``jit(fn)`` must agree with it on independently drawn
+examples that take different branches or run different numbers of iterations (one
+staging for all of them), and so must every transform around the ``jit`` (grad,
+jvp, vmap) and, where the trip count is static, every transform inside it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import optree
+import pytest
+
+import autodiff.numpy as anp
+from autodiff import (
+    cond,
+    fori_loop,
+    grad,
+    hessian,
+    jit,
+    jvp,
+    make_graph,
+    scan,
+    switch,
+    vmap,
+    while_loop,
+)
+from autodiff.errors import ConcretizationError, TransformTypeError
+from tests.test_control import IDS, PROGRAMS, _close, _examples, _on, _total
+
+# Programs whose loops run a number of times that depends on the values: a transform
+# inside the jit cannot unroll them.
+WHILE = {"while newton", "while pytree", "fori traced"}
+
+
+def _grad_of(fn, diff):
+    return lambda *args: grad(lambda *d: _total(_on(fn, args, diff)(*d)), argnums=tuple(
+        range(len(diff))))(*(args[i] for i in diff))  # fmt: skip
+
+
+@pytest.mark.parametrize("prog", PROGRAMS, ids=IDS)
+def test_jit_is_the_python_control_flow_staged_once(prog):
+    f = jit(prog.fn)
+    for example in _examples(prog, n=5):
+        _close(f(*example), prog.ref(*example), rtol=1e-12)
+    assert f.cache_info().misses == 1  # branches and trip counts differ, the graph does not
+
+
+@pytest.mark.parametrize("prog", PROGRAMS, ids=IDS)
+def test_grad_and_jvp_of_jit(prog):
+    for example in _examples(prog, n=3, salt=1):
+        _close(_grad_of(jit(prog.fn), prog.diff)(*example),
+               _grad_of(prog.ref, prog.diff)(*example))  # fmt: skip
+        primals = tuple(example[i] for i in prog.diff)
+        tangents = tuple(np.full(np.shape(p), 0.7) for p in primals)
+        got = jvp(_on(jit(prog.fn), example, prog.diff), primals, tangents)
+        _close(got, jvp(_on(prog.ref, example, prog.diff), primals, tangents))
+
+
+@pytest.mark.parametrize("prog", PROGRAMS, ids=IDS)
+def test_vmap_of_jit_against_a_loop(prog):
+    examples = _examples(prog, n=4, salt=2)
+    batched = tuple(np.stack(column) for column in zip(*examples, strict=True))
+    got = vmap(jit(prog.fn))(*batched)
+    for k, example in enumerate(examples):
+        _close(optree.tree_map(lambda x, k=k: x[k], got), prog.ref(*example))
+
+
+@pytest.mark.parametrize("prog", PROGRAMS, ids=IDS)
+def test_transforms_inside_jit(prog):
+    """jit(grad(f)) and jit(vmap(f)): a cond computes both branches and selects, a scan
+    is unrolled; a loop whose trip count depends on the values raises, naming the
+    composition that works."""
+    examples = _examples(prog, n=3, salt=3)
+    batched = tuple(np.stack(column) for column in zip(*examples, strict=True))
+    if prog.name in WHILE:
+        with pytest.raises(ConcretizationError, match=r"grad\(jit\(f\)\)"):
+            jit(_grad_of(prog.fn, prog.diff))(*examples[0])
+        with pytest.raises(ConcretizationError, match=r"fori_loop\(0, n, \.\.\.\) or scan"):
+            jit(vmap(prog.fn))(*batched)
+        return
+    for example in examples:
+        _close(jit(_grad_of(prog.fn, prog.diff))(*example),
+               _grad_of(prog.ref, prog.diff)(*example))  # fmt: skip
+    got = jit(vmap(prog.fn))(*batched)
+    for k, example in enumerate(examples):
+        _close(optree.tree_map(lambda x, k=k: x[k], got), prog.ref(*example))
+
+
+def test_a_long_scan_is_one_staged_body():
+    def loss(w, xs):
+        h, _ = scan(lambda h, x: (anp.tanh(w * h + x), None), 0.0, xs)
+        return h
+
+    small, large = make_graph(loss)(0.5, np.ones(10)), make_graph(loss)(0.5, np.ones(1000))
+    assert len(small.eqns) == len(large.eqns) == 1
+    (eqn,) = large.eqns
+    assert eqn.prim.name == "scan" and eqn.params["length"] == 1000
+    assert [e.prim.name for e in eqn.params["body"].graph.eqns] == ["multiply", "add", "tanh"]
+    xs = np.random.default_rng(0).normal(size=1000)
+    np.testing.assert_allclose(jit(loss)(0.5, xs), loss(0.5, xs), rtol=1e-13)
+    text = str(large)
+    assert "body:" in text and "tanh" in text
+
+
+def test_every_branch_is_staged_and_printed():
+    f = lambda i, x: switch(i, [lambda x: x, lambda x: anp.sin(x), lambda x: x * x], x)
+    graph = make_graph(f)(1, np.ones(2))
+    (eqn,) = [e for e in graph.eqns if e.prim.name == "cond"]
+    assert [len(b.graph.eqns) for b in eqn.params["branches"]] == [0, 1, 1]
+    assert "branches[2]:" in str(graph)
+    for i in (-3, 0, 1, 2, 9):
+        np.testing.assert_allclose(jit(f)(i, np.full(2, 0.3)), f(i, np.full(2, 0.3)))
+
+
+def test_a_branch_not_taken_is_type_checked_under_jit():
+    f = lambda x: cond(x > 0, lambda x: x, lambda x: x.astype(np.float32), x)
+    assert float(f(1.0)) == 1.0  # eagerly only the chosen branch runs
+    with pytest.raises(TransformTypeError, match="the output of true_fun has shape"):
+        jit(f)(1.0)
+    g = lambda x: cond(x > 0, lambda x: x, lambda x: (x, x), x)
+    with pytest.raises(TransformTypeError, match="structured as"):
+        jit(g)(np.ones(()))
+
+
+def test_a_loop_body_that_changes_its_carry_is_caught_when_staged():
+    with pytest.raises(TransformTypeError, match=r"init_val\['h'\]"):
+        jit(lambda x: while_loop(lambda c: c["h"].sum() < 1, lambda c: {"h": c["h"][:1]},
+                                 {"h": x}))(np.zeros(3))  # fmt: skip
+    with pytest.raises(
+        TransformTypeError,
+        match=r"the value cond_fun returns must be a scalar \(shape \(\)\), got shape \(3,\)",
+    ):
+        jit(lambda x: while_loop(lambda c: c, lambda c: c, x))(np.zeros(3))
+
+
+def test_closed_over_values_staged_and_of_outer_transforms():
+    # branches closing over staged values only: the cond still reaches the staging
+    h = lambda x, y: cond(x > 0, lambda: x * y, lambda: y)
+    assert (jit(h)(2.0, 3.0), jit(h)(-2.0, 3.0)) == (6.0, 3.0)
+    hj = jit(h)
+    assert (hj(2.0, 3.0), hj(-2.0, 3.0)) == (6.0, 3.0) and hj.cache_info().misses == 1
+    np.testing.assert_allclose(grad(hj, argnums=(0, 1))(2.0, 3.0), (3.0, 2.0))
+
+    # a value of a grad outside the jit, closed over by a loop body inside it
+    def outer(w):
+        body = lambda i, x: x * w + i
+        return jit(lambda x: fori_loop(0, 3, body, x))(2.0)
+
+    want = grad(lambda w: fori_loop(0, 3, lambda i, x: x * w + i, 2.0))(1.5)
+    np.testing.assert_allclose(grad(outer)(1.5), want, rtol=1e-13)
+    np.testing.assert_allclose(want, 6 * 1.5**2 + 1.0, rtol=1e-13)  # x3 = 2 w**3 + w + 2
+
+
+def test_traced_bounds_and_a_hessian_of_a_jitted_loop():
+    power = lambda x, n: fori_loop(0, n, lambda i, p: p * x, 1.0)
+    for n in (0, 1, 5):
+        assert float(jit(power)(2.0, n)) == 2.0**n
+    np.testing.assert_allclose(hessian(jit(lambda x: power(x, 4)))(1.5), 12 * 1.5**2)
+    np.testing.assert_allclose(jit(hessian(lambda x: fori_loop(0, 4, lambda i, p: p * x, 1.0)))(
+        1.5), 12 * 1.5**2)  # fmt: skip
+
+
+def test_jit_inside_a_branch_and_a_loop_inside_jit_inside_jit():
+    inner = jit(lambda x: anp.sin(x) * 2.0)
+    f = jit(lambda x: cond(x.sum() > 0, inner, lambda x: x, x))
+    np.testing.assert_allclose(f(np.ones(2)), 2 * np.sin(np.ones(2)))
+    np.testing.assert_allclose(f(-np.ones(2)), -np.ones(2))
+    g = jit(lambda x: jit(lambda y: scan(lambda c, t: (c + t, c), 0.0, y))(x))
+    carry, ys = g(np.arange(4.0))
+    assert float(carry) == 6.0 and ys.tolist() == [0.0, 0.0, 1.0, 3.0]
+
+
+def test_random_draws_in_a_staged_body_draw_at_every_replay():
+    def noisy(rng, x):
+        return scan(lambda c, _: (c + anp.random.normal(rng, shape=()), None), x, None,
+                    length=3)[0]  # fmt: skip
+
+    f = jit(noisy)
+    a, b = f(np.random.default_rng(1), 0.0), f(np.random.default_rng(1), 0.0)
+    c = f(np.random.default_rng(2), 0.0)
+    assert float(a) == float(b) != float(c)
+    np.testing.assert_allclose(a, noisy(np.random.default_rng(1), 0.0), rtol=1e-14)
+
+
+def test_each_function_gets_its_own_closed_over_values():
+    def f(a, b, c, x):
+        return cond(x > 0, lambda x: x * a - b, lambda x: x * c - b / 2, x)
+
+    args = (2.0, 3.0, 5.0)
+    for x in (1.5, -1.5):
+        np.testing.assert_allclose(jit(f)(*args, x), f(*args, x), rtol=1e-15)
+        np.testing.assert_allclose(grad(jit(f), argnums=(0, 1, 2))(*args, x),
+                                   grad(f, argnums=(0, 1, 2))(*args, x))  # fmt: skip
+
+
+def test_a_branch_closing_over_a_value_batched_inside_the_jit():
+    """The cond's operands are staged, its branches close over a vmap's value (a level
+    above the staging): the vmap runs it, selecting between the staged branches."""
+
+    def f(p, xs):
+        return vmap(lambda x: cond(p > 0, lambda: x * 2.0, lambda: x - 1.0))(xs)
+
+    xs = np.array([1.0, 2.0, 3.0])
+    for p in (1.0, -1.0):
+        np.testing.assert_allclose(jit(f)(p, xs), f(p, xs), rtol=1e-15)
