@@ -11,12 +11,16 @@ signatures.
 Called with tracers of transforms outside it, a jitted function binds ``call_p``
 (``_call.py``) on its graph, whose rules transform the graph; called with plain
 arrays it runs the compiled replay of the optimised graph (``_passes.py``,
-``_replay.py``).
+``_replay.py``).  The first call with NumPy arrays of a signature runs the staged
+graph's implementations one by one instead (``interpret``): code generation costs
+more than a run, so it waits for the second call, and a function called once with a
+signature never pays for it (``compile_at_once()`` turns that off, for tests).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import threading
@@ -33,11 +37,27 @@ from autodiff._core import check_live
 from autodiff._graph import Graph, OpaqueAval, ShapedArray, aval_of
 from autodiff._nans import checking_nans
 from autodiff._passes import optimize
+from autodiff._replay import interpret
 from autodiff._staging import StagedTensor, innermost_staging, stage
 from autodiff._tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 
-__all__ = ["CacheInfo", "JitFunction", "jit", "make_graph"]
+__all__ = ["CacheInfo", "JitFunction", "compile_at_once", "jit", "make_graph"]
+
+# Whether a first call compiles its replay at once instead of interpreting the graph.
+_at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("compile_at_once", default=False)
+
+
+@contextlib.contextmanager
+def compile_at_once():
+    """Inside, a jitted function's first call generates and compiles its replay (as
+    every later call runs it) instead of interpreting the staged graph."""
+    token = _at_once.set(True)
+    try:
+        yield
+    finally:
+        _at_once.reset(token)
+
 
 DEFAULT_MAXSIZE = 128
 
@@ -154,13 +174,14 @@ class CacheInfo(NamedTuple):
 
 
 class _Entry:
-    __slots__ = ("flat_key", "graph", "out_tree", "replay", "signature", "single")
+    __slots__ = ("flat_key", "graph", "out_tree", "ran", "replay", "signature", "single")
 
     def __init__(self, graph: Graph, out_tree: Any, signature: str, flat_key: Any) -> None:
         self.graph = graph
         self.out_tree = out_tree
         self.signature = signature
         self.replay: Callable | None = None
+        self.ran = False  # whether a call ran it (the first is interpreted)
         self.single = out_tree.is_leaf()  # the function returns one array
         # the key of the fast path, when the arguments are positional NumPy arrays only
         self.flat_key = flat_key
@@ -238,7 +259,12 @@ class JitFunction:
         else:
             replay = entry.replay
             if replay is None:
-                replay = entry.replay = compiled(entry.graph, *array_kind(leaves))
+                kind = array_kind(leaves)
+                if not entry.ran and kind[0] == "numpy" and not _at_once.get():
+                    entry.ran = True
+                    out = interpret(entry.graph, *leaves)
+                    return optree.tree_unflatten(entry.out_tree, list(out))
+                replay = entry.replay = compiled(entry.graph, *kind)
                 if entry.flat_key is not None:
                     with self._lock:
                         self._flat[entry.flat_key] = entry

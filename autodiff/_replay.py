@@ -41,7 +41,7 @@ import numpy as np
 
 from autodiff._graph import Graph, Literal, Var
 
-__all__ = ["FREE_AT", "compile_graph", "plan"]
+__all__ = ["FREE_AT", "compile_graph", "interpret", "plan"]
 
 FREE_AT = 1 << 16  # bytes: dead values at least this large are deleted where they die
 
@@ -272,3 +272,29 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None) -> tuple[str, 
         results.append(text)
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     return "\n".join(lines) + "\n", w.globals
+
+
+# --- the first call: no code ----------------------------------------------------------------------
+
+
+def interpret(graph: Graph, *args: Any) -> tuple:
+    """Run ``graph`` as staged, calling each equation's implementation in turn: what
+    a jitted function's first call does (``_jit.py``).  Generating and compiling the
+    replay costs more than one run of the graph, and pays off from the second call
+    on; a function called once never pays it."""
+    env: dict[Var, Any] = dict(zip(graph.invars, args))
+    env.update(zip(graph.constvars, graph.consts))
+    for eqn in graph.eqns:
+        out = eqn.prim.impl(*[v.value if type(v) is Literal else env[v] for v in eqn.invars],
+                            **eqn.params)  # fmt: skip
+        if eqn.prim.multiple_results:
+            env.update(zip(eqn.outvars, out))
+        else:
+            env[eqn.outvars[0]] = out
+    constants = set(graph.constvars)
+    return tuple(
+        v.value if type(v) is Literal
+        else env[v].copy() if v in constants and hasattr(env[v], "copy")  # the caller may write
+        else env[v]
+        for v in graph.outvars
+    )  # fmt: skip

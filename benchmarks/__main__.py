@@ -154,9 +154,10 @@ def main() -> None:
 
     calls = first_call.measure()
     report += ["## First call of a jitted function", "",
-               "A fresh `jit` of each workload, first call (staging, the passes, code "
-               "generation and compilation, one replay) against one eager call; medians of "
-               "5 (`python -m benchmarks.first_call`).", "",
+               "A fresh `jit` of each workload, first call (staging, then the staged graph "
+               "interpreted) and second call (the passes, code generation and compilation, "
+               "one replay) against one eager call; medians of 5 "
+               "(`python -m benchmarks.first_call`).", "",
                *first_call.table(calls), ""]  # fmt: skip
     for r in calls:
         check("first call", r["first_ms"] / r["eager_ms"], 5.0,

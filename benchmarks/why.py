@@ -131,33 +131,21 @@ def first_call(rows: list[dict]) -> list[str]:
     fwd = by["W1 forward (200-op chain)"]
     per_eqn = w1["stage_ms"] / w1["eqns"] * 1e3
     return [
-        "### First call: staging costs about two eager calls where NumPy's work is small",
+        "### First call: staging costs several eager calls where NumPy's work is small",
         "",
-        f"On the per-primitive workloads the first call is staging, the passes and Python's "
-        f"own compiler, each proportional to the number of equations: for W1's gradient "
+        f"On the per-primitive workloads the first call is staging, then one run of the "
+        f"staged graph's implementations; the passes, code generation and Python's compiler "
+        f"wait for the second call, since they cost more than a run. For W1's gradient: "
         f"{w1['stage_ms']:.1f} ms staging ({per_eqn:.0f} µs per equation: every primitive "
         f"is recorded by grad *and* by the staging, which also computes its output's shape "
-        f"and makes a variable and an equation), {w1['passes_ms']:.1f} ms of passes and "
-        f"{w1['codegen_ms']:.1f} ms to generate and compile {w1['final_eqns']} lines, against "
-        f"{w1['eager_ms']:.2f} ms for one eager gradient. Without a transform the eager call "
-        f"is {fwd['eager_ms']:.2f} ms of NumPy calls, so no staging of {fwd['eqns']} "
+        f"and makes a variable and an equation), then {w1['passes_ms']:.1f} ms of passes and "
+        f"{w1['codegen_ms']:.1f} ms to generate and compile {w1['final_eqns']} lines at the "
+        f"second call, against {w1['eager_ms']:.2f} ms for one eager gradient. Without a "
+        f"transform the eager call is {fwd['eager_ms']:.2f} ms of NumPy calls "
+        f"({fwd['eager_ms'] / fwd['eqns'] * 1e3:.2f} µs each), while tracing any primitive "
+        f"through the interpreter stack costs several µs, so no staging of {fwd['eqns']} "
         f"equations can be within 5x of it. Where NumPy's work dominates (W2: large arrays) "
-        f"the first call costs what an eager call costs. The first call is paid once per "
-        f"signature; every later call replays the compiled code.",
-        "",
-    ]
-
-
-def w4(ms: float) -> list[str]:
-    x = np.random.default_rng(4).standard_normal(64)
-    A = np.random.default_rng(5).standard_normal((64, 64)) / 8
-    calls = autodiff.explain(autodiff.hessian(lambda v: anp.sum(anp.tanh(A @ v) ** 2)))(x).calls
-    return [
-        "### W4: the Hessian is overhead-bound",
-        "",
-        f"hessian = jacfwd(jacrev(f)): {len(calls)} NumPy calls on 64 x 64 arrays "
-        f"(`autodiff.explain` lists them), each through two or three interpreters; "
-        f"{ms:.3f} ms is about {ms * 1e3 / len(calls):.0f} µs per NumPy call. The same "
-        f"per-primitive costs as W1 apply.",
+        f"the first call costs what an eager call costs. Both are paid once per signature; "
+        f"every later call replays the compiled code.",
         "",
     ]

@@ -1,6 +1,7 @@
 import pytest
 
 from autodiff._core import current_interpreters
+from autodiff._jit import compile_at_once
 
 
 @pytest.fixture(autouse=True)
@@ -19,3 +20,15 @@ def _drop_every_unread_residual(monkeypatch):
     from autodiff import _tape
 
     monkeypatch.setattr(_tape, "KEEP_SMALL_RESIDUALS", -1)
+
+
+@pytest.fixture(autouse=True)
+def _first_calls_compile(request):
+    """A jitted function's first call interprets its graph and the second compiles it
+    (autodiff/_jit.py); the tests compile at once, so that every jit call they make
+    runs the generated replay, except those marked ``interpreted``."""
+    if request.node.get_closest_marker("interpreted"):
+        yield
+        return
+    with compile_at_once():
+        yield

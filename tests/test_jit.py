@@ -483,3 +483,30 @@ def test_debug_nans_runs_the_function_itself():
     g(np.ones(2))  # staged and compiled
     with pytest.raises(autodiff.errors.NonFiniteError, match="'log'"), autodiff.debug_nans():
         g(np.array([1.0, -1.0]))
+
+
+@pytest.mark.interpreted
+def test_the_first_call_interprets_and_the_second_compiles(monkeypatch):
+    from autodiff import _jit
+
+    compiled = []
+    real = _jit.compiled
+    monkeypatch.setattr(_jit, "compiled", lambda *a: compiled.append(a) or real(*a))
+    c = np.arange(3.0)
+    f = jit(lambda x: (anp.sin(x) * 2.0 + 1.0, c))
+    x = np.linspace(0.0, 1.0, 3)
+    want = np.sin(x) * 2.0 + 1.0
+    first = f(x)
+    assert not compiled  # the staged graph ran as it is
+    first[1][0] = 99.0  # a constant returned is the caller's copy
+    second = f(x)
+    assert len(compiled) == 1
+    np.testing.assert_array_equal(first[0], want)
+    np.testing.assert_array_equal(second[0], want)
+    np.testing.assert_array_equal(second[1], np.arange(3.0))
+    f(x)
+    assert len(compiled) == 1 and f.cache_info().misses == 1
+    with _jit.compile_at_once():
+        g = jit(lambda x: x * 3.0)
+        g(x)
+    assert len(compiled) == 2
