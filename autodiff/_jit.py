@@ -368,16 +368,18 @@ def jit(
     The first call with a new signature (the pytree structure of the arguments, each
     array's shape, dtype and library, which leaves are Python scalars, the values of
     the static arguments) runs ``fun`` on abstract values and records every primitive
-    it calls; the graph is simplified (``_passes.py``) and compiled to a straight-line
-    Python function of NumPy calls that reuses dead buffers.  Later calls with that
-    signature run only the compiled function.  Under a transform (``grad(jit(f))``,
+    it calls, then runs the recorded graph once as it is.  The second call simplifies
+    the graph (``_passes.py``) and compiles it to a straight-line Python function of
+    NumPy calls that reuses dead buffers; later calls with that signature run only the
+    compiled function.  Under a transform (``grad(jit(f))``,
     ``vmap(jit(f))``, ``jvp``) the transform applies to the graph, and the result is
     staged and compiled once as well.
 
     Inside ``fun``, arguments are staged values: their shapes and dtypes are known,
     their values are not, so Python control flow on them raises
     ``ConcretizationError``; mark such arguments static (``static_argnums``,
-    ``static_argnames``: positions and names, hashable values) or use ``anp.where``.
+    ``static_argnames``: positions and names, hashable values), use ``anp.where``, or
+    the control-flow primitives (``cond``, ``while_loop``, ``scan``: staged once).
     Arrays ``fun`` closes over are constants of the graph, captured when it is staged:
     changing them later does not change what the jitted function computes.  Random
     draws (``anp.random``) draw at every call, from the ``Generator`` passed as an
