@@ -111,127 +111,437 @@ def markdown() -> str:
     ]
     lines += ["| " + " | ".join(row) + " |" for row in table]
     lines += ["", *namespace_table()]
-    lines += ["", *CONVENTIONS.strip().splitlines()]
+    lines += ["", *conventions_table()]
     return "\n".join(lines) + "\n"
 
 
-# Pinned by tests/test_primitives.py::test_subgradient_conventions and
-# tests/test_statistics.py::test_conventions (and the tests next to it).
-CONVENTIONS = """
-## Conventions at kinks, ties and domain edges
+# One row per convention: (functions, where, what autodiff does, as in / why). Pinned by
+# tests/test_primitives.py::test_subgradient_conventions, tests/test_statistics.py::
+# test_conventions (and the tests next to it) and the files CONVENTIONS_PINNED names.
+CONVENTIONS: list[tuple[str, str, str, str]] = [
+    ("`abs`, `fabs`, `copysign`", "0", "derivative 0", "they use `sign(x)`"),
+    (
+        "`maximum`, `minimum`, `fmax`, `fmin`",
+        "ties",
+        "0.5 to each argument",
+        "ties share the derivative equally",
+    ),
+    ("`clip`", "at a bound", "0.5", "ties share the derivative equally"),
+    (
+        "`max`, `min` (reductions)",
+        "k tied entries",
+        "1/k to each",
+        "ties share the derivative equally",
+    ),
+    ("`fmax`, `fmin`", "a NaN argument", "derivative 0 for it", "—"),
+    ("`sqrt`, `x**0.5`, `log`", "0", "infinite derivative", "the limit"),
+    ("`x**y`", "`y == 0`", "derivative 0 in `x`", "—"),
+    ("`x**y`", "`x == 0`", "derivative 0 in `y`", "the limit for `y > 0`"),
+    ("`sinc`", "0", "derivative 0", "—"),
+    (
+        "`nan_to_num`",
+        "entries where `x` is not finite",
+        "no derivative: derivatives pass only where `x` is finite",
+        "the replaced entries are constants",
+    ),
+    (
+        "`sort`, `partition`",
+        "every entry",
+        "each sorted entry's derivative goes to the entry it came from",
+        "—",
+    ),
+    ("`prod`, `cumprod`", "entries that are 0", "exact derivatives", "—"),
+    (
+        "`std`, `nanstd`",
+        "zero spread",
+        "derivative 0 (not the infinity of the square root)",
+        "torch, HIPS autograd",
+    ),
+    ("`var`", "zero spread", "derivative 0", "`var` is smooth there"),
+    (
+        "order statistics: `median`, `quantile`, `percentile`, `nanmedian`, "
+        "`nanquantile`, `nanpercentile`, every `method`",
+        "each quantile",
+        "the derivative goes to the one or two sorted entries it interpolates between",
+        "—",
+    ),
+    (
+        "order statistics",
+        "ties",
+        "to the entries a stable sort puts at those positions",
+        "not shared, unlike `max`",
+    ),
+    (
+        "order statistics, continuous methods",
+        "in `q`",
+        "the slope between the two entries",
+        "—",
+    ),
+    (
+        "order statistics, discrete methods (`lower`, `higher`, `nearest`, `midpoint`, "
+        "`inverted_cdf`, `averaged_inverted_cdf`, `closest_observation`)",
+        "in `q`",
+        "derivative 0",
+        "—",
+    ),
+    (
+        "order statistics with `weights` (for `inverted_cdf`)",
+        "in `weights`",
+        "derivative 0",
+        "the weights select",
+    ),
+    ("the nan-reductions", "NaN entries", "derivative 0", "—"),
+    ("`nanmax`, `nanmin`", "ties", "shared as `max`/`min` share them", "—"),
+    (
+        "`corrcoef`",
+        "the bounds of [-1, 1]",
+        "clips to [-1, 1]; at a bound `clip`'s 0.5",
+        "as NumPy does",
+    ),
+    ("histograms (`bincount`, `histogram*`)", "counts", "no derivative", "—"),
+    (
+        "histograms (`bincount`, `histogram*`)",
+        "sums of `weights`",
+        "linear in the weights",
+        "—",
+    ),
+    (
+        "histograms",
+        "edges from a number of bins",
+        "follow the data's `min`/`max`; so do densities, through the bin widths",
+        "—",
+    ),
+    (
+        "`quantile`",
+        "`q` out of range, under `vmap`",
+        "NaN",
+        "NumPy raises; the check would read batched values",
+    ),
+    (
+        "`nanargmax`, `nanargmin`",
+        "an all-NaN slice, under `vmap`",
+        "-1",
+        "JAX's answer; NumPy raises; the check would read batched values",
+    ),
+    (
+        "`digitize`",
+        "under `vmap`",
+        "takes the direction of `bins` from their ends",
+        "the check would read batched values",
+    ),
+    (
+        "`bincount`",
+        "`x` batched, under `vmap`",
+        "needs `length=`",
+        "JAX's keyword; the check would read batched values",
+    ),
+    (
+        "`sign`, `floor`, `round`, comparisons, `argmax`, `argsort`, `searchsorted`, casts "
+        "to integers, `spacing`, `isclose`, `allclose`, `array_equal`, `array_equiv`, "
+        "`isposinf`, `isneginf`",
+        "everywhere",
+        "declared not differentiable",
+        "piecewise constant",
+    ),
+    (
+        "`unique`, `unique_*`, `union1d`, `setxor1d`",
+        "repeated values",
+        "each value's derivative goes to its first occurrence (in `ar1`, then `ar2`)",
+        "—",
+    ),
+    (
+        "`intersect1d`",
+        "repeated values",
+        "each value's derivative goes to its first occurrence in `ar1`",
+        "JAX's choice",
+    ),
+    (
+        "`nonzero`, `argwhere`, `flatnonzero`, `argpartition`, `lexsort`, `isin`",
+        "positions, counts, inverse indices",
+        "no derivative",
+        "—",
+    ),
+    (
+        "`put`, `put_along_axis`, `x.at[i].set(v)`",
+        "a position named twice",
+        "the last value written wins, and only it receives a derivative",
+        "—",
+    ),
+    (
+        "shapes that depend on values: `nonzero`, `argwhere`, `flatnonzero`, `extract`, "
+        "`compress`, `unique*`, the set functions, `x[mask]`",
+        "under `grad` and `jvp`",
+        "NumPy's results",
+        "the values are concrete",
+    ),
+    (
+        "shapes that depend on values",
+        "under `vmap`",
+        "raise `ConcretizationError` unless given `size=k`: then the first k results, "
+        "padded with `fill_value`",
+        "JAX's `size=`",
+    ),
+    (
+        "shapes that depend on values",
+        "`size=k` with the default `fill_value`",
+        "pads with positions 0; for `unique` and the set functions with copies of the "
+        "smallest value kept, which carry its derivative; counts with 0",
+        "—",
+    ),
+    (
+        "`linalg.norm`, `linalg.vector_norm`, `linalg.matrix_norm`, every `ord` (and "
+        "`cond`, `lstsq` through them)",
+        "a zero vector or matrix",
+        "derivative 0, not NaN",
+        "torch, HIPS autograd",
+    ),
+    ("the norms, `0 < ord < 1`", "zero entries", "derivative 0", "—"),
+    (
+        "the norms, `ord < 0`",
+        "a vector with a zero entry",
+        "norm 0, derivative 0",
+        "—",
+    ),
+    (
+        "`linalg.eig`",
+        "eigenvectors",
+        "unit norm and LAPACK's phase (largest entry real)",
+        "—",
+    ),
+    (
+        "`linalg.eig`",
+        "eigenvector derivatives",
+        "fix the phase by `Im diag(V^-1 dV) = 0`; for real eigenvectors the same as LAPACK's",
+        "HIPS autograd, torch; differentiate gauge-invariant functions of complex ones "
+        "(`abs(V)`, `V diag(f(w)) V^-1`)",
+    ),
+    (
+        "`eig`, `eigh`, `svd`",
+        "degenerate spectra: values coincide",
+        "eigenvector and singular-vector derivatives divide by gaps: inf/NaN",
+        "—",
+    ),
+    ("`eigvals`", "degenerate spectra", "needs simple eigenvalues", "—"),
+    (
+        "`eigvalsh`, `svdvals`, `svd(compute_uv=False)`",
+        "degenerate spectra",
+        "stay finite: each value gets the derivative of LAPACK's vectors",
+        "their sum is exact: `grad` of `eigvalsh(a).sum()` at the identity is the identity",
+    ),
+    (
+        "`svd(full_matrices=True)`",
+        "a non-square matrix: the extra columns of `U` (rows of `Vh`)",
+        "turn as little as keeps them orthogonal: `dU2 = -U1 dU1^H U2`",
+        "exact for their projector `U2 U2^H`",
+    ),
+    ("`lstsq`, `pinv`", "where the rank is locally constant", "the derivative there", "—"),
+    ("`rank`, `matrix_rank`", "everywhere", "not differentiable", "—"),
+    (
+        "`lstsq`",
+        "under `vmap`",
+        "returns residuals only if every example has full column rank",
+        "NumPy's rule, applied to the whole batch",
+    ),
+    (
+        "`roots`",
+        "simple roots",
+        "`dr = -dp(r) / p'(r)`, also for the leading and trailing zero coefficients NumPy strips",
+        "—",
+    ),
+    ("`roots`", "under `vmap`", "strips the zeros all examples share", "—"),
+    (
+        "`fft.fftfreq`, `fft.rfftfreq`",
+        "a traced spacing `d`",
+        "differentiable in `d`; constant otherwise",
+        "JAX",
+    ),
+    ("`cross`", "NumPy's deprecated 2-vectors", "a zero third component", "—"),
+    (
+        "`modf`",
+        "everywhere",
+        "the fractional part has derivative 1; the integral part carries none",
+        "floating-point representation",
+    ),
+    (
+        "`frexp`",
+        "everywhere",
+        "the mantissa has derivative `2**-exponent`; the exponent carries none",
+        "floating-point representation",
+    ),
+    ("`ldexp(x, e)`", "everywhere", "derivative `2**e`", "floating-point representation"),
+    (
+        "`nextafter(x, y)`",
+        "everywhere",
+        "derivative 1 in `x`, 0 in `y`",
+        "floating-point representation",
+    ),
+    (
+        "`modf`, `frexp`",
+        "a jump: an integer for `modf`, a power of 2 for `frexp`",
+        "the derivative of the piece the value is in",
+        "—",
+    ),
+    (
+        "`i0`",
+        "everywhere",
+        "derivative I1, computed by autodiff: a power series for `abs(x) < 20`, the "
+        "asymptotic expansion above (about 2e-15 relative)",
+        "—",
+    ),
+    ("I1 (`i0`'s derivative)", "everywhere; 0", "derivative `I0 - I1 / x`; 1/2 at 0", "—"),
+    (
+        "`interp`",
+        "a sample point `x == xp[j]`",
+        "derivative in `x`: the slope of the segment to its right",
+        "—",
+    ),
+    ("`interp`", "`x == xp[-1]`", "the slope of the segment to its left", "—"),
+    (
+        "`interp`",
+        "outside `[xp[0], xp[-1]]`",
+        "derivative 0 in `x`; the value's derivative goes to `left`/`right` (by default "
+        "`fp[0]`/`fp[-1]`)",
+        "—",
+    ),
+    (
+        "`unwrap`",
+        "everywhere",
+        "derivative: the identity",
+        "its corrections are piecewise constant",
+    ),
+    (
+        "`piecewise`",
+        "the other pieces' positions",
+        "applies every function to the whole array and selects with `where`; there a "
+        "function sees a value of its own piece",
+        "so `sqrt` or `log` of one piece gives no NaN derivative",
+    ),
+    (
+        "`piecewise`",
+        "a boundary",
+        "the piece whose condition holds (the last one listed) gives the derivative",
+        "—",
+    ),
+    (
+        "`real_if_close`, `poly` of complex roots (real for conjugate pairs)",
+        "NumPy decides the dtype from values",
+        "follow the value returned: `real`'s derivative, or the identity's",
+        "—",
+    ),
+    (
+        "`real_if_close`, `poly` of complex roots",
+        "under `vmap`",
+        "every example must make the same choice (`TransformValueError` otherwise); an "
+        "empty batch stays complex",
+        "—",
+    ),
+    (
+        "`polydiv`",
+        "values at hand: plain arrays, `grad`, `jvp`",
+        "trims the remainder's leading zeros",
+        "—",
+    ),
+    ("`polydiv`", "under `vmap`", "keeps `len(v) - 1` coefficients", "—"),
+    (
+        "`polyfit`",
+        "rank deficient",
+        "solves with the pseudo-inverse: the minimum-norm fit",
+        "as NumPy's `lstsq`",
+    ),
+    ("`polyfit`", "where the rank is full", "its derivatives hold", "—"),
+    (
+        "`polyfit`",
+        "under `vmap`",
+        "does not warn and always returns residuals",
+        "its `RankWarning` and NumPy's empty residuals of a rank-deficient fit need values",
+    ),
+    (
+        "`grad`",
+        "a real-valued `f` of complex `z`",
+        "`2 ∂f/∂z`, the conjugate of the steepest-ascent direction: "
+        "`grad(lambda z: abs(z)**2)(z) == 2 * conj(z)`",
+        "JAX",
+    ),
+    (
+        "VJPs",
+        "complex values",
+        "the non-conjugating transpose of the JVP: `Re sum(ct * jvp(v)) == Re sum(vjp(ct) * v)`",
+        "JAX",
+    ),
+    (
+        "`scipy.special`: `xlogy`, `xlog1py`, `rel_entr`, `kl_div`",
+        "`x == 0`",
+        "derivative 0 in `y`",
+        "—",
+    ),
+    ("`scipy.special`: `entr`", "0", "derivative `+inf`", "—"),
+    (
+        "`scipy.stats`",
+        "outside the support (`logpdf` `-inf`, `cdf` 0 or 1); off the integers of a "
+        "discrete `logpmf`",
+        "derivatives 0 in data and parameters",
+        "—",
+    ),
+    ("`scipy.stats`", "a parameter outside its domain", "NaN", "—"),
+    ("`scipy.stats`: `laplace.logpdf`", "at `loc`", "derivative 0", "it uses `sign`"),
+    (
+        "`scipy.linalg`: `solve_triangular`, `cholesky`, `cho_solve`",
+        "the other triangle; the diagonal with `unit_diagonal`",
+        "derivative 0",
+        "they read one triangle",
+    ),
+    (
+        "`scipy.stats`: `multivariate_normal`",
+        "`cov`",
+        "reads `cov` as `(cov + cov^T) / 2`: a symmetric derivative",
+        "—",
+    ),
+    ("`scipy.linalg`: `lu_factor`", "the pivots", "held fixed", "—"),
+    (
+        "`scipy.special`: `iv`, `ive`, `jv`, `yv`",
+        "the real orders",
+        "no derivative: asking for one raises `MissingRuleError`",
+        "—",
+    ),
+    (
+        "`scipy.special`: `gammainc`, `gammaincc`, `betainc`, `stdtr` (so the `cdf`/`sf` "
+        "of `scipy.stats` `t`, `beta`, `gamma`, `chi2`)",
+        "the shape parameters",
+        "no derivative: asking for one raises `MissingRuleError`",
+        "—",
+    ),
+    (
+        "`scipy.integrate`: `odeint`",
+        "everywhere",
+        "the derivatives of the exact solution, to the solver's tolerances",
+        "—",
+    ),
+]
+CONVENTIONS_PINNED = (
+    "Pinned by `tests/test_primitives.py::test_subgradient_conventions`, "
+    "`tests/test_statistics.py::test_conventions` (and the tests next to it) and "
+    "`tests/test_13c.py`; the rows on shapes that depend on values by "
+    "`tests/test_value_dependent.py` and `tests/test_in_place.py`; the rows from "
+    "`linalg.norm` to `cross` by `tests/test_linalg_fft.py`; the `scipy.*` rows "
+    "(`autodiff.scipy`) by `tests/test_scipy.py`."
+)
 
-- `abs`, `fabs` and `copysign` use `sign(x)`: derivative 0 at 0.
-- Ties share the derivative equally: `maximum`/`minimum`/`fmax`/`fmin` (0.5 each),
-  `clip` at a bound (0.5), and `max`/`min` reductions (1/k for k tied entries).
-  `fmax`/`fmin` give a NaN argument derivative 0.
-- `sqrt` and `x**0.5` at 0, `log` at 0: infinite derivative (as the limit).
-- `x**y`: the derivative in `x` is 0 where `y == 0`; the derivative in `y` is taken
-  as 0 at `x == 0` (the limit for `y > 0`).
-- `sinc` has derivative 0 at 0. `nan_to_num` passes derivatives only where `x` is
-  finite (the replaced entries are constants).
-- `sort` passes each sorted entry's derivative to the entry it came from; `prod`
-  and `cumprod` are exact where entries are 0.
-- `std` and `nanstd` at zero spread: derivative 0 (torch and autograd), not the
-  infinity of the square root (`var` is smooth there, with derivative 0).
-- Order statistics (`median`, `quantile`, `percentile` and their nan-versions, every
-  `method`) pass the derivative to the one or two sorted entries each quantile
-  interpolates between; at ties to the entries a stable sort puts at those positions
-  (not shared, unlike `max`). In `q` the derivative is the slope between the two
-  entries for the continuous methods, 0 for the discrete ones (`lower`, `higher`,
-  `nearest`, `midpoint`, `inverted_cdf`, `averaged_inverted_cdf`,
-  `closest_observation`); `weights` (for `inverted_cdf`) select, so they get 0.
-- The nan-reductions give NaN entries derivative 0; `nanmax`/`nanmin` share ties as
-  `max`/`min` do. `corrcoef` clips to [-1, 1] as NumPy does (`clip` at a bound: 0.5).
-- Histograms: counts have no derivative; sums of `weights` (`bincount`,
-  `histogram*`) are linear in the weights; edges from a number of bins follow the
-  data's `min`/`max` (so do densities, through the bin widths).
-- Under `vmap`, where a check would read batched values: `quantile` with `q` out of
-  range gives NaN (NumPy raises), `nanargmax`/`nanargmin` of an all-NaN slice give -1
-  (JAX's answer; NumPy raises), `digitize` takes the direction of `bins` from their
-  ends; `bincount` needs `length=` (JAX's keyword) when `x` is batched.
-- Piecewise-constant functions (`sign`, `floor`, `round`, comparisons, `argmax`,
-  `argsort`, `searchsorted`, casts to integers, `spacing`, `isclose`, `allclose`,
-  `array_equal`, `array_equiv`, `isposinf`, `isneginf`) are declared not differentiable.
-- `partition` passes derivatives like `sort`. `unique` (and `unique_*`, `union1d`,
-  `setxor1d`) passes each value's derivative to its first occurrence (in `ar1`, then
-  `ar2`); `intersect1d` to its first occurrence in `ar1` (JAX's choice). Positions,
-  counts and inverse indices (`nonzero`, `argwhere`, `flatnonzero`, `argpartition`,
-  `lexsort`, `isin`) have no derivative.
-- `put`, `put_along_axis` and `x.at[i].set(v)` with a position named twice: the last
-  value written wins, and only it receives a derivative.
-- Shapes that depend on values (`nonzero`, `argwhere`, `flatnonzero`, `extract`,
-  `compress`, `unique*`, the set functions, `x[mask]`): under `grad` and `jvp` the
-  values are concrete and these are NumPy's; under `vmap` they raise
-  `ConcretizationError` unless given JAX's `size=k`: the first k results, padded
-  with `fill_value` (by default: positions 0; for `unique` and the set functions
-  copies of the smallest value kept, which carry its derivative; counts 0). Pinned
-  by `tests/test_value_dependent.py` and `tests/test_in_place.py`.
-- `linalg.norm`, `linalg.vector_norm`, `linalg.matrix_norm`, every `ord` (and `cond`,
-  `lstsq` through them): derivative 0 at a zero vector or matrix (torch, HIPS autograd),
-  not NaN; for `0 < ord < 1` also at zero entries; for `ord < 0` a vector with a zero
-  entry has norm 0 and derivative 0.
-- `linalg.eig`: eigenvectors have unit norm and LAPACK's phase (largest entry real);
-  their derivative fixes the phase by `Im diag(V^-1 dV) = 0` (HIPS autograd, torch), the
-  same as LAPACK's for real eigenvectors: differentiate gauge-invariant functions of
-  complex ones (`abs(V)`, `V diag(f(w)) V^-1`).
-- Degenerate spectra: the eigenvector and singular-vector derivatives of `eig`, `eigh`
-  and `svd` divide by gaps (inf/NaN where values coincide); `eigvals` needs simple
-  eigenvalues; `eigvalsh`, `svdvals` and `svd(compute_uv=False)` stay finite (each value
-  gets the derivative of LAPACK's vectors; their sum is exact: `grad` of
-  `eigvalsh(a).sum()` at the identity is the identity).
-- `svd(full_matrices=True)` of a non-square matrix: the extra columns of `U` (rows of
-  `Vh`) turn as little as keeps them orthogonal, `dU2 = -U1 dU1^H U2`; exact for their
-  projector `U2 U2^H`.
-- `lstsq`, `pinv`: the derivative where the rank is locally constant; `rank` and
-  `matrix_rank` are not differentiable. Under `vmap`, `lstsq` returns residuals only if
-  every example has full column rank (NumPy's rule, applied to the whole batch).
-- `roots`: `dr = -dp(r) / p'(r)` for simple roots, also for the leading and trailing zero
-  coefficients NumPy strips; under `vmap` the zeros stripped are those all examples share.
-- `fft.fftfreq`, `fft.rfftfreq`: differentiable in a traced spacing `d` (JAX), constant
-  otherwise. `cross` of NumPy's deprecated 2-vectors: a zero third component.
-- Pinned by `tests/test_linalg_fft.py`.
-- Floating-point representation: the fractional part of `modf` has derivative 1, the
-  mantissa of `frexp` `2**-exponent`, `ldexp(x, e)` `2**e`, `nextafter(x, y)` 1 in `x`
-  (0 in `y`); the integral part and the exponent carry none. At a jump (an integer for
-  `modf`, a power of 2 for `frexp`) the derivative is that of the piece the value is in.
-- `i0`'s derivative is I1, computed by autodiff (a power series below |x| = 20, the
-  asymptotic expansion above: about 2e-15 relative); I1's derivative is
-  `I0 - I1 / x`, 1/2 at 0.
-- `interp`: at a sample point `x == xp[j]` the derivative in `x` is the slope of the
-  segment to its right (at `xp[-1]`, to its left); outside `[xp[0], xp[-1]]` it is 0,
-  and the value's derivative goes to `left`/`right` (by default `fp[0]`/`fp[-1]`).
-  `unwrap`'s corrections are piecewise constant: its derivative is the identity.
-- `piecewise` applies every function to the whole array and selects with `where`; at the
-  other pieces' positions a function sees a value of its own piece, so `sqrt` or `log`
-  of one piece gives no NaN derivative. At a boundary the piece whose condition holds
-  (the last one listed) gives the derivative.
-- Results whose dtype or shape NumPy decides from values: `real_if_close` (and `poly` of
-  complex roots, real for conjugate pairs) follow the value returned (`real`'s
-  derivative, or the identity's); under `vmap` every example must make the same choice
-  (`TransformValueError` otherwise; an empty batch stays complex). `polydiv` trims the
-  remainder's leading zeros where values are at hand (plain arrays, `grad`, `jvp`) and
-  keeps `len(v) - 1` coefficients under `vmap`. `polyfit` solves with the pseudo-inverse
-  (the minimum-norm fit when rank deficient, as NumPy's `lstsq`); its derivatives hold
-  where the rank is full; its `RankWarning` and NumPy's empty residuals of a
-  rank-deficient fit need values, so under `vmap` it does not warn and always returns
-  residuals.
-- Complex numbers follow JAX: `grad` of a real-valued `f` of complex `z` is
-  `2 ∂f/∂z` (the conjugate of the steepest-ascent direction):
-  `grad(lambda z: abs(z)**2)(z) == 2 * conj(z)`. VJPs are the non-conjugating
-  transpose of the JVP, so `Re sum(ct * jvp(v)) == Re sum(vjp(ct) * v)`.
-- `autodiff.scipy` (pinned by `tests/test_scipy.py`): `xlogy`, `xlog1py`, `rel_entr`
-  and `kl_div` have derivative 0 in `y` where `x == 0`; `entr` at 0 has derivative
-  `+inf`. `stats`: outside the support (`logpdf` `-inf`, `cdf` 0 or 1) and off the
-  integers of a discrete `logpmf`, the derivatives in data and parameters are 0; a
-  parameter outside its domain gives NaN; `laplace.logpdf` at `loc` uses `sign` (0).
-  `solve_triangular`, `cholesky`, `cho_solve` read one triangle (derivative 0 in the
-  other, and on the diagonal with `unit_diagonal`); `multivariate_normal` reads `cov`
-  as `(cov + cov^T) / 2` (a symmetric derivative); `lu_factor`'s pivots are held
-  fixed. The real orders of `iv`, `ive`, `jv`, `yv` and the shape parameters of
-  `gammainc`, `gammaincc`, `betainc`, `stdtr` (so of the `cdf`/`sf` of `t`, `beta`,
-  `gamma`, `chi2`) have no derivative: asking for one raises `MissingRuleError`.
-  `odeint`'s derivatives are those of the exact solution, to the solver's tolerances.
-"""
+
+def conventions_table() -> list[str]:
+    assert all("|" not in cell for row in CONVENTIONS for cell in row), "escape | in cells"
+    return [
+        "## Conventions at kinks, ties and domain edges",
+        "",
+        "Where a derivative or a transform has a choice to make (a kink, a tie, a domain "
+        "edge, a result that values decide), autodiff makes the choice in this table, one "
+        "row per convention.",
+        "",
+        "| functions | where | what autodiff does | as in / why |",
+        "|---|---|---|---|",
+        *("| " + " | ".join(row) + " |" for row in CONVENTIONS),
+        "",
+        CONVENTIONS_PINNED,
+    ]
 
 
 def main() -> None:
