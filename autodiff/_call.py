@@ -30,6 +30,7 @@ control-flow primitives) can transform its sub-graphs with them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -211,20 +212,13 @@ def _jvp_of_call(interp: JvpInterpreter, prim: CallPrimitive, args: tuple, param
         return prim.bind(*primals, **params)
     if runs_functions(params["graph"]):
         return tuple(eval_graph(params["graph"], *args))
-    moving = [t for t in tangents if t is not None]
-    graph = params["graph"]
-    like = library_of(primals)
-    key = ("jvp", has, _avals(moving), type(like))
-    jg = _derived(graph, key, lambda: jvp_graph(graph, has, key[2], like))
-    out = prim.bind(*primals, *moving, graph=jg.graph, name=f"jvp({params['name']})")
-    n = len(jg.out_has_tangent)
-    tangents_out = iter(out[n:])
-    return tuple(DualTensor(interp, o, next(tangents_out)) if t else o
-                 for o, t in zip(out[:n], jg.out_has_tangent))  # fmt: skip
+    pairs = _call_jvp(primals, tangents, params["graph"], params["name"])
+    return tuple(o if t is None else DualTensor(interp, o, t) for o, t in pairs)
 
 
-def _call_jvp_rule(tangents, ans, *primals, graph, name, **recorded):
-    """The JVP rule (for ``linearize``, which replays JVP rules over the tape)."""
+def _call_jvp(primals: Sequence, tangents: Sequence, graph: Graph, name: str) -> list:
+    """(output, its tangent or None) pairs: the call of ``jvp(graph)``, staged once per
+    which inputs have tangents."""
     has = tuple(t is not None for t in tangents)
     moving = [t for t in tangents if t is not None]
     like = library_of(primals)
@@ -233,8 +227,13 @@ def _call_jvp_rule(tangents, ans, *primals, graph, name, **recorded):
     out = call_p.bind(*primals, *moving, graph=jg.graph, name=f"jvp({name})")
     n = len(jg.out_has_tangent)
     tangents_out = iter(out[n:])
-    return tuple(next(tangents_out) if t else np.zeros_like(o)
-                 for o, t in zip(out[:n], jg.out_has_tangent))  # fmt: skip
+    return [(o, next(tangents_out) if t else None) for o, t in zip(out[:n], jg.out_has_tangent)]
+
+
+def _call_jvp_rule(tangents, ans, *primals, graph, name, **recorded):
+    """The JVP rule (for ``linearize``, which replays JVP rules over the tape)."""
+    return tuple(np.zeros_like(o) if t is None else t
+                 for o, t in _call_jvp(primals, tangents, graph, name))  # fmt: skip
 
 
 call_p.jvp = lambda tangents, ans, primals, params: _call_jvp_rule(tangents, ans, *primals,
