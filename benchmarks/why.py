@@ -149,3 +149,18 @@ def first_call(rows: list[dict]) -> list[str]:
         f"every later call replays the compiled code.",
         "",
     ]
+
+
+def w4(ms: float) -> list[str]:
+    x = np.random.default_rng(4).standard_normal(64)
+    A = np.random.default_rng(5).standard_normal((64, 64)) / 8
+    calls = autodiff.explain(autodiff.hessian(lambda v: anp.sum(anp.tanh(A @ v) ** 2)))(x).calls
+    return [
+        "### W4: the Hessian is overhead-bound",
+        "",
+        f"hessian = jacfwd(jacrev(f)): {len(calls)} NumPy calls on 64 x 64 arrays "
+        f"(`autodiff.explain` lists them), each through two or three interpreters; "
+        f"{ms:.3f} ms is about {ms * 1e3 / len(calls):.0f} µs per NumPy call. The same "
+        f"per-primitive costs as W1 apply.",
+        "",
+    ]
