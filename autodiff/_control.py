@@ -19,8 +19,9 @@ frozen.  The predicate's values are read where they live, under every tracer
 Type errors are caught where they can be seen without running a branch that is
 not taken (``check_like``): branches that ran disagreeing in structure, shape or
 dtype, a loop body that changes its carry, a predicate that is not a boolean
-scalar, each naming the offending leaf.  The untaken branches' types need
-abstract evaluation (``output_types``), which staging will provide.
+scalar, each naming the offending leaf.  Eagerly a branch that is not taken does
+not run, so it is not checked; under ``jit`` every branch is staged and checked
+(``_staged_control.py``).
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ import optree
 
 from autodiff._args import a_type, check_callable, is_array
 from autodiff._batching import BatchedTensor, BatchInterpreter
-from autodiff._core import Primitive, current_interpreters, process
+from autodiff._core import Primitive, current_interpreters, lift, process
 from autodiff._explain import ExplainInterpreter
 from autodiff._forward import DualTensor, JvpInterpreter
 from autodiff._reverse import GradInterpreter
-from autodiff._staging import StagedTensor, StagingInterpreter
+from autodiff._staging import StagedTensor, StagingInterpreter, innermost_staging
 from autodiff._subgraphs import closed
 from autodiff._tracer import Tracer
 from autodiff.errors import ConcretizationError, TransformTypeError
@@ -46,6 +47,7 @@ from autodiff.rules.elementwise import clip, equal, where
 
 __all__ = [
     "ControlFlowPrimitive",
+    "WhileLoopPrimitive",
     "check_like",
     "cond",
     "cond_p",
@@ -107,17 +109,20 @@ for _interpreter in (GradInterpreter, JvpInterpreter, BatchInterpreter, ExplainI
 
 
 def staged_if_jitting(operands: list) -> list:
-    """``operands``, the first made a staged constant where a staging is the innermost
-    interpreter and no operand is its value or above it: the functions may close over
-    staged values, so the primitive must reach the staging (which stages them) rather
-    than run them at once."""
+    """``operands``, the first lifted into the innermost interpreter where a staging is
+    live and no operand is a value of that interpreter or above it: the functions may
+    close over staged values, so the primitive must reach the interpreters (the
+    staging stages them; a vmap or jvp inside it stages the loop) rather than run the
+    functions at once."""
     stack = current_interpreters()
-    if not stack or not operands or type(stack[-1]) is not StagingInterpreter:
+    if not stack or not operands or innermost_staging() is None:
         return operands
     top = stack[-1]
     if any(isinstance(x, Tracer) and x._interp.level >= top.level for x in operands):
         return operands
-    return [top.staged(operands[0]), *operands[1:]]
+    if type(top) is StagingInterpreter:
+        return [top.staged(operands[0]), *operands[1:]]
+    return [lift(top, operands[0]), *operands[1:]]
 
 
 # --- leaves and their types ------------------------------------------------------------
@@ -261,11 +266,11 @@ def _decided(pred: Any) -> bool | None:
     values = _bottom(pred)
     if values is None:
         raise ConcretizationError(
-            "while_loop: its condition is staged by jit, under a transform that runs "
-            "inside the jit (jit(grad(f)), jit(vmap(f))), so the number of iterations is "
-            "not known while staging. Put the transform outside the jit instead (grad(jit(f)), "
-            "vmap(jit(f)): the loop is staged once, the transform runs it), or loop a "
-            "fixed number of times with fori_loop(0, n, ...) or scan."
+            "while_loop: its condition is staged by jit, under reverse mode running inside "
+            "the jit (jit(grad(f))), which would have to record a number of iterations not "
+            "known while staging. Put grad outside the jit instead (grad(jit(f)): the loop "
+            "is staged once, grad runs it), or loop a fixed number of times with "
+            "fori_loop(0, n, ...) or scan; vmap and jvp inside a jit stage the loop."
         )
     if not bool(np.any(values)):
         return False
@@ -407,7 +412,14 @@ def _while_impl(*carry: Any, cond_fun: _Branch, body_fun: _Branch, tree: Any,
         carry = new
 
 
-while_loop_p = ControlFlowPrimitive("while_loop", _while_impl, multiple_results=True)
+class WhileLoopPrimitive(ControlFlowPrimitive):
+    """``while_loop``: under ``jit``, ``vmap`` and ``jvp`` inside the staging have methods
+    of their own (``_staged_control.py``)."""
+
+    __slots__ = ()
+
+
+while_loop_p = WhileLoopPrimitive("while_loop", _while_impl, multiple_results=True)
 
 
 def _while(who: str, cond_fun: Callable, body_fun: Callable, init_val: Any,

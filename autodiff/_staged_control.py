@@ -24,21 +24,41 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+import optree
+
+from autodiff._batching import BatchedTensor, BatchInterpreter
+from autodiff._call import batch_graph, jvp_graph, library_of
 from autodiff._control import (
     ControlFlowPrimitive,
+    WhileLoopPrimitive,
+    _Branch,
     _check_predicate,
+    _run_here,
     check_like,
     cond_p,
     names_of,
     while_loop_p,
 )
 from autodiff._core import process
-from autodiff._graph import Eqn, ShapedArray, Var
+from autodiff._forward import DualTensor, JvpInterpreter
+from autodiff._graph import Eqn, Graph, ShapedArray, Var, aval_of
 from autodiff._scan import _CARRY_HINT, scan_p
-from autodiff._staging import StagedTensor, StagingInterpreter, stage
-from autodiff._subgraphs import GraphFn
+from autodiff._staging import (
+    StagedTensor,
+    StagingInterpreter,
+    eval_graph,
+    innermost_staging,
+    stage,
+)
+from autodiff._subgraphs import GraphFn, closed
 from autodiff._tracer import Tracer
 from autodiff.errors import TransformTypeError
+from autodiff.rules import creation as _cre
+from autodiff.rules import elementwise as _elt
+from autodiff.rules import reductions as _red
+from autodiff.rules import shape as _shp
+from autodiff.rules._helpers import dtype_of, shape_of
 
 __all__: list[str] = []
 
@@ -146,3 +166,161 @@ def _stage_control(interp: StagingInterpreter, prim: ControlFlowPrimitive, args:
 def _graph_fn(s: _Staged, position: dict) -> GraphFn:
     return GraphFn(s.graph, getattr(s.fn, "out_tree", None), [position[id(c)] for c in s.captured],
                    getattr(s.fn, "n_carry", None))  # fmt: skip
+
+
+# --- vmap and jvp of a while_loop inside a jit ----------------------------------------------
+#
+# Between the staging and the loop a vmap or a jvp cannot run the loop at its own level:
+# the condition has no values.  Instead each stages the user's functions on one example
+# (or on the primals), transforms those graphs as it would a jitted function's
+# (``batch_graph``, ``jvp_graph``), and binds one while_loop on its own values, one level
+# down: a batched loop runs while any example runs, finished examples frozen by
+# ``where``; a jvp loop carries the tangents with the primals.
+
+
+def _staging_below(interp: Any) -> bool:
+    staging = innermost_staging()
+    return staging is not None and staging.level < interp.level
+
+
+def _unclosed(args: tuple, params: dict) -> tuple[tuple, dict]:
+    n = params.get("n_consts", 0)
+    return closed(args, n, params) if n else (args, params)
+
+
+def _function_graphs(params: dict, args: tuple, like: Any) -> tuple[Graph, Graph, list, list]:
+    """The loop's cond_fun and body_fun staged on ``args`` (one example's values), with
+    the values each closes over; the body's carry checked as the staging does."""
+    who, tree, names = params["who"], params["tree"], params["names"]
+    avals = [aval_of(a) for a in args]
+    cond = stage(params["cond_fun"], avals, transform="jit", name=f"{who}.cond_fun", like=like)
+    body = stage(params["body_fun"], avals, transform="jit", name=f"{who}.body_fun", like=like)
+    body_fn = params["body_fun"]
+    if names is not None:
+        check_like(body.outs, body_fn.out_tree, args, tree, names,
+                   f"{who}: the value body_fun returned", "the value it was given",
+                   _CARRY_HINT)  # fmt: skip
+    return cond.graph, body.graph, cond.captured, body.captured
+
+
+def _lowered(who: str, cond: Callable, body: Callable, carry: list) -> tuple:
+    """``while_loop`` of flat ``carry`` one level down, reaching the staging even where
+    the carry holds constants only."""
+    if not any(isinstance(c, Tracer) for c in carry):
+        staging = innermost_staging()
+        assert staging is not None
+        carry = [staging.staged(carry[0]), *carry[1:]]
+    in_tree = optree.tree_structure(tuple(carry))
+    return while_loop_p.bind(*carry, cond_fun=_Branch(cond, in_tree),
+                             body_fun=_Branch(body, in_tree), tree=in_tree, names=None,
+                             who=who)  # fmt: skip
+
+
+def _at(x: Any, dim: int | None, size: int, where_to: int = 0) -> Any:
+    """``x`` with its batch axis at ``where_to`` (broadcast if it has none)."""
+    if dim is None:
+        x = np.asarray(x) if isinstance(x, (bool, int, float, complex)) else x
+        return _shp.broadcast_to(_shp.expand_dims(x, 0), (size, *shape_of(x)))
+    return x if dim == where_to else _shp.moveaxis(x, dim, where_to)
+
+
+@process.register(BatchInterpreter, WhileLoopPrimitive)
+def _batch_of_while(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                    params: dict):  # fmt: skip
+    if not _staging_below(interp):
+        return _run_here(interp, prim, args, params)
+    args, params = _unclosed(args, params)
+    size, who = interp.size, params["who"]
+    example = [a for a in args]  # per-example shapes: a BatchedTensor's shape is one example's
+    values = [a.value if isinstance(a, BatchedTensor) and a._interp is interp else a
+              for a in args]  # fmt: skip
+    dims = [a.bdim if isinstance(a, BatchedTensor) and a._interp is interp else None
+            for a in args]  # fmt: skip
+    carry = [_at(v, d, size) for v, d in zip(values, dims, strict=True)]
+    like = library_of(carry)
+    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, tuple(example), like)
+
+    def batched(graph: Graph, captured: list) -> tuple:
+        own = [isinstance(c, BatchedTensor) and c._interp is interp for c in captured]
+        consts = [c.value if o else c for c, o in zip(captured, own, strict=True)]
+        cdims = tuple(c.bdim if o else None for c, o in zip(captured, own, strict=True))
+        avals = tuple(aval_of(x) for x in (*carry, *consts))
+        bg = batch_graph(graph, (0,) * len(carry) + cdims, avals, size, interp.randomness,
+                         like)  # fmt: skip
+        return bg, consts
+
+    bcond, cond_consts = batched(cond_graph, cond_c)
+    bbody, body_consts = batched(body_graph, body_c)
+
+    def running(vals: tuple) -> Any:
+        (pred,) = eval_graph(bcond.graph, *vals, *cond_consts)
+        return pred, bcond.out_dims[0]
+
+    def cond(*vals: Any) -> Any:
+        pred, dim = running(vals)
+        return pred if dim is None else _red.any(pred)
+
+    def body(*vals: Any) -> tuple:
+        pred, dim = running(vals)
+        outs = eval_graph(bbody.graph, *vals, *body_consts)
+        new = [_at(o, d, size) for o, d in zip(outs, bbody.out_dims, strict=True)]
+        if dim is None:  # every example goes on
+            return tuple(new)
+        pred = _at(pred, dim, size)
+        return tuple(_elt.where(_shp.reshape(pred, (size,) + (1,) * (len(shape_of(n)) - 1)), n, v)
+                     for n, v in zip(new, vals, strict=True))  # fmt: skip
+
+    outs = _lowered(who, cond, body, carry)
+    return tuple(BatchedTensor(interp, o, 0) for o in outs)
+
+
+@process.register(JvpInterpreter, WhileLoopPrimitive)
+def _jvp_of_while(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                  params: dict):  # fmt: skip
+    if not _staging_below(interp):
+        return _run_here(interp, prim, args, params)
+    args, params = _unclosed(args, params)
+    who, n = params["who"], len(args)
+
+    def split(x: Any) -> tuple[Any, Any]:
+        if isinstance(x, DualTensor) and x._interp is interp:
+            return x.primal, x.tangent
+        return x, None
+
+    primals, tangents = map(list, zip(*map(split, args), strict=True)) if args else ([], [])
+    like = library_of(primals)
+    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, tuple(primals), like)
+    cond_consts = [split(c)[0] for c in cond_c]
+    body_pairs = [split(c) for c in body_c]
+    # which carry leaves have a tangent: those given one, and those the body gives one
+    has = [t is not None and dtype_of(p).kind in "fc" for p, t in zip(primals, tangents)]
+    const_has = [t is not None for _, t in body_pairs]
+    while True:
+        tangent_avals = tuple(aval_of(p) for p, h in zip(primals, has) if h) + tuple(
+            aval_of(t) for _, t in body_pairs if t is not None)  # fmt: skip
+        jg = jvp_graph(body_graph, (*has, *const_has), tangent_avals, like)
+        grown = [h or bool(o) for h, o in zip(has, jg.out_has_tangent[:n], strict=True)]
+        if grown == has:
+            break
+        has = grown
+    carry_t = [t if t is not None else _cre.zeros_like(p)
+               for p, t, h in zip(primals, tangents, has) if h]  # fmt: skip
+    k = len(carry_t)
+
+    def cond(*vals: Any) -> Any:
+        return eval_graph(cond_graph, *vals[:n], *cond_consts)[0]
+
+    def body(*vals: Any) -> tuple:
+        ps, ts = vals[:n], vals[n:]
+        outs = eval_graph(jg.graph, *ps, *(p for p, _ in body_pairs), *ts,
+                          *(t for _, t in body_pairs if t is not None))  # fmt: skip
+        new_p, moving = outs[:n], iter(outs[len(jg.out_has_tangent) :])
+        new_t = [next(moving) if o else None for o in jg.out_has_tangent]
+        return (*new_p, *(new_t[i] if new_t[i] is not None else _cre.zeros_like(new_p[i])
+                          for i in range(n) if has[i]))  # fmt: skip
+
+    outs = _lowered(who, cond, body, [*primals, *carry_t])
+    moving = iter(outs[n:])
+    assert len(outs) == n + k
+    return tuple(DualTensor(interp, o, next(moving)) if h else o
+                 for o, h in zip(outs[:n], has, strict=True))  # fmt: skip

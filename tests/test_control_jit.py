@@ -19,6 +19,7 @@ from autodiff import (
     fori_loop,
     grad,
     hessian,
+    jacfwd,
     jit,
     jvp,
     make_graph,
@@ -30,8 +31,8 @@ from autodiff import (
 from autodiff.errors import ConcretizationError, TransformTypeError
 from tests.test_control import IDS, PROGRAMS, _close, _examples, _on, _total
 
-# Programs whose loops run a number of times that depends on the values: a transform
-# inside the jit cannot unroll them.
+# Programs whose loops run a number of times that depends on the values: reverse mode
+# inside the jit cannot record them.
 WHILE = {"while newton", "while pytree", "fori traced"}
 
 
@@ -70,23 +71,30 @@ def test_vmap_of_jit_against_a_loop(prog):
 
 @pytest.mark.parametrize("prog", PROGRAMS, ids=IDS)
 def test_transforms_inside_jit(prog):
-    """jit(grad(f)) and jit(vmap(f)): a cond computes both branches and selects, a scan
-    is unrolled; a loop whose trip count depends on the values raises, naming the
-    composition that works."""
+    """jit(vmap(f)), jit(jvp(f)), jit(grad(f)): a cond computes both branches and
+    selects, a scan is unrolled, a while_loop is staged as one loop (batched: running
+    while any example runs; with its tangents); reverse mode of a loop whose trip count
+    depends on the values raises, naming the composition that works."""
     examples = _examples(prog, n=3, salt=3)
     batched = tuple(np.stack(column) for column in zip(*examples, strict=True))
+    f = jit(vmap(prog.fn))
+    got = f(*batched)
+    for k, example in enumerate(examples):
+        _close(optree.tree_map(lambda x, k=k: x[k], got), prog.ref(*example))
+    for example in examples:
+        primals = tuple(example[i] for i in prog.diff)
+        tangents = tuple(np.full(np.shape(p), 0.7) for p in primals)
+        push = lambda *p, e=example, t=tangents: jvp(_on(prog.fn, e, prog.diff), p, t)
+        _close(jit(push)(*primals), jvp(_on(prog.ref, example, prog.diff), primals, tangents))
     if prog.name in WHILE:
+        loops = [e.prim.name for e in make_graph(vmap(prog.fn))(*batched).eqns]
+        assert loops.count("while_loop") == 1  # one staged loop, not unrolled
         with pytest.raises(ConcretizationError, match=r"grad\(jit\(f\)\)"):
             jit(_grad_of(prog.fn, prog.diff))(*examples[0])
-        with pytest.raises(ConcretizationError, match=r"fori_loop\(0, n, \.\.\.\) or scan"):
-            jit(vmap(prog.fn))(*batched)
         return
     for example in examples:
         _close(jit(_grad_of(prog.fn, prog.diff))(*example),
                _grad_of(prog.ref, prog.diff)(*example))  # fmt: skip
-    got = jit(vmap(prog.fn))(*batched)
-    for k, example in enumerate(examples):
-        _close(optree.tree_map(lambda x, k=k: x[k], got), prog.ref(*example))
 
 
 def test_a_long_scan_is_one_staged_body():
@@ -206,3 +214,21 @@ def test_a_branch_closing_over_a_value_batched_inside_the_jit():
     xs = np.array([1.0, 2.0, 3.0])
     for p in (1.0, -1.0):
         np.testing.assert_allclose(jit(f)(p, xs), f(p, xs), rtol=1e-15)
+
+
+def test_jvp_inside_jit_of_a_loop_whose_carry_gains_a_tangent_in_the_body():
+    """The carry starts constant; the body makes it depend on w, closed over: the
+    staged loop (its trip count n staged too) must carry a tangent from the start."""
+
+    def f(w, n):
+        out = while_loop(lambda c: c[1] < n, lambda c: (c[0] * w + 1.0, c[1] + 1), (1.0, 0))
+        return out[0]  # n = 3: w**3 + w**2 + w + 1
+
+    w, n = 1.5, np.array(3)
+    for push in (jit(lambda w, n: jvp(lambda w: f(w, n), (w,), (1.0,))),
+                 lambda w, n: jvp(lambda w: f(w, n), (w,), (1.0,))):  # fmt: skip
+        value, tangent = push(w, n)
+        np.testing.assert_allclose([value, tangent], [w**3 + w**2 + w + 1, 3 * w**2 + 2 * w + 1])
+    ws = np.array([0.5, 1.5])
+    np.testing.assert_allclose(jit(vmap(jacfwd(f), in_dims=(0, None)))(ws, n),
+                               3 * ws**2 + 2 * ws + 1)  # fmt: skip
