@@ -4,7 +4,8 @@
 steps at its own level, so ``jvp`` pushes (carry, tangent) through the steps,
 ``vmap`` batches the carry and ``xs`` (a carry that becomes batched in the body
 simply is batched from then on), and ``grad`` records each step's primitives, as
-it would a Python loop.
+it would a Python loop (inside a ``jit`` grad stages two scans instead:
+``_staged_scan.py``, which also registers reverse mode's method for scans).
 
 ``checkpoint=True`` changes what reverse mode keeps: one tape node for the whole
 scan holding only the carry each step started from; its VJP runs the steps
@@ -38,16 +39,15 @@ from autodiff._control import (
     names_of,
     staged_if_jitting,
 )
-from autodiff._core import Primitive, current_interpreters, lift, process
+from autodiff._core import Primitive, current_interpreters, lift
 from autodiff._reverse import GradInterpreter, GradTensor, _no_grad_below, recording, unpack
-from autodiff._subgraphs import closed
 from autodiff._tape import Dropped, Node, backward
 from autodiff._tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError, TransformValueError
 from autodiff.rules._helpers import array_like, dtype_of, shape_of
 from autodiff.rules.shape import moveaxis, stack
 
-__all__ = ["ScanPrimitive", "fori_loop", "scan", "scan_p"]
+__all__ = ["ScanPrimitive", "fori_loop", "grad_of_scan", "scan", "scan_p"]
 
 _CARRY_HINT = "a loop's carry keeps its structure, shapes and dtypes (cast with .astype)."
 
@@ -124,8 +124,8 @@ def _stack(column: tuple) -> Any:
     return stack(list(column))
 
 
-def _scan_impl(*operands: Any, body: _Body, length: int, reverse: bool,
-               checkpoint: bool) -> tuple:  # fmt: skip
+def _scan_impl(*operands: Any, body: _Body, length: int, reverse: bool, checkpoint: bool,
+               unroll: bool) -> tuple:  # fmt: skip
     n = body.n_carry
     carry, xs = operands[:n], operands[n:]
     # traced xs are sliced by one primitive, whose VJP stacks the steps' cotangents: a
@@ -160,7 +160,8 @@ scan_p = ScanPrimitive("scan", _scan_impl, multiple_results=True)
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
-         reverse: bool = False, *, checkpoint: bool = False) -> tuple:  # fmt: skip
+         reverse: bool = False, unroll: bool | int = 1, *,
+         checkpoint: bool = False) -> tuple:  # fmt: skip
     """Loop ``f`` over the leading axis of ``xs``, carrying a state (JAX's ``lax.scan``).
 
     ``f(carry, x) -> (carry, y)``: each step gets the carry and one slice of ``xs``
@@ -177,6 +178,13 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     values or runs directly inside it (``grad(f)``, ``vmap(grad(f))``); values of
     a ``vmap`` running inside the ``grad`` are recorded step by step.
 
+    Under ``jit`` the body is staged once and the replay runs the loop, also for
+    ``jit(grad(f))``, where the gradient is two staged scans (forward, keeping each
+    step's residuals, and reversed).  ``unroll=True`` stages every step instead: a
+    longer program to stage, a faster one to replay when the steps are small (no
+    per-step call, no stacked residuals).  Eagerly it changes nothing.  (JAX's
+    ``unroll=k``, k steps per iteration, is not supported: pass 1 or True.)
+
     >>> import numpy as np, autodiff
     >>> cumsum = lambda xs: autodiff.scan(lambda c, x: (c + x, c + x), 0.0, xs)
     >>> total, partial = cumsum(np.array([1.0, 2.0, 3.0]))
@@ -192,11 +200,17 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     check_callable(f, "scan")
     check_flag(reverse, "reverse", "scan")
     check_flag(checkpoint, "checkpoint", "scan")
-    return _scan(f, init, xs, length, reverse, checkpoint)
+    if unroll not in (0, 1) or not isinstance(unroll, (bool, int)):
+        raise TransformValueError(
+            f"scan: unroll must be 1 (one staged body) or True (every step staged), got "
+            f"{unroll!r:.40}; unrolling k steps per iteration, as JAX's unroll=k, is not "
+            f"supported."
+        )
+    return _scan(f, init, xs, length, reverse, checkpoint, unroll=unroll is True)
 
 
 def _scan(f: Callable, init: Any, xs: Any, length: Any, reverse: bool, checkpoint: bool,
-          check_carry: bool = True) -> tuple:  # fmt: skip
+          check_carry: bool = True, unroll: bool = False) -> tuple:  # fmt: skip
     carry, carry_tree, carry_names = leaves_of(init, "init", "scan")
     x_leaves, xs_tree, x_names = leaves_of(xs, "xs", "scan")
     length = _length(x_leaves, x_names, length)
@@ -206,7 +220,7 @@ def _scan(f: Callable, init: Any, xs: Any, length: Any, reverse: bool, checkpoin
         operands = _for_checkpoint(operands)
     operands = staged_if_jitting(operands)
     outs = scan_p.bind(*operands, body=body, length=length, reverse=reverse,
-                       checkpoint=checkpoint)  # fmt: skip
+                       checkpoint=checkpoint, unroll=unroll)  # fmt: skip
     n = len(carry)
     return (optree.tree_unflatten(carry_tree, list(outs[:n])),
             optree.tree_unflatten(body.y_tree, list(outs[n:])))  # fmt: skip
@@ -299,10 +313,10 @@ def _for_checkpoint(operands: list) -> list:
     return [lift(top, operands[0]), *operands[1:]]
 
 
-@process.register(GradInterpreter, ScanPrimitive)
-def _grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
-    if params.get("n_consts"):  # staged: the body's closed-over values become its closure
-        args, params = closed(args, params["n_consts"], params)
+def grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    """Reverse mode's method for a scan run eagerly: the steps recorded like a Python
+    loop, or (``checkpoint=True``) one tape node that recomputes them.  Registered, with
+    the method for a scan inside a jit, by ``_staged_scan.py``."""
     if params["checkpoint"] and params["length"] and recording(interp) \
             and not interp.keep_all_residuals:  # fmt: skip
         return _grad_of_checkpointed_scan(interp, prim, args, params)

@@ -13,8 +13,10 @@ of 1000 steps is one staged body run 1000 times.
 Where a transform runs between the staging and the control flow (``jit(grad(f))``,
 ``jit(vmap(f))``), the transform runs the primitive at its own level (``_run_here``)
 on staged values: ``cond`` and ``switch`` then compute every branch and select
-(``_control._taken``), a ``scan`` is unrolled, and a ``while_loop``, whose trip
-count is unknown, raises.  Where a transform runs outside the ``jit``
+(``_control._taken``), and ``vmap`` and ``jvp`` unroll a ``scan`` (``grad`` stages
+it: ``_staged_scan.py``).  A ``while_loop``, whose trip count is unknown there, is
+staged as one loop by ``vmap`` and ``jvp`` (below) and refused by ``grad``.  Where a
+transform runs outside the ``jit``
 (``grad(jit(f))``), it evaluates the staged program at its level, with values
 (``_call.py``), so everything differentiates as it does eagerly.
 """
@@ -135,7 +137,7 @@ _STAGERS = {cond_p: _cond, while_loop_p: _while, scan_p: _scan}
 def _stage_control(interp: StagingInterpreter, prim: ControlFlowPrimitive, args: tuple,
                    params: dict):  # fmt: skip
     stager = _STAGERS.get(prim)
-    if stager is None:  # a control-flow primitive of the user's: run at this level
+    if stager is None or params.get("unroll"):  # run at this level: every step recorded
         return prim.impl(*args, **params)
     avals = [interp.read(a).aval for a in args]
     fns, staged, out_avals = stager(interp, args, avals, params)

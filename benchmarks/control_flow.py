@@ -286,8 +286,8 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
             first, second = c1_first_call(cell)
             check("C1", by["jit(grad(scan))"] / by[LOOP], 0.5,
                   "under jit (jit(grad(scan))), x eager loop's time ≤ 0.5")  # fmt: skip
-            lines += [f"jit(grad(scan)) stages the {STEPS} steps of the gradient as one "
-                      f"program (the grad runs inside the jit, so the scan is unrolled); its "
+            lines += [f"jit(grad(scan)) stages the gradient of the {STEPS} steps as two "
+                      f"scans (forward, keeping each step's residuals, and reversed); its "
                       f"first call (staging, one run) took {first:.2f} s and its second "
                       f"(passes, code generation, one replay) {second:.2f} s. "
                       f"grad(jit(scan)) stages the scan once, "

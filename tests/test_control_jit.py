@@ -28,7 +28,7 @@ from autodiff import (
     vmap,
     while_loop,
 )
-from autodiff.errors import ConcretizationError, TransformTypeError
+from autodiff.errors import ConcretizationError, TransformTypeError, TransformValueError
 from tests.test_control import IDS, PROGRAMS, _close, _examples, _on, _total
 
 # Programs whose loops run a number of times that depends on the values: reverse mode
@@ -232,3 +232,39 @@ def test_jvp_inside_jit_of_a_loop_whose_carry_gains_a_tangent_in_the_body():
     ws = np.array([0.5, 1.5])
     np.testing.assert_allclose(jit(vmap(jacfwd(f), in_dims=(0, None)))(ws, n),
                                3 * ws**2 + 2 * ws + 1)  # fmt: skip
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_grad_inside_jit_of_a_scan_is_two_staged_scans(checkpoint):
+    """jit(grad(f)) of a scan: a forward scan keeping each step's residuals (with
+    checkpoint=True the carries, recomputing in the backward scan) and a reversed scan
+    of the body's VJP, whatever the length; unroll=True stages every step instead."""
+
+    def loss(w, xs, unroll=1):
+        step = lambda h, x: (anp.tanh(w[0] * h + x * w[1]), h**2)
+        h, ys = scan(step, 0.1, xs, unroll=unroll, checkpoint=checkpoint)
+        return h + anp.sum(ys * xs)
+
+    w = np.array([0.5, 0.8])
+    for n in (10, 300):
+        graph = make_graph(grad(loss, argnums=(0, 1)))(w, np.ones(n))
+        assert [e.prim.name for e in graph.eqns].count("scan") == 2
+        assert len(graph.eqns) < 20
+    xs = np.random.default_rng(5).normal(size=40)
+    want = grad(loss, argnums=(0, 1))(w, xs)
+    unrolled_loss = lambda w, xs: loss(w, xs, unroll=True)
+    for f in (loss, unrolled_loss):
+        _close(jit(grad(f, argnums=(0, 1)))(w, xs), want, rtol=1e-12)
+    unrolled = make_graph(grad(lambda w, xs: loss(w, xs, unroll=True)))(w, np.ones(10))
+    assert "scan" not in [e.prim.name for e in unrolled.eqns]
+    # higher orders inside the jit: grad of grad, and a Hessian
+    g2 = grad(lambda w, xs: anp.sum(grad(loss)(w, xs) ** 2))
+    _close(jit(g2)(w, xs), g2(w, xs), rtol=1e-10)
+    _close(jit(hessian(loss))(w, xs), hessian(loss)(w, xs), rtol=1e-10)
+
+
+def test_scan_unroll_takes_one_or_true():
+    with pytest.raises(TransformValueError, match="unroll must be 1"):
+        scan(lambda c, x: (c, x), 0.0, np.ones(3), unroll=2)
+    carry, ys = scan(lambda c, x: (c + x, c), 0.0, np.arange(3.0), unroll=True)
+    assert float(carry) == 3.0 and ys.tolist() == [0.0, 0.0, 1.0]
