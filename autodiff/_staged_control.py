@@ -52,6 +52,7 @@ from autodiff._staging import (
     eval_graph,
     innermost_staging,
     stage,
+    staging_below,
 )
 from autodiff._subgraphs import GraphFn, closed
 from autodiff._tracer import Tracer
@@ -180,11 +181,6 @@ def _graph_fn(s: _Staged, position: dict) -> GraphFn:
 # ``where``; a jvp loop carries the tangents with the primals.
 
 
-def _staging_below(interp: Any) -> bool:
-    staging = innermost_staging()
-    return staging is not None and staging.level < interp.level
-
-
 def _unclosed(args: tuple, params: dict) -> tuple[tuple, dict]:
     n = params.get("n_consts", 0)
     return closed(args, n, params) if n else (args, params)
@@ -229,7 +225,7 @@ def _at(x: Any, dim: int | None, size: int, where_to: int = 0) -> Any:
 @process.register(BatchInterpreter, WhileLoopPrimitive)
 def _batch_of_while(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: tuple,
                     params: dict):  # fmt: skip
-    if not _staging_below(interp):
+    if not staging_below(interp):
         return _run_here(interp, prim, args, params)
     args, params = _unclosed(args, params)
     size, who = interp.size, params["who"]
@@ -279,7 +275,7 @@ def _batch_of_while(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: tu
 @process.register(JvpInterpreter, WhileLoopPrimitive)
 def _jvp_of_while(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple,
                   params: dict):  # fmt: skip
-    if not _staging_below(interp):
+    if not staging_below(interp):
         return _run_here(interp, prim, args, params)
     args, params = _unclosed(args, params)
     who, n = params["who"], len(args)

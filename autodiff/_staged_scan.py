@@ -27,7 +27,7 @@ from autodiff._core import Primitive, process
 from autodiff._graph import ShapedArray, aval_of
 from autodiff._reverse import GradInterpreter, GradTensor, recording, unpack
 from autodiff._scan import ScanPrimitive, _Body, grad_of_scan, scan_p
-from autodiff._staging import eval_graph, innermost_staging, stage
+from autodiff._staging import eval_graph, innermost_staging, stage, staging_below
 from autodiff._subgraphs import closed
 from autodiff._tape import Node
 from autodiff._tracer import Tracer
@@ -41,17 +41,12 @@ def _is_float(x: Any) -> bool:
     return dtype_of(x).kind in "fc"
 
 
-def _staging_below(interp: Any) -> bool:
-    staging = innermost_staging()
-    return staging is not None and staging.level < interp.level
-
-
 @process.register(GradInterpreter, ScanPrimitive)
 def _grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
     if params.get("n_consts"):  # staged: the body's closed-over values become its closure
         args, params = closed(args, params["n_consts"], params)
     if (params["length"] and recording(interp) and not interp.keep_all_residuals
-            and not params["unroll"] and _staging_below(interp)):  # fmt: skip
+            and not params["unroll"] and staging_below(interp)):  # fmt: skip
         return _staged_grad_of_scan(interp, prim, args, params)
     return grad_of_scan(interp, prim, args, params)
 

@@ -60,6 +60,7 @@ __all__ = [
     "freeze",
     "graph_function",
     "innermost_staging",
+    "staging_below",
     "stage",
 ]
 
@@ -158,6 +159,12 @@ class StagedTensor(Tracer):
 
     def __repr__(self) -> str:
         return f"StagedTensor({self.aval.str_short()}, {self._interp.describe()})"
+
+
+def staging_below(interp: Interpreter) -> bool:
+    """Whether a staging is live below ``interp`` (a transform inside a ``jit``)."""
+    staging = innermost_staging()
+    return staging is not None and staging.level < interp.level
 
 
 def innermost_staging() -> StagingInterpreter | None:
