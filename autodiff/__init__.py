@@ -9,7 +9,7 @@
 
 from autodiff import (
     _staged_control,  # noqa: F401  (staging's method for control flow)
-    _staged_scan,  # noqa: F401  (reverse mode's method for scan)
+    _staged_grad,  # noqa: F401  (reverse mode's method for scan)
     errors,
     numpy,
 )

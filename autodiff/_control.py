@@ -46,6 +46,7 @@ from autodiff.rules._helpers import dtype_of, shape_of
 from autodiff.rules.elementwise import clip, equal, where
 
 __all__ = [
+    "CondPrimitive",
     "ControlFlowPrimitive",
     "WhileLoopPrimitive",
     "check_like",
@@ -305,7 +306,14 @@ def _cond_impl(index: Any, *operands: Any, branches: tuple, names: tuple, who: s
     return tuple(chosen)
 
 
-cond_p = ControlFlowPrimitive("cond", _cond_impl, multiple_results=True)
+class CondPrimitive(ControlFlowPrimitive):
+    """``cond`` and ``switch``: reverse mode inside a ``jit`` has a method of its own
+    (``_staged_grad.py``)."""
+
+    __slots__ = ()
+
+
+cond_p = CondPrimitive("cond", _cond_impl, multiple_results=True)
 
 
 class _Branch:

@@ -5,7 +5,7 @@ steps at its own level, so ``jvp`` pushes (carry, tangent) through the steps,
 ``vmap`` batches the carry and ``xs`` (a carry that becomes batched in the body
 simply is batched from then on), and ``grad`` records each step's primitives, as
 it would a Python loop (inside a ``jit`` grad stages two scans instead:
-``_staged_scan.py``, which also registers reverse mode's method for scans).
+``_staged_grad.py``, which also registers reverse mode's method for scans).
 
 ``checkpoint=True`` changes what reverse mode keeps: one tape node for the whole
 scan holding only the carry each step started from; its VJP runs the steps
@@ -316,7 +316,7 @@ def _for_checkpoint(operands: list) -> list:
 def grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
     """Reverse mode's method for a scan run eagerly: the steps recorded like a Python
     loop, or (``checkpoint=True``) one tape node that recomputes them.  Registered, with
-    the method for a scan inside a jit, by ``_staged_scan.py``."""
+    the method for a scan inside a jit, by ``_staged_grad.py``."""
     if params["checkpoint"] and params["length"] and recording(interp) \
             and not interp.keep_all_residuals:  # fmt: skip
         return _grad_of_checkpointed_scan(interp, prim, args, params)

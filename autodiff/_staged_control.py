@@ -12,9 +12,9 @@ of 1000 steps is one staged body run 1000 times.
 
 Where a transform runs between the staging and the control flow (``jit(grad(f))``,
 ``jit(vmap(f))``), the transform runs the primitive at its own level (``_run_here``)
-on staged values: ``cond`` and ``switch`` then compute every branch and select
-(``_control._taken``), and ``vmap`` and ``jvp`` unroll a ``scan`` (``grad`` stages
-it: ``_staged_scan.py``).  A ``while_loop``, whose trip count is unknown there, is
+on staged values: under ``vmap`` and ``jvp`` ``cond`` and ``switch`` compute every
+branch and select (``_control._taken``) and a ``scan`` is unrolled (``grad`` stages
+both: ``_staged_grad.py``).  A ``while_loop``, whose trip count is unknown there, is
 staged as one loop by ``vmap`` and ``jvp`` (below) and refused by ``grad``.  Where a
 transform runs outside the ``jit``
 (``grad(jit(f))``), it evaluates the staged program at its level, with values
@@ -140,6 +140,8 @@ def _stage_control(interp: StagingInterpreter, prim: ControlFlowPrimitive, args:
     stager = _STAGERS.get(prim)
     if stager is None or params.get("unroll"):  # run at this level: every step recorded
         return prim.impl(*args, **params)
+    if params.get("n_consts"):  # staged before (a staged graph run again under a staging):
+        args, params = closed(args, params["n_consts"], params)  # its functions' values back
     avals = [interp.read(a).aval for a in args]
     fns, staged, out_avals = stager(interp, args, avals, params)
     consts: dict[int, Any] = {}  # by id: what the functions close over, in order

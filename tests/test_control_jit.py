@@ -268,3 +268,24 @@ def test_scan_unroll_takes_one_or_true():
         scan(lambda c, x: (c, x), 0.0, np.ones(3), unroll=2)
     carry, ys = scan(lambda c, x: (c + x, c), 0.0, np.arange(3.0), unroll=True)
     assert float(carry) == 3.0 and ys.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_grad_inside_jit_of_a_cond_runs_only_the_taken_branch():
+    """jit(grad(f)) of a cond on a staged predicate: a cond of the branches' forward
+    graphs and a cond of their backward graphs, so a branch not taken (sqrt of a
+    negative number) cannot put a NaN into the gradient, as selecting would."""
+    f = lambda x: cond(x > 0, lambda x: anp.sqrt(x), lambda x: -x, x)
+    with np.errstate(invalid="raise"):  # the untaken sqrt never runs
+        assert float(jit(grad(f))(-1.0)) == -1.0
+        assert float(jit(grad(f))(4.0)) == 0.25
+    names = [e.prim.name for e in make_graph(grad(f))(4.0).eqns]
+    assert names.count("cond") == 2 and "where" not in names
+
+    def g(i, x, w, v):  # branches closing over different values, one over none
+        fs = [lambda x: x * w, lambda x: anp.sin(x) * v + w, lambda x: x**3]
+        return anp.sum(switch(i, fs, x))
+
+    x, w, v = np.array([0.5, -1.0]), 1.5, 2.0
+    for i in (0, 1, 2, 5):
+        _close(jit(grad(g, argnums=(1, 2, 3)))(i, x, w, v), grad(g, argnums=(1, 2, 3))(i, x, w, v))
+    _close(jit(hessian(lambda x: g(1, x, w, v)))(x), hessian(lambda x: g(1, x, w, v))(x))
