@@ -45,7 +45,7 @@ from autodiff._control import (
 from autodiff._core import process
 from autodiff._forward import DualTensor, JvpInterpreter
 from autodiff._graph import Eqn, Graph, ShapedArray, Var, aval_of
-from autodiff._scan import _CARRY_HINT, scan_p
+from autodiff._scan import _CARRY_HINT, ScanPrimitive, _Body, scan_p
 from autodiff._staging import (
     StagedTensor,
     StagingInterpreter,
@@ -324,3 +324,65 @@ def _jvp_of_while(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple,
     assert len(outs) == n + k
     return tuple(DualTensor(interp, o, next(moving)) if h else o
                  for o, h in zip(outs[:n], has, strict=True))  # fmt: skip
+
+
+# --- vmap of a scan inside a jit ----------------------------------------------------------
+
+
+def bind_scan(step: Callable, carry: list, xs: list, length: int, reverse: bool,
+              checkpoint: bool = False) -> tuple:  # fmt: skip
+    """``scan(step, carry, xs)`` on flat lists one level down (``step(c, x) -> (c, y)``
+    with tuples), reaching the staging even where every operand is a constant; the
+    final carry and the stacked ``y`` leaves."""
+    operands = [*carry, *xs]
+    if operands and not any(isinstance(o, Tracer) for o in operands):
+        staging = innermost_staging()
+        assert staging is not None
+        operands = [staging.staged(operands[0]), *operands[1:]]
+    body = _Body(step, optree.tree_structure(tuple(carry)), None,
+                 optree.tree_structure(tuple(xs)))  # fmt: skip
+    outs = scan_p.bind(*operands, body=body, length=length, reverse=reverse,
+                       checkpoint=checkpoint, unroll=False)  # fmt: skip
+    return outs[: len(carry)], outs[len(carry) :]
+
+
+@process.register(BatchInterpreter, ScanPrimitive)
+def _batch_of_scan(interp: BatchInterpreter, prim: ScanPrimitive, args: tuple, params: dict):
+    """A scan under a vmap inside a jit: its body staged on one example and batched as
+    a jitted graph is, then one scan a level down (carry batched on axis 0, ``xs`` on
+    axis 1), instead of every step unrolled into the graph."""
+    if not staging_below(interp) or params.get("unroll"):
+        return _run_here(interp, prim, args, params)
+    args, params = _unclosed(args, params)
+    fn, length, size = params["body"], params["length"], interp.size
+    n = fn.n_carry
+    own = [isinstance(a, BatchedTensor) and a._interp is interp for a in args]
+    values = [a.value if o else a for a, o in zip(args, own, strict=True)]
+    dims = [a.bdim if o else None for a, o in zip(args, own, strict=True)]
+    avals = [*map(aval_of, args[:n]),
+             *(ShapedArray(shape_of(a)[1:], dtype_of(a)) for a in args[n:])]  # fmt: skip
+    like = library_of(values)
+    staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
+    captured = staged.captured
+    if any(isinstance(c, Tracer) and c._interp.level > interp.level for c in captured):
+        return _run_here(interp, prim, args, params)  # closes over a transform inside the vmap
+    c_own = [isinstance(c, BatchedTensor) and c._interp is interp for c in captured]
+    consts = [c.value if o else c for c, o in zip(captured, c_own, strict=True)]
+    c_dims = tuple(c.bdim if o else None for c, o in zip(captured, c_own, strict=True))
+    carry = [_at(v, d, size) for v, d in zip(values[:n], dims[:n], strict=True)]
+    xs = [v if d is None else _at(v, d, size, where_to=1)
+          for v, d in zip(values[n:], dims[n:], strict=True)]  # fmt: skip
+    x_dims = tuple(None if d is None else 0 for d in dims[n:])
+    step_avals = (*map(aval_of, carry), *(ShapedArray(shape_of(x)[1:], dtype_of(x)) for x in xs),
+                  *map(aval_of, consts))  # fmt: skip
+    bg = batch_graph(staged.graph, (0,) * n + x_dims + c_dims, step_avals, size,
+                     interp.randomness, like)  # fmt: skip
+
+    def step(c: tuple, x: tuple) -> tuple:
+        outs = eval_graph(bg.graph, *c, *x, *consts)
+        moved = [_at(o, d, size) for o, d in zip(outs, bg.out_dims, strict=True)]
+        return tuple(moved[:n]), tuple(moved[n:])
+
+    final, ys = bind_scan(step, carry, xs, length, params["reverse"], params["checkpoint"])
+    return (*(BatchedTensor(interp, c, 0) for c in final),
+            *(BatchedTensor(interp, y, 1) for y in ys))  # fmt: skip

@@ -40,8 +40,8 @@ from autodiff._control import CondPrimitive, _bottom, _Branch, _run_here, cond_p
 from autodiff._core import Primitive, process
 from autodiff._graph import ShapedArray, aval_of
 from autodiff._reverse import GradInterpreter, GradTensor, recording, unpack
-from autodiff._scan import ScanPrimitive, _Body, grad_of_scan, scan_p
-from autodiff._staged_control import _cond
+from autodiff._scan import ScanPrimitive, grad_of_scan
+from autodiff._staged_control import _cond, bind_scan
 from autodiff._staging import eval_graph, innermost_staging, stage, staging_below
 from autodiff._subgraphs import closed
 from autodiff._tape import Node
@@ -194,22 +194,6 @@ staged_cond_p.vjp = _staged_cond_vjp
 # --- scan --------------------------------------------------------------------------------
 
 
-def _bind_scan(step: Callable, carry: list, xs: list, length: int, reverse: bool) -> tuple:
-    """``scan(step, carry, xs)`` on flat lists one level down (``step(c, x) -> (c, y)``
-    with tuples), reaching the staging even where every operand is a constant; the
-    final carry and the stacked ``y`` leaves."""
-    operands = [*carry, *xs]
-    if operands and not any(isinstance(o, Tracer) for o in operands):
-        staging = innermost_staging()
-        assert staging is not None
-        operands = [staging.staged(operands[0]), *operands[1:]]
-    body = _Body(step, optree.tree_structure(tuple(carry)), None,
-                 optree.tree_structure(tuple(xs)))  # fmt: skip
-    outs = scan_p.bind(*operands, body=body, length=length, reverse=reverse, checkpoint=False,
-                       unroll=False)  # fmt: skip
-    return outs[: len(carry)], outs[len(carry) :]
-
-
 def _staged_grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
     values, parents, _ = unpack(interp, args)
     fn, length, reverse = params["body"], params["length"], params["reverse"]
@@ -243,7 +227,7 @@ def _staged_grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, 
         kept = c if checkpoint else outs[vg.n_out :]
         return tuple(outs[:n]), (tuple(outs[n : vg.n_out]), tuple(kept))
 
-    final, stacked = _bind_scan(forward, carry, xs, length, reverse)
+    final, stacked = bind_scan(forward, carry, xs, length, reverse)
     n_y = vg.n_out - n
     outs = (*final, *stacked[:n_y])
     saved = list(stacked[n_y:])
@@ -283,7 +267,7 @@ def _staged_scan_vjp(cts, ans, primals, params, argnums):
                                                              strict=True)]  # fmt: skip
         return (*new_c, *new_acc), tuple(ct_x)
 
-    final, ct_xs = _bind_scan(backward, [*ct_carry, *accs], step_xs, length, not params["reverse"])
+    final, ct_xs = bind_scan(backward, [*ct_carry, *accs], step_xs, length, not params["reverse"])
     by_position: dict[int, Any] = dict(zip(diff_carry, final[: len(diff_carry)], strict=True))
     by_position.update((n + j, c) for j, c in zip(diff_xs, ct_xs, strict=True))
     base = n + len(xs)

@@ -289,3 +289,25 @@ def test_grad_inside_jit_of_a_cond_runs_only_the_taken_branch():
     for i in (0, 1, 2, 5):
         _close(jit(grad(g, argnums=(1, 2, 3)))(i, x, w, v), grad(g, argnums=(1, 2, 3))(i, x, w, v))
     _close(jit(hessian(lambda x: g(1, x, w, v)))(x), hessian(lambda x: g(1, x, w, v))(x))
+
+
+def test_vmap_inside_jit_of_a_scan_is_one_staged_scan():
+    """jit(vmap(f)) and jit(vmap(grad(f))) of a scan: one scan over the batch (carry
+    batched on axis 0, xs on axis 1), whatever the length, on every batch axis of xs,
+    with the weights batched or not."""
+
+    def rnn(w, xs):
+        h, ys = scan(lambda h, x: (anp.tanh(w * h + x), h**2), 0.1, xs)
+        return h + anp.sum(ys)
+
+    rng = np.random.default_rng(7)
+    for steps in (5, 400):
+        graph = make_graph(vmap(rnn, in_dims=(None, 0)))(0.7, np.ones((3, steps)))
+        assert [e.prim.name for e in graph.eqns].count("scan") == 1 and len(graph.eqns) < 8
+    xs, ws = rng.normal(size=(3, 20)), np.array([0.3, 0.7, 1.1])
+    for in_dims, args in (((None, 0), (0.7, xs)), ((None, 1), (0.7, xs.T)),
+                          ((0, 0), (ws, xs)), ((0, -1), (ws, xs.T))):  # fmt: skip
+        for f in (vmap(rnn, in_dims=in_dims), vmap(grad(rnn, argnums=(0, 1)), in_dims=in_dims)):
+            _close(jit(f)(*args), f(*args), rtol=1e-12)
+    per_example = vmap(grad(rnn), in_dims=(None, 0))
+    assert [e.prim.name for e in make_graph(per_example)(0.7, xs).eqns].count("scan") == 2
