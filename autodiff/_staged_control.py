@@ -274,6 +274,29 @@ def _batch_of_while(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: tu
     return tuple(BatchedTensor(interp, o, 0) for o in outs)
 
 
+def _carry_tangents(
+    graph: Graph, carry: list, tangents: list, rest_has: list, rest_avals: list, like: Any
+) -> tuple[list, Any]:
+    """Which carry leaves of a loop body ``graph`` (carry, then the rest of its inputs)
+    carry a tangent: those given one and those the body gives one (a fixed point), and
+    the body's ``jvp_graph`` for them."""
+    n = len(carry)
+    has = [t is not None and dtype_of(p).kind in "fc" for p, t in zip(carry, tangents)]
+    while True:
+        avals = (*(aval_of(p) for p, h in zip(carry, has) if h), *rest_avals)
+        jg = jvp_graph(graph, (*has, *rest_has), avals, like)
+        grown = [h or bool(o) for h, o in zip(has, jg.out_has_tangent[:n], strict=True)]
+        if grown == has:
+            return has, jg
+        has = grown
+
+
+def _dual_parts(interp: JvpInterpreter, x: Any) -> tuple[Any, Any]:
+    if isinstance(x, DualTensor) and x._interp is interp:
+        return x.primal, x.tangent
+    return x, None
+
+
 @process.register(JvpInterpreter, WhileLoopPrimitive)
 def _jvp_of_while(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple,
                   params: dict):  # fmt: skip
@@ -283,26 +306,17 @@ def _jvp_of_while(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple,
     who, n = params["who"], len(args)
 
     def split(x: Any) -> tuple[Any, Any]:
-        if isinstance(x, DualTensor) and x._interp is interp:
-            return x.primal, x.tangent
-        return x, None
+        return _dual_parts(interp, x)
 
     primals, tangents = map(list, zip(*map(split, args), strict=True)) if args else ([], [])
     like = library_of(primals)
     cond_graph, body_graph, cond_c, body_c = _function_graphs(params, tuple(primals), like)
     cond_consts = [split(c)[0] for c in cond_c]
     body_pairs = [split(c) for c in body_c]
-    # which carry leaves have a tangent: those given one, and those the body gives one
-    has = [t is not None and dtype_of(p).kind in "fc" for p, t in zip(primals, tangents)]
-    const_has = [t is not None for _, t in body_pairs]
-    while True:
-        tangent_avals = tuple(aval_of(p) for p, h in zip(primals, has) if h) + tuple(
-            aval_of(t) for _, t in body_pairs if t is not None)  # fmt: skip
-        jg = jvp_graph(body_graph, (*has, *const_has), tangent_avals, like)
-        grown = [h or bool(o) for h, o in zip(has, jg.out_has_tangent[:n], strict=True)]
-        if grown == has:
-            break
-        has = grown
+    const_tangents = [t for _, t in body_pairs if t is not None]
+    has, jg = _carry_tangents(body_graph, primals, tangents,
+                              [t is not None for _, t in body_pairs],
+                              [aval_of(t) for t in const_tangents], like)  # fmt: skip
     carry_t = [t if t is not None else _cre.zeros_like(p)
                for p, t, h in zip(primals, tangents, has) if h]  # fmt: skip
     k = len(carry_t)
@@ -386,3 +400,50 @@ def _batch_of_scan(interp: BatchInterpreter, prim: ScanPrimitive, args: tuple, p
     final, ys = bind_scan(step, carry, xs, length, params["reverse"], params["checkpoint"])
     return (*(BatchedTensor(interp, c, 0) for c in final),
             *(BatchedTensor(interp, y, 1) for y in ys))  # fmt: skip
+
+
+@process.register(JvpInterpreter, ScanPrimitive)
+def _jvp_of_scan(interp: JvpInterpreter, prim: ScanPrimitive, args: tuple, params: dict):
+    """A scan under a jvp inside a jit: one scan a level down carrying the tangents
+    with the primals (``xs``' tangents as more ``xs``, the ys' tangents as more ys)."""
+    if not staging_below(interp) or params.get("unroll"):
+        return _run_here(interp, prim, args, params)
+    args, params = _unclosed(args, params)
+    fn, length = params["body"], params["length"]
+    n, m = fn.n_carry, len(args) - fn.n_carry
+    primals, tangents = (list(t) for t in zip(*(_dual_parts(interp, a) for a in args)))
+    like = library_of(primals)
+    avals = [*map(aval_of, primals[:n]),
+             *(ShapedArray(shape_of(x)[1:], dtype_of(x)) for x in primals[n:])]  # fmt: skip
+    staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
+    if any(isinstance(c, Tracer) and c._interp.level > interp.level for c in staged.captured):
+        return _run_here(interp, prim, args, params)  # closes over a transform inside the jvp
+    pairs = [_dual_parts(interp, c) for c in staged.captured]
+    x_tangents = [t for t in tangents[n:] if t is not None]
+    rest_has = [*(t is not None for t in tangents[n:]), *(t is not None for _, t in pairs)]
+    rest_avals = [*(ShapedArray(shape_of(t)[1:], dtype_of(t)) for t in x_tangents),
+                  *(aval_of(t) for _, t in pairs if t is not None)]  # fmt: skip
+    has, jg = _carry_tangents(staged.graph, primals[:n], tangents[:n], rest_has, rest_avals,
+                              like)  # fmt: skip
+    carry_t = [t if t is not None else _cre.zeros_like(p)
+               for p, t, h in zip(primals[:n], tangents[:n], has) if h]  # fmt: skip
+    n_out, k = len(jg.out_has_tangent), len(carry_t)
+
+    def step(c: tuple, x: tuple) -> tuple:
+        outs = eval_graph(jg.graph, *c[:n], *x[:m], *(p for p, _ in pairs), *c[n:], *x[m:],
+                          *(t for _, t in pairs if t is not None))  # fmt: skip
+        moving = iter(outs[n_out:])
+        out_t = [next(moving) if o else None for o in jg.out_has_tangent]
+        new_t = [out_t[i] if out_t[i] is not None else _cre.zeros_like(outs[i])
+                 for i in range(n) if has[i]]  # fmt: skip
+        return (*outs[:n], *new_t), (*outs[n:n_out], *(t for t in out_t[n:] if t is not None))
+
+    final, ys = bind_scan(step, [*primals[:n], *carry_t], [*primals[n:], *x_tangents], length,
+                          params["reverse"], params["checkpoint"])  # fmt: skip
+    carry_moving, y_moving = iter(final[n:]), iter(ys[n_out - n :])
+    assert len(final) == n + k
+    carry = [DualTensor(interp, o, next(carry_moving)) if h else o
+             for o, h in zip(final[:n], has, strict=True)]  # fmt: skip
+    y_out = [DualTensor(interp, o, next(y_moving)) if h else o
+             for o, h in zip(ys[: n_out - n], jg.out_has_tangent[n:], strict=True)]  # fmt: skip
+    return (*carry, *y_out)

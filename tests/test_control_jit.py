@@ -311,3 +311,10 @@ def test_vmap_inside_jit_of_a_scan_is_one_staged_scan():
             _close(jit(f)(*args), f(*args), rtol=1e-12)
     per_example = vmap(grad(rnn), in_dims=(None, 0))
     assert [e.prim.name for e in make_graph(per_example)(0.7, xs).eqns].count("scan") == 2
+    # jvp inside the jit too: one scan carrying the tangents (so jacfwd and hessian stage)
+    push = lambda w, xs: jvp(lambda w: rnn(w, xs), (w,), (1.0,))
+    for steps in (5, 400):
+        names = [e.prim.name for e in make_graph(push)(0.7, np.ones(steps)).eqns]
+        assert names.count("scan") == 1 and len(names) < 8
+    _close(jit(push)(0.7, xs[0]), push(0.7, xs[0]), rtol=1e-12)
+    _close(jit(hessian(rnn))(0.7, xs[0]), hessian(rnn)(0.7, xs[0]), rtol=1e-10)
