@@ -9,7 +9,8 @@
 
 from autodiff import (
     _staged_control,  # noqa: F401  (staging's method for control flow)
-    _staged_grad,  # noqa: F401  (reverse mode's method for scan)
+    _staged_grad,  # noqa: F401  (reverse mode's methods for cond and scan)
+    _staged_loops,  # noqa: F401  (vmap's and jvp's methods for loops under jit)
     errors,
     numpy,
 )

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from autodiff._graph import Graph, Literal, Var
+from autodiff._staging import eval_graph
 
 __all__ = ["FREE_AT", "compile_graph", "interpret", "plan"]
 
@@ -282,19 +283,7 @@ def interpret(graph: Graph, *args: Any) -> tuple:
     a jitted function's first call does (``_jit.py``).  Generating and compiling the
     replay costs more than one run of the graph, and pays off from the second call
     on; a function called once never pays it."""
-    env: dict[Var, Any] = dict(zip(graph.invars, args))
-    env.update(zip(graph.constvars, graph.consts))
-    for eqn in graph.eqns:
-        out = eqn.prim.impl(*[v.value if type(v) is Literal else env[v] for v in eqn.invars],
-                            **eqn.params)  # fmt: skip
-        if eqn.prim.multiple_results:
-            env.update(zip(eqn.outvars, out))
-        else:
-            env[eqn.outvars[0]] = out
-    constants = set(graph.constvars)
-    return tuple(
-        v.value if type(v) is Literal
-        else env[v].copy() if v in constants and hasattr(env[v], "copy")  # the caller may write
-        else env[v]
-        for v in graph.outvars
-    )  # fmt: skip
+    outs = eval_graph(graph, *args, bind=False)
+    constants = {id(c) for c in graph.consts}
+    # a constant returned is copied: the caller may write into it
+    return tuple(o.copy() if id(o) in constants and hasattr(o, "copy") else o for o in outs)

@@ -38,14 +38,19 @@ import optree
 from autodiff._call import library_of, vjp_graphs
 from autodiff._control import CondPrimitive, _bottom, _Branch, _run_here, cond_p
 from autodiff._core import Primitive, process
-from autodiff._graph import ShapedArray, aval_of
+from autodiff._graph import aval_of
 from autodiff._reverse import GradInterpreter, GradTensor, recording, unpack
 from autodiff._scan import ScanPrimitive, grad_of_scan
-from autodiff._staged_control import _cond, bind_scan
+from autodiff._staged_control import (
+    _cond,
+    _unclosed,
+    bind_scan,
+    closes_over_above,
+    reaching,
+    sliced,
+)
 from autodiff._staging import eval_graph, innermost_staging, stage, staging_below
-from autodiff._subgraphs import closed
 from autodiff._tape import Node
-from autodiff._tracer import Tracer
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
@@ -60,8 +65,7 @@ def _is_float(x: Any) -> bool:
 
 @process.register(GradInterpreter, ScanPrimitive)
 def _grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
-    if params.get("n_consts"):  # staged: the body's closed-over values become its closure
-        args, params = closed(args, params["n_consts"], params)
+    args, params = _unclosed(args, params)  # staged: the closed-over values as closures
     if (params["length"] and recording(interp) and not interp.keep_all_residuals
             and not params["unroll"] and staging_below(interp)):  # fmt: skip
         return _staged_grad_of_scan(interp, prim, args, params)
@@ -74,8 +78,7 @@ def _grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, params:
 @process.register(GradInterpreter, CondPrimitive)
 def _grad_of_cond(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
     if recording(interp) and not interp.keep_all_residuals and staging_below(interp):
-        args, params = closed(args, params["n_consts"], params) if params.get("n_consts") \
-            else (args, params)  # fmt: skip
+        args, params = _unclosed(args, params)
         index = args[0].value if isinstance(args[0], GradTensor) else args[0]
         if _bottom(index) is None:  # staged: no branch can be chosen now
             return _staged_grad_of_cond(interp, prim, args, params)
@@ -99,9 +102,9 @@ def _staged_grad_of_cond(interp: GradInterpreter, prim: Primitive, args: tuple, 
     _, staged, _ = _cond(staging, args, [aval_of(v) for v in values], params)  # type-checked
     consts: dict[int, Any] = {}
     for s in staged:
+        if closes_over_above(s.captured, interp):
+            return _run_here(interp, prim, args, params)  # a transform inside the grad
         for c in s.captured:
-            if isinstance(c, Tracer) and c._interp.level > interp.level:
-                return _run_here(interp, prim, args, params)  # a transform inside the grad
             consts.setdefault(id(c), c)
     const_list = list(consts.values())
     position = {id(c): k for k, c in enumerate(const_list)}
@@ -136,9 +139,7 @@ def _staged_grad_of_cond(interp: GradInterpreter, prim: Primitive, args: tuple, 
 
     in_tree = optree.tree_structure(tuple(operands))
     fwd = tuple(_Branch(forward(b), in_tree) for b in range(len(staged)))
-    ops = list(operands)
-    if not any(isinstance(o, Tracer) for o in [index, *ops]):
-        index = staging.staged(index)
+    index, *ops = reaching([index, *operands])
     out = cond_p.bind(index, *ops, branches=fwd, names=params["names"], who=params["who"])
     n_out = vgs[0].n_out
     outs, residuals = out[:n_out], out[n_out:]
@@ -200,16 +201,16 @@ def _staged_grad_of_scan(interp: GradInterpreter, prim: Primitive, args: tuple, 
     n = fn.n_carry
     carry, xs = list(values[:n]), list(values[n:])
     like = library_of(values)
-    avals = [*map(aval_of, carry), *(ShapedArray(shape_of(x)[1:], dtype_of(x)) for x in xs)]
+    avals = [*map(aval_of, carry), *map(sliced, xs)]
     staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
+    if closes_over_above(staged.captured, interp):
+        return grad_of_scan(interp, prim, args, params)  # a transform inside the grad
     consts, const_parents = [], []
     for k, c in enumerate(staged.captured):
         if isinstance(c, GradTensor) and c._interp is interp:
             consts.append(c.value)
             if c.node is not None:
                 const_parents.append((k, c.node, c.index))
-        elif isinstance(c, Tracer) and c._interp.level > interp.level:
-            return grad_of_scan(interp, prim, args, params)  # a transform inside the grad
         else:
             consts.append(c)
     if not parents and not const_parents:

@@ -393,9 +393,10 @@ def _output_var(interp: StagingInterpreter, out: Any) -> Var | Literal:
 # --- running a graph ----------------------------------------------------------------------------
 
 
-def eval_graph(graph: Graph, *args: Any) -> list:
+def eval_graph(graph: Graph, *args: Any, bind: bool = True) -> list:
     """Run ``graph`` on ``args`` by binding each equation's primitive, so that the
-    interpreters on the stack (a transform, a staging) see every primitive."""
+    interpreters on the stack (a transform, a staging) see every primitive; with
+    ``bind=False`` by calling each implementation (concrete arguments only)."""
     env: dict[Var, Any] = dict(zip(graph.invars, args))
     env.update(zip(graph.constvars, graph.consts))
 
@@ -403,7 +404,8 @@ def eval_graph(graph: Graph, *args: Any) -> list:
         return v.value if type(v) is Literal else env[v]
 
     for eqn in graph.eqns:
-        out = eqn.prim.bind(*map(read, eqn.invars), **eqn.params)
+        run = eqn.prim.bind if bind else eqn.prim.impl
+        out = run(*map(read, eqn.invars), **eqn.params)
         if eqn.prim.multiple_results:
             env.update(zip(eqn.outvars, out))
         else:

@@ -17,7 +17,8 @@ LAYERS = {
                    "_passes", "_replay"],
     "compositions": ["_derived", "_checkpoint", "_custom", "_explain", "_checkers", "numpy.random",
                      "numpy._draws", "_call", "_jit", "_control", "_scan", "_subgraphs",
-                     "_staged_control", "_staged_grad"],
+                     "_staged_control", "_staged_grad",
+                     "_staged_loops"],
     "public": ["", "__main__", "extend", "testing", "_check_primitive", "numpy", "numpy.*",
                "scipy", "scipy.*"],
 }  # fmt: skip
