@@ -7,25 +7,29 @@
 (4, 3)
 """
 
-from autodiff import (
-    _staged_control,  # noqa: F401  (staging's method for control flow)
-    _staged_grad,  # noqa: F401  (reverse mode's methods for cond and scan)
-    _staged_loops,  # noqa: F401  (vmap's and jvp's methods for loops under jit)
-    errors,
-    numpy,
+from autodiff import errors, numpy
+from autodiff.compiler.jit import jit, make_graph
+from autodiff.control.cond import cond, switch
+from autodiff.control.fori_loop import fori_loop
+from autodiff.control.scan import scan
+from autodiff.control.while_loop import while_loop
+from autodiff.debug.nans import debug_nans
+from autodiff.debug.rule_checks import debug_rules
+from autodiff.interpreters.batching import vmap
+from autodiff.interpreters.explain import explain
+from autodiff.interpreters.forward import jvp
+from autodiff.interpreters.reverse import (
+    grad,
+    grad_and_value,
+    no_grad,
+    stop_gradient,
+    value_and_grad,
+    vjp,
 )
-from autodiff._batching import vmap
-from autodiff._checkpoint import checkpoint
-from autodiff._control import cond, switch, while_loop
-from autodiff._custom import custom_jvp, custom_vjp
-from autodiff._derived import hessian, jacfwd, jacrev, linearize
-from autodiff._explain import explain
-from autodiff._forward import jvp
-from autodiff._jit import jit, make_graph
-from autodiff._nans import debug_nans
-from autodiff._reverse import grad, grad_and_value, no_grad, stop_gradient, value_and_grad, vjp
-from autodiff._scan import fori_loop, scan
-from autodiff._validate import debug_rules
+from autodiff.transforms.checkpoint import checkpoint
+from autodiff.transforms.custom import custom_jvp, custom_vjp
+from autodiff.transforms.jacobians import hessian, jacfwd, jacrev
+from autodiff.transforms.linearize import linearize
 
 __all__ = [
     "checkpoint",

@@ -20,8 +20,9 @@ says how a transform sees inside control flow, ``ControlFlowPrimitive``).  Check
 primitive's rules with ``autodiff.testing.check_primitive``.
 """
 
-from autodiff._control import ControlFlowPrimitive
-from autodiff._core import (
+from autodiff.control.common import ControlFlowPrimitive
+from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
+from autodiff.core.primitive import (
     Interpreter,
     Primitive,
     check_live,
@@ -32,21 +33,18 @@ from autodiff._core import (
     owned,
     process,
 )
-from autodiff._custom import custom_jvp, custom_vjp
-from autodiff._tracer import Tracer, register_numpy
-from autodiff._validate import debug_rules
+from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.debug.rule_checks import debug_rules
 from autodiff.rules._helpers import (
     bring_to_front,
     broadcasting,
     implements,
     move_to_front,
-    ndim_of,
-    normalize_axes,
-    shape_of,
     to_front_padded,
     unary,
     unbroadcast,
 )
+from autodiff.transforms.custom import custom_jvp, custom_vjp
 
 __all__ = [
     "ControlFlowPrimitive",

@@ -22,9 +22,8 @@ import numpy as np
 
 import autodiff
 import autodiff.numpy as anp
-from autodiff._call import array_kind
-from autodiff._passes import optimize
-from autodiff._replay import compile_graph
+from autodiff.compiler.passes import optimize
+from autodiff.compiler.replay import array_kind, compile_graph
 from benchmarks import workloads as w
 
 

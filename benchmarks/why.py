@@ -17,7 +17,7 @@ import numpy as np
 
 import autodiff
 import autodiff.numpy as anp
-from autodiff._reverse import _vjp
+from autodiff.interpreters.reverse import _vjp
 from benchmarks import workloads as w
 
 

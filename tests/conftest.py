@@ -1,7 +1,7 @@
 import pytest
 
-from autodiff._core import current_interpreters
-from autodiff._jit import compile_at_once
+from autodiff.compiler.jit import compile_at_once
+from autodiff.core.primitive import current_interpreters
 
 
 @pytest.fixture(autouse=True)
@@ -17,7 +17,7 @@ def _drop_every_unread_residual(monkeypatch):
     """The tape keeps small arrays even when a VJP does not read them; the tests
     drop every residual a primitive's ``vjp_reads`` leaves out, so a wrong
     declaration raises in every test that runs that VJP."""
-    from autodiff import _tape
+    from autodiff.interpreters import tape as _tape
 
     monkeypatch.setattr(_tape, "KEEP_SMALL_RESIDUALS", -1)
 
@@ -25,7 +25,7 @@ def _drop_every_unread_residual(monkeypatch):
 @pytest.fixture(autouse=True)
 def _first_calls_compile(request):
     """A jitted function's first call interprets its graph and the second compiles it
-    (autodiff/_jit.py); the tests compile at once, so that every jit call they make
+    (autodiff/compiler/jit.py); the tests compile at once, so that every jit call they make
     runs the generated replay, except those marked ``interpreted``."""
     if request.node.get_closest_marker("interpreted"):
         yield

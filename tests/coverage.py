@@ -520,7 +520,7 @@ CONVENTIONS: list[tuple[str, str, str, str]] = [
 CONVENTIONS_PINNED = (
     "Pinned by `tests/test_primitives.py::test_subgradient_conventions`, "
     "`tests/test_statistics.py::test_conventions` (and the tests next to it) and "
-    "`tests/test_13c.py`; the rows on shapes that depend on values by "
+    "`tests/test_elementwise_polynomial_apply.py`; the rows on shapes that depend on values by "
     "`tests/test_value_dependent.py` and `tests/test_in_place.py`; the rows from "
     "`linalg.norm` to `cross` by `tests/test_linalg_fft.py`; the `scipy.*` rows "
     "(`autodiff.scipy`) by `tests/test_scipy.py`."

@@ -24,7 +24,6 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import (
-    _reverse,
     checkpoint,
     custom_jvp,
     custom_vjp,
@@ -41,13 +40,14 @@ from autodiff import (
     vjp,
     vmap,
 )
-from autodiff._core import current_interpreters
+from autodiff.core.primitive import current_interpreters
 from autodiff.errors import (
     AutodiffError,
     ConcretizationError,
     TransformTypeError,
     TransformValueError,
 )
+from autodiff.interpreters import reverse as _reverse
 from autodiff.testing import check_grads, check_primitive, check_vmap
 
 

@@ -7,14 +7,9 @@ import numpy as np
 import pytest
 
 import autodiff.numpy as anp
-from autodiff._core import Primitive
-from autodiff.rules._helpers import (
-    batch_size_of,
-    bring_to_front,
-    ndim_of,
-    shape_of,
-    unbroadcast,
-)
+from autodiff.core.arrays import batch_size_of, ndim_of, shape_of
+from autodiff.core.primitive import Primitive
+from autodiff.rules._helpers import bring_to_front, unbroadcast
 from autodiff.testing import PrimitiveReport, check_primitive
 
 X = np.array([1.0, 2.0])

@@ -10,8 +10,8 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import checkpoint, grad, hessian, jacfwd, jvp, vjp, vmap
-from autodiff._reverse import GradTensor
-from autodiff._tape import reachable
+from autodiff.interpreters.reverse import GradTensor
+from autodiff.interpreters.tape import reachable
 
 rng = np.random.default_rng(4)
 X, Wm = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))

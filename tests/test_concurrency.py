@@ -10,9 +10,9 @@ import numpy as np
 
 import autodiff.numpy as anp
 from autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, vjp, vmap
-from autodiff._core import check_live, current_interpreters, new_interpreter
-from autodiff._reverse import GradInterpreter, GradTensor
-from autodiff._tape import Node, backward
+from autodiff.core.primitive import check_live, current_interpreters, new_interpreter
+from autodiff.interpreters.reverse import GradInterpreter, GradTensor
+from autodiff.interpreters.tape import Node, backward
 
 xs = np.linspace(-1.0, 1.0, 5)
 W = np.random.default_rng(5).standard_normal((5, 5))

@@ -742,7 +742,7 @@ def test_branches_that_disagree_are_caught_where_both_run():
 def test_the_types_of_a_branch_not_taken_come_from_output_types(monkeypatch):
     """Where output_types can answer without running a branch (staging will), an
     untaken branch that disagrees is an error even eagerly."""
-    from autodiff import _control
+    from autodiff.control import cond as _control
 
     class Spec:
         shape, dtype = (5,), np.dtype(float)
@@ -841,7 +841,7 @@ def test_batch_axes_other_than_the_first(fn, dims, shapes):
 def test_the_slices_of_xs_are_one_primitive_with_every_rule():
     """A traced xs is sliced once (its VJP stacks the steps' cotangents, where a slice
     per step would send back a cotangent of all of xs from each)."""
-    from autodiff._scan import slices_p
+    from autodiff.control.scan import slices_p
     from autodiff.testing import check_primitive
 
     check_primitive(slices_p, (np.random.default_rng(0).normal(size=(4, 3, 2)),))

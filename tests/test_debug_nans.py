@@ -9,7 +9,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import debug_nans, grad, hessian, jacfwd, jvp, vjp, vmap
-from autodiff._nans import checking_nans
+from autodiff.debug.nans import checking_nans
 from autodiff.errors import AutodiffError, NonFiniteError
 
 HERE = __file__

@@ -6,7 +6,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import hessian, jacfwd, jacrev, jvp, linearize, vmap
-from autodiff._core import Primitive
+from autodiff.core.primitive import Primitive
 from autodiff.errors import TransformTypeError, TransformValueError
 
 rng = np.random.default_rng(21)

@@ -11,15 +11,20 @@ import numpy as np
 import pytest
 
 import autodiff.numpy as anp
-from autodiff import _batching, _custom, _explain, _forward, _reverse, grad, vmap
-from autodiff._batching import BatchInterpreter
-from autodiff._core import Interpreter, Primitive, lift, new_interpreter, owned, process
-from autodiff._custom import CustomVJPPrimitive
-from autodiff._dispatch import DispatchPoint, dispatch
-from autodiff._explain import ExplainInterpreter
-from autodiff._forward import JvpInterpreter
-from autodiff._reverse import GradInterpreter
-from autodiff._tracer import Tracer
+from autodiff import grad, vmap
+from autodiff.core.dispatch import DispatchPoint, dispatch
+from autodiff.core.primitive import Interpreter, Primitive, lift, new_interpreter, owned, process
+from autodiff.core.tracer import Tracer
+from autodiff.interpreters import batching as _batching
+from autodiff.interpreters import explain as _explain
+from autodiff.interpreters import forward as _forward
+from autodiff.interpreters import reverse as _reverse
+from autodiff.interpreters.batching import BatchInterpreter
+from autodiff.interpreters.explain import ExplainInterpreter
+from autodiff.interpreters.forward import JvpInterpreter
+from autodiff.interpreters.reverse import GradInterpreter
+from autodiff.transforms import custom as _custom
+from autodiff.transforms.custom import CustomVJPPrimitive
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -110,7 +115,7 @@ def process(interp: Doubling, prim: Primitive, args: tuple, params: dict):  # no
 
 
 def test_the_older_spelling_registers_by_name_and_annotations():
-    from autodiff import _core
+    from autodiff.core import primitive as _core
 
     assert lift is _core.lift and process is _core.process  # @dispatch returns the point
     assert process.resolve(Doubling, Primitive).__name__ == "process"

@@ -11,7 +11,7 @@ import pytest
 import autodiff.errors
 import autodiff.numpy as anp
 from autodiff import grad, jvp, value_and_grad, vjp, vmap
-from autodiff._core import Primitive
+from autodiff.core.primitive import Primitive
 from autodiff.errors import (
     AutodiffError,
     AutodiffWarning,

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from autodiff import grad, jvp, vmap
-from autodiff._core import current_interpreters
-from autodiff._explain import Explanation, explain
-from autodiff._observe import Observer, current_observer
+from autodiff.core.observe import Observer, current_observer
+from autodiff.core.primitive import current_interpreters
+from autodiff.interpreters.explain import Explanation, explain
 
 rng = np.random.default_rng(0)
 W, XS, YS = rng.normal(size=(3, 2)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))

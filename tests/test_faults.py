@@ -22,8 +22,6 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import (
-    _reverse,
-    _validate,
     checkpoint,
     custom_jvp,
     custom_vjp,
@@ -40,8 +38,10 @@ from autodiff import (
     vjp,
     vmap,
 )
-from autodiff._dispatch import DispatchPoint
+from autodiff.core.dispatch import DispatchPoint
+from autodiff.debug import rule_checks as _validate
 from autodiff.extend import Primitive, current_interpreters
+from autodiff.interpreters import reverse as _reverse
 
 
 class InjectedFault(Exception):

@@ -8,7 +8,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jit, make_graph, vmap
-from autodiff._graph import OpaqueAval, ShapedArray, aval_of
+from autodiff.core.graph import OpaqueAval, ShapedArray, aval_of
 from autodiff.errors import MissingRuleError
 from autodiff.extend import Primitive
 from autodiff.testing import check_primitive

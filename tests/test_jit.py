@@ -487,7 +487,7 @@ def test_debug_nans_runs_the_function_itself():
 
 @pytest.mark.interpreted
 def test_the_first_call_interprets_and_the_second_compiles(monkeypatch):
-    from autodiff import _jit
+    from autodiff.compiler import jit as _jit
 
     compiled = []
     real = _jit.compiled

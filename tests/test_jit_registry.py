@@ -25,7 +25,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jit, jvp, make_graph, vmap
-from autodiff._graph import Literal
+from autodiff.core.graph import Literal
 from autodiff.errors import ConcretizationError, UnsupportedFunctionError
 from tests.backends import CoercionError, StrictArray, strict, unwrap
 from tests.registry import EXPECTED_FAILURES, OPS

@@ -12,10 +12,10 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jit, make_graph
-from autodiff._graph import Eqn, Graph, Literal, ShapedArray, Var
-from autodiff._passes import cse, dce, fold, inline, optimize, simplify
-from autodiff._replay import compile_graph
-from autodiff._staging import eval_graph
+from autodiff.compiler.passes import cse, dce, fold, inline, optimize, simplify
+from autodiff.compiler.replay import compile_graph
+from autodiff.core.graph import Eqn, Graph, Literal, ShapedArray, Var
+from autodiff.interpreters.staging import eval_graph
 from autodiff.rules import elementwise as elt
 from autodiff.rules import shape as shp
 

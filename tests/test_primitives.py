@@ -40,7 +40,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jvp, vjp, vmap
-from autodiff._core import Primitive
+from autodiff.core.primitive import Primitive
 from autodiff.testing import check_grads, check_vmap
 from tests.registry import EXPECTED_FAILURES, OPS
 

@@ -6,7 +6,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jvp, stop_gradient, vjp, vmap
-from autodiff._core import current_interpreters
+from autodiff.core.primitive import current_interpreters
 from autodiff.errors import ConcretizationError, LeakedTracerError
 
 ys = np.array([1.0, 2.0, 3.0])
@@ -233,7 +233,7 @@ def test_tracer_leaked_from_an_inner_transform_and_returned_raises_at_once():
 
 
 def _sincos():
-    from autodiff._core import Primitive
+    from autodiff.core.primitive import Primitive
 
     prim = Primitive(
         "sincos",
@@ -261,7 +261,7 @@ def test_multiple_results_primitive_under_every_transform():
 
 
 def test_multiple_results_primitive_rejects_per_argument_jvp():
-    from autodiff._core import Primitive
+    from autodiff.core.primitive import Primitive
 
     with pytest.raises(TypeError, match="one function"):
         Primitive("pair", lambda x: (x, x), multiple_results=True, jvp=[lambda t, a, x: t])

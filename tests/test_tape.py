@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 import autodiff.numpy as anp
-from autodiff import _core, explain, grad, vjp, vmap
-from autodiff._core import Primitive
-from autodiff._dispatch import DispatchPoint
-from autodiff._tape import Dropped, reachable
+from autodiff import explain, grad, vjp, vmap
+from autodiff.core import primitive as _core
+from autodiff.core.dispatch import DispatchPoint
+from autodiff.core.primitive import Primitive
 from autodiff.errors import RuleError
+from autodiff.interpreters.tape import Dropped, reachable
 
 
 class Tracked(np.ndarray):

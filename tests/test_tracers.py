@@ -9,10 +9,10 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jvp, vmap
-from autodiff._batching import BatchedTensor
-from autodiff._forward import DualTensor
-from autodiff._reverse import GradTensor
-from autodiff._tracer import Tracer
+from autodiff.core.tracer import Tracer
+from autodiff.interpreters.batching import BatchedTensor
+from autodiff.interpreters.forward import DualTensor
+from autodiff.interpreters.reverse import GradTensor
 
 rng = np.random.default_rng(11)
 A = rng.uniform(0.5, 2.0, (3, 4))

@@ -15,7 +15,6 @@ import numpy as np
 import optree
 
 from autodiff import grad, vmap
-from autodiff._explain import explain
 from autodiff.extend import (
     Interpreter,
     Primitive,
@@ -25,6 +24,7 @@ from autodiff.extend import (
     owned,
     process,
 )
+from autodiff.interpreters.explain import explain
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,7 @@ import sys as _sys
 
 import numpy as _np
 
-from autodiff import _tracer
+from autodiff.core import tracer as _tracer
 from autodiff.numpy import fft as fft
 from autodiff.numpy import linalg as linalg
 from autodiff.numpy import random as random

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._batching import vmap
-from autodiff._tracer import Tracer, register_numpy
-from autodiff.rules._helpers import array_library, ndim_of, normalize_axes, shape_of
+from autodiff.core.arrays import array_library, ndim_of, normalize_axes, shape_of
+from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.interpreters.batching import vmap
 from autodiff.rules.creation import asarray, zeros_like
 from autodiff.rules.elementwise import as_operands, astype, stop_gradient, where
 from autodiff.rules.indexing import take

@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._batching import BatchedTensor, BatchInterpreter
-from autodiff._core import Primitive, check_live, current_interpreters
-from autodiff._graph import OpaqueAval, ShapedArray
-from autodiff._staging import StagedTensor, StagingInterpreter, innermost_staging
-from autodiff._tracer import Tracer
+from autodiff.core.graph import OpaqueAval, ShapedArray
+from autodiff.core.primitive import Primitive, check_live, current_interpreters
+from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
+from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
+from autodiff.interpreters.staging import StagedTensor, StagingInterpreter, innermost_staging
 from autodiff.rules.elementwise import add, less, multiply, subtract
 
 __all__ = ["GLOBAL_STATE", "RandomPrimitive", "bernoulli", "draw", "normal", "uniform"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.rules._helpers import dtype_of, ndim_of
+from autodiff.core.arrays import dtype_of, ndim_of
 from autodiff.rules.creation import _holds_tracer, array, linspace
 from autodiff.rules.shape import concatenate, transpose
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._tracer import Tracer
+from autodiff.core.tracer import Tracer
 from autodiff.rules.creation import asarray
 from autodiff.rules.elementwise import astype
 

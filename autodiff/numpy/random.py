@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff._tracer import Tracer
+from autodiff.core.tracer import Tracer
 from autodiff.errors import UnsupportedFunctionError
 from autodiff.numpy import _draws
 from autodiff.numpy._borrow import borrow as _borrow

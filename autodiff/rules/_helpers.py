@@ -1,8 +1,10 @@
-"""Shared shapes of rule: elementwise families, broadcasting, axes, batch axes.
+"""The rule-writing kit: elementwise families, broadcasting, batch axes, backends.
 
 Rule modules declare primitives through these helpers so that each primitive
 is one short, table-like block.  Everything here is written with primitives,
-so the helpers are differentiable and batchable themselves.
+so the helpers are differentiable and batchable themselves.  Questions about
+arrays that need no primitive (``shape_of``, ``dtype_of``, ``array_like``...)
+are answered below the rules, in ``core/arrays.py``.
 """
 
 from __future__ import annotations
@@ -14,98 +16,29 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._graph import ShapedArray
-from autodiff._tracer import Tracer, register_numpy
-from autodiff.errors import UnsupportedFunctionError
+from autodiff.core.arrays import (
+    array_library,
+    backend_error,
+    broadcast_shapes,
+    dtype_of,
+    ndim_of,
+    shape_of,
+)
+from autodiff.core.graph import ShapedArray
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import Tracer, register_numpy
 
 __all__ = [
-    "array_library",
-    "array_like",
-    "backend_error",
-    "batch_size_of",
     "bring_to_front",
     "broadcasting",
-    "eye_like",
+    "elementwise_shape",
     "implements",
     "move_to_front",
-    "ndim_of",
-    "normalize_axes",
     "numpy_impl",
-    "shape_of",
     "to_front_padded",
     "unary",
     "unbroadcast",
 ]
-
-
-def shape_of(x: Any) -> tuple[int, ...]:
-    """The (logical) shape of an array, tracer or Python scalar."""
-    shape = getattr(x, "shape", None)
-    return tuple(shape) if shape is not None else np.shape(x)
-
-
-def ndim_of(x: Any) -> int:
-    return len(shape_of(x))
-
-
-def dtype_of(x: Any) -> np.dtype:
-    """The dtype of an array, tracer or Python scalar."""
-    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
-
-
-def is_complex(x: Any) -> bool:
-    return dtype_of(x).kind == "c"
-
-
-def array_like(x: Any) -> Any:
-    """What to pass as ``like=`` to a NumPy creation function (``np.eye``,
-    ``np.arange``, ``np.tri``) so that a constant for a rule about ``x`` is an
-    array of ``x``'s own library (CuPy, Dask, ...): the array under ``x``'s
-    tracers, or None (NumPy) for NumPy arrays and Python scalars.  A complex array
-    stands in by its real part: Dask gives arrays created ``like=`` it its dtype."""
-    while isinstance(x, Tracer):
-        x = x._inner
-    if isinstance(x, np.ndarray) or not hasattr(type(x), "__array_function__"):
-        return None
-    return x.real if x.dtype.kind == "c" else x
-
-
-def eye_like(n: int, dtype: Any, x: Any) -> Any:
-    """An ``n`` x ``n`` identity matrix of ``dtype``, of ``x``'s array library.
-    (``np.eye(n, like=x)`` passes ``order=`` on, which Dask's ``eye`` does not take.)"""
-    like = array_like(x)
-    if like is None:
-        return np.eye(n, dtype=dtype)
-    i = np.arange(n, dtype=np.intp, like=like)
-    return (i[:, None] == i).astype(dtype)
-
-
-# --- other array libraries ---------------------------------------------------------------
-#
-# Rules reach CuPy, Dask and other libraries through NumPy's dispatch protocols.  Where a
-# library lacks a function, the user gets an error naming the function and the library
-# (see numpy_impl), never a silent conversion to NumPy.
-
-
-def array_library(x: Any) -> str | None:
-    """The name of the array library of a concrete value that is not NumPy's
-    (``"dask"``, ``"cupy"``, ...), or None for NumPy arrays and Python scalars."""
-    cls = type(x)
-    if cls is np.ndarray or isinstance(x, np.generic) or not hasattr(cls, "__array_function__"):
-        return None
-    return cls.__module__.split(".")[0]
-
-
-def backend_error(what: str, x: Any, detail: str = "") -> UnsupportedFunctionError:
-    """The error for ``what`` (a NumPy function) that ``x``'s array library lacks."""
-    cls = type(x)
-    return UnsupportedFunctionError(
-        f"{what} is not implemented by {array_library(x)} arrays "
-        f"({cls.__module__}.{cls.__qualname__}){detail}, and autodiff does not convert them "
-        f"to NumPy behind your back. Compute this step on NumPy arrays (for a Dask array: "
-        f"x.compute()), or use functions the library implements."
-    )
 
 
 @functools.cache
@@ -149,21 +82,6 @@ def numpy_impl(func: Callable, impl: Callable | None = None) -> Callable:
     return functools.update_wrapper(checked, call)
 
 
-def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    """``axis`` (None, int or tuple; negatives allowed) as sorted non-negative ints."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(int(a), ndim)
-        out.append(int(a) % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"duplicate value in 'axis': {axis}")
-    return tuple(sorted(out))
-
-
 def unbroadcast(x: Any, shape: tuple[int, ...]) -> Any:
     """Sum ``x`` down to ``shape``: the VJP of broadcasting to ``x``'s shape."""
     x_shape = shape_of(x)
@@ -204,10 +122,6 @@ def implements(prim: Primitive, *numpy_funcs: Any) -> Callable[[Callable], Calla
         return register_numpy(*numpy_funcs)(fn)
 
     return decorate
-
-
-def batch_size_of(args: Sequence[Any], dims: Sequence[int | None]) -> int:
-    return next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
 
 
 # --- elementwise families ----------------------------------------------------------
@@ -269,14 +183,6 @@ def elementwise_shape(prim: Primitive) -> Callable:
         return ShapedArray(broadcast_shapes(*(a.shape for a in avals)), dtype)
 
     return shape
-
-
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """``np.broadcast_shapes``, with the common cases (equal shapes, scalars) first."""
-    first = shapes[0]
-    if all(s == first or not s for s in shapes):
-        return first if first or len(shapes) == 1 else max(shapes, key=len)
-    return np.broadcast_shapes(*shapes)
 
 
 def _unbroadcast_vjp(rule: Callable, argnum: int) -> Callable:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from autodiff.rules._helpers import array_library, backend_error
+from autodiff.core.arrays import array_library, backend_error
 
 __all__ = ["empty_result", "scipy_impl"]
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._graph import ShapedArray
+from autodiff.core.arrays import broadcast_shapes
+from autodiff.core.graph import ShapedArray
 from autodiff.errors import ConcretizationError
 from autodiff.rules import (
     creation,
@@ -31,7 +32,6 @@ from autodiff.rules import (
     sorting,
 )
 from autodiff.rules import shape as shp
-from autodiff.rules._helpers import broadcast_shapes
 
 _examples: dict = {}
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import Tracer, register_numpy
-from autodiff.rules._helpers import array_like, dtype_of, ndim_of, shape_of
+from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import Tracer, register_numpy
 
 __all__ = [
     "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "copy",

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._tracer import Tracer, register_numpy
-from autodiff.rules._helpers import dtype_of
+from autodiff.core.arrays import dtype_of
+from autodiff.core.tracer import Tracer, register_numpy
 
 __all__ = [
     "can_cast",

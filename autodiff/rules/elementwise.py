@@ -28,21 +28,18 @@ import math
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import Tracer, register_numpy
-from autodiff.errors import TransformValueError
-from autodiff.rules._helpers import (
+from autodiff.core.arrays import (
     array_library,
-    broadcasting,
     dtype_of,
-    implements,
     is_complex,
     ndim_of,
     normalize_axes,
-    numpy_impl,
     shape_of,
-    unary,
 )
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.errors import TransformValueError
+from autodiff.rules._helpers import broadcasting, implements, numpy_impl, unary
 
 __all__ = [
     # arithmetic

@@ -36,16 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import (
-    array_like,
-    implements,
-    is_complex,
-    ndim_of,
-    normalize_axes,
-    shape_of,
-)
+from autodiff.core.arrays import array_like, is_complex, ndim_of, normalize_axes, shape_of
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import register_numpy
+from autodiff.rules._helpers import implements
 from autodiff.rules.elementwise import conj, real
 from autodiff.rules.indexing import getitem
 from autodiff.rules.shape import concatenate

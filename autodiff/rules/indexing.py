@@ -19,22 +19,19 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
-from autodiff.errors import ConcretizationError
-from autodiff.rules._helpers import (
+from autodiff.core.arrays import (
     array_library,
     array_like,
     backend_error,
     batch_size_of,
-    bring_to_front,
-    implements,
-    move_to_front,
     ndim_of,
     normalize_axes,
     shape_of,
-    to_front_padded,
 )
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
+from autodiff.errors import ConcretizationError
+from autodiff.rules._helpers import bring_to_front, implements, move_to_front, to_front_padded
 
 __all__ = [
     "at", "getitem", "take", "take_along_axis", "compress", "choose", "put_along_axis",

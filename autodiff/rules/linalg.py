@@ -56,19 +56,21 @@ from typing import Any
 import numpy as np
 from numpy.linalg._linalg import EighResult, EigResult, QRResult, SlogdetResult, SVDResult
 
-from autodiff._core import Primitive
-from autodiff._tracer import Tracer, register_numpy
-from autodiff.rules._helpers import (
+from autodiff.core.arrays import (
     array_like,
     dtype_of,
     eye_like,
-    implements,
     is_complex,
-    move_to_front,
     ndim_of,
     normalize_axes,
-    numpy_impl,
     shape_of,
+)
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.rules._helpers import (
+    implements,
+    move_to_front,
+    numpy_impl,
     to_front_padded,
     unbroadcast,
 )

@@ -27,20 +27,11 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from autodiff._core import Primitive
-from autodiff._tracer import Tracer, register_numpy
+from autodiff.core.arrays import array_library, array_like, dtype_of, is_complex, ndim_of, shape_of
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import ConcretizationError
-from autodiff.rules._helpers import (
-    array_library,
-    array_like,
-    dtype_of,
-    implements,
-    is_complex,
-    ndim_of,
-    shape_of,
-    to_front_padded,
-    unbroadcast,
-)
+from autodiff.rules._helpers import implements, to_front_padded, unbroadcast
 
 __all__ = [
     "convolve", "correlate", "interp", "poly", "polyadd", "polyder", "polydiv", "polyfit",

@@ -22,19 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import (
-    dtype_of,
-    eye_like,
-    implements,
-    move_to_front,
-    ndim_of,
-    normalize_axes,
-    shape_of,
-    to_front_padded,
-    unbroadcast,
-)
+from autodiff.core.arrays import dtype_of, eye_like, ndim_of, normalize_axes, shape_of
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import register_numpy
+from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
 
 __all__ = [
     "dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot",

@@ -20,17 +20,10 @@ import warnings
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import (
-    dtype_of,
-    implements,
-    is_complex,
-    move_to_front,
-    ndim_of,
-    normalize_axes,
-    shape_of,
-)
+from autodiff.core.arrays import dtype_of, is_complex, ndim_of, normalize_axes, shape_of
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import register_numpy
+from autodiff.rules._helpers import implements, move_to_front
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "cumprod",

@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg as _sl
 
-from autodiff._core import Primitive
+from autodiff.core.arrays import array_like, dtype_of, eye_like, is_complex, ndim_of, shape_of
+from autodiff.core.primitive import Primitive
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import indexing as _idx
@@ -41,18 +42,7 @@ from autodiff.rules import linalg as _la
 from autodiff.rules import products as _prod
 from autodiff.rules import shape as _shp
 from autodiff.rules import sorting as _sort
-from autodiff.rules._helpers import (
-    array_like,
-    dtype_of,
-    eye_like,
-    implements,
-    is_complex,
-    move_to_front,
-    ndim_of,
-    shape_of,
-    to_front_padded,
-    unbroadcast,
-)
+from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
 from autodiff.rules._scipy import empty_result, scipy_impl
 from autodiff.rules.linalg import _T, _check_square, _stack_batch
 

@@ -20,18 +20,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import (
-    array_like,
-    bring_to_front,
-    implements,
-    move_to_front,
-    ndim_of,
-    normalize_axes,
-    numpy_impl,
-    shape_of,
-)
+from autodiff.core.arrays import array_like, ndim_of, normalize_axes, shape_of
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import register_numpy
+from autodiff.rules._helpers import bring_to_front, implements, move_to_front, numpy_impl
 
 __all__ = [
     "isin", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",

@@ -19,17 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import Tracer, register_numpy
+from autodiff.core.arrays import array_like, ndim_of, normalize_axes, shape_of
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.rules._helpers import (
-    array_like,
     bring_to_front,
     implements,
     move_to_front,
-    ndim_of,
-    normalize_axes,
     numpy_impl,
-    shape_of,
     to_front_padded,
     unbroadcast,
 )

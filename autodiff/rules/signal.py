@@ -22,17 +22,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.signal as _ss
 
-from autodiff._core import Primitive
+from autodiff.core.arrays import is_complex, ndim_of, shape_of
+from autodiff.core.primitive import Primitive
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
-from autodiff.rules._helpers import (
-    implements,
-    is_complex,
-    move_to_front,
-    ndim_of,
-    shape_of,
-    unbroadcast,
-)
+from autodiff.rules._helpers import implements, move_to_front, unbroadcast
 from autodiff.rules._scipy import scipy_impl
 
 __all__ = ["convolve", "correlate", "fftconvolve"]

@@ -12,18 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import register_numpy
-from autodiff.rules._helpers import (
-    batch_size_of,
-    bring_to_front,
-    implements,
-    move_to_front,
-    ndim_of,
-    normalize_axes,
-    numpy_impl,
-    shape_of,
-)
+from autodiff.core.arrays import batch_size_of, ndim_of, normalize_axes, shape_of
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import register_numpy
+from autodiff.rules._helpers import bring_to_front, implements, move_to_front, numpy_impl
 
 __all__ = [
     "argsort", "searchsorted", "sort", "argpartition", "partition", "lexsort", "sort_complex",

@@ -56,18 +56,17 @@ from typing import Any
 import numpy as np
 import scipy.special as _sp
 
-from autodiff._tracer import Tracer
-from autodiff.errors import MissingRuleError
-from autodiff.rules._helpers import (
+from autodiff.core.arrays import (
     array_library,
     array_like,
-    broadcasting,
     dtype_of,
     ndim_of,
     normalize_axes,
     shape_of,
-    unary,
 )
+from autodiff.core.tracer import Tracer
+from autodiff.errors import MissingRuleError
+from autodiff.rules._helpers import broadcasting, unary
 from autodiff.rules.elementwise import (
     absolute,
     equal,

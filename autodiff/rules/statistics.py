@@ -36,21 +36,20 @@ from typing import Any
 
 import numpy as np
 
-from autodiff._core import Primitive
-from autodiff._tracer import Tracer, register_numpy
-from autodiff.errors import ConcretizationError
-from autodiff.rules._helpers import (
+from autodiff.core.arrays import (
     array_like,
     batch_size_of,
-    bring_to_front,
     dtype_of,
     eye_like,
-    implements,
     is_complex,
     ndim_of,
     normalize_axes,
     shape_of,
 )
+from autodiff.core.primitive import Primitive
+from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.errors import ConcretizationError
+from autodiff.rules._helpers import bring_to_front, implements
 
 __all__ = [
     "bincount", "corrcoef", "cov", "digitize", "histogram", "histogram2d",

@@ -42,14 +42,15 @@ import numpy as np  # noqa: E402
 import scipy.integrate as _si  # noqa: E402
 
 import autodiff.numpy as anp  # noqa: E402
-from autodiff._args import at_positions  # noqa: E402
-from autodiff._batching import vmap  # noqa: E402
-from autodiff._core import Primitive  # noqa: E402
-from autodiff._forward import jvp  # noqa: E402
-from autodiff._reverse import vjp  # noqa: E402
-from autodiff._tracer import Tracer  # noqa: E402
+from autodiff.core.args import at_positions  # noqa: E402
+from autodiff.core.arrays import shape_of  # noqa: E402
+from autodiff.core.primitive import Primitive  # noqa: E402
+from autodiff.core.tracer import Tracer  # noqa: E402
 from autodiff.errors import TransformTypeError  # noqa: E402
-from autodiff.rules._helpers import bring_to_front, shape_of  # noqa: E402
+from autodiff.interpreters.batching import vmap  # noqa: E402
+from autodiff.interpreters.forward import jvp  # noqa: E402
+from autodiff.interpreters.reverse import vjp  # noqa: E402
+from autodiff.rules._helpers import bring_to_front  # noqa: E402
 from autodiff.rules._scipy import scipy_impl  # noqa: E402
 
 __all__ = ["odeint"]
@@ -57,10 +58,6 @@ __all__ = ["odeint"]
 # odeint's solver options that change no shapes (passed through to SciPy)
 _OPTIONS = ("rtol", "atol", "tcrit", "h0", "hmax", "hmin", "ixpr", "mxstep", "mxhnil",
             "mxordn", "mxords", "printmessg")  # fmt: skip
-
-
-def _is_float(x: Any) -> bool:
-    return np.result_type(x).kind == "f"
 
 
 def _solve(fn: Callable, options: dict, y0, t, *args):

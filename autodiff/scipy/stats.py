@@ -45,9 +45,9 @@ require_scipy("autodiff.scipy.stats")
 import numpy as np  # noqa: E402
 
 import autodiff.numpy as anp  # noqa: E402
-from autodiff._tracer import Tracer  # noqa: E402
+from autodiff.core.arrays import array_library  # noqa: E402
+from autodiff.core.tracer import Tracer  # noqa: E402
 from autodiff.rules import special as sc  # noqa: E402
-from autodiff.rules._helpers import array_library  # noqa: E402
 
 __all__ = [
     "norm",

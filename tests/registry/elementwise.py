@@ -284,8 +284,8 @@ OPS += [
         ],
         differentiable=False,
     ),
-    # Complex values are tested in tests/test_13c.py: the choice of result reads
-    # them, which the strict arrays of tests/test_backends.py refuse.
+    # Complex values are tested in tests/test_elementwise_polynomial_apply.py: the choice
+    # of result reads them, which the strict arrays of tests/test_backends.py refuse.
     OpInfo("real_if_close", [s(real(2, 3)), s(real(3), tol=0.5, label="tol")]),
     OpInfo(
         "unwrap",

@@ -3,7 +3,7 @@
 Samples keep away from the kinks of ``interp`` (sample points, the ends) and give
 ``polydiv`` a divisor whose leading coefficient is away from 0.  Complex roots in
 ``poly`` (whose real-or-complex result reads values) are tested in
-``tests/test_13c.py``, as are forward references NumPy has no call for.
+``tests/test_elementwise_polynomial_apply.py``, as are forward references NumPy has no call for.
 """
 
 from __future__ import annotations

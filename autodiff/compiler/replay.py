@@ -1,0 +1,334 @@
+"""Replay: a graph as generated Python code, a straight-line program of NumPy calls.
+
+``compile_graph(graph)`` writes one function whose body has one line per equation,
+calling the primitive's implementation (bound as a global of the function, its
+parameters baked in; a ufunc is called directly), compiles it once and returns it::
+
+    def replay(v0):
+        v1 = sin(v0)
+        v1 = multiply(v1, 1.01, out=v1)
+        ...
+        return (v7,)
+
+so running a graph costs what the NumPy calls cost, not an interpreter walk.
+
+Buffer reuse.  The graph's liveness is known, so an elementwise ufunc writes its
+result into a buffer that is dead and has the result's shape and dtype (``out=``):
+the buffer of one of its own inputs that dies there, or one that died since the
+last allocation (holding it no longer than that never raises the peak).  Only
+buffers the replay allocated itself are reused (ufunc results; never a graph input,
+constant or output), and only when no live value may be a view of them: the result
+of any other primitive may be a view of its inputs (reshape, transpose, indexing,
+broadcast_to, ...), and keeps their buffers alive.  Dead values of 64 KiB and more
+are deleted where they die, as NumPy code frees its temporaries.
+
+``kind`` is the array library of the arguments: ``"numpy"``; ``"lazy"`` for Dask
+(no ``out=``: its arrays are not written into); ``"other"`` for another library
+that takes ``out=`` (CuPy), whose constants are converted once with
+``np.asarray(c, like=...)``.  NumPy's protocols route every call to the arguments'
+library.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autodiff.compiler.passes import optimize
+from autodiff.core.graph import Graph, Literal, Var
+from autodiff.interpreters.staging import eval_graph
+
+__all__ = ["FREE_AT", "array_kind", "compile_graph", "compiled", "final_graph", "interpret", "plan"]
+
+FREE_AT = 1 << 16  # bytes: dead values at least this large are deleted where they die
+
+_files = itertools.count()
+
+
+def _writes_out(prim: Any) -> bool:
+    """An elementwise ufunc with one output: it can write into ``out=``."""
+    impl = prim.impl
+    return isinstance(impl, np.ufunc) and impl.signature is None and impl.nout == 1
+
+
+def _fresh(prim: Any) -> bool:
+    """A result the replay allocates itself (ufuncs always return a new array)."""
+    return isinstance(prim.impl, np.ufunc) and prim.impl.nout == 1 and not prim.multiple_results
+
+
+class Plan:
+    """Per equation: the name its result gets, the buffer it writes into (or None),
+    the names to delete before and after it."""
+
+    def __init__(self, n: int) -> None:
+        self.names: dict[Var, str] = {}
+        self.out: list[str | None] = [None] * n
+        self.free_before: list[list[str]] = [[] for _ in range(n)]
+        self.free_after: list[list[str]] = [[] for _ in range(n)]
+
+
+def plan(graph: Graph, reuse: bool = True) -> Plan:
+    """Names, buffer reuse and deletions for ``graph`` (see the module docstring)."""
+    eqns = graph.eqns
+    result = Plan(len(eqns))
+    names = result.names
+    counter = itertools.count()
+    for v in graph.invars:
+        names[v] = f"v{next(counter)}"
+    end = len(eqns)
+    last: dict[Var, int] = {}
+    for i, eqn in enumerate(eqns):
+        for v in eqn.invars:
+            if type(v) is Var:
+                last[v] = i
+    outputs = {v for v in graph.outvars if type(v) is Var}
+    inputs = set(graph.invars)
+    for v in outputs:
+        last[v] = end
+    constants = set(graph.constvars)
+
+    owner: dict[Var, str] = {}  # var -> the buffer (slot name) it is
+    aliases: dict[Var, frozenset] = {}  # var -> slots it may be a view of
+    refs: dict[str, int] = {}  # slot -> live vars that are or may view it
+    slot_aval: dict[str, Any] = {}
+    pool: dict[tuple, list[str]] = {}  # dead slots by (shape, dtype), since the last allocation
+
+    def holds(v: Var) -> frozenset:
+        if v in owner:
+            return frozenset([owner[v]])
+        return aliases.get(v, frozenset())
+
+    def big(aval: Any) -> bool:
+        return getattr(aval, "nbytes", 0) >= FREE_AT
+
+    for i, eqn in enumerate(eqns):
+        out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        key = None
+        if reuse and out is not None and _writes_out(eqn.prim) and out.aval.ndim > 0:
+            key = (out.aval.shape, out.aval.dtype)
+        target = None
+        if key is not None:
+            for v in eqn.invars:  # an input that dies here: in place
+                if (type(v) is Var and v in owner and last.get(v) == i and v not in outputs
+                        and refs[owner[v]] == 1 and _key(slot_aval[owner[v]]) == key):  # fmt: skip
+                    target = owner[v]
+                    break
+            if target is None and pool.get(key):
+                target = pool[key].pop()
+        allocates = target is None
+        if allocates:  # holding dead buffers across an allocation could raise the peak
+            for slots in pool.values():
+                result.free_before[i] += [s for s in slots if big(slot_aval[s])]
+            pool.clear()
+        # name the results and record what they are or may view
+        for v in eqn.outvars:
+            if target is not None:
+                names[v] = target
+                owner[v] = target
+                result.out[i] = target
+            elif _fresh(eqn.prim) and v.aval.ndim > 0:
+                slot = names[v] = f"v{next(counter)}"
+                owner[v] = slot
+                slot_aval[slot] = v.aval
+                refs[slot] = 0
+            else:
+                names[v] = f"v{next(counter)}"
+                aliases[v] = frozenset().union(
+                    *(holds(x) for x in eqn.invars if type(x) is Var and x not in constants)
+                )
+            for slot in holds(v):
+                refs[slot] += 1
+        # the values that die here: their names go (Python frees what no view still
+        # holds); a buffer nothing may view any more waits in the pool for reuse
+        dying = {v for v in eqn.invars if type(v) is Var and last.get(v) == i}
+        dying |= {v for v in eqn.outvars if v not in last}  # results nothing reads
+        for v in dying:
+            if v in outputs or v in constants or v in inputs:
+                continue
+            for held in holds(v):
+                refs[held] -= 1
+            own = owner.get(v)
+            if own is not None and own == target:
+                continue  # the result took over this buffer and its name
+            free = _key(slot_aval[own]) if own is not None and refs[own] == 0 and reuse else None
+            if own is not None and free is not None:
+                pool.setdefault(free, []).append(own)
+            elif big(v.aval):
+                result.free_after[i].append(names[v])
+        if target is not None:
+            refs[target] = sum(1 for v in eqn.outvars if owner.get(v) == target)
+    return result
+
+
+def _key(aval: Any) -> tuple | None:
+    shape = getattr(aval, "shape", None)
+    return None if shape is None or not shape else (aval.shape, aval.dtype)
+
+
+# --- code generation ------------------------------------------------------------------------------
+
+
+def _simple(value: Any) -> str | None:
+    """Python source for a parameter value that has an exact literal form."""
+    if value is None or isinstance(value, (bool, str)):
+        return repr(value)
+    if type(value) is int:
+        return repr(value)
+    if type(value) is float and math.isfinite(value):
+        return repr(value)
+    if type(value) is tuple:
+        parts = [_simple(v) for v in value]
+        if all(p is not None for p in parts):
+            return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"  # type: ignore[arg-type]
+    return None
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.globals: dict[str, Any] = {}
+        self.by_id: dict[int, str] = {}
+
+    def ref(self, obj: Any, hint: str) -> str:
+        name = self.by_id.get(id(obj))
+        if name is None:
+            base = "".join(c if c.isalnum() else "_" for c in hint) or "g"
+            name = f"{base}_{len(self.globals)}"
+            self.by_id[id(obj)] = name
+            self.globals[name] = obj
+        return name
+
+
+def _converted(value: np.ndarray, like: Any) -> Any:
+    """A NumPy constant as an array of ``like``'s library, where that library converts
+    it (CuPy does); else the NumPy array (an index array, which libraries accept)."""
+    try:
+        return np.asarray(value, like=like)
+    except Exception:
+        return value
+
+
+def compile_graph(graph: Graph, kind: str = "numpy", like: Any = None) -> Callable:
+    """``graph`` as a compiled Python function of its inputs returning a tuple of
+    its outputs; its source is the function's ``source`` attribute."""
+    source, namespace = generate(graph, kind, like)
+    filename = f"<autodiff replay {graph.name} #{next(_files)}>"
+    code = compile(source, filename, "exec")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(code, namespace)
+    replay = namespace["replay"]
+    replay.source = source
+    return replay
+
+
+def generate(graph: Graph, kind: str = "numpy", like: Any = None) -> tuple[str, dict]:
+    """The source of ``graph``'s replay function and the globals it needs."""
+    p = plan(graph, reuse=kind != "lazy")
+    w = _Writer()
+    consts: dict[Var, str] = {}
+    for var, value in zip(graph.constvars, graph.consts):
+        if kind == "other" and isinstance(value, np.ndarray):
+            value = _converted(value, like)
+        consts[var] = w.ref(value, "c")
+
+    def atom(v: Any) -> str:
+        if type(v) is Literal:
+            text = _simple(v.value)
+            return (
+                text if text is not None and not isinstance(v.value, str) else w.ref(v.value, "lit")
+            )
+        if v in consts:
+            return consts[v]
+        return p.names[v]
+
+    lines = [f"def replay({', '.join(p.names[v] for v in graph.invars)}):"]
+    for i, eqn in enumerate(graph.eqns):
+        if p.free_before[i]:
+            lines.append(f"    del {', '.join(p.free_before[i])}")
+        impl = eqn.prim.impl
+        fn = w.ref(impl, getattr(impl, "__name__", eqn.prim.name))
+        args = [atom(v) for v in eqn.invars]
+        for k, value in eqn.params.items():
+            text = _simple(value)
+            args.append(f"{k}={text if text is not None else w.ref(value, k)}")
+        if p.out[i] is not None:
+            args.append(f"out={p.out[i]}")
+        if eqn.prim.multiple_results:
+            outs = ", ".join(p.names[v] for v in eqn.outvars)
+            outs += "," if len(eqn.outvars) == 1 else ""
+        else:
+            outs = p.names[eqn.outvars[0]]
+        lines.append(f"    {outs} = {fn}({', '.join(args)})")
+        if p.free_after[i]:
+            lines.append(f"    del {', '.join(p.free_after[i])}")
+    results = []
+    for v in graph.outvars:
+        text = atom(v)
+        if type(v) is Var and v in consts and hasattr(graph.consts[graph.constvars.index(v)],
+                                                        "copy"):  # fmt: skip
+            text += ".copy()"  # a constant returned: the caller may write into it
+        results.append(text)
+    lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    return "\n".join(lines) + "\n", w.globals
+
+
+# --- the first call: no code ----------------------------------------------------------------------
+
+
+def interpret(graph: Graph, *args: Any) -> tuple:
+    """Run ``graph`` as staged, calling each equation's implementation in turn: what
+    a jitted function's first call does (``compiler/jit.py``).  Generating and compiling the
+    replay costs more than one run of the graph, and pays off from the second call
+    on; a function called once never pays it."""
+    outs = eval_graph(graph, *args, bind=False)
+    constants = {id(c) for c in graph.consts}
+    # a constant returned is copied: the caller may write into it
+    return tuple(o.copy() if id(o) in constants and hasattr(o, "copy") else o for o in outs)
+
+
+# --- the compiled replay of a graph, cached on it ------------------------------------------------
+
+
+def array_kind(values: Any) -> tuple[str, Any]:
+    """``("numpy", None)``, ``("lazy", None)`` for Dask, or ``("other", example)``: the
+    array library of the arguments, which decides how a graph is compiled."""
+    for x in values:
+        cls = type(x)
+        if cls is np.ndarray or not hasattr(cls, "__array_function__"):
+            continue
+        if isinstance(x, (np.generic, np.ndarray)):
+            continue
+        if cls.__module__.startswith("dask"):
+            return "lazy", None
+        return "other", x
+    return "numpy", None
+
+
+def compiled(graph: Graph, kind: str = "numpy", like: Any = None) -> Any:
+    """The compiled replay of ``graph`` for arrays of ``kind`` (passes, custom rules
+    inlined, buffer reuse), compiled once per kind and cached on the graph."""
+    key = ("compiled", kind, None if like is None else type(like))
+    found = graph.cache.get(key)
+    if found is None:
+        with graph.lock:
+            found = graph.cache.get(key)
+            if found is None:
+                final = final_graph(graph, kind)
+                found = graph.cache[key] = compile_graph(final, kind, like)
+    return found
+
+
+def final_graph(graph: Graph, kind: str = "numpy") -> Graph:
+    """``graph`` as its replay on arrays of ``kind`` runs it: after the passes, custom
+    rules inlined; for libraries that refuse NumPy arrays (``"other"``: CuPy), with no
+    new NumPy constants."""
+    key = ("final", kind == "other")
+    found = graph.cache.get(key)
+    if found is None:
+        found = graph.cache[key] = optimize(graph, inline_rules=True,
+                                            numpy_constants=kind != "other")  # fmt: skip
+    return found

@@ -1,0 +1,329 @@
+"""``cond`` and ``switch``: one primitive, ``cond_p``, and every transform's method for it.
+
+``switch(index, branches, *operands)`` chooses a branch by an integer, ``cond(pred,
+true_fun, false_fun, *operands)`` by a boolean (``false_fun`` is branch 0).  How each
+interpreter treats ``cond_p``:
+
+- no tracer: runs the chosen branch (``_cond_impl``);
+- grad, jvp, vmap, explain: run the branches some example takes at their own level,
+  on their tracers; where a batch's examples disagree, ``where`` selects per example
+  (``common.run_here``);
+- staging (``jit``): every branch staged once, all type-checked, one equation
+  (``cond_stage``);
+- vmap or jvp inside a jit: the index has no values, so every branch runs at the
+  transform's level and ``where`` selects, as JAX's ``vmap`` does (``common.run_here``);
+- grad inside a jit: a forward ``cond`` returning the outputs and the taken branch's
+  residuals, and a backward ``cond`` of the branches' VJPs, so only the taken branch
+  runs (``cond_grad``).
+
+Grad inside a jit must not select: a branch not taken would be differentiated too,
+and a NaN there (the ``sqrt`` of a negative number in a branch that guards against
+it) would reach the gradient through ``0 * nan``.  So each branch is staged once and
+its VJP staged as a forward and a backward graph (``vjp_graphs``); every branch
+returns a slot for every branch's residuals, zeros in the others', so the branches
+agree in type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import optree
+
+from autodiff.compiler.graph_transforms import vjp_graphs
+from autodiff.control.common import (
+    ControlFlowPrimitive,
+    FlatFn,
+    bottom,
+    check_like,
+    check_predicate,
+    leaves_of,
+    names_of,
+    output_types,
+    run_here,
+    staged_if_jitting,
+)
+from autodiff.control.subgraphs import (
+    StagedFunction,
+    closes_over_above,
+    joined,
+    reaching,
+    stage_control,
+    unclosed,
+)
+from autodiff.core.args import a_type, check_callable
+from autodiff.core.arrays import dtype_of, library_of, shape_of
+from autodiff.core.graph import aval_of
+from autodiff.core.primitive import Primitive, process
+from autodiff.core.tracer import Tracer
+from autodiff.errors import TransformTypeError
+from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
+from autodiff.interpreters.staging import (
+    StagingInterpreter,
+    eval_graph,
+    innermost_staging,
+    staging_below,
+)
+from autodiff.interpreters.tape import Node
+from autodiff.rules import elementwise as _elt
+from autodiff.rules import shape as _shp
+from autodiff.rules.elementwise import clip, equal, where
+
+__all__ = ["CondPrimitive", "cond", "cond_p", "switch"]
+
+
+class CondPrimitive(ControlFlowPrimitive):
+    """``cond`` and ``switch`` (the module docstring says how each transform treats it)."""
+
+    __slots__ = ()
+
+
+def _taken(index: Any, n: int) -> list[int]:
+    """The branches some example takes (``index`` clamped to [0, n - 1]), sorted; for
+    a batch of no examples the first branch (which gives the outputs' types); every
+    branch where the index is staged (then ``where`` selects, as JAX's ``cond`` does
+    under ``vmap``)."""
+    if not isinstance(index, Tracer):
+        return [min(max(int(index), 0), n - 1)]
+    values = bottom(index)
+    if values is None:
+        return list(range(n))
+    if np.ndim(values) == 0:
+        return [min(max(int(values), 0), n - 1)]
+    return sorted({min(max(int(v), 0), n - 1) for v in np.unique(values)}) or [0]
+
+
+def _cond_impl(index: Any, *operands: Any, branches: tuple, names: tuple, who: str) -> tuple:
+    taken = _taken(index, len(branches))
+    outs = {b: branches[b](*operands) for b in taken}
+    first = taken[0]
+    ref_tree = branches[first].out_tree
+    ref_names = names_of(ref_tree, "output")
+    hint = "every branch must return the same structure, shapes and dtypes."
+    for b, branch in enumerate(branches):
+        # a branch that did not run: its types, where they can be known without running it
+        got = (branch.out_tree, outs[b]) if b in outs else output_types(branch, operands)
+        if got is not None and b != first:
+            check_like(got[1], got[0], outs[first], ref_tree, ref_names,
+                       f"{who}: the output of {names[b]}", f"the output of {names[first]}",
+                       hint)  # fmt: skip
+    if len(taken) == 1:
+        return outs[first]
+    if dtype_of(index).kind == "b":  # cond: one select
+        return tuple(where(index, t, f) for t, f in zip(outs[1], outs[0]))
+    index = clip(index, 0, len(branches) - 1)
+    chosen = list(outs[taken[-1]])
+    for b in reversed(taken[:-1]):
+        chosen = [where(equal(index, b), o, c) for o, c in zip(outs[b], chosen)]
+    return tuple(chosen)
+
+
+cond_p = CondPrimitive("cond", _cond_impl, multiple_results=True)
+
+
+def _branch_call(what: str, index: Any, fns: Sequence[Callable], names: tuple, operands):
+    leaves, tree, _ = leaves_of(tuple(operands), "operands", what)
+    branches = tuple(FlatFn(fn, tree) for fn in fns)
+    index, *leaves = staged_if_jitting([index, *leaves])
+    outs = cond_p.bind(index, *leaves, branches=branches, names=names, who=what)
+    ran = next(b for b in branches if b.out_tree is not None)
+    return optree.tree_unflatten(ran.out_tree, list(outs))
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (JAX's ``lax.cond``).
+
+    ``pred`` is a boolean scalar; operands and results are pytrees of arrays, and
+    both branches must return the same structure, shapes and dtypes.  Eagerly and
+    under ``grad``/``jvp`` only the chosen branch runs (and is differentiated);
+    under ``vmap`` with a batched ``pred``, each branch some example takes runs and
+    the results are selected per example.
+
+    >>> import numpy as np, autodiff
+    >>> f = lambda x: autodiff.cond(x > 0, lambda x: x**2, lambda x: -x, x)
+    >>> float(autodiff.grad(f)(3.0)), float(autodiff.grad(f)(-3.0))
+    (6.0, -1.0)
+    >>> autodiff.vmap(f)(np.array([-2.0, 3.0]))
+    array([2., 9.])
+    """
+    check_callable(true_fun, "cond (true_fun)")
+    check_callable(false_fun, "cond (false_fun)")
+    check_predicate(pred, "cond: pred", "bool")
+    return _branch_call("cond", pred, (false_fun, true_fun), ("false_fun", "true_fun"), operands)
+
+
+def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+    """``branches[index](*operands)``, ``index`` clamped to ``[0, len(branches) - 1]``
+    (JAX's ``lax.switch``).
+
+    ``index`` is an integer scalar; every branch must return the same structure,
+    shapes and dtypes.  Transforms treat it as :func:`cond`.
+
+    >>> import numpy as np, autodiff
+    >>> fs = [lambda x: x, lambda x: 2 * x, lambda x: 3 * x]
+    >>> [float(autodiff.switch(i, fs, 1.0)) for i in (-1, 1, 7)]
+    [1.0, 2.0, 3.0]
+    >>> autodiff.vmap(lambda i, x: autodiff.switch(i, fs, x))(np.array([0, 2]), np.ones(2))
+    array([1., 3.])
+    """
+    if not isinstance(branches, (list, tuple)) or not branches:
+        raise TransformTypeError(
+            f"switch(index, branches, *operands): branches must be a non-empty list or "
+            f"tuple of functions, got {a_type(branches)}."
+        )
+    for i, fn in enumerate(branches):
+        check_callable(fn, f"switch (branches[{i}])")
+    check_predicate(index, "switch: index", "int")
+    names = tuple(f"branches[{i}]" for i in range(len(branches)))
+    return _branch_call("switch", index, tuple(branches), names, operands)
+
+
+# --- staging: every branch staged once ----------------------------------------------------------
+
+
+@process.register(StagingInterpreter, CondPrimitive)
+def cond_stage(interp: StagingInterpreter, prim: CondPrimitive, args: tuple, params: dict):
+    return stage_control(interp, prim, args, params, _stage_branches)
+
+
+def _stage_branches(interp, args, avals, params) -> tuple[dict, list, list]:
+    """Every branch staged on the operands' avals and checked against the first."""
+    who, names = params["who"], params["names"]
+    staged = [
+        StagedFunction(interp, b, avals[1:], f"{who}.{n}")
+        for b, n in zip(params["branches"], names)
+    ]
+    ref = staged[0]
+    ref_names = names_of(ref.fn.out_tree, "output")
+    out_avals = ref.avals()
+    for b, s in enumerate(staged[1:], 1):
+        check_like(s.outs, s.fn.out_tree, ref.outs, ref.fn.out_tree, ref_names,
+                   f"{who}: the output of {names[b]}", f"the output of {names[0]}",
+                   "every branch must return the same structure, shapes and dtypes.")  # fmt: skip
+        out_avals = joined(out_avals, s.avals())
+    return {"branches": staged}, staged, out_avals
+
+
+# --- reverse mode -------------------------------------------------------------------------------
+
+
+@process.register(GradInterpreter, CondPrimitive)
+def cond_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    if recording(interp) and not interp.keep_all_residuals and staging_below(interp):
+        args, params = unclosed(args, params)
+        index = args[0].value if isinstance(args[0], GradTensor) else args[0]
+        if bottom(index) is None:  # staged: no branch can be chosen now
+            return _staged_cond_grad(interp, prim, args, params)
+    return run_here(interp, prim, args, params)
+
+
+def _fitted(x: Any, aval: Any) -> Any:
+    """``x`` with the shape and dtype of ``aval`` (a branch's zero cotangent may come
+    out as a Python 0.0 where the other branches give arrays)."""
+    if shape_of(x) == aval.shape and dtype_of(x) == aval.dtype:
+        return x
+    return _shp.broadcast_to(_elt.astype(_elt.add(np.zeros(aval.shape, aval.dtype), x),
+                                         aval.dtype), aval.shape)  # fmt: skip
+
+
+def _staged_cond_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    values, parents, _ = unpack(interp, args)
+    index, operands = values[0], values[1:]
+    staging = innermost_staging()
+    assert staging is not None
+    _, staged, _ = _stage_branches(
+        staging, args, [aval_of(v) for v in values], params
+    )  # type-checked
+    consts: dict[int, Any] = {}
+    for s in staged:
+        if closes_over_above(s.captured, interp):
+            return run_here(interp, prim, args, params)  # a transform inside the grad
+        for c in s.captured:
+            consts.setdefault(id(c), c)
+    const_list = list(consts.values())
+    position = {id(c): k for k, c in enumerate(const_list)}
+    const_values = [c.value if isinstance(c, GradTensor) and c._interp is interp else c
+                    for c in const_list]  # fmt: skip
+    const_diff = [k for k, c in enumerate(const_list)
+                  if isinstance(c, GradTensor) and c._interp is interp
+                  and c.node is not None]  # fmt: skip
+    op_diff = [i - 1 for i, _, _ in parents if i >= 1]
+    if not op_diff and not const_diff:
+        return run_here(interp, prim, args, params)
+    like = library_of(values)
+    n_ops = len(operands)
+    vgs, picks = [], []
+    for s in staged:
+        pick = [position[id(c)] for c in s.captured]
+        argnums = (*op_diff, *(n_ops + j for j, k in enumerate(pick) if k in const_diff))
+        vgs.append(vjp_graphs(s.graph, argnums, like))
+        picks.append(pick)
+    slots = [[v.aval for v in vg.forward.outvars[vg.n_out :]] for vg in vgs]
+
+    def forward(b: int) -> Callable:
+        def run(*ops: Any) -> tuple:
+            outs = eval_graph(vgs[b].forward, *ops, *(const_values[k] for k in picks[b]))
+            res = []
+            for other, avals in enumerate(slots):
+                res += (list(outs[vgs[b].n_out :]) if other == b
+                        else [np.zeros(a.shape, a.dtype) for a in avals])  # fmt: skip
+            return (*outs[: vgs[b].n_out], *res)
+
+        return run
+
+    in_tree = optree.tree_structure(tuple(operands))
+    fwd = tuple(FlatFn(forward(b), in_tree) for b in range(len(staged)))
+    index, *ops = reaching([index, *operands])
+    out = cond_p.bind(index, *ops, branches=fwd, names=params["names"], who=params["who"])
+    n_out = vgs[0].n_out
+    outs, residuals = out[:n_out], out[n_out:]
+    node_params = {"index": index, "vgs": vgs, "picks": picks, "slots": slots,
+                   "residuals": residuals, "op_diff": op_diff, "const_diff": const_diff,
+                   "const_values": const_values, "n_ops": n_ops, "names": params["names"],
+                   "who": params["who"]}  # fmt: skip
+    all_parents = [*parents, *((len(values) + k, c.node, c.index)
+                               for k, c in enumerate(const_list) if k in const_diff)]  # fmt: skip
+    node = Node(staged_cond_p, node_params, [*values, *const_values], outs, all_parents)
+    floats = set(vgs[0].float_outputs)
+    return tuple(GradTensor(interp, o, node, i) if i in floats else o for i, o in enumerate(outs))
+
+
+def _staged_cond_vjp(cts, ans, primals, params, argnums):
+    vgs, picks, slots = params["vgs"], params["picks"], params["slots"]
+    op_diff, const_diff = params["op_diff"], params["const_diff"]
+    const_values = params["const_values"]
+    float_cts = [cts[j] for j in vgs[0].float_outputs]
+    want = [aval_of(primals[1 + i]) for i in op_diff] + [aval_of(const_values[k])
+                                                          for k in const_diff]  # fmt: skip
+    starts = [sum(len(s) for s in slots[:b]) for b in range(len(slots))]
+
+    def backward(b: int) -> Callable:
+        def run(*xs: Any) -> tuple:
+            res = xs[starts[b] : starts[b] + len(slots[b])]
+            got = list(eval_graph(vgs[b].backward, *res, *xs[sum(map(len, slots)) :]))
+            by_op = dict(zip(op_diff, got[: len(op_diff)], strict=True))
+            mine = [k for j, k in enumerate(picks[b]) if k in const_diff]
+            by_const = dict(zip(mine, got[len(op_diff) :], strict=True))
+            out = [by_op[i] for i in op_diff] + [by_const.get(k, 0.0) for k in const_diff]
+            return tuple(_fitted(o, a) for o, a in zip(out, want, strict=True))
+
+        return run
+
+    operands = [*params["residuals"], *float_cts]
+    in_tree = optree.tree_structure(tuple(operands))
+    bwd = tuple(FlatFn(backward(b), in_tree) for b in range(len(vgs)))
+    got = cond_p.bind(params["index"], *operands, branches=bwd, names=params["names"],
+                      who=params["who"])  # fmt: skip
+    by_position = dict(zip([1 + i for i in op_diff], got[: len(op_diff)], strict=True))
+    base = len(primals) - len(const_values)
+    by_position.update((base + k, c) for k, c in zip(const_diff, got[len(op_diff) :],
+                                                      strict=True))  # fmt: skip
+    return [by_position.get(i) for i in argnums]
+
+
+# The tape node of a staged cond: its VJP is the cond of the branches' backward graphs.
+staged_cond_p = Primitive("cond", lambda *a: a, multiple_results=True)
+
+staged_cond_p.vjp = _staged_cond_vjp

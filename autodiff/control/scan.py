@@ -1,0 +1,715 @@
+"""``scan``: the primitive ``scan_p`` and every transform's method for it.
+
+``scan(f, init, xs)`` loops ``f(carry, x) -> (carry, y)`` over the leading axis of
+``xs`` (JAX's ``lax.scan``).  How each interpreter treats it:
+
+- no tracer: the loop in Python; traced ``xs`` are sliced by one primitive
+  (``slices_p``), whose VJP stacks the steps' cotangents (``_scan_impl``);
+- jvp, vmap, explain: the steps at the transform's own level; a carry that becomes
+  batched simply is batched from then on (``common.run_here``);
+- grad: the steps recorded like a Python loop; with ``checkpoint=True`` one tape node
+  that keeps the carry each step started from and recomputes the steps in the
+  backward pass (``scan_grad``, ``_checkpointed_scan_grad``);
+- staging (``jit``): the body staged once, one equation (``scan_stage``);
+- vmap inside a jit: the body staged on one example and batched as a jitted graph is,
+  then one scan a level down, carry on axis 0 and ``xs`` on axis 1 (``scan_batch``);
+- jvp inside a jit: one scan a level down carrying the tangents, ``xs``' tangents as
+  more ``xs`` (``scan_jvp``);
+- grad inside a jit: two staged scans, JAX's transposition: the body's VJP staged as a
+  forward and a backward graph, a forward scan stacking each step's residuals (with
+  ``checkpoint=True`` the carries) and a reversed scan of the backward graph
+  (``_staged_scan_grad``, ``_staged_scan_vjp``).
+
+``unroll=True`` stages every step instead of one body (the transforms then run the
+steps at their level, as eagerly).
+
+**The checkpointed scan's node** (``_checkpointed_scan_grad``): each step runs at the
+grad's own level on fresh inputs, so its primitives form a small tape of their own;
+whatever they reach that was recorded before the step (values ``f`` closes over, such
+as weights) is found on that tape, becomes an input of the scan's node, and receives
+the cotangents the steps send it.  During the backward pass the steps run again under
+the same interpreter, made live for that time (``_live``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import optree
+
+from autodiff.compiler.graph_transforms import batch_graph, vjp_graphs
+from autodiff.control.common import (
+    CARRY_HINT,
+    ControlFlowPrimitive,
+    check_like,
+    is_static_int,
+    leaves_of,
+    names_of,
+    run_here,
+    staged_if_jitting,
+)
+from autodiff.control.subgraphs import (
+    StagedFunction,
+    batch_axis_at,
+    batched_parts,
+    carry_tangents,
+    closes_over_above,
+    dual_parts,
+    joined,
+    reaching,
+    sliced,
+    stage_control,
+    unclosed,
+    unzip,
+)
+from autodiff.core import primitive as _core
+from autodiff.core.args import a_type, check_callable, check_flag
+from autodiff.core.arrays import array_like, dtype_of, is_float, library_of, shape_of
+from autodiff.core.graph import ShapedArray, aval_of
+from autodiff.core.primitive import Primitive, current_interpreters, lift, process
+from autodiff.core.tracer import Tracer
+from autodiff.errors import RuleError, TransformTypeError, TransformValueError
+from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
+from autodiff.interpreters.forward import DualTensor, JvpInterpreter
+from autodiff.interpreters.reverse import (
+    GradInterpreter,
+    GradTensor,
+    _no_grad_below,
+    recording,
+    unpack,
+)
+from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
+from autodiff.interpreters.tape import Dropped, Node, backward
+from autodiff.rules import creation as _cre
+from autodiff.rules.shape import moveaxis, stack
+
+__all__ = ["ScanPrimitive", "run_scan", "scan", "scan_p", "slices_p"]
+
+
+class ScanPrimitive(ControlFlowPrimitive):
+    """``scan`` (the module docstring says how each transform treats it)."""
+
+    __slots__ = ()
+
+
+class ScanBody:
+    """``f`` on flat leaves, ``(*carry, *x) -> (*carry, *y)``, checking what it returns:
+    a pair, a carry like the one it was given (unless ``carry_names`` is None: the
+    caller checks it), and ``y`` like the last step's."""
+
+    __slots__ = ("carry_names", "carry_tree", "f", "n_carry", "xs_tree", "y_names", "y_tree",
+                 "y_types")  # fmt: skip
+
+    def __init__(self, f: Callable, carry_tree: Any, carry_names: list | None,
+                 xs_tree: Any) -> None:  # fmt: skip
+        self.f, self.xs_tree = f, xs_tree
+        self.carry_tree, self.carry_names = carry_tree, carry_names
+        self.n_carry = carry_tree.num_leaves
+        self.y_tree: Any = None
+        self.y_types: list = []
+        self.y_names: list = []
+
+    def __call__(self, *leaves: Any) -> tuple:
+        carry, x = leaves[: self.n_carry], leaves[self.n_carry :]
+        out = self.f(optree.tree_unflatten(self.carry_tree, list(carry)),
+                     optree.tree_unflatten(self.xs_tree, list(x)))  # fmt: skip
+        if not (isinstance(out, tuple) and len(out) == 2):
+            got = f"a tuple of length {len(out)}" if isinstance(out, tuple) else a_type(out)
+            raise TransformTypeError(
+                f"scan: f must return a pair (carry, y), got {got}. Return (carry, None) "
+                f"when there is nothing to stack."
+            )
+        new, c_tree = optree.tree_flatten(out[0])
+        if self.carry_names is not None:
+            check_like(new, c_tree, carry, self.carry_tree, self.carry_names,
+                       "scan: the carry f returned", "the carry it was given",
+                       CARRY_HINT)  # fmt: skip
+        y, y_tree = optree.tree_flatten(out[1])
+        if self.y_tree is None:
+            self.y_tree, self.y_names = y_tree, names_of(y_tree, "y")
+        else:
+            check_like(y, y_tree, self.y_types, self.y_tree, self.y_names,
+                       "scan: the y f returned", "the y of the step before",
+                       "every step's y must have the same structure, shapes and dtypes, "
+                       "to be stacked.")  # fmt: skip
+        self.y_types = y
+        return (*new, *y)
+
+
+def _steps(length: int, reverse: bool) -> range:
+    return range(length - 1, -1, -1) if reverse else range(length)
+
+
+def _stacked(ys: list, body: ScanBody, carry: tuple, xs: tuple) -> tuple:
+    """The steps' ``y`` leaves, each stacked along a new first axis."""
+    if not ys:  # no step ran: run f once on stand-ins to learn the shapes of y
+        x = [np.zeros(shape_of(v)[1:], dtype_of(v), like=array_like(v)) for v in xs]
+        out = body(*carry, *x)[len(carry) :]
+        return tuple(np.zeros((0, *shape_of(v)), dtype_of(v), like=array_like(v)) for v in out)
+    return tuple(map(_stack, zip(*ys)))
+
+
+def _stack(column: tuple) -> Any:
+    """One y leaf of every step, stacked; Python numbers take the others' dtype."""
+    if any(isinstance(y, (bool, int, float, complex)) for y in column):
+        dtype = np.result_type(*(y if isinstance(y, (bool, int, float, complex)) else dtype_of(y)
+                                 for y in column))  # fmt: skip
+        return stack(list(column), dtype=dtype)
+    return stack(list(column))
+
+
+def _scan_impl(*operands: Any, body: ScanBody, length: int, reverse: bool, checkpoint: bool,
+               unroll: bool) -> tuple:  # fmt: skip
+    n = body.n_carry
+    carry, xs = operands[:n], operands[n:]
+    # traced xs are sliced by one primitive, whose VJP stacks the steps' cotangents: a
+    # slice x[t] each would send a cotangent of all of xs back from every step
+    slices = [slices_p.bind(x) if isinstance(x, Tracer) and length else x for x in xs]
+    ys: list = [None] * length
+    for t in _steps(length, reverse):
+        out = body(*carry, *(x[t] for x in slices))
+        carry, ys[t] = out[:n], out[n:]
+    return (*carry, *_stacked(ys, body, carry, xs))
+
+
+def _slices_batch(args, dims):
+    (x,), (d,) = args, dims
+    if d == 0:  # the steps are axis 1: bring them to the front
+        x, d = moveaxis(x, 1, 0), 1
+    out = slices_p.bind(x)
+    return out, (d - 1,) * len(out)
+
+
+slices_p = Primitive(
+    "scan_slices",  # xs[0], xs[1], ...: the views along the first axis
+    lambda x: tuple(x),
+    vjp=lambda cts, ans, x: [stack(list(cts))],
+    jvp=lambda tangents, ans, x: slices_p.bind(tangents[0]),
+    batch=_slices_batch,
+    multiple_results=True,  # (vjp_reads cannot drop a tuple of results; they are views of x)
+)
+
+scan_p = ScanPrimitive("scan", _scan_impl, multiple_results=True)
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
+         reverse: bool = False, unroll: bool | int = 1, *,
+         checkpoint: bool = False) -> tuple:  # fmt: skip
+    """Loop ``f`` over the leading axis of ``xs``, carrying a state (JAX's ``lax.scan``).
+
+    ``f(carry, x) -> (carry, y)``: each step gets the carry and one slice of ``xs``
+    and returns the new carry (same structure, shapes and dtypes as ``init``) and
+    ``y``.  Returns the final carry and the ``y`` of every step stacked along a new
+    first axis; ``xs``, ``y`` and the carry are pytrees of arrays.  ``length`` is
+    the number of steps (needed when ``xs`` is None); ``reverse=True`` runs from the
+    last slice to the first (``ys`` stay in the order of ``xs``).
+
+    ``checkpoint=True``: under ``grad``/``vjp`` keep only the carry each step
+    started from and recompute the steps during the backward pass, instead of
+    keeping every step's intermediate values (as :func:`autodiff.checkpoint` does
+    for one function).  It applies where the scan is reached by ``grad``'s own
+    values or runs directly inside it (``grad(f)``, ``vmap(grad(f))``); values of
+    a ``vmap`` running inside the ``grad`` are recorded step by step.
+
+    Under ``jit`` the body is staged once and the replay runs the loop, also for
+    ``jit(grad(f))``, where the gradient is two staged scans (forward, keeping each
+    step's residuals, and reversed).  ``unroll=True`` stages every step instead: a
+    longer program to stage, a faster one to replay when the steps are small (no
+    per-step call, no stacked residuals).  Eagerly it changes nothing.  (JAX's
+    ``unroll=k``, k steps per iteration, is not supported: pass 1 or True.)
+
+    >>> import numpy as np, autodiff
+    >>> cumsum = lambda xs: autodiff.scan(lambda c, x: (c + x, c + x), 0.0, xs)
+    >>> total, partial = cumsum(np.array([1.0, 2.0, 3.0]))
+    >>> float(total), partial
+    (6.0, array([1., 3., 6.]))
+    >>> def rnn(w, xs, checkpoint):
+    ...     step = lambda h, x: (np.tanh(w * h + x), None)
+    ...     return autodiff.scan(step, 0.0, xs, checkpoint=checkpoint)[0]
+    >>> xs = np.array([1.0, -1.0, 0.5])
+    >>> [round(float(autodiff.grad(rnn)(0.5, xs, c)), 6) for c in (False, True)]
+    [-0.271276, -0.271276]
+    """
+    check_callable(f, "scan")
+    check_flag(reverse, "reverse", "scan")
+    check_flag(checkpoint, "checkpoint", "scan")
+    if unroll not in (0, 1) or not isinstance(unroll, (bool, int)):
+        raise TransformValueError(
+            f"scan: unroll must be 1 (one staged body) or True (every step staged), got "
+            f"{unroll!r:.40}; unrolling k steps per iteration, as JAX's unroll=k, is not "
+            f"supported."
+        )
+    return run_scan(f, init, xs, length, reverse, checkpoint, unroll=unroll is True)
+
+
+def run_scan(f: Callable, init: Any, xs: Any, length: Any, reverse: bool, checkpoint: bool,
+          check_carry: bool = True, unroll: bool = False) -> tuple:  # fmt: skip
+    carry, carry_tree, carry_names = leaves_of(init, "init", "scan")
+    x_leaves, xs_tree, x_names = leaves_of(xs, "xs", "scan")
+    length = _length(x_leaves, x_names, length)
+    body = ScanBody(f, carry_tree, carry_names if check_carry else None, xs_tree)
+    operands = [*carry, *x_leaves]
+    if checkpoint:
+        operands = _for_checkpoint(operands)
+    operands = staged_if_jitting(operands)
+    outs = scan_p.bind(*operands, body=body, length=length, reverse=reverse,
+                       checkpoint=checkpoint, unroll=unroll)  # fmt: skip
+    n = len(carry)
+    return (optree.tree_unflatten(carry_tree, list(outs[:n])),
+            optree.tree_unflatten(body.y_tree, list(outs[n:])))  # fmt: skip
+
+
+def _length(x_leaves: list, names: list, length: Any) -> int:
+    if length is not None and (not is_static_int(length) or length < 0):
+        error = TransformValueError if is_static_int(length) else TransformTypeError
+        raise error(f"scan: length must be None or a non-negative int, got {length!r:.40}.")
+    sizes = {}
+    for leaf, name in zip(x_leaves, names):
+        if not shape_of(leaf):
+            raise TransformValueError(
+                f"scan: {name} has shape (); every leaf of xs needs a leading axis to "
+                f"scan over (pass a scalar that every step sees through a closure)."
+            )
+        sizes[name] = shape_of(leaf)[0]
+    if length is not None:
+        sizes["length"] = int(length)
+    if not sizes:
+        raise TransformValueError("scan: with xs=None, give the number of steps as length=.")
+    if len(set(sizes.values())) > 1:
+        listing = ", ".join(f"{name} has {size}" for name, size in sizes.items())
+        raise TransformValueError(
+            f"scan: the leaves of xs must have the same leading size (the number of "
+            f"steps), but {listing}."
+        )
+    return next(iter(sizes.values()))
+
+
+# --- staging: the body staged once --------------------------------------------------------------
+
+
+@process.register(StagingInterpreter, ScanPrimitive)
+def scan_stage(interp: StagingInterpreter, prim: ScanPrimitive, args: tuple, params: dict):
+    if params["unroll"]:  # every step recorded at this level
+        return run_here(interp, prim, args, params)
+    return stage_control(interp, prim, args, params, _stage_body)
+
+
+def _stage_body(interp, args, avals, params) -> tuple[dict, list, list]:
+    """The body staged on the carry and one slice of ``xs``."""
+    fn, length = params["body"], params["length"]
+    n = fn.n_carry
+    x_avals = [ShapedArray(a.shape[1:], a.dtype) for a in avals[n:]]
+    body = StagedFunction(interp, fn, [*avals[:n], *x_avals], "scan.body")
+    outs = body.avals()
+    ys = [ShapedArray((length, *a.shape), a.dtype) for a in outs[n:]]
+    return {"body": body}, [body], [*joined(list(avals[:n]), outs[:n]), *ys]
+
+
+def bind_scan(step: Callable, carry: list, xs: list, length: int, reverse: bool,
+              checkpoint: bool = False) -> tuple:  # fmt: skip
+    """``scan(step, carry, xs)`` on flat lists one level down (``step(c, x) -> (c, y)``
+    with tuples), reaching the staging even where every operand is a constant; the
+    final carry and the stacked ``y`` leaves."""
+    operands = reaching([*carry, *xs])
+    body = ScanBody(step, optree.tree_structure(tuple(carry)), None,
+                 optree.tree_structure(tuple(xs)))  # fmt: skip
+    outs = scan_p.bind(*operands, body=body, length=length, reverse=reverse,
+                       checkpoint=checkpoint, unroll=False)  # fmt: skip
+    return outs[: len(carry)], outs[len(carry) :]
+
+
+# --- vmap and jvp inside a jit: one staged scan -------------------------------------------------
+
+
+@process.register(BatchInterpreter, ScanPrimitive)
+def scan_batch(interp: BatchInterpreter, prim: ScanPrimitive, args: tuple, params: dict):
+    """A scan under a vmap inside a jit: its body staged on one example and batched as
+    a jitted graph is, then one scan a level down (carry batched on axis 0, ``xs`` on
+    axis 1), instead of every step unrolled into the graph."""
+    if not staging_below(interp) or params.get("unroll"):
+        return run_here(interp, prim, args, params)
+    args, params = unclosed(args, params)
+    fn, length, size = params["body"], params["length"], interp.size
+    n = fn.n_carry
+    values, dims = unzip(batched_parts(interp, a) for a in args)
+    like = library_of(values)
+    avals = [*map(aval_of, args[:n]), *map(sliced, args[n:])]  # one example's
+    staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
+    if closes_over_above(staged.captured, interp):
+        return run_here(interp, prim, args, params)
+    consts, c_dims = unzip(batched_parts(interp, c) for c in staged.captured)
+    carry = [batch_axis_at(v, d, size) for v, d in zip(values[:n], dims[:n], strict=True)]
+    xs = [v if d is None else batch_axis_at(v, d, size, where_to=1)
+          for v, d in zip(values[n:], dims[n:], strict=True)]  # fmt: skip
+    x_dims = tuple(None if d is None else 0 for d in dims[n:])
+    step_avals = (*map(aval_of, carry), *map(sliced, xs), *map(aval_of, consts))
+    bg = batch_graph(staged.graph, (0,) * n + x_dims + tuple(c_dims), step_avals, size,
+                     interp.randomness, like)  # fmt: skip
+
+    def step(c: tuple, x: tuple) -> tuple:
+        outs = eval_graph(bg.graph, *c, *x, *consts)
+        moved = [batch_axis_at(o, d, size) for o, d in zip(outs, bg.out_dims, strict=True)]
+        return tuple(moved[:n]), tuple(moved[n:])
+
+    final, ys = bind_scan(step, carry, xs, length, params["reverse"], params["checkpoint"])
+    return (*(BatchedTensor(interp, c, 0) for c in final),
+            *(BatchedTensor(interp, y, 1) for y in ys))  # fmt: skip
+
+
+@process.register(JvpInterpreter, ScanPrimitive)
+def scan_jvp(interp: JvpInterpreter, prim: ScanPrimitive, args: tuple, params: dict):
+    """A scan under a jvp inside a jit: one scan a level down carrying the tangents
+    with the primals (``xs``' tangents as more ``xs``, the ys' tangents as more ys)."""
+    if not staging_below(interp) or params.get("unroll"):
+        return run_here(interp, prim, args, params)
+    args, params = unclosed(args, params)
+    fn, length = params["body"], params["length"]
+    n, m = fn.n_carry, len(args) - fn.n_carry
+    primals, tangents = unzip(dual_parts(interp, a) for a in args)
+    like = library_of(primals)
+    avals = [*map(aval_of, primals[:n]), *map(sliced, primals[n:])]
+    staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
+    if closes_over_above(staged.captured, interp):
+        return run_here(interp, prim, args, params)
+    pairs = [dual_parts(interp, c) for c in staged.captured]
+    x_tangents = [t for t in tangents[n:] if t is not None]
+    rest_has = [*(t is not None for t in tangents[n:]), *(t is not None for _, t in pairs)]
+    rest_avals = [*map(sliced, x_tangents),
+                  *(aval_of(t) for _, t in pairs if t is not None)]  # fmt: skip
+    has, jg = carry_tangents(staged.graph, primals[:n], tangents[:n], rest_has, rest_avals,
+                              like)  # fmt: skip
+    carry_t = [t if t is not None else _cre.zeros_like(p)
+               for p, t, h in zip(primals[:n], tangents[:n], has) if h]  # fmt: skip
+    n_out, k = len(jg.out_has_tangent), len(carry_t)
+
+    def step(c: tuple, x: tuple) -> tuple:
+        outs = eval_graph(jg.graph, *c[:n], *x[:m], *(p for p, _ in pairs), *c[n:], *x[m:],
+                          *(t for _, t in pairs if t is not None))  # fmt: skip
+        moving = iter(outs[n_out:])
+        out_t = [next(moving) if o else None for o in jg.out_has_tangent]
+        new_t = [out_t[i] if out_t[i] is not None else _cre.zeros_like(outs[i])
+                 for i in range(n) if has[i]]  # fmt: skip
+        return (*outs[:n], *new_t), (*outs[n:n_out], *(t for t in out_t[n:] if t is not None))
+
+    final, ys = bind_scan(step, [*primals[:n], *carry_t], [*primals[n:], *x_tangents], length,
+                          params["reverse"], params["checkpoint"])  # fmt: skip
+    carry_moving, y_moving = iter(final[n:]), iter(ys[n_out - n :])
+    assert len(final) == n + k
+    carry = [DualTensor(interp, o, next(carry_moving)) if h else o
+             for o, h in zip(final[:n], has, strict=True)]  # fmt: skip
+    y_out = [DualTensor(interp, o, next(y_moving)) if h else o
+             for o, h in zip(ys[: n_out - n], jg.out_has_tangent[n:], strict=True)]  # fmt: skip
+    return (*carry, *y_out)
+
+
+# --- reverse mode -------------------------------------------------------------------------------
+
+
+@process.register(GradInterpreter, ScanPrimitive)
+def scan_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    """Inside a jit, two staged scans; else the steps recorded like a Python loop, or
+    (``checkpoint=True``) one tape node that recomputes them."""
+    args, params = unclosed(args, params)  # staged: the closed-over values as closures
+    if (params["length"] and recording(interp) and not interp.keep_all_residuals
+            and not params["unroll"] and staging_below(interp)):  # fmt: skip
+        return _staged_scan_grad(interp, prim, args, params)
+    return _eager_scan_grad(interp, prim, args, params)
+
+
+def _eager_scan_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    if params["checkpoint"] and params["length"] and recording(interp) \
+            and not interp.keep_all_residuals:  # fmt: skip
+        return _checkpointed_scan_grad(interp, prim, args, params)
+    return prim.impl(*args, **params)  # the steps, recorded like any Python loop
+
+
+def _for_checkpoint(operands: list) -> list:
+    """Where nothing passed to the scan is a value of the innermost transform and that
+    transform is a grad, its values may still reach the steps through ``f``'s closure:
+    lift one operand into it, so that its method for scan (below) sees the scan."""
+    stack = current_interpreters()
+    if not stack or not isinstance(stack[-1], GradInterpreter) or not operands:
+        return operands
+    top = stack[-1]
+    if any(isinstance(x, Tracer) and x._interp.level >= top.level for x in operands):
+        return operands
+    return [lift(top, operands[0]), *operands[1:]]
+
+
+# --- reverse mode inside a jit: two staged scans ------------------------------------------------
+
+
+def _staged_scan_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    values, parents, _ = unpack(interp, args)
+    fn, length, reverse = params["body"], params["length"], params["reverse"]
+    n = fn.n_carry
+    carry, xs = list(values[:n]), list(values[n:])
+    like = library_of(values)
+    avals = [*map(aval_of, carry), *map(sliced, xs)]
+    staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
+    if closes_over_above(staged.captured, interp):
+        return _eager_scan_grad(interp, prim, args, params)  # a transform inside the grad
+    consts, const_parents = [], []
+    for k, c in enumerate(staged.captured):
+        if isinstance(c, GradTensor) and c._interp is interp:
+            consts.append(c.value)
+            if c.node is not None:
+                const_parents.append((k, c.node, c.index))
+        else:
+            consts.append(c)
+    if not parents and not const_parents:
+        return _eager_scan_grad(interp, prim, args, params)
+    x_parents = {i - n for i, _, _ in parents if i >= n}
+    diff_carry = [i for i in range(n) if is_float(carry[i])]
+    diff_xs = sorted(x_parents)
+    diff_consts = [k for k, _, _ in const_parents]
+    argnums = (*diff_carry, *(n + j for j in diff_xs), *(n + len(xs) + k for k in diff_consts))
+    vg = vjp_graphs(staged.graph, argnums, like)
+    checkpoint = params["checkpoint"]
+
+    def forward(c: tuple, x: tuple) -> tuple:
+        outs = eval_graph(vg.forward, *c, *x, *consts)
+        kept = c if checkpoint else outs[vg.n_out :]
+        return tuple(outs[:n]), (tuple(outs[n : vg.n_out]), tuple(kept))
+
+    final, stacked = bind_scan(forward, carry, xs, length, reverse)
+    n_y = vg.n_out - n
+    outs = (*final, *stacked[:n_y])
+    saved = list(stacked[n_y:])
+    node_params = {"vg": vg, "saved": saved, "consts": consts, "xs": xs, "n": n,
+                   "diff": (diff_carry, diff_xs, diff_consts), "length": length,
+                   "reverse": reverse, "checkpoint": checkpoint}  # fmt: skip
+    all_parents = [*parents, *((len(values) + k, node, index) for k, node, index in const_parents)]
+    node = Node(staged_scan_p, node_params, [*values, *consts], outs, all_parents)
+    return tuple(GradTensor(interp, o, node, i) if is_float(o) else o for i, o in enumerate(outs))
+
+
+def _staged_scan_vjp(cts, ans, primals, params, argnums):
+    vg, saved, consts, xs = params["vg"], params["saved"], params["consts"], params["xs"]
+    n, length, checkpoint = params["n"], params["length"], params["checkpoint"]
+    diff_carry, diff_xs, diff_consts = params["diff"]
+    float_outputs = vg.float_outputs
+    carry_float = [j for j in float_outputs if j < n]
+    y_float = [j for j in float_outputs if j >= n]
+    ct_carry = [cts[i] for i in diff_carry]
+    accs = [_cre.zeros_like(consts[k]) for k in diff_consts]
+    step_xs = [*saved, *(cts[j] for j in y_float), *(xs if checkpoint else ())]
+    n_saved, n_ys = len(saved), len(y_float)
+
+    def backward(c: tuple, x: tuple) -> tuple:
+        ct_c, acc = list(c[: len(diff_carry)]), list(c[len(diff_carry) :])
+        if checkpoint:  # recompute this step's residuals from the carry it started from
+            res = eval_graph(vg.forward, *x[:n_saved], *x[n_saved + n_ys :], *consts)[vg.n_out :]
+        else:
+            res = list(x[:n_saved])
+        by_carry = dict(zip(diff_carry, ct_c, strict=True))
+        ct_out = [by_carry[j] for j in carry_float] + list(x[n_saved : n_saved + n_ys])
+        in_cts = list(eval_graph(vg.backward, *res, *ct_out))
+        k = len(diff_carry)
+        new_c = [_or_zeros(t, ct_c[i]) for i, t in enumerate(in_cts[:k])]
+        ct_x = [_or_zeros(t, None) for t in in_cts[k : k + len(diff_xs)]]
+        new_acc = [a if t is None else a + t for a, t in zip(acc, in_cts[k + len(diff_xs) :],
+                                                             strict=True)]  # fmt: skip
+        return (*new_c, *new_acc), tuple(ct_x)
+
+    final, ct_xs = bind_scan(backward, [*ct_carry, *accs], step_xs, length, not params["reverse"])
+    by_position: dict[int, Any] = dict(zip(diff_carry, final[: len(diff_carry)], strict=True))
+    by_position.update((n + j, c) for j, c in zip(diff_xs, ct_xs, strict=True))
+    base = n + len(xs)
+    by_position.update((base + k, c) for k, c in zip(diff_consts, final[len(diff_carry) :],
+                                                      strict=True))  # fmt: skip
+    return [by_position.get(i) for i in argnums]
+
+
+def _or_zeros(ct: Any, like: Any) -> Any:
+    if ct is None and like is not None:
+        return _cre.zeros_like(like)
+    return ct
+
+
+# The tape node of a staged scan: its VJP is the reversed scan above.
+staged_scan_p = Primitive("scan", lambda *a: a, multiple_results=True)
+
+staged_scan_p.vjp = _staged_scan_vjp
+
+
+# --- reverse mode with recomputation (checkpoint=True) ------------------------------------------
+
+
+def _fresh(interp: GradInterpreter, value: Any) -> Any:
+    """``value`` as an input of a step's own tape (if it can have a derivative)."""
+    if dtype_of(value).kind in "fc":
+        return GradTensor(interp, value, Node(None, {}, (), None, ()))
+    return value
+
+
+def _mark() -> int:
+    """A number below every node recorded from now on."""
+    return Node(None, {}, (), None, ()).seq
+
+
+def _value(interp: GradInterpreter, x: Any) -> Any:
+    return x.value if isinstance(x, GradTensor) and x._interp is interp else x
+
+
+def _outside(interp: GradInterpreter, outs: tuple) -> bool:
+    """Whether a step's output is a value of a transform above ``interp`` (one that ``f``
+    closes over): then the scan is not this level's to make one node of."""
+    return any(isinstance(o, Tracer) and o._interp is not interp and o._interp.level > interp.level
+               for o in outs)  # fmt: skip
+
+
+def _closed_over(interp: GradInterpreter, outs: tuple, start: int, found: dict) -> None:
+    """Add to ``found`` the nodes recorded before ``start`` that the step's outputs
+    depend on (the values ``f`` closes over), with a stand-in for each value."""
+    todo = []
+    for o in outs:
+        if isinstance(o, GradTensor) and o._interp is interp and o.node is not None:
+            if o.node.seq < start:  # f returned a closed-over value itself
+                found.setdefault((id(o.node), o.index), (o.node, o.index, Dropped(scan_p, 0, o)))
+            else:
+                todo.append(o.node)
+    seen = set()
+    while todo:
+        node = todo.pop()
+        for argnum, parent, index in node.parents:
+            if parent.seq < start:
+                key = (id(parent), index)
+                if key not in found:
+                    found[key] = (parent, index, Dropped(scan_p, argnum, node.primals[argnum]))
+            elif id(parent) not in seen:
+                seen.add(id(parent))
+                todo.append(parent)
+
+
+def _checkpointed_scan_grad(interp, prim, args, params):
+    values, parents, _ = unpack(interp, args)
+    body, length, reverse = params["body"], params["length"], params["reverse"]
+    n = body.n_carry
+    carry, xs = tuple(values[:n]), values[n:]
+    traced_xs = {i - n for i, _, _ in parents if i >= n}
+    saved: list = [None] * length
+    ys: list = [None] * length
+    closures: dict = {}
+    for t in _steps(length, reverse):
+        saved[t] = carry
+        start = _mark()
+        x = [_fresh(interp, v[t]) if j in traced_xs else v[t] for j, v in enumerate(xs)]
+        outs = body(*(_fresh(interp, c) for c in carry), *x)
+        if _outside(interp, outs):
+            return prim.impl(*args, **params)
+        _closed_over(interp, outs, start, closures)
+        carry = tuple(_value(interp, o) for o in outs[:n])
+        ys[t] = tuple(_value(interp, o) for o in outs[n:])
+    outs = (*carry, *_stacked(ys, body, carry, xs))
+    found = list(closures.values())
+    parents += [(len(values) + k, node, index) for k, (node, index, _) in enumerate(found)]
+    if not parents:
+        return outs
+    residuals = dict(params, saved=saved, closures=found, interp=interp,
+                     no_grad=_no_grad_below.get())  # fmt: skip
+    node = Node(prim, residuals, [*values, *(stand_in for _, _, stand_in in found)], outs, parents)
+    return tuple(GradTensor(interp, o, node, i) for i, o in enumerate(outs))
+
+
+# How many recomputations have each interpreter live now (backward passes of one tape
+# may run in several threads at once), and whether it was before the first.
+_lives: dict[GradInterpreter, list] = {}
+
+_lives_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _live(interp: GradInterpreter, no_grad: int) -> Iterator[None]:
+    """``interp`` live again, as when the forward pass ran: a step recomputed during
+    the backward pass is recorded on a tape of its own, reaching the nodes that the
+    values it closes over had in the forward pass.  On this thread's stack for the
+    time, ``no_grad`` as it was; active until the last recomputation using it ends."""
+    with _lives_lock:
+        count = _lives.setdefault(interp, [0, interp.active])
+        count[0] += 1
+        interp.active = True
+    no_grad_token = _no_grad_below.set(no_grad)
+    stack = current_interpreters()
+    token = None if interp in stack else _core._stack.set((*stack, interp))
+    try:
+        yield
+    finally:
+        if token is not None:
+            _core._stack.reset(token)
+        _no_grad_below.reset(no_grad_token)
+        with _lives_lock:
+            count[0] -= 1
+            if not count[0]:
+                interp.active = count[1]
+                del _lives[interp]
+
+
+def _checkpointed_scan_vjp(cts, ans, primals, params, argnums):
+    """The checkpointed scan's VJP: the steps backwards, each recomputed, then its
+    own backward pass from the cotangents of its outputs to those of its inputs and of
+    the values it closes over."""
+    interp, body, saved, found = (params[k] for k in ("interp", "body", "saved", "closures"))
+    n, length = body.n_carry, params["length"]
+    xs = primals[n : len(primals) - len(found)]
+    wanted_xs = {i - n for i in argnums if n <= i < n + len(xs)}
+    ct_carry, ct_ys = list(cts[:n]), cts[n:]
+    ct_xs: dict = {j: [None] * length for j in wanted_xs}
+    ct_closures: list = [None] * len(found)
+    position = {(id(node), index): k for k, (node, index, _) in enumerate(found)}
+    for t in reversed(_steps(length, params["reverse"])):
+        with _live(interp, params["no_grad"]):
+            start = _mark()
+            carry = [_fresh(interp, c) for c in saved[t]]
+            x = [_fresh(interp, v[t]) if j in wanted_xs else v[t] for j, v in enumerate(xs)]
+            outs = body(*carry, *x)
+        seeds = [
+            (o.node, o.index, ct)
+            for o, ct in zip(outs, (*ct_carry, *(c[t] for c in ct_ys)))
+            if isinstance(o, GradTensor) and o._interp is interp and o.node is not None
+        ]
+        got = backward(seeds, consume=True, stop=start) if seeds else {}
+        ct_carry = [_ct_of(got, c, v) for c, v in zip(carry, saved[t])]
+        for j in wanted_xs:
+            ct_xs[j][t] = got.get(x[j].node)
+        for node, ct in got.items():
+            if node.seq >= start:
+                continue  # the step's own inputs
+            for index, c in enumerate(ct) if isinstance(ct, list) else [(None, ct)]:
+                k = position.get((id(node), index))
+                if c is None:
+                    continue
+                if k is None:
+                    raise RuleError(
+                        "scan(..., checkpoint=True): recomputing a step reached a traced "
+                        "value that the forward pass did not; f must compute the same "
+                        "way each time it runs."
+                    )
+                ct_closures[k] = c if ct_closures[k] is None else ct_closures[k] + c
+    out = []
+    for i in argnums:
+        if i < n:
+            out.append(ct_carry[i])
+        elif i < n + len(xs):
+            steps = ct_xs[i - n]
+            if all(c is None for c in steps):
+                out.append(None)
+            else:
+                x = xs[i - n]
+                out.append(stack([np.zeros_like(x[t]) if c is None else c
+                                  for t, c in enumerate(steps)]))  # fmt: skip
+        else:
+            out.append(ct_closures[i - n - len(xs)])
+    return out
+
+
+def _ct_of(got: dict, carry: Any, value: Any) -> Any:
+    ct = got.get(carry.node) if isinstance(carry, GradTensor) else None
+    return np.zeros_like(value) if ct is None else ct
+
+
+scan_p.vjp = _checkpointed_scan_vjp

@@ -1,0 +1,296 @@
+"""``while_loop``: the primitive ``while_loop_p`` and every transform's method for it.
+
+How each interpreter treats it:
+
+- no tracer: the loop in Python (``_while_impl``);
+- grad, jvp, vmap, explain: the loop at the transform's own level; grad records the
+  iterations that ran (JAX's reverse mode refuses); under vmap it runs while any
+  example runs, finished examples frozen by ``where`` (``common.run_here``);
+- staging (``jit``): ``cond_fun`` and ``body_fun`` staged once, one equation
+  (``while_loop_stage``);
+- vmap inside a jit: the functions staged on one example and batched as a jitted graph
+  is, then one batched loop a level down (``while_loop_batch``);
+- jvp inside a jit: one loop a level down carrying the tangents; a carry leaf gains a
+  tangent wherever the body gives it one, found by a fixed point before the loop
+  (``while_loop_jvp``);
+- grad inside a jit: ``ConcretizationError``, since the trip count is not known while
+  staging, as in JAX's reverse mode (``_decided``).
+
+``fori_loop`` with traced bounds is a ``while_loop`` (``fori_loop.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import optree
+
+from autodiff.compiler.graph_transforms import batch_graph
+from autodiff.control.common import (
+    CARRY_HINT,
+    ControlFlowPrimitive,
+    FlatFn,
+    bottom,
+    check_like,
+    check_predicate,
+    leaves_of,
+    run_here,
+    staged_if_jitting,
+)
+from autodiff.control.subgraphs import (
+    StagedFunction,
+    batch_axis_at,
+    batched_parts,
+    carry_tangents,
+    dual_parts,
+    joined,
+    reaching,
+    stage_control,
+    unclosed,
+    unzip,
+)
+from autodiff.core.args import check_callable
+from autodiff.core.arrays import library_of, shape_of
+from autodiff.core.graph import Graph, aval_of
+from autodiff.core.primitive import process
+from autodiff.core.tracer import Tracer
+from autodiff.errors import ConcretizationError, TransformTypeError
+from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
+from autodiff.interpreters.forward import DualTensor, JvpInterpreter
+from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
+from autodiff.rules import creation as _cre
+from autodiff.rules import elementwise as _elt
+from autodiff.rules import reductions as _red
+from autodiff.rules import shape as _shp
+from autodiff.rules.elementwise import where
+
+__all__ = ["WhileLoopPrimitive", "run_while", "while_loop", "while_loop_p"]
+
+
+class WhileLoopPrimitive(ControlFlowPrimitive):
+    """``while_loop`` (the module docstring says how each transform treats it)."""
+
+    __slots__ = ()
+
+
+def _decided(pred: Any) -> bool | None:
+    """``bool(pred)`` when every example agrees (or nothing is batched), None when the
+    examples of a batch differ; False for a batch of no examples."""
+    if not isinstance(pred, Tracer):
+        return bool(pred)
+    values = bottom(pred)
+    if values is None:
+        raise ConcretizationError(
+            "while_loop: its condition is staged by jit, under reverse mode running inside "
+            "the jit (jit(grad(f))), which would have to record a number of iterations not "
+            "known while staging. Put grad outside the jit instead (grad(jit(f)): the loop "
+            "is staged once, grad runs it), or loop a fixed number of times with "
+            "fori_loop(0, n, ...) or scan; vmap and jvp inside a jit stage the loop."
+        )
+    if not bool(np.any(values)):
+        return False
+    return True if bool(np.all(values)) else None
+
+
+def _while_impl(*carry: Any, cond_fun: FlatFn, body_fun: FlatFn, tree: Any,
+                names: list | None, who: str) -> tuple:  # fmt: skip
+    while True:
+        pred = cond_fun(*carry)
+        if not cond_fun.out_tree.is_leaf():
+            raise TransformTypeError(
+                f"{who}: cond_fun must return a boolean scalar, got a value structured "
+                f"as {cond_fun.out_tree}."
+            )
+        pred = pred[0]
+        check_predicate(pred, f"{who}: the value cond_fun returns", "bool")
+        running = _decided(pred)
+        if running is False:
+            return tuple(carry)
+        new = body_fun(*carry)
+        if names is not None:
+            check_like(new, body_fun.out_tree, carry, tree, names,
+                       f"{who}: the value body_fun returned", "the value it was given",
+                       CARRY_HINT)  # fmt: skip
+        if running is None:  # some examples are done: they keep their carry
+            new = tuple(n if n is c else where(pred, n, c) for n, c in zip(new, carry))
+        carry = new
+
+
+while_loop_p = WhileLoopPrimitive("while_loop", _while_impl, multiple_results=True)
+
+
+def run_while(who: str, cond_fun: Callable, body_fun: Callable, init_val: Any,
+           check_carry: bool = True) -> Any:  # fmt: skip
+    """``while_loop``; ``check_carry=False``: the caller's body checks the carry itself."""
+    leaves, tree, names = leaves_of(init_val, "init_val", who)
+    called = optree.tree_structure((init_val,))  # the functions take the carry as one argument
+    outs = while_loop_p.bind(*staged_if_jitting(leaves), cond_fun=FlatFn(cond_fun, called),
+                             body_fun=FlatFn(body_fun, called), tree=tree,
+                             names=names if check_carry else None, who=who)  # fmt: skip
+    return optree.tree_unflatten(tree, list(outs))
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    """``val = init_val; while cond_fun(val): val = body_fun(val)`` (JAX's ``lax.while_loop``).
+
+    ``cond_fun`` returns a boolean scalar; ``body_fun`` returns a value with the
+    structure, shapes and dtypes of ``init_val`` (a pytree of arrays).  Reverse mode
+    differentiates through the iterations that ran (JAX's reverse mode refuses a
+    while loop; this one runs eagerly and records them).  Under ``vmap`` with a
+    condition that differs per example, the loop runs until every example is done,
+    and finished examples keep their value.
+
+    >>> import numpy as np, autodiff
+    >>> def newton_sqrt(a):  # x <- (x + a / x) / 2 until x * x is close to a
+    ...     return autodiff.while_loop(lambda x: abs(x * x - a) > 1e-12,
+    ...                                lambda x: (x + a / x) / 2, a)
+    >>> autodiff.vmap(newton_sqrt)(np.array([4.0, 9.0, 1e6]))
+    array([   2.,    3., 1000.])
+    >>> round(float(autodiff.grad(newton_sqrt)(4.0)), 9)  # d sqrt(a) / da = 1 / (2 sqrt(a))
+    0.25
+    """
+    check_callable(cond_fun, "while_loop (cond_fun)")
+    check_callable(body_fun, "while_loop (body_fun)")
+    return run_while("while_loop", cond_fun, body_fun, init_val)
+
+
+# --- staging: cond_fun and body_fun staged once -------------------------------------------------
+
+
+@process.register(StagingInterpreter, WhileLoopPrimitive)
+def while_loop_stage(interp: StagingInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                     params: dict):  # fmt: skip
+    return stage_control(interp, prim, args, params, _stage_functions)
+
+
+def _stage_functions(interp, args, avals, params) -> tuple[dict, list, list]:
+    """``cond_fun`` and ``body_fun`` staged on the carry's avals, their types checked."""
+    who, tree, names = params["who"], params["tree"], params["names"]
+    cond = StagedFunction(interp, params["cond_fun"], avals, f"{who}.cond_fun")
+    if not cond.fn.out_tree.is_leaf():
+        raise TransformTypeError(f"{who}: cond_fun must return a boolean scalar, got a "
+                                 f"value structured as {cond.fn.out_tree}.")  # fmt: skip
+    check_predicate(cond.outs[0], f"{who}: the value cond_fun returns", "bool")
+    body = StagedFunction(interp, params["body_fun"], avals, f"{who}.body_fun")
+    if names is not None:
+        check_like(body.outs, body.fn.out_tree, args, tree, names,
+                   f"{who}: the value body_fun returned", "the value it was given",
+                   CARRY_HINT)  # fmt: skip
+    return (
+        {"cond_fun": cond, "body_fun": body, "names": None},
+        [cond, body],
+        joined(list(avals), body.avals()),
+    )
+
+
+# --- vmap and jvp inside a jit: one staged loop -------------------------------------------------
+
+
+def _function_graphs(params: dict, args: tuple, like: Any) -> tuple[Graph, Graph, list, list]:
+    """The loop's cond_fun and body_fun staged on ``args`` (one example's values), with
+    the values each closes over; the body's carry checked as the staging does."""
+    who, tree, names = params["who"], params["tree"], params["names"]
+    avals = [aval_of(a) for a in args]
+    cond = stage(params["cond_fun"], avals, transform="jit", name=f"{who}.cond_fun", like=like)
+    body = stage(params["body_fun"], avals, transform="jit", name=f"{who}.body_fun", like=like)
+    body_fn = params["body_fun"]
+    if names is not None:
+        check_like(body.outs, body_fn.out_tree, args, tree, names,
+                   f"{who}: the value body_fun returned", "the value it was given",
+                   CARRY_HINT)  # fmt: skip
+    return cond.graph, body.graph, cond.captured, body.captured
+
+
+def _lowered(who: str, cond: Callable, body: Callable, carry: list) -> tuple:
+    """``while_loop`` of flat ``carry`` one level down, reaching the staging even where
+    the carry holds constants only."""
+    carry = reaching(carry)
+    in_tree = optree.tree_structure(tuple(carry))
+    return while_loop_p.bind(*carry, cond_fun=FlatFn(cond, in_tree),
+                             body_fun=FlatFn(body, in_tree), tree=in_tree, names=None,
+                             who=who)  # fmt: skip
+
+
+@process.register(BatchInterpreter, WhileLoopPrimitive)
+def while_loop_batch(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                    params: dict):  # fmt: skip
+    if not staging_below(interp):
+        return run_here(interp, prim, args, params)
+    args, params = unclosed(args, params)
+    size, who = interp.size, params["who"]
+    carry = [batch_axis_at(*batched_parts(interp, a), size) for a in args]
+    like = library_of(carry)
+    # staged on one example: a BatchedTensor's shape is one example's
+    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, args, like)
+
+    def batched(graph: Graph, captured: list) -> tuple:
+        consts, cdims = unzip(batched_parts(interp, c) for c in captured)
+        avals = tuple(aval_of(x) for x in (*carry, *consts))
+        bg = batch_graph(graph, (0,) * len(carry) + tuple(cdims), avals, size,
+                         interp.randomness, like)  # fmt: skip
+        return bg, consts
+
+    bcond, cond_consts = batched(cond_graph, cond_c)
+    bbody, body_consts = batched(body_graph, body_c)
+
+    def running(vals: tuple) -> Any:
+        (pred,) = eval_graph(bcond.graph, *vals, *cond_consts)
+        return pred, bcond.out_dims[0]
+
+    def cond(*vals: Any) -> Any:
+        pred, dim = running(vals)
+        return pred if dim is None else _red.any(pred)
+
+    def body(*vals: Any) -> tuple:
+        pred, dim = running(vals)
+        outs = eval_graph(bbody.graph, *vals, *body_consts)
+        new = [batch_axis_at(o, d, size) for o, d in zip(outs, bbody.out_dims, strict=True)]
+        if dim is None:  # every example goes on
+            return tuple(new)
+        pred = batch_axis_at(pred, dim, size)
+        return tuple(_elt.where(_shp.reshape(pred, (size,) + (1,) * (len(shape_of(n)) - 1)), n, v)
+                     for n, v in zip(new, vals, strict=True))  # fmt: skip
+
+    outs = _lowered(who, cond, body, carry)
+    return tuple(BatchedTensor(interp, o, 0) for o in outs)
+
+
+@process.register(JvpInterpreter, WhileLoopPrimitive)
+def while_loop_jvp(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                  params: dict):  # fmt: skip
+    if not staging_below(interp):
+        return run_here(interp, prim, args, params)
+    args, params = unclosed(args, params)
+    who, n = params["who"], len(args)
+    primals, tangents = unzip(dual_parts(interp, a) for a in args)
+    like = library_of(primals)
+    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, tuple(primals), like)
+    cond_consts = [dual_parts(interp, c)[0] for c in cond_c]
+    body_pairs = [dual_parts(interp, c) for c in body_c]
+    const_tangents = [t for _, t in body_pairs if t is not None]
+    has, jg = carry_tangents(body_graph, primals, tangents,
+                              [t is not None for _, t in body_pairs],
+                              [aval_of(t) for t in const_tangents], like)  # fmt: skip
+    carry_t = [t if t is not None else _cre.zeros_like(p)
+               for p, t, h in zip(primals, tangents, has) if h]  # fmt: skip
+    k = len(carry_t)
+
+    def cond(*vals: Any) -> Any:
+        return eval_graph(cond_graph, *vals[:n], *cond_consts)[0]
+
+    def body(*vals: Any) -> tuple:
+        ps, ts = vals[:n], vals[n:]
+        outs = eval_graph(jg.graph, *ps, *(p for p, _ in body_pairs), *ts,
+                          *(t for _, t in body_pairs if t is not None))  # fmt: skip
+        new_p, moving = outs[:n], iter(outs[len(jg.out_has_tangent) :])
+        new_t = [next(moving) if o else None for o in jg.out_has_tangent]
+        return (*new_p, *(new_t[i] if new_t[i] is not None else _cre.zeros_like(new_p[i])
+                          for i in range(n) if has[i]))  # fmt: skip
+
+    outs = _lowered(who, cond, body, [*primals, *carry_t])
+    moving = iter(outs[n:])
+    assert len(outs) == n + k
+    return tuple(DualTensor(interp, o, next(moving)) if h else o
+                 for o, h in zip(outs[:n], has, strict=True))  # fmt: skip

@@ -1,0 +1,361 @@
+"""The interpreter stack: primitives, interpreters, levels, and ``bind``.
+
+A primitive call flows like this (see ``docs/architecture.md``)::
+
+    prim.bind(*args, **params)
+      -> the top interpreter      the live interpreter with the highest level
+                                  among the tracers in ``args`` (none: NumPy)
+      -> lift(top, arg)           each other argument becomes a tracer of
+                                  ``top``; dispatched on (interpreter, value)
+      -> process(top, prim, ...)  the interpreter applies the primitive's rule
+                                  for its transform; dispatched on
+                                  (interpreter, primitive).  The rule binds
+                                  primitives again on lower-level values, so
+                                  each call peels exactly one interpreter.
+
+``bind`` is where the top interpreter is chosen by level; the only other
+readers of levels are ``check_live`` (a tracer of another thread's transform)
+and ``no_grad`` (which grad levels record).  This module knows no primitive
+and no transform: each registers its ``lift`` and ``process`` methods (see
+``core/dispatch.py``) next to its own code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from autodiff.core.dispatch import DispatchPoint, dispatch
+from autodiff.core.observe import Observer, current_observer
+from autodiff.core.rule_forms import check_arity, normalize_reads, normalized_jvp, normalized_vjp
+from autodiff.core.tracer import Tracer, leaked_error
+from autodiff.errors import LeakedTracerError, MissingRuleError
+
+__all__ = [
+    "Interpreter",
+    "Primitive",
+    "check_live",
+    "current_interpreters",
+    "dispatch",
+    "lift",
+    "new_interpreter",
+    "owned",
+    "process",
+]
+
+# Level tokens: unique per transform *call*, increasing with time.  Within one
+# thread's stack a later (inner) interpreter therefore has a larger level, and
+# two sibling calls at the same depth never share one.
+_level_counter = itertools.count(1)
+
+# The stack of live interpreters, innermost last.  A tuple (immutable) in a
+# ContextVar, so threads and asyncio tasks each see their own stack.
+_stack: contextvars.ContextVar[tuple[Interpreter, ...]] = contextvars.ContextVar(
+    "autodiff_interpreters", default=()
+)
+
+
+class Interpreter:
+    """One running transform: a level on the stack and the tracers it owns.
+
+    Subclasses set ``transform`` (the user-facing name, for messages) and
+    register ``lift`` and ``process`` methods for themselves.  This is the
+    extension point for new transforms (``docs/extending.md``).
+    """
+
+    __slots__ = ("__weakref__", "active", "level", "observer")
+    transform = "transform"
+    # False: ``process`` receives other arguments unlifted and treats them as
+    # constants itself (reverse mode does, to save a dispatch per constant).
+    lifts = True
+
+    def __init__(self) -> None:
+        self.level = next(_level_counter)
+        self.active = False
+        self.observer: Observer | None = None
+
+    def describe(self) -> str:
+        return f"{self.transform} (level {self.level})"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} level={self.level} active={self.active}>"
+
+
+def current_interpreters() -> tuple[Interpreter, ...]:
+    """The live interpreters of this thread/task, outermost first."""
+    return _stack.get()
+
+
+@contextlib.contextmanager
+def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
+    """Push ``interp`` for the duration of one transform call.
+
+    The interpreter is marked inactive on exit, also on exceptions: any of its
+    tracers that escaped are then detected as leaked on their next use.
+    """
+    previous = _stack.get()
+    _stack.set((*previous, interp))
+    interp.active = True
+    interp.observer = current_observer()  # explain's hook (core/observe.py)
+    try:
+        yield interp
+    finally:
+        interp.active = False
+        _stack.set(previous)
+
+
+def check_live(x: Any) -> Any:
+    """``x``, unless it is a tracer whose transform has ended, or one of a transform
+    running in another thread or asyncio task that is newer than the innermost one
+    here (where a transform unwraps its outputs, it would hide that transform's own
+    tracers from it, and their derivatives would silently be lost)."""
+    if isinstance(x, Tracer):
+        if not x._interp.active:
+            raise leaked_error(x)
+        stack = _stack.get()
+        if stack and x._interp.level > stack[-1].level:  # not ours: ours are at most this
+            raise LeakedTracerError(
+                f"{type(x).__name__} of {x._interp.describe()} reached "
+                f"{stack[-1].describe()}, but that transform runs in another thread or "
+                f"asyncio task. Traced values must not be passed between threads or "
+                f"tasks while their transform runs; pass plain arrays instead."
+            )
+    return x
+
+
+def owned(interp: Interpreter, x: Any) -> Any:
+    """``x`` if it is a tracer of ``interp``, else None (checked with ``check_live``):
+    what a transform asks of each output leaf before unwrapping it.
+
+    >>> import numpy as np
+    >>> from autodiff import vmap
+    >>> def f(x):
+    ...     return owned(current_interpreters()[-1], x) is x, owned(current_interpreters()[-1], 1.0)
+    >>> vmap(f, out_dims=None)(np.zeros(2))
+    (True, None)
+    """
+    return x if isinstance(check_live(x), Tracer) and x._interp is interp else None
+
+
+# --- primitives ---------------------------------------------------------------------
+
+
+class Primitive:
+    """A named operation with a NumPy implementation and one rule per transform.
+
+    Rules are written with primitives, so they are themselves differentiable
+    and batchable.  Positional arguments are arrays; static parameters are
+    keyword-only and reach ``impl`` and every rule as keywords.
+
+    vjp
+        Either one function ``vjp(ct, ans, *primals, **params)`` returning one
+        cotangent per positional argument (None for zero), or a sequence with
+        one function ``vjp_i(ct, ans, *primals, **params)`` per argument (None
+        for an argument that is not differentiable); per-argument rules only
+        run for arguments that need a cotangent.
+    jvp
+        Either ``jvp(tangents, ans, *primals, **params)`` with zero tangents
+        filled in, or a sequence of ``jvp_i(t_i, ans, *primals, **params)``
+        whose results are summed over the non-zero tangents.
+    batch
+        ``batch(args, dims, **params) -> (out, out_dim)``: ``args`` are the
+        unwrapped values, ``dims`` their batch axes (None: not batched).
+    differentiable
+        False for primitives whose outputs carry no derivative (comparisons,
+        ``argmax``, ``stop_gradient``): transforms then skip vjp/jvp.
+    vjp_reads
+        Optional, for memory: per argument, what its VJP rule reads besides
+        the cotangent and shapes/dtypes: primal positions and/or ``"ans"``
+        (``[(1,), (0,)]`` for ``multiply``, ``[("ans",)]`` for ``tanh``,
+        ``[(), ()]`` for ``add``).  The tape then keeps only those residuals.
+        None (the default) keeps everything.
+    multiple_results
+        True if ``impl`` returns a tuple of arrays.  Cotangents and tangents are
+        then tuples too (zeros filled in), the JVP rule is one function, and
+        the batching rule returns a tuple of batch axes.
+    shape
+        Optional, for staging (``jit``, ``make_graph``): ``shape(*avals, **params)``
+        returns the abstract value of the result (a ``ShapedArray``, or a tuple of
+        them for ``multiple_results``) from those of the arguments, without data.
+        Without one, staging runs ``impl`` once per signature on placeholder zeros.
+    traceable
+        True if ``impl`` is written with autodiff functions (``checkpoint``,
+        ``custom_vjp``): staging then traces it for its output shapes, and a
+        replayed graph inlines it.
+
+    >>> import numpy as np
+    >>> from autodiff.core.primitive import Primitive
+    >>> cube_p = Primitive("cube", lambda x: x**3, vjp=[lambda ct, ans, x: ct * 3 * x**2])
+    >>> float(cube_p.bind(2.0))
+    8.0
+    """
+
+    __slots__ = ("__weakref__", "_derived_jvp", "_derived_vjp", "batch", "differentiable",
+                 "impl", "jvp", "multiple_results", "name", "shape", "traceable", "vjp",
+                 "vjp_reads")  # fmt: skip
+    # Effectful primitives (random draws) run at every replay of a staged graph, in
+    # order: graph passes never drop, merge or precompute them.
+    effectful = False
+
+    def __init__(
+        self,
+        name: str,
+        impl: Callable,
+        *,
+        vjp: Callable | Sequence[Callable | None] | None = None,
+        jvp: Callable | Sequence[Callable | None] | None = None,
+        batch: Callable | None = None,
+        differentiable: bool = True,
+        multiple_results: bool = False,
+        vjp_reads: Sequence[Sequence[int | str]] | None = None,
+        shape: Callable | None = None,
+        traceable: bool = False,
+    ) -> None:
+        self.name = name
+        self.shape = shape
+        self.traceable = traceable
+        self.vjp_reads = normalize_reads(name, vjp_reads)
+        self.impl = impl
+        self.differentiable = differentiable
+        self.multiple_results = multiple_results
+        self.vjp: Callable | None = None
+        self.jvp: Callable | None = None
+        self.batch: Callable | None = None
+        # (the rule it was derived from, the derived rule): see vjp_rule and jvp_rule
+        self._derived_vjp: tuple[Callable | None, Callable] | None = None
+        self._derived_jvp: tuple[Callable | None, Callable] | None = None
+        if vjp is not None:
+            self.def_vjp(vjp)
+        if jvp is not None:
+            self.def_jvp(jvp)
+        if batch is not None:
+            self.def_batch(batch)
+
+    def def_vjp(self, rule: Callable | Sequence[Callable | None]) -> Any:
+        check_arity(self, "VJP", rule)
+        self.vjp = normalized_vjp(rule)
+        return rule
+
+    def def_jvp(self, rule: Callable | Sequence[Callable | None]) -> Any:
+        check_arity(self, "JVP", rule)
+        self.jvp = normalized_jvp(self, rule)
+        return rule
+
+    def vjp_rule(self) -> Callable:
+        """The VJP rule (normalised form): the one given, or one derived from the JVP
+        rule by transposition, once, at first use."""
+        if self.vjp is not None:
+            return self.vjp
+        derived = self._derived_vjp
+        if derived is None or derived[0] is not self.jvp:
+            derived = self._derived_vjp = (self.jvp, _transposed(self, "vjp_from_jvp", self.jvp))
+        return derived[1]
+
+    def jvp_rule(self) -> Callable:
+        """The JVP rule (normalised form): the one given, or one derived from the VJP
+        rule by transposition, once, at first use."""
+        if self.jvp is not None:
+            return self.jvp
+        derived = self._derived_jvp
+        if derived is None or derived[0] is not self.vjp:
+            derived = self._derived_jvp = (self.vjp, _transposed(self, "jvp_from_vjp", self.vjp))
+        return derived[1]
+
+    def def_batch(self, rule: Callable) -> Callable:
+        self.batch = rule
+        return rule
+
+    def def_shape(self, rule: Callable) -> Callable:
+        """``rule(*avals, **params) -> aval`` (or a tuple of avals): the result's
+        shape and dtype for staging, from the arguments' (see ``shape`` above)."""
+        self.shape = rule
+        return rule
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        # The hot path of the library.  With no tracer among the arguments this
+        # is a type check per argument and a call of the implementation.
+        top = None
+        for arg in args:
+            if isinstance(arg, Tracer):
+                interp = arg._interp
+                if interp is not top:
+                    if not interp.active:
+                        raise leaked_error(arg)
+                    if top is None or interp.level > top.level:
+                        top = interp
+        if top is None:
+            return self.impl(*args, **params)
+        if top.lifts:
+            for arg in args:
+                if not isinstance(arg, Tracer) or arg._interp is not top:
+                    args = tuple([a if isinstance(a, Tracer) and a._interp is top
+                                  else _lift(top, a) for a in args])  # fmt: skip
+                    break
+        key = (type(top), type(self))
+        method = _process_methods.get(key) or process.resolve(*key)
+        if top.observer is None:
+            return method(top, self, args, params)
+        return top.observer.process(method, top, self, args, params)
+
+    def missing(self, rule: str, interp: Interpreter) -> MissingRuleError:
+        """The error for a missing derivative rule (``"VJP"`` or ``"JVP"``): either
+        one would do, since each is derived from the other when absent."""
+        other = "JVP" if rule == "VJP" else "VJP"
+        return MissingRuleError(
+            f"primitive '{self.name}' has no {rule} rule (nor a {other} rule to transpose "
+            f"into one), which {interp.describe()} needs. Add one with "
+            f"{self.name}_p.def_{rule.lower()}(...) (see autodiff/rules/README.md), or "
+            f"declare it with differentiable=False if it has no derivative."
+        )
+
+    def __repr__(self) -> str:
+        return f"Primitive({self.name!r})"
+
+
+# --- rules derived by transposition ------------------------------------------------------------
+# A VJP and a JVP are transposes of each other, so a missing one is derived from the
+# other by running reverse mode through it.  Reverse mode is a layer above the core:
+# ``interpreters/transpose.py`` puts its two derivations here when the interpreters
+# are imported (``interpreters/__init__.py``), so the tape and forward mode ask the
+# primitive (``vjp_rule``, ``jvp_rule``) and depend on the core only.
+transposition: dict[str, Callable[[Callable], Callable]] = {}
+
+
+def _transposed(prim: Primitive, how: str, rule: Callable | None) -> Callable:
+    if rule is None:  # transforms raise MissingRuleError before they get here
+        raise TypeError(f"primitive '{prim.name}' has neither a VJP nor a JVP rule")
+    return transposition[how](rule)
+
+
+# --- the two dispatch points ------------------------------------------------------
+# Each transform registers methods for its own interpreter class, next to its
+# code (``@process.register(GradInterpreter, Primitive)``); special kinds of
+# primitive register more specific ones (``transforms/custom.py``: CustomVJPPrimitive).
+# These defaults are for the most general types.
+
+
+def _no_lift(interp: Interpreter, x: object):
+    raise NotImplementedError(f"{type(interp).__name__} registers no lift method")
+
+
+def _no_process(interp: Interpreter, prim: Primitive, args: tuple, params: dict):
+    raise NotImplementedError(f"{type(interp).__name__} registers no process method")
+
+
+lift = DispatchPoint("lift", _no_lift, (Interpreter, object))
+"""``lift(interp, x)``: ``x`` (a constant or a lower-level tracer) as a tracer of ``interp``."""
+process = DispatchPoint("process", _no_process, (Interpreter, Primitive), rest=(tuple, dict))
+"""``process(interp, prim, args, params)``: apply ``prim`` to ``args`` (tracers of
+``interp``) under its transform."""
+dispatch.points.update(lift=lift, process=process)
+# bind reads the tables directly: one dict lookup per call.
+_lift_methods = lift.table
+_process_methods = process.table
+
+
+def _lift(interp: Interpreter, x: Any) -> Any:
+    key = (type(interp), type(x))
+    return (_lift_methods.get(key) or lift.resolve(*key))(interp, x)

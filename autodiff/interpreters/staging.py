@@ -1,0 +1,413 @@
+"""Staging: an interpreter that records a program instead of computing it.
+
+Under a :class:`StagingInterpreter` every primitive call that reaches it becomes an
+equation of a :class:`~autodiff.core.graph.Graph`, ``outs = prim(ins, **params)``, whose
+results are :class:`StagedTensor` values: tracers that know only their abstract
+value (shape, dtype, weak type) and the graph variable they stand for.  The staging
+interpreter sits below the transforms the staged function starts (``stage`` pushes it
+first), so ``stage(vmap(grad(f)))`` records exactly the primitives ``vmap(grad(f))``
+emits; plain ``np.*`` calls, operators and methods reach it through the same
+protocols as every other tracer.
+
+Output shapes come from each primitive's shape rule (``Primitive.shape``), else from
+running its implementation once per signature on placeholder zeros (cached), else,
+for primitives whose implementation is written with autodiff functions
+(``checkpoint``, ``custom_vjp``), from staging that implementation.
+
+What the staged function meets besides its inputs:
+
+- arrays it closed over, or made with NumPy from constants: constants of the graph
+  (``constvars``; scalars inline as ``Literal``) - captured by value at staging time;
+- tracers of a transform running *outside* the staging (a closed-over traced value,
+  as in ``grad(lambda x: jit(lambda y: x * y)(2.0))``): extra inputs of the graph,
+  appended after the real ones, which the caller passes in (``Staged.captured``);
+  making them constants would silently drop their derivatives.
+
+Python control flow on a staged value raises ``ConcretizationError``.
+``eval_graph(graph, *args)`` runs a graph by binding each equation's primitive, so
+a graph runs under any interpreter (that is how ``jit``'s call primitive is
+differentiated, batched and inlined).
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from autodiff.core.graph import Eqn, Graph, Literal, OpaqueAval, ShapedArray, Var, aval_of
+from autodiff.core.primitive import (
+    Interpreter,
+    Primitive,
+    check_live,
+    current_interpreters,
+    new_interpreter,
+    process,
+)
+from autodiff.core.tracer import Tracer
+from autodiff.errors import ConcretizationError, MissingRuleError, TransformTypeError
+
+__all__ = [
+    "CONTROL_FLOW_HINT",
+    "Staged",
+    "StagedTensor",
+    "StagingInterpreter",
+    "abstract_eval",
+    "eval_graph",
+    "freeze",
+    "graph_function",
+    "innermost_staging",
+    "staging_below",
+    "stage",
+]
+
+# What to use instead of Python control flow on a staged value.  The control-flow
+# primitives (issue 17) are named here so that this is the one place to change.
+CONTROL_FLOW_HINT = (
+    "mark the argument static (jit(f, static_argnums=...) or static_argnames=...) if "
+    "the branch depends only on it, choose elementwise with anp.where(cond, x, y), or "
+    "use the control-flow primitives autodiff.cond, autodiff.switch, "
+    "autodiff.while_loop, autodiff.fori_loop and autodiff.scan"
+)
+
+
+class StagingInterpreter(Interpreter):
+    """Records equations (see the module docstring).  ``transform`` names what
+    staged (``jit``, ``make_graph``) in error messages."""
+
+    __slots__ = ("captured", "const_ids", "consts", "constvars", "eqns", "like", "transform")
+    lifts = False  # process classifies foreign arguments itself: constant or captured
+
+    def __init__(self, transform: str = "jit", like: Any = None) -> None:
+        super().__init__()
+        self.transform = transform
+        # An array of the arguments' library (None: NumPy), which staged values hand to
+        # rules as their concrete value's stand-in, so constants the rules make with
+        # like= (array_like, eye_like) are arrays of that library.
+        self.like = like
+        self.eqns: list[Eqn] = []
+        self.constvars: list[Var] = []
+        self.consts: list[Any] = []
+        self.const_ids: dict[int, Var] = {}
+        # id(tracer) -> (tracer, var): tracers of transforms outside this staging
+        self.captured: dict[int, tuple[Tracer, Var]] = {}
+
+    def read(self, x: Any) -> Var | Literal:
+        """The graph variable (or literal) standing for ``x``."""
+        if type(x) is StagedTensor and x._interp is self:
+            return x._var
+        if isinstance(x, Tracer):
+            check_live(x)
+            found = self.captured.get(id(x))
+            if found is None:
+                found = self.captured[id(x)] = (x, Var(ShapedArray(x.shape, x.dtype)))
+            return found[1]
+        if isinstance(x, (bool, int, float, complex, np.generic)):
+            return Literal(x)
+        var = self.const_ids.get(id(x))
+        if var is None:
+            var = self.const_ids[id(x)] = Var(aval_of(x))
+            self.constvars.append(var)
+            self.consts.append(x)  # also keeps x alive, so its id stays unique
+        return var
+
+    def staged(self, x: Any) -> StagedTensor:
+        """``x`` (a constant, or a tracer of an outer transform) as a value of this graph."""
+        var = self.read(x)
+        if isinstance(var, Literal):  # a scalar: as a 0-d constant
+            var = self.read(np.asarray(var.value))
+        assert isinstance(var, Var)
+        return StagedTensor(self, var)
+
+
+class StagedTensor(Tracer):
+    """A value being staged: its abstract value and its variable in the graph."""
+
+    __slots__ = ("_var",)  # not "var": that is the ndarray method
+
+    def __init__(self, interp: StagingInterpreter, var: Var) -> None:
+        self._interp = interp
+        self._var = var
+
+    @property
+    def aval(self) -> Any:
+        return self._var.aval
+
+    @property
+    def _inner(self) -> Any:
+        return self._interp.like  # no concrete value: see StagingInterpreter.like
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._var.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._var.aval.dtype
+
+    def _concrete(self, what: str) -> Any:
+        raise ConcretizationError(
+            f"{what} needs a concrete value, but this value is staged by "
+            f"{self._interp.describe()}: it stands for every value of shape "
+            f"{self.aval.str_short()} the function may be called with, so Python control "
+            f"flow (if/while/and/or, float(), int(), .item(), np.asarray()) cannot depend "
+            f"on it. To fix it, {CONTROL_FLOW_HINT}."
+        )
+
+    def __repr__(self) -> str:
+        return f"StagedTensor({self.aval.str_short()}, {self._interp.describe()})"
+
+
+def staging_below(interp: Interpreter) -> bool:
+    """Whether a staging is live below ``interp`` (a transform inside a ``jit``)."""
+    staging = innermost_staging()
+    return staging is not None and staging.level < interp.level
+
+
+def innermost_staging() -> StagingInterpreter | None:
+    """The innermost live staging interpreter, or None."""
+    for interp in reversed(current_interpreters()):
+        if isinstance(interp, StagingInterpreter):
+            return interp
+    return None
+
+
+# --- abstract evaluation ------------------------------------------------------------------------
+
+
+def freeze(value: Any) -> Any:
+    """A hashable stand-in for a parameter value (slices and lists as tuples);
+    raises TypeError for values that cannot be compared (arrays)."""
+    if type(value) is not list:
+        try:  # the common case: already hashable (ints, tuples of ints, dtypes, strings)
+            hash(value)
+            return value
+        except TypeError:
+            pass
+    if isinstance(value, (tuple, list)):
+        return (type(value), *map(freeze, value))
+    if isinstance(value, slice):
+        return (slice, value.start, value.stop, value.step)
+    if isinstance(value, dict):
+        return (dict, *sorted((k, freeze(v)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        raise TypeError("arrays are not hashable")
+    hash(value)
+    return value
+
+
+def _params_key(params: dict) -> Any:
+    return tuple((k, freeze(v)) for k, v in params.items())
+
+
+# (primitive, input avals, params) -> output avals, for primitives without a shape rule.
+_evaluated: weakref.WeakKeyDictionary[Primitive, dict] = weakref.WeakKeyDictionary()
+# (primitive) -> {(input avals, params): graph} for traceable primitives, reused by inlining.
+_traced: weakref.WeakKeyDictionary[Primitive, dict] = weakref.WeakKeyDictionary()
+
+
+def _placeholder(aval: Any, kind: str = "view") -> Any:
+    """Zeros as a read-only broadcast view (``"view"``), zeros that can be written
+    (``"writable"``), or identity matrices in the last two axes (``"eye"``), for
+    solvers that refuse a singular matrix."""
+    if isinstance(aval, OpaqueAval):
+        if issubclass(aval.type, np.random.Generator):
+            return np.random.default_rng(0)
+        raise TypeError(f"no placeholder for a {aval.type.__name__}")
+    if aval.weak_type:
+        return {"f": 0.0, "c": 0j, "b": False}.get(aval.dtype.kind, 0)
+    if kind == "writable":
+        return np.zeros(aval.shape, aval.dtype)
+    if kind == "eye" and len(aval.shape) >= 2:
+        *_, m, n = aval.shape
+        return np.broadcast_to(np.eye(m, n, dtype=aval.dtype), aval.shape).copy()
+    return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+
+
+def _as_avals(prim: Primitive, out: Any) -> tuple | Any:
+    if prim.multiple_results:
+        return tuple(aval_of(o) if not isinstance(o, (ShapedArray, OpaqueAval)) else o
+                     for o in out)  # fmt: skip
+    return out if isinstance(out, (ShapedArray, OpaqueAval)) else aval_of(out)
+
+
+def _evaluate(prim: Primitive, avals: Sequence[Any], params: dict) -> Any:
+    """Output avals by running ``impl`` on placeholders (read-only broadcast zeros
+    first, then writable ones, then identity matrices), with floating-point errors and
+    warnings silenced."""
+    error: Exception | None = None
+    for kind in ("view", "writable", "eye"):
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = prim.impl(*(_placeholder(a, kind) for a in avals), **params)
+            return _as_avals(prim, out)
+        except Exception as e:
+            error = e
+    shapes = ", ".join(a.str_short() for a in avals)
+    raise MissingRuleError(
+        f"staging could not infer the output shape of primitive '{prim.name}' for "
+        f"arguments {shapes}: running its implementation on placeholders (zeros, "
+        f"identity matrices) raised "
+        f"{type(error).__name__}: {error}. If the arguments are valid, give the primitive "
+        f"a shape rule, {prim.name}_p.def_shape(lambda *avals, **params: "
+        f"ShapedArray(shape, dtype)) (see autodiff/rules/README.md)."
+    ) from error
+
+
+def abstract_eval(prim: Primitive, avals: Sequence[Any], params: dict) -> Any:
+    """The abstract value(s) of ``prim``'s result for arguments of ``avals``."""
+    rule = prim.shape
+    if rule is not None:
+        return _as_avals(prim, rule(*avals, **params))
+    if prim.traceable:
+        graph = traced_impl(prim, avals, params)
+        outs = tuple(v.aval for v in graph.outvars)
+        return outs if prim.multiple_results else outs[0]
+    try:
+        key = (tuple(avals), _params_key(params))
+        cache = _evaluated.setdefault(prim, {})
+        found = cache.get(key)
+    except TypeError:  # unhashable parameters: evaluate each time
+        return _evaluate(prim, avals, params)
+    if found is None:
+        found = cache[key] = _evaluate(prim, avals, params)
+    return found
+
+
+def traced_impl(prim: Primitive, avals: Sequence[Any], params: dict) -> Graph:
+    """``prim.impl`` staged for arguments of ``avals`` (cached per primitive)."""
+    try:
+        key: Any = (tuple(avals), _params_key(params))
+        cache = _traced.setdefault(prim, {})
+        graph = cache.get(key)
+    except TypeError:
+        key, cache, graph = None, {}, None
+    if graph is None:
+        staged = stage(lambda *xs: _as_list(prim, prim.impl(*xs, **params)), avals,
+                       transform=f"staging of {prim.name}")  # fmt: skip
+        graph = staged.graph
+        if staged.captured:
+            graph.cache["captured"] = staged.captured
+        if key is not None and not staged.captured:
+            cache[key] = graph
+    return graph
+
+
+def _as_list(prim: Primitive, out: Any) -> list:
+    return list(out) if prim.multiple_results else [out]
+
+
+@process.register(StagingInterpreter, Primitive)
+def _stage_equation(interp: StagingInterpreter, prim: Primitive, args: tuple, params: dict):
+    # The hot path of staging: the common cases inlined.
+    invars = [a._var if type(a) is StagedTensor and a._interp is interp else interp.read(a)
+              for a in args]  # fmt: skip
+    avals = [v.aval for v in invars]
+    rule = prim.shape
+    if rule is not None and not prim.multiple_results:
+        out = rule(*avals, **params)
+        var = Var(out if type(out) is ShapedArray else _as_avals(prim, out))
+        interp.eqns.append(Eqn(prim, invars, [var], params))
+        return StagedTensor(interp, var)
+    if prim.traceable:
+        graph = traced_impl(prim, avals, params)
+        if "captured" in graph.cache:
+            raise TransformTypeError(
+                f"'{prim.name}' closes over a traced value (one computed from the "
+                f"arguments of the staged function or of a transform around it), which "
+                f"{interp.describe()} cannot hand to its rules. Pass that value to "
+                f"'{prim.name}' as an argument instead."
+            )
+    out = abstract_eval(prim, avals, params)
+    if prim.multiple_results:
+        outvars = [Var(a) for a in out]
+        interp.eqns.append(Eqn(prim, invars, outvars, params))
+        return tuple(StagedTensor(interp, v) for v in outvars)
+    var = Var(out)
+    interp.eqns.append(Eqn(prim, invars, [var], params))
+    return StagedTensor(interp, var)
+
+
+def graph_function(graph: Graph) -> Callable:
+    """A flat function running ``graph`` (arguments in, tuple of results out)."""
+
+    def run(*args):
+        return tuple(eval_graph(graph, *args))
+
+    run.__name__ = graph.name
+    return run
+
+
+# --- staging a function ------------------------------------------------------------------------
+
+
+class Staged(NamedTuple):
+    """A staged function: its graph, the tracers of outer transforms it closed over
+    (the graph's last inputs), and what the function returned (staged values of a
+    finished staging, for checking their types)."""
+
+    graph: Graph
+    captured: list
+    outs: Sequence[Any] = ()
+
+
+def stage(
+    fun: Callable[..., Sequence[Any]],
+    avals: Sequence[Any],
+    *,
+    transform: str = "jit",
+    name: str = "graph",
+    like: Any = None,
+) -> Staged:
+    """Stage ``fun`` (flat arguments -> sequence of results) on arguments of ``avals``
+    (of the array library of ``like``; None: NumPy)."""
+    interp = StagingInterpreter(transform, like)
+    with new_interpreter(interp):
+        invars = [Var(a) for a in avals]
+        outs = fun(*(StagedTensor(interp, v) for v in invars))
+        outvars = [_output_var(interp, o) for o in outs]
+    captured = list(interp.captured.values())
+    graph = Graph(
+        invars + [var for _, var in captured],
+        outvars,
+        interp.eqns,
+        interp.constvars,
+        interp.consts,
+        name=name,
+    )
+    return Staged(graph, [tracer for tracer, _ in captured], tuple(outs))
+
+
+def _output_var(interp: StagingInterpreter, out: Any) -> Var | Literal:
+    if isinstance(out, Tracer) or hasattr(out, "__array_function__"):
+        return interp.read(out)
+    if isinstance(out, (bool, int, float, complex, np.generic)):
+        return Literal(out)
+    return Literal(out, OpaqueAval(type(out)))  # a static output: a string, None, ...
+
+
+# --- running a graph ----------------------------------------------------------------------------
+
+
+def eval_graph(graph: Graph, *args: Any, bind: bool = True) -> list:
+    """Run ``graph`` on ``args`` by binding each equation's primitive, so that the
+    interpreters on the stack (a transform, a staging) see every primitive; with
+    ``bind=False`` by calling each implementation (concrete arguments only)."""
+    env: dict[Var, Any] = dict(zip(graph.invars, args))
+    env.update(zip(graph.constvars, graph.consts))
+
+    def read(v):
+        return v.value if type(v) is Literal else env[v]
+
+    for eqn in graph.eqns:
+        run = eqn.prim.bind if bind else eqn.prim.impl
+        out = run(*map(read, eqn.invars), **eqn.params)
+        if eqn.prim.multiple_results:
+            env.update(zip(eqn.outvars, out))
+        else:
+            env[eqn.outvars[0]] = out
+    return [read(v) for v in graph.outvars]
