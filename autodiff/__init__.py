@@ -28,7 +28,7 @@ from autodiff.interpreters.reverse import (
 )
 from autodiff.transforms.checkpoint import checkpoint
 from autodiff.transforms.custom import custom_jvp, custom_vjp
-from autodiff.transforms.jacobians import hessian, jacfwd, jacrev
+from autodiff.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
 from autodiff.transforms.linearize import linearize
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "grad_and_value",
     "hessian",
     "jacfwd",
+    "jacobian",
     "jacrev",
     "jit",
     "jvp",

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import autodiff.numpy as anp
-from autodiff import hessian, jacfwd, jacrev, jvp, linearize, vmap
+from autodiff import hessian, jacfwd, jacobian, jacrev, jvp, linearize, vmap
 from autodiff.core.primitive import Primitive
 from autodiff.errors import TransformTypeError, TransformValueError
 
@@ -205,3 +205,59 @@ def test_jacobian_argnums_are_checked():
         jacrev(lambda x: x, argnums=2)(np.ones(2))
     with pytest.raises(TransformTypeError, match="argnums"):
         jacfwd(lambda x: x, argnums="0")
+
+
+# --- jacobian: the mode chosen by size --------------------------------------------------
+
+
+def _counting(f, calls):
+    """``f``, recording under which transform each call ran (the outermost tracer's)."""
+
+    def counted(x):
+        calls.append(type(x).__name__)
+        return f(x)
+
+    return counted
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse", "fwd", "rev"])
+def test_jacobian_agrees_with_finite_differences_in_every_mode(name, mode):
+    f, x = FUNCTIONS[name]
+    np.testing.assert_allclose(jacobian(f, mode=mode)(x), fd_jacobian(f, x), rtol=1e-6, atol=1e-8)
+
+
+def test_jacobian_auto_takes_reverse_mode_for_few_outputs_and_runs_once():
+    calls: list = []
+    f = _counting(lambda x: anp.sum(anp.sin(x) ** 2), calls)  # 5 inputs, 1 output
+    x = rng.standard_normal(5)
+    np.testing.assert_allclose(jacobian(f)(x), 2 * np.sin(x) * np.cos(x), rtol=1e-13)
+    assert calls == ["GradTensor"]
+
+
+def test_jacobian_auto_takes_forward_mode_for_many_outputs():
+    calls: list = []
+    f = _counting(lambda t: anp.outer(anp.exp(t), anp.arange(1.0, 7.0)), calls)  # 2 in, 12 out
+    t = rng.standard_normal(2)
+    jac = jacobian(f)(t)
+    expected = np.zeros((2, 6, 2))
+    expected[0, :, 0] = np.exp(t[0]) * np.arange(1.0, 7.0)
+    expected[1, :, 1] = np.exp(t[1]) * np.arange(1.0, 7.0)
+    np.testing.assert_allclose(jac, expected, rtol=1e-13)
+    # once to see the outputs under reverse mode, once under forward mode (batched jvp)
+    assert calls == ["GradTensor", "DualTensor"]
+
+
+def test_jacobian_with_argnums_and_has_aux_is_structured_as_jacrev():
+    f = lambda x, y: (anp.sin(x) * y, x.sum())
+    x, y = rng.standard_normal(3), rng.standard_normal(3)
+    for mode in ("auto", "forward", "reverse"):
+        (jx, jy), aux = jacobian(f, argnums=(0, 1), has_aux=True, mode=mode)(x, y)
+        np.testing.assert_allclose(jx, np.diag(np.cos(x) * y), rtol=1e-13)
+        np.testing.assert_allclose(jy, np.diag(np.sin(x)), rtol=1e-13)
+        assert float(aux) == pytest.approx(x.sum())
+
+
+def test_jacobian_refuses_an_unknown_mode():
+    with pytest.raises(TransformValueError, match="mode must be 'auto', 'forward'"):
+        jacobian(anp.sin, mode="sideways")

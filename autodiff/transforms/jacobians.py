@@ -1,4 +1,4 @@
-"""Jacobians built from the other transforms: jacrev, jacfwd, hessian.
+"""Jacobians built from the other transforms: jacrev, jacfwd, jacobian, hessian.
 
 ``jacrev`` maps ``vjp_fn`` over the standard basis of the outputs and
 ``jacfwd`` maps ``jvp`` over the standard basis of the inputs, each with one
@@ -38,7 +38,7 @@ from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import _vjp
 from autodiff.rules import shape as _shp
 
-__all__ = ["hessian", "jacfwd", "jacrev"]
+__all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
 
 
 def _no_complex(leaves: list, transform: str, what: str) -> None:
@@ -120,36 +120,42 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
         chosen = tuple(args[i] for i in positions)
         selected = at_positions(func, args, positions, kwargs)
         out, vjp_fn, aux = _vjp(selected, chosen, has_aux, "jacrev", positions)
-        out_leaves, out_tree = optree.tree_flatten(out)
-        if not out_leaves:  # no output arrays (e.g. None): nothing to differentiate
-            result = optree.tree_unflatten(out_tree, [])
-            return (result, aux) if has_aux else result
-        _no_complex(out_leaves, "jacrev", "outputs")
-        _no_complex(optree.tree_leaves(chosen), "jacrev", "inputs")
-        sizes = [math.prod(np.shape(leaf)) for leaf in out_leaves]
-        if sizes == [1]:  # one output with one element: one vjp, no vmap level
-            vjp_fn._consume = True
-            cts = vjp_fn(optree.tree_unflatten(out_tree, [np.ones_like(out_leaves[0])]))
-            in_leaves, in_tree = optree.tree_flatten(cts)
-            per_input = [[ct] for ct in in_leaves]  # the one row of each input
-            in_shapes = [np.shape(ct) for ct in in_leaves]
-        else:
-            basis = optree.tree_unflatten(out_tree, _basis(out_leaves))
-            cts = vmap(vjp_fn, chunk_size=chunk_size)(basis)  # one batch for all rows
-            in_leaves, in_tree = optree.tree_flatten(cts)
-            per_input = [_split_rows(leaf, sizes) for leaf in in_leaves]
-            in_shapes = [np.shape(leaf)[1:] for leaf in in_leaves]
-        jac = []
-        for k, out_leaf in enumerate(out_leaves):
-            blocks = [
-                _shp.reshape(rows[k], np.shape(out_leaf) + shape)
-                for rows, shape in zip(per_input, in_shapes)
-            ]
-            jac.append(_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums))
-        result = optree.tree_unflatten(out_tree, jac)
-        return (result, aux) if has_aux else result
+        return _by_reverse_mode(out, vjp_fn, aux, chosen, argnums, has_aux, chunk_size, "jacrev")
 
     return wrapper
+
+
+def _by_reverse_mode(out: Any, vjp_fn: Callable, aux: Any, chosen: tuple, argnums: Any,
+                     has_aux: bool, chunk_size: int | None, who: str) -> Any:  # fmt: skip
+    """The Jacobian from a recorded ``vjp_fn``: ``vmap`` of it over the outputs' basis."""
+    out_leaves, out_tree = optree.tree_flatten(out)
+    if not out_leaves:  # no output arrays (e.g. None): nothing to differentiate
+        result = optree.tree_unflatten(out_tree, [])
+        return (result, aux) if has_aux else result
+    _no_complex(out_leaves, who, "outputs")
+    _no_complex(optree.tree_leaves(chosen), who, "inputs")
+    sizes = [math.prod(np.shape(leaf)) for leaf in out_leaves]
+    if sizes == [1]:  # one output with one element: one vjp, no vmap level
+        vjp_fn._consume = True
+        cts = vjp_fn(optree.tree_unflatten(out_tree, [np.ones_like(out_leaves[0])]))
+        in_leaves, in_tree = optree.tree_flatten(cts)
+        per_input = [[ct] for ct in in_leaves]  # the one row of each input
+        in_shapes = [np.shape(ct) for ct in in_leaves]
+    else:
+        basis = optree.tree_unflatten(out_tree, _basis(out_leaves))
+        cts = vmap(vjp_fn, chunk_size=chunk_size)(basis)  # one batch for all rows
+        in_leaves, in_tree = optree.tree_flatten(cts)
+        per_input = [_split_rows(leaf, sizes) for leaf in in_leaves]
+        in_shapes = [np.shape(leaf)[1:] for leaf in in_leaves]
+    jac = []
+    for k, out_leaf in enumerate(out_leaves):
+        blocks = [
+            _shp.reshape(rows[k], np.shape(out_leaf) + shape)
+            for rows, shape in zip(per_input, in_shapes)
+        ]
+        jac.append(_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums))
+    result = optree.tree_unflatten(out_tree, jac)
+    return (result, aux) if has_aux else result
 
 
 def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
@@ -221,5 +227,63 @@ def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
     def wrapper(*args, **kwargs):
         _inputs(args, argnums, "hessian")  # the checks jacfwd and jacrev make, named for hessian
         return inner(*args, **kwargs)
+
+    return wrapper
+
+
+_MODES = {"auto": "auto", "forward": "forward", "fwd": "forward", "reverse": "reverse",
+          "rev": "reverse"}  # fmt: skip
+
+
+def jacobian(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+             mode: str = "auto", chunk_size: int | None = None) -> Callable:  # fmt: skip
+    """The Jacobian of ``func``, by whichever mode needs fewer passes.
+
+    Reverse mode (:func:`jacrev`) costs one VJP per output element, forward mode
+    (:func:`jacfwd`) one JVP per element of the differentiated inputs.  With
+    ``mode="auto"`` ``func`` runs once under reverse mode, which shows how many
+    output elements there are; if there are no more than input elements that
+    recording gives the Jacobian (nothing runs twice), else ``func`` runs again
+    under forward mode.  ``mode="reverse"`` (or ``"rev"``) and ``mode="forward"``
+    (``"fwd"``) force one.  The result is structured as :func:`jacrev`'s (output-tree of
+    input-tree); ``has_aux=True`` returns ``(jacobian, aux)``; ``chunk_size`` is
+    :func:`jacrev`'s (reverse mode only).  (``jax.jacobian`` is always reverse mode.)
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> from autodiff import jacobian
+    >>> f = lambda x: anp.stack([x[0] * x[1], anp.sin(x[2])])  # 3 inputs, 2 outputs
+    >>> jacobian(f)(np.array([1.0, 2.0, 0.0]))  # reverse mode: 2 VJPs
+    array([[2., 1., 0.],
+           [0., 0., 1.]])
+    >>> g = lambda t: anp.stack([t, anp.sin(t), t**2])  # 1 input, 3 outputs
+    >>> jacobian(g)(1.0)  # forward mode: 1 JVP
+    array([1.        , 0.54030231, 2.        ])
+    """
+    _check_made(func, argnums, has_aux, "jacobian")
+    if mode not in _MODES:
+        raise TransformValueError(
+            f"jacobian: mode must be 'auto', 'forward' ('fwd') or 'reverse' ('rev'), got "
+            f"{mode!r:.40}."
+        )
+    check_chunk_size(chunk_size, "jacobian")
+    mode = _MODES[mode]
+    if mode == "forward":
+        return jacfwd(func, argnums, has_aux)
+    if mode == "reverse":
+        return jacrev(func, argnums, has_aux=has_aux, chunk_size=chunk_size)
+    forward = jacfwd(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        positions = normalize_argnums(argnums, len(args), "jacobian")
+        chosen = tuple(args[i] for i in positions)
+        selected = at_positions(func, args, positions, kwargs)
+        out, vjp_fn, aux = _vjp(selected, chosen, has_aux, "jacobian", positions)
+        n_out = sum(math.prod(np.shape(leaf)) for leaf in optree.tree_leaves(out))
+        n_in = sum(math.prod(np.shape(leaf)) for leaf in optree.tree_leaves(chosen))
+        if n_out <= n_in:
+            return _by_reverse_mode(out, vjp_fn, aux, chosen, argnums, has_aux, chunk_size,
+                                    "jacobian")  # fmt: skip
+        return forward(*args, **kwargs)
 
     return wrapper
