@@ -142,7 +142,7 @@ def _close(got: Any, want: Any, rtol: float) -> None:
 def _library_still_works() -> None:
     """Nothing was left half-updated: no interpreter, no no_grad, the next call works."""
     assert current_interpreters() == ()
-    assert _reverse._no_grad_below.get() == 0
+    assert _reverse.no_grad_below.get() == 0
     np.testing.assert_allclose(grad(f)(X), dg(X), rtol=1e-13)
     np.testing.assert_allclose(vmap(grad(f))(XS), dg(XS), rtol=1e-13)
     np.testing.assert_allclose(jvp(g, (X,), (ONES,))[1], dg(X), rtol=1e-13)

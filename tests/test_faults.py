@@ -284,7 +284,7 @@ def _probe():
 def assert_clean():
     """No interpreter, no no_grad level, and dispatch still served by its tables."""
     assert current_interpreters() == ()
-    assert _reverse._no_grad_below.get() == 0
+    assert _reverse.no_grad_below.get() == 0
     assert not _validate.checking.get()
     slow = []
     resolve = DispatchPoint.resolve
@@ -479,7 +479,7 @@ def test_fault_caught_inside_an_outer_transform_leaves_the_outer_one_running(out
             else:
                 MAIN[inner](f)(y)
         except InjectedFault as e:  # the user's handler
-            caught = (e, before, current_interpreters(), _reverse._no_grad_below.get())
+            caught = (e, before, current_interpreters(), _reverse.no_grad_below.get())
             stacks.append(caught)
         FAULT.reset()
         return y * y * y  # recorded / batched by the outer transform as usual
@@ -572,7 +572,7 @@ def test_rerunning_a_cell_after_an_error_gives_the_right_result(name):
     W_CELL = np.ones((2, 4))  # first run: a shape error in matmul, deep inside the trace
     with pytest.raises(ValueError, match="matmul"):
         run(X)
-    assert current_interpreters() == () and _reverse._no_grad_below.get() == 0
+    assert current_interpreters() == () and _reverse.no_grad_below.get() == 0
     w = np.array([[0.5, -1.0, 0.2], [0.3, 0.1, -0.7], [1.0, 0.4, 0.0]])
     W_CELL = w  # the cell fixed; run again
     try:

@@ -1,7 +1,8 @@
 """Random programs (``tests/programs.py``) with ``jit`` inserted at random depths of
 their transform stacks: the result equals the same stack without ``jit`` (which
 ``tests/test_random_programs.py`` checks against finite differences, loops, JAX and
-torch.func).
+torch.func); where ``jit`` is outermost, its whole contract holds
+(``tests/jit_contract.py``: fresh results, signed zeros, the caller's writes).
 
 The depths are drawn from the case's seed: ``jit`` around the program itself (depth
 0), around any layer, and around the whole stack, each with probability 1/2 (at
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 import autodiff
 from tests import programs
+from tests.jit_contract import check_calls
 
 LONG = int(os.environ.get("AUTODIFF_RANDOM_PROGRAMS", "0"))
 
@@ -44,6 +46,9 @@ def check_with_jit(case):
     want = np.asarray(case.functions(programs.AutodiffTransforms, programs.AUTODIFF,
                                      np.float64)[-1](*args))  # fmt: skip
     fn = jitted_stack(case, depths)
+    if len(case.layers) in depths:  # jit outermost: its whole contract (tests/jit_contract.py)
+        check_calls(fn, want, args, rtol=1e-9)
+        return
     got = np.asarray(fn(*args))
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12,

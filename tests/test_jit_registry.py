@@ -2,9 +2,14 @@
 
 For each sample, with ``autodiff.numpy`` and through the plain NumPy call:
 
-* ``jit(f)(*args)`` equals ``f(*args)``, and every equation of ``make_graph(f)`` has
+* ``jit(f)(*args)`` keeps jit's contract (``tests/jit_contract.py``) on its first,
+  compiled and warm calls: ``f``'s values and dtypes (signed zeros included), results
+  that share memory with no argument and no other result, and that the caller may
+  write into without changing a later call; and every equation of ``make_graph(f)`` has
   the shapes and dtypes its implementation gives (the shape rules, or the
   placeholder evaluation, tell the truth);
+* ``jit(f)`` and ``jit(grad(f))``, closing over the sample's other arrays, keep the
+  values those arrays had when staged, after the arrays are written into;
 
 and with ``autodiff.numpy``, one composition per sample, drawn (seeded by the
 function's name and the sample's position, so the same ones run every time) from
@@ -28,6 +33,7 @@ from autodiff import grad, jit, jvp, make_graph, vmap
 from autodiff.core.graph import Literal
 from autodiff.errors import ConcretizationError, UnsupportedFunctionError
 from tests.backends import CoercionError, StrictArray, strict, unwrap
+from tests.jit_contract import check_calls, check_captured
 from tests.registry import EXPECTED_FAILURES, OPS
 from tests.test_backends import SCIPY_ONLY
 
@@ -115,16 +121,47 @@ def check_avals(graph, args):
 @pytest.mark.interpreted
 @pytest.mark.parametrize(("op", "sample", "lib"), _params("jit", ("anp", "np")))
 def test_jit_equals_the_function(op, sample, lib):
-    """The first call (the staged graph interpreted) and the second (its compiled
-    replay, after the passes) both give the function's results."""
+    """The first call (the staged graph interpreted), the second (its compiled replay,
+    after the passes) and a warm one all give the function's results, as fresh arrays."""
     f = op.bound(sample, lib)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # samples at the edge of a domain
-        want = f(*sample.args)
-        jitted = jit(f)
-        assert_same(jitted(*sample.args), want)
-        assert_same(jitted(*sample.args), want)
+        check_calls(jit(f), f(*sample.args), sample.args)
         check_avals(make_graph(f)(*sample.args), sample.args)
+
+
+def _closing(op, sample, i):
+    """Samples with an array besides the first differentiated argument, for the jitted
+    function to close over."""
+    positions = sample.diff_positions()
+    if not (op.differentiable and positions):
+        return None
+    others = [k for k, a in enumerate(sample.args)
+              if k != positions[0] and isinstance(a, np.ndarray) and a.size]  # fmt: skip
+    return () if others else None
+
+
+@pytest.mark.interpreted
+@pytest.mark.parametrize(("op", "sample", "lib"), _params("jit", ("anp",), extra=_closing))
+def test_closed_over_arrays_are_captured_by_value(op, sample, lib):
+    fn = op.bound(sample, lib)
+    k = sample.diff_positions()[0]
+    closed = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in sample.args]
+
+    def f(x):
+        return fn(*closed[:k], x, *closed[k + 1 :])
+
+    def scalar(x):  # a real scalar of every floating output
+        leaves = [o for o in optree.tree_leaves(f(x)) if np.dtype(o.dtype).kind in "fc"]
+        return sum(anp.sum(anp.real(o) * (1.0 + j)) for j, o in enumerate(leaves))
+
+    def change(c):
+        c[...] = _variant(c)
+
+    written = [c for j, c in enumerate(closed) if j != k and isinstance(c, np.ndarray) and c.size]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check_captured(lambda: (jit(f), jit(grad(scalar))), written, (sample.args[k],), change)
 
 
 def _drawn(op, sample, i):

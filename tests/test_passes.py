@@ -33,6 +33,7 @@ def counts(graph):
 def same_results(before, after, *args):
     for a, b in zip(eval_graph(before, *args), eval_graph(after, *args)):
         np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(np.signbit(a), np.signbit(b))  # exact: signed zeros too
 
 
 # --- dce ------------------------------------------------------------------------------------------
@@ -117,15 +118,15 @@ def test_fold_leaves_large_results_and_warnings_to_run_time():
 @pytest.mark.parametrize(
     ("f", "what"),
     [
-        (lambda x: x + 0.0, "x + 0"),
-        (lambda x: 0.0 + x, "x + 0"),
+        (lambda x: x + -0.0, "x + 0"),  # -0.0 + -0.0 is -0.0: exact
+        (lambda x: -0.0 + x, "x + 0"),
         (lambda x: x - 0.0, "x - 0"),
         (lambda x: x * 1.0, "x * 1"),
         (lambda x: 1 * x, "x * 1"),
         (lambda x: x / 1.0, "x / 1"),
         (lambda x: -anp.negative(x), "-(-x)"),
         (lambda x: x * anp.ones_like(x), "x * 1"),
-        (lambda x: x + anp.broadcast_to(anp.zeros_like(x[0]), x.shape), "x + 0"),
+        (lambda x: x - anp.broadcast_to(anp.zeros_like(x[0]), x.shape), "x - 0"),
         (lambda x: shp.reshape_p.bind(x, shape=x.shape), "reshape to the same shape"),
         (lambda x: shp.broadcast_to_p.bind(x, shape=x.shape), "broadcast_to to the same shape"),
         (lambda x: elt.astype_p.bind(x, dtype=x.dtype), "astype to the same dtype"),
@@ -140,6 +141,14 @@ def test_simplify_removes_identities(f, what):
     assert what in out.log[0][2], out.log
     assert len(out.eqns) <= 1  # at most the one reshape the chain collapsed into
     same_results(g, out, X)
+    signed = X * np.array([[1.0, -1.0, 1.0], [-1.0, 1.0, -1.0]]) * 0.0  # +0.0 and -0.0
+    same_results(g, out, signed)
+
+
+def test_adding_zero_to_integers_is_simplified():
+    g = graph_of(lambda n: n + 0, np.arange(6))
+    out = optimize(g)
+    assert "x + 0" in out.log[0][2] and not out.eqns
 
 
 @pytest.mark.parametrize(
@@ -149,6 +158,12 @@ def test_simplify_removes_identities(f, what):
         lambda x: x.astype(np.float32) * np.float64(1.0),  # promotes: the dtype changes
         lambda x: x * 0.0,  # not x: NaN * 0 is NaN, inf * 0 is NaN
         lambda x: x * 2.0,
+        lambda x: x + 0.0,  # not x: -0.0 + 0.0 is +0.0
+        lambda x: 0.0 + x,
+        lambda x: x + anp.zeros_like(x),
+        lambda x: x - (-0.0),  # x + 0.0
+        lambda x: (x + 0j) * 1.0,  # complex: (1 + inf j) * 1.0 is (nan + inf j)
+        lambda x: (x + 0j) / 1.0,
     ],
 )
 def test_simplify_keeps_what_changes_shape_or_dtype(f):
@@ -201,7 +216,7 @@ def test_inline_replaces_checkpoints_by_their_bodies():
 def test_optimized_graphs_compute_the_same():
     def f(x):
         y = anp.sin(x) * 1.0 + anp.sin(x)
-        return anp.reshape(anp.reshape(y, (3, 2)), (2, 3)) + 0.0, anp.cos(x).T.T
+        return anp.reshape(anp.reshape(y, (3, 2)), (2, 3)) - 0.0, anp.cos(x).T.T
 
     g = graph_of(f, X)
     out = optimize(g)

@@ -20,8 +20,10 @@ batched, so ``grad(jit(f))`` replays compiled code too:
   inlined into the caller's graph, so the passes see (and simplify across) the whole
   program and the replay stays one flat function.
 
-Under any other interpreter (``explain``, a user's transform) the call is a primitive
-like any other, whose JVP and VJP rules are the ones above.
+``explain`` evaluates the graph at its own level, so it lists the primitives a jitted
+function runs, as it does for the function itself.  Under any other interpreter (a
+user's transform) the call is a primitive like any other, whose JVP and VJP rules are
+the ones above.
 
 The graph transforms themselves (``jvp_graph``, ``vjp_graphs`` with ``split``,
 ``batch_graph``) are in ``graph_transforms.py``: the control-flow primitives use
@@ -38,9 +40,11 @@ import numpy as np
 from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
 from autodiff.compiler.replay import array_kind, compiled
 from autodiff.core.arrays import library_of
+from autodiff.core.caches import LRUCache
 from autodiff.core.graph import Eqn, Graph, Literal, Var, aval_of
 from autodiff.core.primitive import Primitive, process
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
+from autodiff.interpreters.explain import ExplainInterpreter
 from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
 from autodiff.interpreters.staging import StagedTensor, StagingInterpreter, eval_graph
@@ -62,15 +66,18 @@ def _call_impl(*args: Any, graph: Graph, name: str) -> tuple:
 call_p = CallPrimitive("jit_call", _call_impl, multiple_results=True)
 
 
+# Graphs derived from one graph (per differentiated inputs, batch axes and sizes...):
+# the most recently used are kept.
+DERIVED_MAXSIZE = 64
+
+
 def _derived(graph: Graph, key: tuple, make: Any) -> Any:
-    """``make()``, cached on ``graph`` under ``key`` (staged once per key)."""
-    found = graph.cache.get(key)
-    if found is None:
+    """``make()``, cached on ``graph`` under ``key`` (staged once per key while kept)."""
+    cache = graph.cache.get("derived")
+    if cache is None:
         with graph.lock:
-            found = graph.cache.get(key)
-            if found is None:
-                found = graph.cache[key] = make()
-    return found
+            cache = graph.cache.setdefault("derived", LRUCache(DERIVED_MAXSIZE))
+    return cache.get_or_make(key, make)
 
 
 def _avals(values: Any) -> tuple:
@@ -192,6 +199,16 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
                                                    interp.randomness, like))  # fmt: skip
     out = prim.bind(*values, graph=bg.graph, name=f"vmap({params['name']})")
     return tuple(o if d is None else BatchedTensor(interp, o, d) for o, d in zip(out, bg.out_dims))
+
+
+# --- explain: the graph's primitives ------------------------------------------------------------
+
+
+@process.register(ExplainInterpreter, CallPrimitive)
+def _explain_call(interp: ExplainInterpreter, prim: CallPrimitive, args: tuple, params: dict):
+    """explain lists the primitives a jitted function runs, as it does eagerly: the
+    graph evaluated at explain's level, one call per equation."""
+    return tuple(eval_graph(params["graph"], *args))
 
 
 # --- staging: inline -----------------------------------------------------------------------------

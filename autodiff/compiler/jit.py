@@ -33,15 +33,16 @@ import optree
 
 from autodiff.compiler.call import call_p
 from autodiff.compiler.passes import optimize
-from autodiff.compiler.replay import array_kind, compiled, final_graph, interpret
+from autodiff.compiler.replay import array_kind, compiled, final_graph, fresh_results, interpret
 from autodiff.core.args import a_type, check_callable
 from autodiff.core.arrays import library_of
 from autodiff.core.graph import Graph, OpaqueAval, ShapedArray, aval_of
-from autodiff.core.primitive import check_live
+from autodiff.core.primitive import check_live, current_interpreters
 from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import checking_nans
+from autodiff.debug.rule_checks import checking as checking_rules
 from autodiff.errors import TransformTypeError, TransformValueError
-from autodiff.interpreters.staging import StagedTensor, innermost_staging, stage
+from autodiff.interpreters.staging import StagedTensor, eval_graph, innermost_staging, stage
 
 __all__ = ["CacheInfo", "JitFunction", "compile_at_once", "jit", "make_graph"]
 
@@ -85,7 +86,10 @@ class _Arguments:
         try:  # a static position is static when passed by name too, and vice versa
             params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
-            params = []
+            params = None
+        if params is not None:
+            _check_static(params, self.argnums, self.argnames)
+        params = params or []
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                            p.POSITIONAL_OR_KEYWORD)]  # fmt: skip
         for i in list(self.argnums):
@@ -133,6 +137,32 @@ class _Arguments:
         return full, full_kwargs
 
 
+def _check_static(params: list, argnums: set, argnames: set) -> None:
+    """Static positions and names the function's signature cannot take raise, as JAX's
+    do: silently ignored, they would leave the argument traced, and the error that
+    follows would ask to mark static an argument the user did mark."""
+    kinds = {p.kind for p in params}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        wrong = sorted(i for i in argnums if not -len(positional) <= i < len(positional))
+        if wrong:
+            raise TransformValueError(
+                f"jit: static_argnums={tuple(sorted(argnums))} names position(s) {wrong}, but "
+                f"the function takes {len(positional)} positional argument(s) "
+                f"({', '.join(p.name for p in positional) or 'none'}); count from 0, or name "
+                f"the argument in static_argnames."
+            )
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        names = {p.name for p in params if p.kind != inspect.Parameter.POSITIONAL_ONLY}
+        wrong = sorted(argnames - names)
+        if wrong:
+            raise TransformValueError(
+                f"jit: static_argnames names {wrong}, which the function has no parameter "
+                f"for (it takes {', '.join(p.name for p in params) or 'none'}); check the "
+                f"spelling."
+            )
+
+
 _SCALARS = (bool, int, float, complex)
 
 
@@ -175,7 +205,8 @@ class CacheInfo(NamedTuple):
 
 
 class _Entry:
-    __slots__ = ("flat_key", "graph", "out_tree", "ran", "replay", "signature", "single")
+    __slots__ = ("effects", "flat_key", "graph", "out_tree", "ran", "replay", "signature",
+                 "single")  # fmt: skip
 
     def __init__(self, graph: Graph, out_tree: Any, signature: str, flat_key: Any) -> None:
         self.graph = graph
@@ -186,6 +217,52 @@ class _Entry:
         self.single = out_tree.is_leaf()  # the function returns one array
         # the key of the fast path, when the arguments are positional NumPy arrays only
         self.flat_key = flat_key
+        # random draws (or control flow, whose functions may draw): under a transform
+        # they must meet its interpreters, as eagerly (vmap's randomness)
+        self.effects = any(eqn.prim.effectful for eqn in graph.eqns)
+
+
+class _Claim:
+    """A signature being staged by one thread: the others wait for it, unless waiting
+    would close a cycle of threads waiting for each other (mutually recursive jitted
+    functions staged from two threads): then they stage it themselves."""
+
+    __slots__ = ("done", "entry", "owner")
+
+    def __init__(self) -> None:
+        self.owner = threading.get_ident()
+        self.done = threading.Event()
+        self.entry: _Entry | None = None
+
+
+# thread -> the thread whose staging it waits for; read and written under _waits_lock only
+_waits: dict[int, int] = {}
+_waits_lock = threading.Lock()
+
+
+def _wait_for(claim: _Claim) -> bool:
+    """Wait until ``claim``'s staging ends, unless its thread waits (transitively) for
+    this one, or is this one; whether it waited."""
+    me = threading.get_ident()
+    with _waits_lock:
+        other: int | None = claim.owner
+        while other is not None:
+            if other == me:
+                return False
+            other = _waits.get(other)
+        _waits[me] = claim.owner
+    try:
+        claim.done.wait()
+    finally:
+        with _waits_lock:
+            del _waits[me]
+    return True
+
+
+def _debugging() -> bool:
+    """Under ``debug_nans()`` or ``debug_rules()``: what they check runs in ``fun`` itself
+    (rules, each primitive's values), which a replay skips."""
+    return checking_nans() or checking_rules.get()
 
 
 def _describe(avals: Sequence[Any], statics: tuple, kind: str) -> str:
@@ -210,7 +287,9 @@ class JitFunction:
         self._name = getattr(fun, "__name__", "function")
         self._entries: OrderedDict[Any, _Entry] = OrderedDict()
         self._flat: dict[Any, _Entry] = {}  # the fast path's view of the same entries
-        self._lock = threading.RLock()
+        self._claims: dict[Any, _Claim] = {}  # signatures being staged now
+        # guards the dictionaries above; never held while user code runs (staging)
+        self._lock = threading.Lock()
         self._maxsize = maxsize
         self._traces = self._hits = self._misses = 0
 
@@ -226,6 +305,8 @@ class JitFunction:
         return (treedef, statics, tuple(keys)), leaves, treedef, traced
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _debugging():  # the checks run in fun's own primitives, on every call
+            return self.fun(*args, **kwargs)
         if not kwargs:  # the fast path: positional NumPy arrays, seen before
             key: Any = []
             for a in args:
@@ -234,21 +315,19 @@ class JitFunction:
                 key += (a.shape, a.dtype)
             else:
                 entry = self._flat.get(tuple(key))
-                if entry is not None:
+                if entry is not None and not (entry.effects and current_interpreters()):
                     self._hits += 1
                     out = entry.replay(*args)  # type: ignore[misc]
                     return (
                         out[0] if entry.single else optree.tree_unflatten(entry.out_tree, list(out))
                     )
-        if checking_nans():  # the replay checks nothing: run the function itself
-            return self.fun(*args, **kwargs)
         key, leaves, treedef, traced = self._signature(args, kwargs)
+        if not traced and innermost_staging() is not None:
+            # Inside a staging, plain arguments: fun runs, so that the staging records
+            # what it does (its draws then draw at every call of the outer function).
+            return self.fun(*args, **kwargs)
         entry = self._entries.get(key)
         if entry is None:
-            if not traced and innermost_staging() is not None:
-                # Inside a staging, plain arguments: what the function does with them is
-                # constant, except random draws, which the staging records.
-                return self.fun(*args, **kwargs)
             entry = self._fill(key, args, kwargs, leaves, treedef)
         else:
             self._hits += 1
@@ -257,6 +336,10 @@ class JitFunction:
         captured = entry.graph.cache.get("captured")
         if traced or captured:
             out = call_p.bind(*leaves, *(captured or ()), graph=entry.graph, name=self._name)
+        elif entry.effects and current_interpreters():
+            # draws under a transform: each meets the interpreters as it would eagerly
+            # (a vmap's randomness), the graph evaluated at their level
+            out = fresh_results(eval_graph(entry.graph, *leaves), entry.graph, leaves)
         else:
             replay = entry.replay
             if replay is None:
@@ -265,7 +348,7 @@ class JitFunction:
                     entry.ran = True
                     out = interpret(entry.graph, *leaves)
                     return optree.tree_unflatten(entry.out_tree, list(out))
-                replay = entry.replay = compiled(entry.graph, *kind)
+                replay = entry.replay = compiled(entry.graph, *kind, fresh=True)
                 if entry.flat_key is not None:
                     with self._lock:
                         self._flat[entry.flat_key] = entry
@@ -293,23 +376,52 @@ class JitFunction:
         return graph, avals
 
     def _fill(self, key: Any, args: tuple, kwargs: dict, leaves: list, treedef: Any) -> _Entry:
+        """The entry for ``key``, staged by this thread or, where another is staging it,
+        by that one; no lock is held while ``fun`` is staged (it may call other jitted
+        functions, which other threads may be staging)."""
+        while True:
+            with self._lock:
+                entry = self._entries.get(key)
+                if entry is not None:
+                    return entry
+                claim = self._claims.get(key)
+                if claim is None:
+                    claim = self._claims[key] = _Claim()
+                    break
+            if not _wait_for(claim):
+                claim = _Claim()  # a cycle of waiting threads: stage it here as well
+                break
+            if claim.entry is not None:
+                return claim.entry
+            # that staging failed: try again (and raise its error here, if it is ours too)
+        try:
+            entry = self._staged_entry(key, args, kwargs, leaves, treedef)
+            # a graph that closed over this call's tracers is this call's alone
+            claim.entry = None if "captured" in entry.graph.cache else entry
+        finally:
+            with self._lock:
+                if self._claims.get(key) is claim:
+                    del self._claims[key]
+            claim.done.set()
+        return entry
+
+    def _staged_entry(self, key: Any, args: tuple, kwargs: dict, leaves: list,
+                      treedef: Any) -> _Entry:  # fmt: skip
+        graph, avals = self._stage(args, kwargs, leaves, treedef, "jit")
+        kind = array_kind(leaves)[0]
+        flat = not kwargs and all(type(a) is np.ndarray for a in args)
+        flat_key = tuple(x for a in args for x in (a.shape, a.dtype)) if flat else None
+        entry = _Entry(graph, graph.out_tree, _describe(avals, key[1], kind), flat_key)
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                return entry
             self._misses += 1
-            graph, avals = self._stage(args, kwargs, leaves, treedef, "jit")
             self._traces += 1
-            kind = array_kind(leaves)[0]
-            flat = not kwargs and all(type(a) is np.ndarray for a in args)
-            flat_key = tuple(x for a in args for x in (a.shape, a.dtype)) if flat else None
-            entry = _Entry(graph, graph.out_tree, _describe(avals, key[1], kind), flat_key)
-            if "captured" not in graph.cache:  # closed over tracers of this call: stage again
-                self._entries[key] = entry
-                while len(self._entries) > self._maxsize:
-                    _, old = self._entries.popitem(last=False)
-                    self._flat.pop(old.flat_key, None)
-            return entry
+            if "captured" in graph.cache:  # closed over tracers of this call: stage again
+                return entry
+            entry = self._entries.setdefault(key, entry)  # a racing thread's, if it won
+            while len(self._entries) > self._maxsize:
+                _, old = self._entries.popitem(last=False)
+                self._flat.pop(old.flat_key, None)
+        return entry
 
     # --- inspection --------------------------------------------------------------------
 
@@ -381,13 +493,29 @@ def jit(
     ``ConcretizationError``; mark such arguments static (``static_argnums``,
     ``static_argnames``: positions and names, hashable values), use ``anp.where``, or
     the control-flow primitives (``cond``, ``while_loop``, ``scan``: staged once).
-    Arrays ``fun`` closes over are constants of the graph, captured when it is staged:
-    changing them later does not change what the jitted function computes.  Random
-    draws (``anp.random``) draw at every call, from the ``Generator`` passed as an
-    argument (or NumPy's global state).  ``maxsize`` bounds the cache (least recently
-    used signatures go first); ``f.cache_info()`` tells what it holds, ``f.graph(*args)``
-    and ``f.source(*args)`` show the optimised graph and the replayed code.  Under
-    ``debug_nans()`` the function runs as it is, so the first NaN is found and named.
+    ``maxsize`` bounds the cache (least recently used signatures go first);
+    ``f.cache_info()`` tells what it holds, ``f.graph(*args)`` and ``f.source(*args)``
+    show the optimised graph and the replayed code.
+
+    The contract: ``jit(fun)(x)`` behaves like ``fun(x)`` in everything a NumPy user
+    can observe, except time, on every call (the first, the compiled ones):
+
+    - arrays ``fun`` closes over (its globals, a bound method's attributes) are
+      captured by value when it is staged: writing into them later changes neither
+      the value nor any derivative of the jitted function (stage again, with a new
+      ``jit``, to see new values);
+    - every result is an array of its own, sharing memory with no argument, constant
+      or other result, so the caller may write into it; arguments are never written;
+    - the graph's rewrites are exact in IEEE arithmetic (``x + 0.0`` stays: it is not
+      ``x`` for ``x = -0.0``);
+    - ``no_grad()`` inside ``fun`` (or its ``cond`` branches, ``scan`` bodies) means
+      what it means eagerly for every transform of the jitted function;
+      ``debug_nans()`` and ``debug_rules()`` check every call (the function runs as it
+      is, so the first NaN is found and named); ``explain`` lists its primitives;
+    - random draws (``anp.random``, a ``Generator`` argument's methods) draw at every
+      call, and under ``vmap`` follow its ``randomness`` as eagerly;
+    - no lock is held while ``fun`` is staged (jitted functions may call each other
+      from several threads); the caches are bounded and release what they evict.
 
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> @autodiff.jit

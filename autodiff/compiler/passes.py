@@ -7,12 +7,15 @@
   not where the result is much larger than its inputs: a constant that size would
   cost memory for the whole life of the graph);
 - ``simplify``: the identities the rules make common, each only where the result
-  keeps its shape and dtype: ``x + 0``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1``,
-  ``-(-x)``, a reshape to the same shape, reshapes of reshapes (``expand_dims`` and
-  ``squeeze`` are reshapes), transposes of transposes, ``broadcast_to`` the same
-  shape, ``astype`` the same dtype.  Zeros and ones are known from literals, small
-  constants, ``zeros_like``/``ones_like`` and reshapes and broadcasts of them; a
-  0-d ``zeros_like``/``ones_like`` (``grad``'s seed) becomes a literal;
+  keeps its shape and dtype and only where it is exact in IEEE arithmetic: ``x - 0``,
+  ``x + (-0.0)`` and, for integers, ``x + 0`` (for floats ``-0.0 + 0.0`` is ``+0.0``);
+  ``x * 1``, ``1 * x``, ``x / 1`` for real ``x`` (a complex product with an infinite
+  part makes a NaN); ``-(-x)``, a reshape to the same shape, reshapes of reshapes
+  (``expand_dims`` and ``squeeze`` are reshapes), transposes of transposes,
+  ``broadcast_to`` the same shape, ``astype`` the same dtype.  Zeros (with their sign)
+  and ones are known from literals, small constants, ``zeros_like``/``ones_like`` and
+  reshapes and broadcasts of them; a 0-d ``zeros_like``/``ones_like`` (``grad``'s seed)
+  becomes a literal;
 - ``inline``: equations of primitives whose implementation is written with autodiff
   functions (``checkpoint``, ``custom_vjp``, ``custom_jvp``) replaced by their staged
   implementation, for replay (their rules matter only while a graph is transformed);
@@ -20,11 +23,13 @@
   merges anything.
 
 Each pass appends ``(name, equations removed, {what: count})`` to the graph's ``log``.
-Adding zeros is simplified even where ``x`` is ``-0.0`` (``-0.0 + 0.0`` is ``+0.0``).
+A rewrite may make a result the same array as an input or another result; the
+replay of a jitted function copies where that happens (``replay.fresh_results``).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.graph import Eqn, Graph, Literal, Var
+from autodiff.interpreters.reverse import no_grad_p
 from autodiff.interpreters.staging import freeze, traced_impl
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
@@ -206,18 +212,28 @@ class _Facts:
 
     def constant_array(self, var: Var, const: Any) -> None:
         if isinstance(const, np.ndarray) and 0 < const.size <= SMALL_CONSTANT:
-            for k in (0, 1):
-                if const.dtype.kind in "iufc" and bool(np.all(const == k)):
-                    self.value[var] = k
+            if const.dtype.kind in "iufc" and bool(np.all(const == 1)):
+                self.value[var] = 1
+            elif const.dtype.kind in "iu" and not np.any(const):
+                self.value[var] = 0
+            elif const.dtype.kind in "fc" and not np.any(const):  # zeros of one sign only
+                signs = np.signbit(np.stack([const.real, const.imag]) if const.dtype.kind
+                                   == "c" else const)  # fmt: skip
+                if not signs.any() or signs.all():
+                    self.value[var] = -0.0 if signs.all() else 0.0
 
     def constant(self, v: Any) -> float | None:
-        """0 or 1 if every element of ``v`` is known to equal it, else None."""
+        """0 or 1 if every element of ``v`` is known to equal it, else None (a zero keeps
+        its sign: ``-0.0`` where every element is a negative zero)."""
         if type(v) is not Literal:
             return self.value.get(v)
         value = v.value
         numeric = isinstance(value, (int, float, complex, np.number))
         if not numeric or isinstance(value, (bool, np.bool_)):
             return None
+        if value == 0 and isinstance(value, (complex, np.complexfloating)):
+            parts = (math.copysign(1.0, value.real), math.copysign(1.0, value.imag))
+            return None if parts[0] != parts[1] else math.copysign(0.0, parts[0])
         return value if value in (0, 1) else None
 
     def learn(self, eqn: Eqn) -> None:
@@ -231,22 +247,36 @@ class _Facts:
             self.value[out] = self.value[eqn.invars[0]]
 
 
+def _negative_zero(value: float | None) -> bool:
+    return value == 0 and math.copysign(1.0, value) < 0
+
+
 def _identity(eqn: Eqn, facts: _Facts, numpy_constants: bool = True) -> tuple[Any, str] | None:
-    """The value an equation equals (an input of the same shape and dtype), if any."""
+    """The value an equation equals (an input of the same shape and dtype), if any.
+    Only identities exact in IEEE arithmetic: ``x + 0.0`` is not ``x`` for ``x = -0.0``
+    (it is ``+0.0``), ``x - 0.0`` and ``x + (-0.0)`` are; a complex ``x * 1`` is not ``x``
+    where a part is infinite (``inf * 0`` in the complex product is NaN)."""
     prim, ins, out = eqn.prim, eqn.invars, eqn.outvars[0]
+    kind = out.aval.dtype.kind
     if prim is _elt.add_p:
         for x, other in ((ins[0], ins[1]), (ins[1], ins[0])):
-            if facts.constant(other) == 0 and _same_type(x, out):
+            zero = facts.constant(other)
+            if (
+                zero == 0
+                and _same_type(x, out)
+                and (kind not in "fc" or (kind == "f" and _negative_zero(zero)))
+            ):
                 return x, "x + 0"
     elif prim is _elt.subtract_p:
-        if facts.constant(ins[1]) == 0 and _same_type(ins[0], out):
+        zero = facts.constant(ins[1])
+        if zero == 0 and _same_type(ins[0], out) and not _negative_zero(zero):
             return ins[0], "x - 0"
     elif prim is _elt.multiply_p:
         for x, other in ((ins[0], ins[1]), (ins[1], ins[0])):
-            if facts.constant(other) == 1 and _same_type(x, out):
+            if facts.constant(other) == 1 and _same_type(x, out) and kind != "c":
                 return x, "x * 1"
     elif prim is _elt.divide_p:
-        if facts.constant(ins[1]) == 1 and _same_type(ins[0], out):
+        if facts.constant(ins[1]) == 1 and _same_type(ins[0], out) and kind != "c":
             return ins[0], "x / 1"
     elif prim is _elt.negative_p:
         inner = facts.made_by.get(ins[0])
@@ -376,8 +406,9 @@ def _walk(graph: Graph, numpy_constants: bool, simplifying: bool, folding: bool)
 
 
 def inline(graph: Graph) -> Graph:
-    """Replace equations of traceable primitives by their staged implementations."""
-    if not any(eqn.prim.traceable for eqn in graph.eqns):
+    """Replace equations of traceable primitives by their staged implementations, and
+    drop ``no_grad`` marks (they too matter only while a graph is transformed)."""
+    if not any(eqn.prim.traceable or eqn.prim is no_grad_p for eqn in graph.eqns):
         return _logged(graph, "inline", graph.eqns, {})
     sub = _Substitution()
     eqns: list[Eqn] = []
@@ -385,6 +416,10 @@ def inline(graph: Graph) -> Graph:
     inlined: dict[str, int] = {}
     for eqn in graph.eqns:
         eqn = sub.eqn(eqn)
+        if eqn.prim is no_grad_p:
+            sub.to[eqn.outvars[0]] = eqn.invars[0]
+            inlined["no_grad"] = inlined.get("no_grad", 0) + 1
+            continue
         if not eqn.prim.traceable:
             eqns.append(eqn)
             continue
@@ -425,7 +460,7 @@ def optimize(
     start = len(graph.log)
     if inline_rules:
         for _ in range(8):  # nested checkpoints inline one level per round
-            if not any(eqn.prim.traceable for eqn in graph.eqns):
+            if not any(eqn.prim.traceable or eqn.prim is no_grad_p for eqn in graph.eqns):
                 break
             graph = inline(graph)
     for _ in range(rounds):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 import linecache
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -43,11 +44,23 @@ from autodiff.compiler.passes import optimize
 from autodiff.core.graph import Graph, Literal, Var
 from autodiff.interpreters.staging import eval_graph
 
-__all__ = ["FREE_AT", "array_kind", "compile_graph", "compiled", "final_graph", "interpret", "plan"]
+__all__ = [
+    "FREE_AT",
+    "array_kind",
+    "compile_graph",
+    "compiled",
+    "final_graph",
+    "fresh_results",
+    "interpret",
+    "plan",
+]
 
 FREE_AT = 1 << 16  # bytes: dead values at least this large are deleted where they die
 
+# The replays' file names (for tracebacks and linecache), reused once their replay is
+# gone: CPython keeps every file name it compiled code for, so fresh names would grow.
 _files = itertools.count()
+_free_files: list[int] = []
 
 
 def _writes_out(prim: Any) -> bool:
@@ -212,20 +225,98 @@ def _converted(value: np.ndarray, like: Any) -> Any:
         return value
 
 
-def compile_graph(graph: Graph, kind: str = "numpy", like: Any = None) -> Callable:
+def compile_graph(graph: Graph, kind: str = "numpy", like: Any = None,
+                  fresh: bool = False) -> Callable:  # fmt: skip
     """``graph`` as a compiled Python function of its inputs returning a tuple of
-    its outputs; its source is the function's ``source`` attribute."""
-    source, namespace = generate(graph, kind, like)
-    filename = f"<autodiff replay {graph.name} #{next(_files)}>"
+    its outputs; its source is the function's ``source`` attribute.  ``fresh``: every
+    result is an array of its own (``fresh_results``), as a jitted function's are."""
+    source, namespace = generate(graph, kind, like, fresh)
+    number = _free_files.pop() if _free_files else next(_files)
+    filename = f"<autodiff replay #{number}>"
     code = compile(source, filename, "exec")
+    # tracebacks show the generated line; the entry goes when the function does
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(code, namespace)
     replay = namespace["replay"]
     replay.source = source
+    weakref.finalize(replay, _release_file, filename, number)
     return replay
 
 
-def generate(graph: Graph, kind: str = "numpy", like: Any = None) -> tuple[str, dict]:
+def _release_file(filename: str, number: int) -> None:
+    linecache.cache.pop(filename, None)
+    _free_files.append(number)
+
+
+# --- results that share no memory ---------------------------------------------------------------
+
+
+def _copy(x: Any) -> Any:
+    return x.copy() if hasattr(x, "copy") else x  # Python scalars are immutable
+
+
+def _owned(x: Any, others: tuple) -> Any:
+    """``x``, or a copy of it where it may share memory with one of ``others`` (inputs,
+    constants, other results): where it is a view, or one of them itself.  An array
+    that owns its memory and is none of them shares it with nothing."""
+    if getattr(x, "base", None) is not None or any(x is o for o in others):
+        return _copy(x)
+    return x
+
+
+def fresh_results(outs: Any, graph: Graph, args: Any) -> tuple:
+    """``outs`` (results of running ``graph`` on ``args``), each an array that shares
+    memory with no argument, constant of the graph or other result: the contract of a
+    jitted function's results.  Without the code ``generate`` writes for this, it checks
+    every result at run time."""
+    others = [*args, *graph.consts]
+    fresh = []
+    for o in outs:
+        o = _owned(o, tuple(others))
+        others.append(o)
+        fresh.append(o)
+    return tuple(fresh)
+
+
+def _sharing(graph: Graph) -> dict:
+    """Per variable, the values whose memory it may share: the inputs and constants it
+    may be or view, and itself.  A ufunc's result is a new array (when the replay writes
+    it into a dead buffer, that buffer no live value views: ``plan``)."""
+    roots: dict[Var, frozenset] = {v: frozenset([v]) for v in (*graph.invars, *graph.constvars)}
+    for eqn in graph.eqns:
+        if _fresh(eqn.prim):
+            shared: frozenset = frozenset()
+        else:
+            shared = frozenset().union(*(roots[x] for x in eqn.invars if type(x) is Var))
+        for v in eqn.outvars:
+            roots[v] = shared | {v}
+    return roots
+
+
+def _guarded_results(graph: Graph, atom: Callable) -> list[str]:
+    """The expressions a fresh replay returns: each result as it is where it can share
+    memory with nothing else, else through ``_owned``, checked against the inputs,
+    constants and earlier results it may be (a copy where it is one, or a view)."""
+    roots = _sharing(graph)
+    fixed = frozenset((*graph.invars, *graph.constvars))
+    outvars = graph.outvars
+    texts: list[str] = []
+    for i, v in enumerate(outvars):
+        text = atom(v)
+        if type(v) is Var:
+            others = [o for j, o in enumerate(outvars) if j != i and type(o) is Var]
+            shared = roots[v] & (fixed | frozenset().union(*(roots[o] for o in others)))
+            if shared:
+                earlier = [o for o in outvars[:i] if type(o) is Var and roots[o] & roots[v]]
+                inputs = [x for x in (*graph.invars, *graph.constvars) if x in shared]
+                candidates = [atom(x) for x in (*inputs, *earlier)]
+                text = f"_owned({text}, ({''.join(c + ', ' for c in candidates)}))"
+        texts.append(text)
+    return texts
+
+
+def generate(graph: Graph, kind: str = "numpy", like: Any = None,
+             fresh: bool = False) -> tuple[str, dict]:  # fmt: skip
     """The source of ``graph``'s replay function and the globals it needs."""
     p = plan(graph, reuse=kind != "lazy")
     w = _Writer()
@@ -265,13 +356,20 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None) -> tuple[str, 
         lines.append(f"    {outs} = {fn}({', '.join(args)})")
         if p.free_after[i]:
             lines.append(f"    del {', '.join(p.free_after[i])}")
-    results = []
-    for v in graph.outvars:
-        text = atom(v)
-        if type(v) is Var and v in consts and hasattr(graph.consts[graph.constvars.index(v)],
-                                                        "copy"):  # fmt: skip
-            text += ".copy()"  # a constant returned: the caller may write into it
-        results.append(text)
+    if fresh and kind != "lazy":  # (Dask arrays are never written into)
+        w.globals["_owned"] = _owned
+        results = _guarded_results(graph, atom)
+    else:
+        results = []
+        for v in graph.outvars:
+            text = atom(v)
+            if (
+                type(v) is Var
+                and v in consts
+                and hasattr(graph.consts[graph.constvars.index(v)], "copy")
+            ):
+                text += ".copy()"  # a constant returned: the caller may write into it
+            results.append(text)
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     return "\n".join(lines) + "\n", w.globals
 
@@ -281,13 +379,10 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None) -> tuple[str, 
 
 def interpret(graph: Graph, *args: Any) -> tuple:
     """Run ``graph`` as staged, calling each equation's implementation in turn: what
-    a jitted function's first call does (``compiler/jit.py``).  Generating and compiling the
-    replay costs more than one run of the graph, and pays off from the second call
-    on; a function called once never pays it."""
-    outs = eval_graph(graph, *args, bind=False)
-    constants = {id(c) for c in graph.consts}
-    # a constant returned is copied: the caller may write into it
-    return tuple(o.copy() if id(o) in constants and hasattr(o, "copy") else o for o in outs)
+    a jitted function's first call does (``compiler/jit.py``), with fresh results.
+    Generating and compiling the replay costs more than one run of the graph, and pays
+    off from the second call on; a function called once never pays it."""
+    return fresh_results(eval_graph(graph, *args, bind=False), graph, args)
 
 
 # --- the compiled replay of a graph, cached on it ------------------------------------------------
@@ -308,17 +403,16 @@ def array_kind(values: Any) -> tuple[str, Any]:
     return "numpy", None
 
 
-def compiled(graph: Graph, kind: str = "numpy", like: Any = None) -> Any:
+def compiled(graph: Graph, kind: str = "numpy", like: Any = None, fresh: bool = False) -> Any:
     """The compiled replay of ``graph`` for arrays of ``kind`` (passes, custom rules
-    inlined, buffer reuse), compiled once per kind and cached on the graph."""
-    key = ("compiled", kind, None if like is None else type(like))
+    inlined, buffer reuse), compiled once per kind and cached on the graph; ``fresh``:
+    with results that share no memory (a jitted function's)."""
+    key = ("compiled", kind, None if like is None else type(like), fresh)
     found = graph.cache.get(key)
-    if found is None:
+    if found is None:  # compiled without a lock: two threads may both compile, one wins
+        found = compile_graph(final_graph(graph, kind), kind, like, fresh)
         with graph.lock:
-            found = graph.cache.get(key)
-            if found is None:
-                final = final_graph(graph, kind)
-                found = graph.cache[key] = compile_graph(final, kind, like)
+            found = graph.cache.setdefault(key, found)
     return found
 
 

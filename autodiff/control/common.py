@@ -34,7 +34,7 @@ import optree
 
 from autodiff.compiler.replay import array_kind, compiled
 from autodiff.core.args import a_type, is_array
-from autodiff.core.arrays import dtype_of, shape_of
+from autodiff.core.arrays import dtype_of, is_float, shape_of
 from autodiff.core.graph import Graph
 from autodiff.core.primitive import Primitive, current_interpreters, lift, process
 from autodiff.core.tracer import Tracer
@@ -49,6 +49,7 @@ from autodiff.interpreters.staging import (
     eval_graph,
     innermost_staging,
 )
+from autodiff.rules.elementwise import stop_gradient, where
 
 __all__ = [
     "CARRY_HINT",
@@ -59,6 +60,7 @@ __all__ = [
     "check_like",
     "check_predicate",
     "closed",
+    "derivative_where",
     "is_static_int",
     "leaves_of",
     "names_of",
@@ -313,6 +315,17 @@ def is_static_int(x: Any) -> bool:
 
 
 CARRY_HINT = "a loop's carry keeps its structure, shapes and dtypes (cast with .astype)."
+
+
+def derivative_where(mask: Any, values: Sequence) -> tuple:
+    """``values``, each one's derivative cut where ``mask`` is False: what a branch or a
+    loop body runs on where it runs for examples that do not need it (a batched
+    predicate).  Its rules may make a NaN or an inf for those examples (the ``sqrt`` of
+    the negative numbers a branch guards against, a Newton step at a root already
+    found); ``where`` then selects, and its VJP sends them a zero cotangent, but
+    ``0 * nan`` is NaN.  Cut here, that cotangent goes nowhere: no branch or iteration
+    an example does not take puts a NaN or an inf into its gradient."""
+    return tuple(where(mask, x, stop_gradient(x)) if is_float(x) else x for x in values)
 
 
 # --- reading a predicate ------------------------------------------------------------------------

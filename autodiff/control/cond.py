@@ -39,6 +39,7 @@ from autodiff.control.common import (
     bottom,
     check_like,
     check_predicate,
+    derivative_where,
     leaves_of,
     names_of,
     output_types,
@@ -97,7 +98,11 @@ def _taken(index: Any, n: int) -> list[int]:
 
 def _cond_impl(index: Any, *operands: Any, branches: tuple, names: tuple, who: str) -> tuple:
     taken = _taken(index, len(branches))
-    outs = {b: branches[b](*operands) for b in taken}
+    if len(taken) == 1:
+        outs = {taken[0]: branches[taken[0]](*operands)}
+    else:  # each branch on operands that carry no derivative where it is not taken
+        outs = {b: branches[b](*derivative_where(_takes(index, b, len(branches)), operands))
+                for b in taken}  # fmt: skip
     first = taken[0]
     ref_tree = branches[first].out_tree
     ref_names = names_of(ref_tree, "output")
@@ -118,6 +123,13 @@ def _cond_impl(index: Any, *operands: Any, branches: tuple, names: tuple, who: s
     for b in reversed(taken[:-1]):
         chosen = [where(equal(index, b), o, c) for o, c in zip(outs[b], chosen)]
     return tuple(chosen)
+
+
+def _takes(index: Any, b: int, n: int) -> Any:
+    """Per example, whether it takes branch ``b``."""
+    if dtype_of(index).kind == "b":
+        return index if b == 1 else _elt.logical_not(index)
+    return equal(clip(index, 0, n - 1), b)
 
 
 cond_p = CondPrimitive("cond", _cond_impl, multiple_results=True)

@@ -78,7 +78,7 @@ from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import (
     GradInterpreter,
     GradTensor,
-    _no_grad_below,
+    no_grad_below,
     recording,
     unpack,
 )
@@ -264,6 +264,8 @@ def run_scan(f: Callable, init: Any, xs: Any, length: Any, reverse: bool, checkp
 
 
 def _length(x_leaves: list, names: list, length: Any) -> int:
+    if isinstance(length, Tracer):  # staged or batched: the error says what to do
+        length = np.asarray(length._concrete_value("scan's length")).item()
     if length is not None and (not is_static_int(length) or length < 0):
         error = TransformValueError if is_static_int(length) else TransformTypeError
         raise error(f"scan: length must be None or a non-negative int, got {length!r:.40}.")
@@ -611,7 +613,7 @@ def _checkpointed_scan_grad(interp, prim, args, params):
     if not parents:
         return outs
     residuals = dict(params, saved=saved, closures=found, interp=interp,
-                     no_grad=_no_grad_below.get())  # fmt: skip
+                     no_grad=no_grad_below.get())  # fmt: skip
     node = Node(prim, residuals, [*values, *(stand_in for _, _, stand_in in found)], outs, parents)
     return tuple(GradTensor(interp, o, node, i) for i, o in enumerate(outs))
 
@@ -633,7 +635,7 @@ def _live(interp: GradInterpreter, no_grad: int) -> Iterator[None]:
         count = _lives.setdefault(interp, [0, interp.active])
         count[0] += 1
         interp.active = True
-    no_grad_token = _no_grad_below.set(no_grad)
+    no_grad_token = no_grad_below.set(no_grad)
     stack = current_interpreters()
     token = None if interp in stack else _core._stack.set((*stack, interp))
     try:
@@ -641,7 +643,7 @@ def _live(interp: GradInterpreter, no_grad: int) -> Iterator[None]:
     finally:
         if token is not None:
             _core._stack.reset(token)
-        _no_grad_below.reset(no_grad_token)
+        no_grad_below.reset(no_grad_token)
         with _lives_lock:
             count[0] -= 1
             if not count[0]:

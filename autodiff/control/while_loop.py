@@ -35,6 +35,7 @@ from autodiff.control.common import (
     bottom,
     check_like,
     check_predicate,
+    derivative_where,
     leaves_of,
     run_here,
     staged_if_jitting,
@@ -108,7 +109,8 @@ def _while_impl(*carry: Any, cond_fun: FlatFn, body_fun: FlatFn, tree: Any,
         running = _decided(pred)
         if running is False:
             return tuple(carry)
-        new = body_fun(*carry)
+        # some examples done: the body runs on theirs too, its derivative cut there
+        new = body_fun(*(carry if running else derivative_where(pred, carry)))
         if names is not None:
             check_like(new, body_fun.out_tree, carry, tree, names,
                        f"{who}: the value body_fun returned", "the value it was given",
@@ -245,13 +247,16 @@ def while_loop_batch(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: t
 
     def body(*vals: Any) -> tuple:
         pred, dim = running(vals)
-        outs = eval_graph(bbody.graph, *vals, *body_consts)
+        if dim is not None:  # some examples are done: they keep their carry
+            pred = batch_axis_at(pred, dim, size)
+            masks = [_shp.reshape(pred, (size,) + (1,) * (len(shape_of(v)) - 1)) for v in vals]
+            # the body runs on theirs too: its derivative cut there (derivative_where)
+            ins = [derivative_where(m, (v,))[0] for m, v in zip(masks, vals, strict=True)]
+        outs = eval_graph(bbody.graph, *(vals if dim is None else ins), *body_consts)
         new = [batch_axis_at(o, d, size) for o, d in zip(outs, bbody.out_dims, strict=True)]
         if dim is None:  # every example goes on
             return tuple(new)
-        pred = batch_axis_at(pred, dim, size)
-        return tuple(_elt.where(_shp.reshape(pred, (size,) + (1,) * (len(shape_of(n)) - 1)), n, v)
-                     for n, v in zip(new, vals, strict=True))  # fmt: skip
+        return tuple(_elt.where(m, n, v) for m, n, v in zip(masks, new, vals, strict=True))
 
     outs = _lowered(who, cond, body, carry)
     return tuple(BatchedTensor(interp, o, 0) for o in outs)

@@ -105,6 +105,13 @@ _API_VERSIONS = (None, "2021.12", "2022.12", "2023.12", "2024.12")
 array_namespace: Any = None
 
 
+# What to use where NumPy would convert a traced value.
+_ANP_ADVICE = (
+    "use autodiff.numpy (anp) functions, which accept traced values: anp.array/anp.asarray "
+    "(also of lists holding traced values), anp.stack, anp.concatenate, anp.where, and "
+    "x.at[i].set(v) instead of writing into a NumPy array"
+)
+
 # NumPy's vectorize converts its arguments to arrays in these methods.
 _VECTORIZE_CALLS = {"_get_ufunc_and_otypes", "_vectorize_call", "_vectorize_call_with_signature"}
 
@@ -405,19 +412,32 @@ class Tracer:
         return numpy_overrides[func](*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
+        if _numpy_is_storing(1):  # plain_array[i:j] = x: NumPy converts x with asarray
+            raise self._store_error()
         hint = _conversion_hint(sys._getframe(1))
         try:
-            self._concrete_value("np.asarray()")  # batched or leaked values raise here
+            self._concrete_value("np.asarray()")  # batched, staged or leaked values raise here
         except ConcretizationError as e:
-            raise ConcretizationError(str(e) + hint) from None
+            raise ConcretizationError(f"{e} Where NumPy converts it, {_ANP_ADVICE}{hint}") from None
         raise ConcretizationError(
             f"np.asarray()/np.array() on a {type(self).__name__} of "
-            f"{self._interp.describe()} would silently drop its derivative. Use "
-            f"autodiff.numpy (anp) functions, which accept traced values: "
-            f"anp.array/anp.asarray (also of lists holding traced values), anp.stack, "
-            f"anp.concatenate, anp.where, and x.at[i].set(v) instead of writing into a "
-            f"NumPy array; or, to use the value as a constant on purpose, convert "
-            f"autodiff.stop_gradient(x)." + hint
+            f"{self._interp.describe()} would silently drop its derivative. "
+            f"{_ANP_ADVICE[0].upper()}{_ANP_ADVICE[1:]}; or, to use the value as a constant "
+            f"on purpose, convert autodiff.stop_gradient(x)." + hint
+        )
+
+    def _store_error(self) -> ConcretizationError:
+        """The error for ``plain_array[i] = x``, where NumPy converts ``x`` itself."""
+        why = "would silently drop its derivative"
+        try:
+            self._concrete_value("a store")
+        except ConcretizationError:  # staged, batched: there is no one value to store
+            why = "needs one concrete value, which it does not have here"
+        return ConcretizationError(
+            f"writing a {type(self).__name__} of {self._interp.describe()} into a plain "
+            f"NumPy array (out[i] = x) {why}. Build the result functionally instead: "
+            f"anp.array([...]) or anp.stack([...]) of the pieces, anp.where(mask, x, out), "
+            f"or out = anp.asarray(out).at[i].set(x)."
         )
 
     # --- the array API standard ------------------------------------------------
@@ -452,13 +472,7 @@ class Tracer:
     # --- concrete Python values (control flow) ---------------------------------
     def _scalar(self, what: str) -> Any:
         if _numpy_is_storing(2):
-            raise ConcretizationError(
-                f"writing a {type(self).__name__} of {self._interp.describe()} into a "
-                f"plain NumPy array (out[i] = x) would silently drop its derivative. "
-                f"Build the result functionally instead: anp.array([...]) or "
-                f"anp.stack([...]) of the pieces, anp.where(mask, x, out), or "
-                f"out = anp.asarray(out).at[i].set(x)."
-            )
+            raise self._store_error()
         return self._concrete_value(what)
 
     def __bool__(self) -> bool:

@@ -61,8 +61,9 @@ __all__ = [
     "vjp",
 ]
 
-# Grad levels at or below this one record nothing (see no_grad).
-_no_grad_below: contextvars.ContextVar[int] = contextvars.ContextVar(
+# Grad levels at or below this one record nothing (see no_grad); a staging at or below
+# it marks what it records (no_grad_p), for the transforms of its graph.
+no_grad_below: contextvars.ContextVar[int] = contextvars.ContextVar(
     "autodiff_no_grad_below", default=0
 )
 
@@ -105,7 +106,7 @@ def _lift_grad(interp: GradInterpreter, x: Any):
 
 def recording(interp: GradInterpreter) -> bool:
     """Whether ``interp`` records: not inside a ``no_grad()`` entered at or above its level."""
-    return interp.level > _no_grad_below.get()
+    return interp.level > no_grad_below.get()
 
 
 def unpack(interp: GradInterpreter, args: tuple) -> tuple[list, list, bool]:
@@ -133,7 +134,7 @@ def _record(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict)
     # The hot path of reverse mode: one Node and one GradTensor per primitive.
     values, parents, traced = unpack(interp, args)
     # (not recording(interp), inlined: this is the hot path)
-    if not prim.differentiable or not parents or interp.level <= _no_grad_below.get():
+    if not prim.differentiable or not parents or interp.level <= no_grad_below.get():
         return prim.bind(*values, **params)
     if prim.vjp is None and prim.jvp is None:  # one is enough: the other is its transpose
         raise prim.missing("VJP", interp)
@@ -406,12 +407,36 @@ def no_grad() -> Iterator[None]:
     1.0
     """
     stack = current_interpreters()
-    level = max(stack[-1].level if stack else 0, _no_grad_below.get())
-    token = _no_grad_below.set(level)
+    level = max(stack[-1].level if stack else 0, no_grad_below.get())
+    token = no_grad_below.set(level)
     try:
         yield
     finally:
-        _no_grad_below.reset(token)
+        no_grad_below.reset(token)
+
+
+class NoGradPrimitive(Primitive):
+    """``no_grad_p``: a value computed inside ``no_grad()`` while ``jit`` staged it."""
+
+    __slots__ = ()
+
+
+# What no_grad() means, kept in a staged graph: reverse mode treats the value as a
+# constant (as the grad levels it covered did not record it), forward mode and vmap
+# pass it through (no_grad concerns reverse mode only, as torch's).  Replays drop it.
+no_grad_p = NoGradPrimitive(
+    "no_grad",
+    lambda x: x,
+    jvp=[lambda t, ans, x: t],
+    batch=lambda args, dims: (no_grad_p.bind(*args), dims[0]),
+    shape=lambda aval: aval,
+)
+
+
+@process.register(GradInterpreter, NoGradPrimitive)
+def _no_grad_value(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    (x,) = args
+    return prim.bind(x.value if isinstance(x, GradTensor) and x._interp is interp else x)
 
 
 def stop_gradient(x: Any) -> Any:

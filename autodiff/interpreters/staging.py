@@ -38,6 +38,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from autodiff.core import tracer
+from autodiff.core.caches import LRUCache
 from autodiff.core.graph import Eqn, Graph, Literal, OpaqueAval, ShapedArray, Var, aval_of
 from autodiff.core.primitive import (
     Interpreter,
@@ -49,9 +51,11 @@ from autodiff.core.primitive import (
 )
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError, MissingRuleError, TransformTypeError
+from autodiff.interpreters.reverse import no_grad_below, no_grad_p
 
 __all__ = [
     "CONTROL_FLOW_HINT",
+    "captured_value",
     "Staged",
     "StagedTensor",
     "StagingInterpreter",
@@ -78,7 +82,8 @@ class StagingInterpreter(Interpreter):
     """Records equations (see the module docstring).  ``transform`` names what
     staged (``jit``, ``make_graph``) in error messages."""
 
-    __slots__ = ("captured", "const_ids", "consts", "constvars", "eqns", "like", "transform")
+    __slots__ = ("captured", "const_ids", "consts", "constvars", "eqns", "like", "originals",
+                 "transform")  # fmt: skip
     lifts = False  # process classifies foreign arguments itself: constant or captured
 
     def __init__(self, transform: str = "jit", like: Any = None) -> None:
@@ -92,6 +97,7 @@ class StagingInterpreter(Interpreter):
         self.constvars: list[Var] = []
         self.consts: list[Any] = []
         self.const_ids: dict[int, Var] = {}
+        self.originals: list[Any] = []  # the constants as the function held them (their ids)
         # id(tracer) -> (tracer, var): tracers of transforms outside this staging
         self.captured: dict[int, tuple[Tracer, Var]] = {}
 
@@ -111,7 +117,8 @@ class StagingInterpreter(Interpreter):
         if var is None:
             var = self.const_ids[id(x)] = Var(aval_of(x))
             self.constvars.append(var)
-            self.consts.append(x)  # also keeps x alive, so its id stays unique
+            self.consts.append(captured_value(x))
+            self.originals.append(x)  # keeps x alive, so its id stays unique
         return var
 
     def staged(self, x: Any) -> StagedTensor:
@@ -157,6 +164,16 @@ class StagedTensor(Tracer):
             f"on it. To fix it, {CONTROL_FLOW_HINT}."
         )
 
+    def __getattr__(self, name: str) -> Any:
+        # (only for names no class attribute has) a staged Generator argument draws as
+        # the Generator does: rng.normal(size=3) is anp.random's normal draw from it
+        aval = object.__getattribute__(self, "_var").aval
+        if isinstance(aval, OpaqueAval) and issubclass(aval.type, np.random.Generator):
+            namespace = tracer.array_namespace
+            if namespace is not None and not name.startswith("_"):
+                return namespace.random.generator_method(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def __repr__(self) -> str:
         return f"StagedTensor({self.aval.str_short()}, {self._interp.describe()})"
 
@@ -173,6 +190,23 @@ def innermost_staging() -> StagingInterpreter | None:
         if isinstance(interp, StagingInterpreter):
             return interp
     return None
+
+
+def captured_value(x: Any) -> Any:
+    """What a graph keeps of an array its function closes over: its value when staged
+    (jit's contract: a later write into ``x`` changes neither the value nor the derivative
+    of the jitted function).  A NumPy array is copied, read-only, once: the copy owns its
+    memory and cannot change, so graphs staged from this one share it.  Another
+    library's array is copied if it has ``copy`` (Dask's arrays never change)."""
+    if isinstance(x, np.ndarray):
+        if x.flags.writeable or x.base is not None:
+            x = x.copy()
+            x.flags.writeable = False
+        return x
+    if hasattr(x, "__array_function__") and hasattr(x, "copy") \
+            and not type(x).__module__.startswith("dask"):  # fmt: skip
+        return x.copy()
+    return x  # a Generator: its state is what draws advance
 
 
 # --- abstract evaluation ------------------------------------------------------------------------
@@ -203,10 +237,19 @@ def _params_key(params: dict) -> Any:
     return tuple((k, freeze(v)) for k, v in params.items())
 
 
-# (primitive, input avals, params) -> output avals, for primitives without a shape rule.
-_evaluated: weakref.WeakKeyDictionary[Primitive, dict] = weakref.WeakKeyDictionary()
-# (primitive) -> {(input avals, params): graph} for traceable primitives, reused by inlining.
-_traced: weakref.WeakKeyDictionary[Primitive, dict] = weakref.WeakKeyDictionary()
+# (primitive, input avals, params) -> output avals, for primitives without a shape rule;
+# (primitive) -> {(input avals, params): graph} for traceable primitives, reused by
+# inlining.  Bounded per primitive: a program called with ever new shapes stays flat.
+CACHE_MAXSIZE = 512
+_evaluated: weakref.WeakKeyDictionary[Primitive, LRUCache] = weakref.WeakKeyDictionary()
+_traced: weakref.WeakKeyDictionary[Primitive, LRUCache] = weakref.WeakKeyDictionary()
+
+
+def _cache(caches: weakref.WeakKeyDictionary, prim: Primitive) -> LRUCache:
+    found = caches.get(prim)
+    if found is None:
+        found = caches.setdefault(prim, LRUCache(CACHE_MAXSIZE))
+    return found
 
 
 def _placeholder(aval: Any, kind: str = "view") -> Any:
@@ -269,23 +312,19 @@ def abstract_eval(prim: Primitive, avals: Sequence[Any], params: dict) -> Any:
         return outs if prim.multiple_results else outs[0]
     try:
         key = (tuple(avals), _params_key(params))
-        cache = _evaluated.setdefault(prim, {})
-        found = cache.get(key)
     except TypeError:  # unhashable parameters: evaluate each time
         return _evaluate(prim, avals, params)
-    if found is None:
-        found = cache[key] = _evaluate(prim, avals, params)
-    return found
+    return _cache(_evaluated, prim).get_or_make(key, lambda: _evaluate(prim, avals, params))
 
 
 def traced_impl(prim: Primitive, avals: Sequence[Any], params: dict) -> Graph:
     """``prim.impl`` staged for arguments of ``avals`` (cached per primitive)."""
     try:
         key: Any = (tuple(avals), _params_key(params))
-        cache = _traced.setdefault(prim, {})
-        graph = cache.get(key)
     except TypeError:
-        key, cache, graph = None, {}, None
+        key = None
+    cache = _cache(_traced, prim)
+    graph = None if key is None else cache.get(key)
     if graph is None:
         staged = stage(lambda *xs: _as_list(prim, prim.impl(*xs, **params)), avals,
                        transform=f"staging of {prim.name}")  # fmt: skip
@@ -293,7 +332,7 @@ def traced_impl(prim: Primitive, avals: Sequence[Any], params: dict) -> Graph:
         if staged.captured:
             graph.cache["captured"] = staged.captured
         if key is not None and not staged.captured:
-            cache[key] = graph
+            graph = cache.put(key, graph)
     return graph
 
 
@@ -303,6 +342,24 @@ def _as_list(prim: Primitive, out: Any) -> list:
 
 @process.register(StagingInterpreter, Primitive)
 def _stage_equation(interp: StagingInterpreter, prim: Primitive, args: tuple, params: dict):
+    out = _record(interp, prim, args, params)
+    if no_grad_below.get() >= interp.level and prim.differentiable and prim is not no_grad_p:
+        # inside no_grad(): the transforms of this graph take the values as constants
+        if prim.multiple_results:
+            return tuple(_without_grad(interp, o) for o in out)
+        return _without_grad(interp, out)
+    return out
+
+
+def _without_grad(interp: StagingInterpreter, x: StagedTensor) -> StagedTensor:
+    if x.aval.dtype.kind not in "fc":
+        return x
+    var = Var(x.aval)
+    interp.eqns.append(Eqn(no_grad_p, [x._var], [var], {}))
+    return StagedTensor(interp, var)
+
+
+def _record(interp: StagingInterpreter, prim: Primitive, args: tuple, params: dict):
     # The hot path of staging: the common cases inlined.
     invars = [a._var if type(a) is StagedTensor and a._interp is interp else interp.read(a)
               for a in args]  # fmt: skip

@@ -191,6 +191,11 @@ class RandomPrimitive(Primitive):
 def _draw_shape(source, *, sample, size, dtype):
     if dtype is not None:
         return ShapedArray(size, dtype)
+    # A Generator's other methods (integers, choice, ...): draw once from another
+    # Generator for the dtype and shape (the staged one has no value yet).
+    if isinstance(source, OpaqueAval) and issubclass(source.type, np.random.Generator):
+        x = sample(np.random.default_rng(0), size)
+        return ShapedArray(np.shape(x), np.result_type(x))
     # NumPy's legacy functions (randint, choice, ...): draw once for the dtype and shape,
     # from a copy of the state, so staging leaves the global state as it was.
     state = np.random.get_state()

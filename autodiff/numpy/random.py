@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -164,12 +165,66 @@ def _legacy_uniform(low: Any = 0.0, high: Any = 1.0, size: Any = None) -> Any:
     return add(low, multiply(subtract(high, low), u))
 
 
+# --- a Generator argument of a jitted function --------------------------------------------------
+
+_GENERATOR_METHODS: dict[str, Callable[..., Any]] = {
+    # NumPy's Generator method -> its draw from a staged Generator (NumPy's signature)
+    "normal": lambda rng, loc=0.0, scale=1.0, size=None: _draws.normal(
+        rng, () if size is None else size, loc, scale),
+    "uniform": lambda rng, low=0.0, high=1.0, size=None: _draws.uniform(
+        rng, () if size is None else size, low, high),
+    "standard_normal": lambda rng, size=None, dtype=np.float64: _draws.normal(
+        rng, () if size is None else size, dtype=dtype),
+    "random": lambda rng, size=None, dtype=np.float64: _draws.uniform(
+        rng, () if size is None else size, dtype=dtype),
+}  # fmt: skip
+# Methods that are not draws of new values (or write into their argument).
+_NOT_GENERATOR_DRAWS = {"bit_generator", "spawn", "shuffle", "permuted", "bytes"}
+
+
+def generator_method(rng: Any, name: str) -> Any:
+    """``rng.<name>`` for a ``numpy.random.Generator`` argument of a jitted function (a
+    staged value): the draw, staged, drawn from the Generator at every call.  ``normal``,
+    ``uniform``, ``standard_normal`` and ``random`` take traced parameters; the other
+    draws (``integers``, ``choice``, ``exponential``, ...) plain ones."""
+    if name in _GENERATOR_METHODS:
+        return functools.partial(_GENERATOR_METHODS[name], rng)
+    method = getattr(np.random.Generator, name, None)
+    if method is None or name in _NOT_GENERATOR_DRAWS or not callable(method):
+        raise AttributeError(
+            f"a numpy.random.Generator argument of a jitted function is staged: its draws "
+            f"are staged too (rng.normal(...), rng.integers(...), ...), but {name!r} is "
+            f"{'not a draw' if method is not None else 'not a Generator method'}. Mark "
+            f"the argument static (jit(f, static_argnames=...)) to use the Generator "
+            f"itself, or call it outside the jitted function."
+        )
+
+    @functools.wraps(method)
+    def staged_draw(*args: Any, **kwargs: Any) -> Any:
+        if _has_tracer(args, kwargs):
+            raise UnsupportedFunctionError(
+                f"rng.{name}: the parameters are traced values, which NumPy's Generator."
+                f"{name} cannot take. Draws with traced parameters: rng.normal, "
+                f"rng.uniform (or anp.random.normal(rng, ...), anp.random.uniform(rng, ...))."
+            )
+
+        def sample(generator, sizes):
+            return _looped(getattr(generator, name), args, kwargs, sizes)
+
+        sample.__name__ = sample.__qualname__ = name
+        return _draws.draw(name, rng, sample, ())
+
+    return staged_draw
+
+
 _plain_normal, _plain_uniform = _legacy("normal"), _legacy("uniform")
 for _name in np.random.__all__:
     if _name not in _NOT_DRAWS:
         globals()[_name] = _legacy(_name)
 
 _own = frozenset(["bernoulli", "normal", "uniform", *(set(np.random.__all__) - _NOT_DRAWS)])
+# generator_method is reached through staged Generators (interpreters/staging.py), not
+# a NumPy name: it is not in __all__.
 # Seeding, state and generator classes: NumPy's own (see autodiff/numpy/_borrow.py).
 _borrowed, __getattr__ = _borrow(globals(), np.random)
 __all__ = sorted(_own | set(_borrowed))

@@ -10,6 +10,7 @@ each function is NumPy's own, exactly.
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any
 
@@ -20,9 +21,9 @@ from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 
 __all__ = [
-    "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "copy",
-    "empty_like", "full", "full_like", "geomspace", "linspace", "logspace", "meshgrid",
-    "ones_like", "zeros_like",
+    "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "copy",
+    "empty", "empty_like", "eye", "full", "full_like", "geomspace", "identity", "linspace",
+    "logspace", "meshgrid", "ones", "ones_like", "tri", "zeros", "zeros_like",
 ]  # fmt: skip
 
 
@@ -356,3 +357,63 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 from autodiff.rules import elementwise as _el  # noqa: E402
 from autodiff.rules import indexing as _idx  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402
+
+# --- sizes and shapes: concrete values -----------------------------------------------------------
+
+
+def _concrete_sizes(name: str, value: Any) -> Any:
+    """``value`` (sizes, a shape, bounds) with each traced part replaced by its concrete
+    value; where it has none (staged by jit, batched by vmap), the ConcretizationError
+    that says what to do (``static_argnums``...) instead of NumPy's TypeError."""
+    if isinstance(value, Tracer):
+        return value._concrete_value(f"anp.{name}'s sizes")
+    if isinstance(value, (tuple, list)):
+        return type(value)(_concrete_sizes(name, v) for v in value)
+    return value
+
+
+def _sized(numpy_func: Any) -> Any:
+    name = numpy_func.__name__
+
+    @functools.wraps(numpy_func)
+    def sized(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = _concrete_sizes(name, args), _concrete_sizes(name, kwargs)
+        return numpy_func(*args, **kwargs)
+
+    example, shape = _EXAMPLES[name]
+    sized.__doc__ = (
+        f"Like numpy.{name}; its sizes (and bounds) must be concrete: under jit, from an "
+        f"argument marked static (a traced one raises ConcretizationError).\n\n"
+        f">>> import autodiff.numpy as anp\n>>> anp.{name}({example}).shape\n{shape}\n"
+    )
+    return sized
+
+
+_EXAMPLES = {"zeros": ("(2, 3)", (2, 3)), "ones": ("3", (3,)), "empty": ("(0,)", (0,)),
+             "eye": ("2", (2, 2)), "identity": ("3", (3, 3)), "tri": ("2", (2, 2)),
+             "arange": ("1, 4", (3,))}  # fmt: skip
+zeros, ones, empty, eye, identity, tri = (
+    _sized(f) for f in (np.zeros, np.ones, np.empty, np.eye, np.identity, np.tri)
+)
+_numpy_arange = _sized(np.arange)
+
+
+@functools.wraps(np.arange)
+def arange(*args: Any, **kwargs: Any) -> Any:
+    out = _numpy_arange(*args, **kwargs)
+    bounds = dict(zip(("start", "stop", "step") if len(args) > 1 else ("stop",), args))
+    bounds.update((k, v) for k, v in kwargs.items() if k in ("start", "stop", "step"))
+    start, step = bounds.get("start", 0), bounds.get("step", 1)
+    if out.dtype.kind not in "fc" or not (isinstance(start, Tracer) or isinstance(step, Tracer)):
+        return out
+    # NumPy's values are start + i * step: written so, they keep the derivatives of start
+    # and step (stop only sets the length)
+    return _el.astype(_el.add(start, _el.multiply(step, np.arange(out.size))), out.dtype)
+
+
+arange.__doc__ = (
+    "Like numpy.arange; the length must be concrete (under jit, from bounds marked "
+    "static); traced start and step keep their derivatives (the values are start + i * "
+    "step).\n\n>>> import autodiff, autodiff.numpy as anp\n>>> anp.arange(1, 4).shape\n"
+    "(3,)\n>>> float(autodiff.grad(lambda s: anp.arange(s, s + 3.0).sum())(0.5))\n3.0\n"
+)

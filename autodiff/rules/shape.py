@@ -774,7 +774,7 @@ def _triangle(m, k, lower):
         if lower
         else ~np.tri(rows, cols, k - 1, dtype=bool, like=like)
     )
-    return _elt.where(keep, m, 0.0 * m)
+    return _elt.where(keep, m, _cre.zeros_like(m))  # +0.0, as NumPy's, also beside NaN or inf
 
 
 @register_numpy(np.tril)

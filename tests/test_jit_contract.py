@@ -1,0 +1,457 @@
+"""jit keeps its contract: ``jit(f)(x)`` behaves like ``f(x)`` in everything a NumPy user
+can observe (``autodiff.jit``'s docstring, ``docs/internals.md``).
+
+One test per class of the contract, each on the first, compiled and warm calls
+(``tests/jit_contract.py``; ``tests/test_jit_registry.py`` runs the same harness on
+every sample of the registry, ``tests/test_jit_programs.py`` on random programs):
+closed-over arrays captured by value, results that are arrays of their own, rewrites
+exact in IEEE arithmetic, ``no_grad``/``debug_nans``/``debug_rules``/``explain``/``vmap``'s
+randomness as they are eagerly, no NaN from a branch or an iteration an example does
+not take, no lock held while user code runs, bounded memory, and errors that name the
+fix.  The last section breaks each pass and each context path on purpose and shows
+the harness fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+import tracemalloc
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+
+import autodiff.numpy as anp
+from autodiff import (
+    cond,
+    debug_nans,
+    debug_rules,
+    explain,
+    grad,
+    jacrev,
+    jit,
+    jvp,
+    no_grad,
+    scan,
+    vmap,
+    while_loop,
+)
+from autodiff.compiler import call as call_module
+from autodiff.compiler import jit as jit_module
+from autodiff.compiler import passes, replay
+from autodiff.errors import ConcretizationError, NonFiniteError, TransformValueError
+from autodiff.interpreters import staging
+from tests.jit_contract import assert_exact, check_calls, check_captured
+
+monkeypatch_context = pytest.MonkeyPatch.context
+
+X = np.array([0.5, -1.5, 2.0])
+
+
+@contextlib.contextmanager
+def _nan_free():
+    """NumPy's warnings about NaN and division by zero off: the tests make them on purpose."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+# --- 1. closed-over arrays: captured by value, for the value and the gradient alike -------
+
+
+def _closures(c):
+    f = lambda x: anp.sum(anp.sin(x) * c)
+    return jit(f), jit(grad(f))
+
+
+def test_closed_over_arrays_are_captured_by_value():
+    c = np.array([1.0, 2.0, 3.0])
+    check_captured(lambda: _closures(c), [c], (X,), lambda a: a.__setitem__(..., 10.0))
+
+
+def test_a_bound_methods_array_attribute_is_captured_too():
+    class Model:
+        def __init__(self):
+            self.w = np.array([1.0, -1.0, 0.5])
+
+        def loss(self, x):
+            return anp.sum(anp.tanh(x * self.w))
+
+    m = Model()
+    check_captured(lambda: (jit(m.loss), jit(grad(m.loss))), [m.w], (X,),
+                   lambda a: a.__imul__(3.0))  # fmt: skip
+
+
+def test_value_and_gradient_of_one_jitted_function_see_the_same_constants():
+    c = np.array([1.0, 2.0, 3.0])
+    f = jit(lambda x: anp.sum(x * c))
+    f(X)
+    c[:] = 10.0
+    np.testing.assert_allclose(f(X), np.sum(X * [1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(grad(f)(X), [1.0, 2.0, 3.0])  # the graph's c, not the new one
+
+
+# --- 2. results are arrays of their own ----------------------------------------------------
+
+
+@pytest.mark.interpreted
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: (x * 2, x * 2),  # CSE makes them one equation
+        lambda x: x.copy(),  # copy of an input, simplified away
+        lambda x: x * 1.0,  # x * 1 -> x
+        lambda x: (x, x),
+        lambda x: (x.reshape(3, 1), x),  # a view of an input
+        lambda x: (anp.sin(x), anp.sin(x).T),  # a result and a view of it, merged by CSE
+        lambda x: (anp.ones(3), anp.ones(3)),  # constants
+        lambda x: anp.asarray(x),
+        lambda x: x[::2],
+    ],
+    ids=[
+        "cse",
+        "copy",
+        "x*1",
+        "x twice",
+        "view of input",
+        "view of result",
+        "constants",
+        "asarray",
+        "strided view",
+    ],
+)
+def test_results_share_no_memory(f):
+    check_calls(jit(f), f, (X.copy(),))
+
+
+@pytest.mark.interpreted
+def test_rewrites_are_exact_in_ieee_arithmetic():
+    f = lambda x: (1 / (x + 0.0), x - 0.0, (x + 0j) * 1.0, anp.triu(-(x[None] ** 2)))
+    with _nan_free():
+        x = np.array([-0.0, 0.0, 1.5, np.inf])
+        check_calls(jit(f), f, (x,))
+        z = np.array([complex(1, np.inf), complex(-0.0, 0.0)])
+        check_calls(jit(lambda z: z * 1.0), lambda z: z * 1.0, (z,))
+
+
+def test_triangles_are_numpys_beside_nan_inf_and_negative_values():
+    m = np.array([[np.nan, np.inf, -1.0], [-2.0, 3.0, -np.inf], [1.0, -5.0, np.nan]])
+    for a, b in ((anp.tril(m), np.tril(m)), (anp.triu(m, 1), np.triu(m, 1))):
+        assert_exact(a, b, 0.0)
+
+
+# --- 3. context: the same on every tier ----------------------------------------------------
+
+
+def _with_no_grad(x):
+    with no_grad():
+        c = x**2
+    return x - c
+
+
+def _no_grad_in_cond(x):
+    return cond(x > 0, _with_no_grad, lambda x: x, x)
+
+
+def _no_grad_in_scan(x):
+    return scan(lambda c, _: (_with_no_grad(c), None), x, None, length=2)[0]
+
+
+@pytest.mark.interpreted
+@pytest.mark.parametrize("f", [_with_no_grad, _no_grad_in_cond, _no_grad_in_scan],
+                         ids=["function", "cond branch", "scan body"])  # fmt: skip
+def test_no_grad_means_the_same_under_jit(f):
+    x = 3.0
+    check_calls(grad(jit(f)), grad(f), (x,))
+    check_calls(jit(grad(f)), grad(f), (x,))
+    # no_grad concerns reverse mode only: forward mode pushes tangents through it
+    check_calls(lambda x: jvp(jit(f), (x,), (1.0,)), lambda x: jvp(f, (x,), (1.0,)), (x,))
+
+
+def test_debug_nans_and_debug_rules_check_every_call():
+    f = jit(grad(lambda x: anp.sum(anp.sqrt(x))))
+    for _ in range(3):
+        f(np.array([1.0, 4.0]))  # staged, compiled, on the fast path
+    for _ in range(2):
+        with pytest.raises(NonFiniteError, match="sqrt"), debug_nans():
+            f(np.array([-1.0, 4.0]))
+    checked = []
+    g = jit(lambda x: anp.sin(x))
+    g(X)
+    g(X)
+    with debug_rules(), monkeypatch_context() as m:  # the function runs: its rules, checked
+        m.setattr(jit_module, "compiled", lambda *a, **k: checked.append(a))
+        check_calls(g, anp.sin, (X,))
+    assert not checked  # no replay ran under debug_rules
+
+
+def test_explain_lists_a_jitted_functions_primitives_as_eagerly():
+    f = lambda x: anp.sin(x) * 2.0
+    jitted = jit(f)
+    jitted(X)
+    eager = [c.prim for c in explain(f)(X).calls]
+    for _ in range(2):
+        assert [c.prim for c in explain(jitted)(X).calls] == eager == ["sin", "multiply"]
+
+
+def test_draws_of_a_compiled_jitted_function_called_in_an_outer_jit_differ_per_call():
+    inner = jit(lambda: anp.random.normal(size=3))
+    inner()
+    inner()  # compiled
+    outer = jit(lambda x: x + inner())
+    draws = [outer(np.zeros(3)) for _ in range(3)]
+    assert not np.allclose(draws[0], draws[1]) and not np.allclose(draws[1], draws[2])
+
+
+@pytest.mark.parametrize("randomness", ["different", "same"])
+def test_a_jitted_draw_under_vmap_follows_its_randomness(randomness):
+    draw = jit(lambda: anp.random.normal())
+    draw()
+    draw()
+    np.random.seed(1)
+    eager = vmap(lambda x: x + anp.random.normal(), randomness=randomness)(np.zeros(4))
+    np.random.seed(1)
+    jitted = vmap(lambda x: x + draw(), randomness=randomness)(np.zeros(4))
+    np.testing.assert_array_equal(jitted, eager)
+    assert len(set(np.round(jitted, 12))) == (4 if randomness == "different" else 1)
+
+
+def test_a_jitted_draw_under_vmap_with_randomness_error_raises():
+    draw = jit(lambda: anp.random.normal())
+    draw()
+    draw()
+    with pytest.raises(ValueError, match="randomness"):
+        vmap(lambda x: x + draw())(np.zeros(3))
+
+
+# --- 4. no NaN from a branch or an iteration an example does not take --------------------
+
+
+def _guarded_sqrt(x):
+    return cond(x > 0, anp.sqrt, lambda x: -x, x)
+
+
+def _counting_down(x):  # finished examples would take sqrt of a negative number
+    return while_loop(lambda x: x > 3, lambda x: x - 1 + 0.0 * anp.sqrt(x - 3), x)
+
+
+@pytest.mark.parametrize(
+    ("f", "want"),
+    [(_guarded_sqrt, [-1.0, 0.25]), (_counting_down, [1.0, 1.0])],
+    ids=["cond", "while_loop"],
+)
+def test_no_composition_takes_a_nan_from_what_an_example_does_not_run(f, want):
+    xs = np.array([-1.0, 4.0]) if f is _guarded_sqrt else np.array([5.5, 3.5])
+    per_example = [float(grad(f)(x)) for x in xs]
+    np.testing.assert_allclose(per_example, want)
+    total = lambda x: vmap(f)(x).sum()
+    compositions = [vmap(grad(f)), grad(total), lambda x: np.diag(jacrev(vmap(f))(x)),
+                    grad(jit(total))]  # fmt: skip
+    if f is _guarded_sqrt:  # (reverse mode of a while_loop inside a jit refuses, as JAX's)
+        compositions += [jit(vmap(grad(f))), jit(grad(total))]
+    with _nan_free():
+        for composition in compositions:
+            np.testing.assert_allclose(composition(xs), want)
+
+
+# --- 5. no lock held while user code runs ---------------------------------------------------
+
+
+def test_mutually_recursive_jitted_functions_staged_from_two_threads_finish():
+    @jit(static_argnums=1)
+    def ping(x, depth):
+        return x if depth == 0 else pong(x * 2.0, depth - 1) + 1.0
+
+    @jit(static_argnums=1)
+    def pong(x, depth):
+        return x if depth == 0 else ping(x + 1.0, depth - 1) * 0.5
+
+    barrier, results = threading.Barrier(2), {}
+
+    def run(name, fn):
+        barrier.wait()
+        results[name] = fn(np.ones(2), 6)
+
+    threads = [threading.Thread(target=run, args=args, daemon=True)
+               for args in (("ping", ping), ("pong", pong))]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    np.testing.assert_allclose(results["ping"], ping.fun(np.ones(2), 6))
+    np.testing.assert_allclose(results["pong"], pong.fun(np.ones(2), 6))
+
+
+# --- 6. memory that stays flat once the caches are full -------------------------------------
+
+
+def _growth(step, warm, measure):
+    """Memory (traced from the start, so that what a full cache evicts counts too) and
+    objects gained over ``measure`` steps, after ``warm`` steps filled the caches."""
+    tracemalloc.start()
+    try:
+        for i in range(warm):
+            step(i)
+        gc.collect()
+        memory, objects = tracemalloc.get_traced_memory()[0], len(gc.get_objects())
+        for i in range(warm, warm + measure):
+            step(i)
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - memory, len(gc.get_objects()) - objects
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_stays_flat_over_fresh_jitted_closures(monkeypatch):
+    def step(i):
+        f = jit(lambda x: anp.sin(x) * i)
+        f(X)
+        f(X)
+        g = jit(grad(lambda x: anp.sum(anp.tanh(x) * i)))
+        g(X)
+        g(X)
+
+    grown, objects = _growth(step, 60, 120)
+    assert grown < 40_000 and objects < 100, (grown, objects)  # no entry per closure
+
+
+def test_memory_stays_flat_over_new_shapes(monkeypatch):
+    # small caches, fresh ones: full after the warm-up
+    monkeypatch.setattr(staging, "CACHE_MAXSIZE", 16)
+    monkeypatch.setattr(staging, "_evaluated", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(staging, "_traced", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(call_module, "DERIVED_MAXSIZE", 4)
+    f = jit(lambda x: anp.sum(anp.sin(x) ** 2), maxsize=8)
+
+    def step(i):
+        x = np.ones(i + 1)
+        f(x)
+        f(x)
+        grad(f)(x)
+        vmap(f)(np.stack([x, x]))
+
+    grown, objects = _growth(step, 60, 120)
+    assert grown < 40_000 and objects < 100, (grown, objects)
+
+
+# --- 7. errors that name the fix --------------------------------------------------------------
+
+
+def test_static_arguments_the_function_cannot_take_are_refused():
+    with pytest.raises(TransformValueError, match=r"static_argnums=\(3,\).*1 positional"):
+        jit(lambda x: x, static_argnums=3)
+    with pytest.raises(TransformValueError, match=r"static_argnames names \['y'\]"):
+        jit(lambda x: x, static_argnames="y")
+    jit(lambda *xs: xs[0], static_argnums=3)  # *args: any position may come
+    jit(lambda x, **kw: x, static_argnames="y")
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda n: anp.zeros(n),
+        lambda n: anp.ones((n, 2)),
+        lambda n: anp.arange(n),
+        lambda n: anp.eye(n),
+        lambda n: sum(range(n)),
+        lambda n: scan(lambda c, _: (c, None), 0.0, None, length=n)[0],
+    ],
+    ids=["zeros", "ones", "arange", "eye", "range", "scan length"],
+)
+def test_a_traced_size_names_static_argnums(f):
+    with pytest.raises(ConcretizationError, match="static_argnums"):
+        jit(f)(3)
+    assert np.shape(jit(f, static_argnums=0)(3)) == np.shape(f(3))
+
+
+def test_a_generator_argument_draws_with_its_own_methods():
+    f = jit(lambda rng, x: x + rng.normal(size=3) + rng.integers(0, 5, size=3) + rng.random(3))
+    rng, again = np.random.default_rng(0), np.random.default_rng(0)
+    for _ in range(3):
+        want = again.normal(size=3) + again.integers(0, 5, size=3) + again.random(3)
+        np.testing.assert_allclose(f(rng, np.zeros(3)), want)
+    assert float(grad(jit(lambda mu, rng: rng.normal(mu, 2.0)))(1.0, rng)) == 1.0
+    with pytest.raises(AttributeError, match="'shuffle' is not a draw"):
+        jit(lambda rng: rng.shuffle(np.arange(3)))(rng)
+
+
+def test_writing_a_staged_value_into_a_plain_array_names_at_set():
+    def f(x):
+        out = np.zeros(3)
+        out[:2] = x[:2]
+        return out
+
+    with pytest.raises(ConcretizationError, match=r"plain NumPy array.*\.at\[i\]\.set"):
+        jit(f)(np.ones(3))
+
+
+# --- the harness fails where the contract is broken ---------------------------------------------
+
+
+def _fresh_off(monkeypatch):
+    monkeypatch.setattr(replay, "_owned", lambda x, others: x)
+    monkeypatch.setattr(jit_module, "fresh_results", lambda outs, graph, args: tuple(outs))
+    monkeypatch.setattr(jit_module, "interpret", replay.eval_graph)
+
+
+@pytest.mark.interpreted
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: (x * 2, x * 2), lambda x: x.copy(), lambda x: x * 1.0],
+    ids=["cse returns one buffer twice", "copy elided", "x * 1 -> x"],
+)
+def test_the_harness_fails_where_results_share_memory(monkeypatch, f):
+    _fresh_off(monkeypatch)
+    with pytest.raises(AssertionError, match="share"):
+        check_calls(jit(f), f, (X.copy(),))
+
+
+def test_the_harness_fails_where_a_rewrite_is_inexact(monkeypatch):
+    monkeypatch.setattr(passes, "_negative_zero", lambda value: True)  # x + 0.0 -> x again
+    f = lambda x: 1 / (x + 0.0)
+    with _nan_free(), pytest.raises(AssertionError):
+        check_calls(jit(f), f, (np.array([-0.0, 2.0]),))
+
+
+def test_the_harness_fails_where_closed_over_arrays_are_kept_by_reference(monkeypatch):
+    monkeypatch.setattr(staging, "captured_value", lambda x: x)
+    c = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(AssertionError):
+        check_captured(lambda: _closures(c), [c], (X,), lambda a: a.__setitem__(..., 10.0))
+
+
+def test_the_harness_fails_where_no_grad_is_lost_under_jit(monkeypatch):
+    monkeypatch.setattr(staging, "_without_grad", lambda interp, x: x)
+    with pytest.raises(AssertionError):
+        check_calls(grad(jit(_with_no_grad)), grad(_with_no_grad), (3.0,))
+
+
+def test_the_harness_fails_where_debug_nans_skips_a_compiled_call(monkeypatch):
+    monkeypatch.setattr(jit_module, "_debugging", lambda: False)
+    f = jit(grad(lambda x: anp.sum(anp.sqrt(x))))
+    f(np.array([1.0]))
+    f(np.array([1.0]))
+    with _nan_free(), debug_nans():
+        out = f(np.array([-1.0]))  # what test_debug_nans_and_debug_rules_... refuses
+    assert np.isnan(out).all()
+
+
+def test_the_harness_fails_where_a_jitted_draw_ignores_vmap(monkeypatch):
+    draw = jit(lambda: anp.random.normal())
+    draw()
+    draw()
+    monkeypatch.setattr(draw._entries[next(iter(draw._entries))], "effects", False)
+    out = vmap(lambda x: x + draw())(np.zeros(3))  # no error: one draw shared silently
+    assert len(set(out.tolist())) == 1
+
+
+def test_the_harness_fails_where_a_branch_not_taken_reaches_the_gradient(monkeypatch):
+    from autodiff.control import cond as cond_module
+
+    monkeypatch.setattr(cond_module, "derivative_where", lambda mask, values: tuple(values))
+    with _nan_free(), pytest.raises(AssertionError):
+        np.testing.assert_allclose(vmap(grad(_guarded_sqrt))(np.array([-1.0, 4.0])), [-1, 0.25])
