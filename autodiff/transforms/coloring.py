@@ -43,10 +43,32 @@ def _adjacency(rows: IndexSets, n: int) -> list[list[int]]:
 
 
 def _orders(adj: list[list[int]]) -> list[Sequence[int]]:
-    """Vertex orders to try: natural, largest degree first, smallest degree last."""
+    """Vertex orders to try: natural, largest degree first, smallest degree last
+    (computed when they are tried)."""
     degree = np.array([len(a) for a in adj], np.int64)
-    return [range(len(adj)), np.argsort(-degree, kind="stable").tolist(),
-            _smallest_last(adj, degree)]  # fmt: skip
+    return [range(len(adj)), _Lazy(lambda: np.argsort(-degree, kind="stable").tolist()),
+            _Lazy(lambda: _smallest_last(adj, degree))]  # fmt: skip
+
+
+class _Lazy(Sequence):
+    """A sequence computed at its first use."""
+
+    def __init__(self, make: Callable[[], list[int]]) -> None:
+        self.make, self.items = make, None
+
+    def _get(self) -> list[int]:
+        if self.items is None:
+            self.items = self.make()
+        return self.items
+
+    def __getitem__(self, k):  # type: ignore[override]
+        return self._get()[k]
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __iter__(self):
+        return iter(self._get())
 
 
 def _smallest_last(adj: list[list[int]], degree: np.ndarray) -> list[int]:
@@ -108,11 +130,20 @@ def _dsatur(adj: list[list[int]]) -> list[int]:
     return color
 
 
-def _best(adj: list[list[int]], colour: Callable, *more: list[int]) -> np.ndarray:
-    best = None
-    for found in (*(colour(adj, order) for order in _orders(adj)), *more):
+def _best(adj: list[list[int]], colour: Callable, bound: int = 0,
+          more: Callable | None = None) -> np.ndarray:  # fmt: skip
+    """The colouring with fewest colours over the orders (and ``more(adj)``), stopping
+    at one that reaches ``bound`` colours, a lower bound."""
+    best: list[int] | None = None
+    tries = [lambda order=order: colour(adj, order) for order in _orders(adj)]
+    if more is not None:
+        tries.insert(1, lambda: more(adj))
+    for attempt in tries:
+        found = attempt()
         if best is None or max(found, default=-1) < max(best, default=-1):
             best = found
+        if max(best, default=-1) + 1 <= bound:
+            break
     return np.asarray(best, np.int64)
 
 
@@ -125,7 +156,8 @@ def column_coloring(pattern: IndexSets, n_cols: int) -> np.ndarray:
     [0, 1, 0, 1]
     """
     adj = _adjacency(pattern, n_cols)
-    return _best(adj, _greedy, _dsatur(adj))
+    bound = int(pattern.lengths.max(initial=0))  # a row's columns all differ
+    return _best(adj, _greedy, bound, _dsatur)
 
 
 def row_coloring(pattern: IndexSets, n_cols: int) -> np.ndarray:
@@ -175,7 +207,7 @@ def star_coloring(pattern: IndexSets) -> np.ndarray:
     adj_sets = IndexSets.from_pairs(rows[keep], pattern.indices[keep], n)
     indices, bounds = adj_sets.indices.tolist(), adj_sets.indptr.tolist()
     adj = [indices[bounds[k] : bounds[k + 1]] for k in range(n)]
-    colors = _best(adj, _star)
+    colors = _best(adj, _star, 2 if any(adj) else 1)
     if star_recovery(pattern, colors) is None:  # (a safety net: direct recovery must hold)
         colors = _best(_adjacency(pattern, n), _greedy)
     return colors
