@@ -61,13 +61,13 @@ from autodiff.core.primitive import Primitive, process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError
 from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
+from autodiff.interpreters.sparsity import propagate, union
 from autodiff.interpreters.staging import (
     StagingInterpreter,
     eval_graph,
     innermost_staging,
     staging_below,
 )
-from autodiff.interpreters.sparsity import propagate, union
 from autodiff.interpreters.tape import Node
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp

@@ -197,8 +197,13 @@ class Sparsity:
 
     __slots__ = ("n_terms", "pairs", "reads", "terms")
 
-    def __init__(self, reads: Sequence[Read], pairs: Sequence[tuple[int, int]] = (),
-                 terms: Sequence[Read] | None = None, n_terms: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        reads: Sequence[Read],
+        pairs: Sequence[tuple[int, int]] = (),
+        terms: Sequence[Read] | None = None,
+        n_terms: int | None = None,
+    ) -> None:
         self.reads = tuple(reads)
         self.pairs = tuple(pairs)
         self.terms = None if terms is None else tuple(terms)

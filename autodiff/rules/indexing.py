@@ -28,10 +28,10 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
+from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
 from autodiff.errors import ConcretizationError
-from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity
 from autodiff.rules._helpers import bring_to_front, implements, move_to_front, to_front_padded
 from autodiff.rules._sparsity import is_known, moves, numbered, shape_of_operand
 

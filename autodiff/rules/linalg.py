@@ -67,7 +67,6 @@ from autodiff.core.arrays import (
 )
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
-from autodiff.rules._sparsity import elementwise, shape_of_operand, stacked
 from autodiff.rules._helpers import (
     implements,
     move_to_front,
@@ -75,6 +74,7 @@ from autodiff.rules._helpers import (
     to_front_padded,
     unbroadcast,
 )
+from autodiff.rules._sparsity import elementwise, shape_of_operand, stacked
 
 __all__ = [
     "cholesky",

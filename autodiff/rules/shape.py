@@ -22,7 +22,6 @@ import numpy as np
 from autodiff.core.arrays import array_like, ndim_of, normalize_axes, shape_of
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
-from autodiff.rules._sparsity import moves
 from autodiff.rules._helpers import (
     bring_to_front,
     implements,
@@ -31,6 +30,7 @@ from autodiff.rules._helpers import (
     to_front_padded,
     unbroadcast,
 )
+from autodiff.rules._sparsity import moves
 
 __all__ = [
     "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",

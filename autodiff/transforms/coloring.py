@@ -21,9 +21,9 @@ package.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
+import functools
 import heapq
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -54,12 +54,14 @@ class _Lazy(Sequence):
     """A sequence computed at its first use."""
 
     def __init__(self, make: Callable[[], list[int]]) -> None:
-        self.make, self.items = make, None
+        self.make = make
+        self.items: list[int] | None = None
 
     def _get(self) -> list[int]:
-        if self.items is None:
-            self.items = self.make()
-        return self.items
+        items = self.items
+        if items is None:
+            items = self.items = self.make()
+        return items
 
     def __getitem__(self, k):  # type: ignore[override]
         return self._get()[k]
@@ -116,7 +118,7 @@ def _dsatur(adj: list[list[int]]) -> list[int]:
     heap = [(0, -len(adj[v]), v) for v in range(n)]
     heapq.heapify(heap)
     while heap:
-        saturation, degree, v = heapq.heappop(heap)
+        saturation, _, v = heapq.heappop(heap)
         if color[v] >= 0 or -saturation != len(seen[v]):
             continue  # coloured, or an outdated entry
         c = 0
@@ -135,9 +137,11 @@ def _best(adj: list[list[int]], colour: Callable, bound: int = 0,
     """The colouring with fewest colours over the orders (and ``more(adj)``), stopping
     at one that reaches ``bound`` colours, a lower bound."""
     best: list[int] | None = None
-    tries = [lambda order=order: colour(adj, order) for order in _orders(adj)]
+    tries: list[Callable[[], list[int]]] = [
+        functools.partial(colour, adj, order) for order in _orders(adj)
+    ]
     if more is not None:
-        tries.insert(1, lambda: more(adj))
+        tries.insert(1, functools.partial(more, adj))
     for attempt in tries:
         found = attempt()
         if best is None or max(found, default=-1) < max(best, default=-1):

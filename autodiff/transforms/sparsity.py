@@ -180,14 +180,14 @@ class _Detector:
             if found is not None:
                 self.cache.move_to_end(key)
                 return found
-        found = self._detect(args, kwargs, positions, leaves, treedef, avals)
+        found = self._detect(positions, leaves, treedef, avals)
         with self.lock:
             self.cache[key] = found
             while len(self.cache) > self.maxsize:
                 self.cache.popitem(last=False)
         return found
 
-    def _detect(self, args, kwargs, positions, leaves, treedef, avals) -> Detection:
+    def _detect(self, positions, leaves, treedef, avals) -> Detection:
         # which leaves are differentiated: those of the arguments at ``positions``
         marks = optree.tree_unflatten(treedef, list(range(len(leaves))))[0]
         chosen = sorted(i for p in positions for i in optree.tree_leaves(marks[p]))
