@@ -104,7 +104,7 @@ class _Plans:
     given pattern."""
 
     def __init__(self, func: Callable, argnums: Any, sparsity: Any, hessian: bool,
-                 mode: str, who: str) -> None:  # fmt: skip
+                 mode: str, who: str, has_aux: bool = False) -> None:  # fmt: skip
         self.auto = isinstance(sparsity, str)
         if self.auto and sparsity != "auto":
             raise TransformValueError(
@@ -113,7 +113,7 @@ class _Plans:
                 f"None, got {sparsity!r:.40}."
             )
         self.given = None if self.auto else SparsityPattern.of(sparsity)
-        self.detect = detector(func, argnums, hessian, who) if self.auto else None
+        self.detect = detector(func, argnums, hessian, who, has_aux) if self.auto else None
         self.hessian, self.mode, self.who = hessian, mode, who
         self.plans: dict[Any, Plan] = {}
         self.lock = threading.RLock()
@@ -187,7 +187,7 @@ def sparse_jacobian(func: Callable, argnums: Any, has_aux: bool, sparsity: Any,
                     mode: str) -> Callable:  # fmt: skip
     """``jacobian(func, argnums, has_aux, sparsity=sparsity, mode=mode)``."""
     check_flag(has_aux, "has_aux", "jacobian")
-    plans = _Plans(func, argnums, sparsity, False, mode, "jacobian")
+    plans = _Plans(func, argnums, sparsity, False, mode, "jacobian", has_aux)
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):

@@ -22,7 +22,7 @@ import numpy as np
 import optree
 
 from autodiff.compiler.passes import dce
-from autodiff.core.args import check_argnums_type, check_callable, normalize_argnums
+from autodiff.core.args import check_argnums_type, check_callable, normalize_argnums, split_aux
 from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.index_sets import IndexSets
 from autodiff.core.tracer import Tracer
@@ -164,8 +164,10 @@ def _aval(leaf: Any) -> Any:
 class _Detector:
     """Detection for ``func`` at ``argnums``, cached per input signature (LRU)."""
 
-    def __init__(self, func: Callable, argnums: Any, hessian: bool, who: str) -> None:
+    def __init__(self, func: Callable, argnums: Any, hessian: bool, who: str,
+                 has_aux: bool = False) -> None:  # fmt: skip
         self.func, self.argnums, self.hessian, self.who = func, argnums, hessian, who
+        self.has_aux = has_aux
         self.cache: OrderedDict[Any, Detection] = OrderedDict()
         self.lock = threading.RLock()
         self.maxsize = 32
@@ -201,7 +203,10 @@ class _Detector:
 
         def flat(*xs):
             a, k = optree.tree_unflatten(treedef, list(xs))
-            out_leaves, out_tree = optree.tree_flatten(self.func(*a, **k))
+            out = self.func(*a, **k)
+            if self.has_aux:
+                out = split_aux(out, self.who)[0]
+            out_leaves, out_tree = optree.tree_flatten(out)
             cell[:] = [out_tree]
             return out_leaves
 
@@ -243,9 +248,11 @@ def _concatenated(parts: list[IndexSets]) -> IndexSets:
     return IndexSets(indptr, np.concatenate([p.indices for p in parts]))
 
 
-def detector(func: Callable, argnums: Any, hessian: bool, who: str) -> Callable:
-    """``detect(args, kwargs) -> Detection``, cached per input signature."""
-    return _Detector(func, argnums, hessian, who)
+def detector(func: Callable, argnums: Any, hessian: bool, who: str,
+             has_aux: bool = False) -> Callable:  # fmt: skip
+    """``detect(args, kwargs) -> Detection``, cached per input signature (``has_aux``:
+    ``func`` returns ``(output, aux)``, and the output's pattern is found)."""
+    return _Detector(func, argnums, hessian, who, has_aux)
 
 
 def jacobian_sparsity(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
