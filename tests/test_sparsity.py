@@ -40,7 +40,6 @@ from tests.registry import OPS
 def _dense_jacobian(fn, args, positions):
     """The Jacobian over the raveled outputs and the raveled, concatenated inputs."""
     out = fn(*args)
-    m = sum(np.size(o) for o in optree.tree_leaves(out))
     blocks = []
     for p in positions:
         jac = jacfwd(fn, argnums=p)(*args)
@@ -127,8 +126,13 @@ def _check_program(case):
 
 @pytest.mark.parametrize("top", ["forward", "grad", "jacrev", "vmap", "jvp"])
 def test_random_program_patterns_never_miss_a_nonzero(top):
-    @settings(max_examples=40, derandomize=True, database=None, deadline=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
+    @settings(
+        max_examples=40,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(case=programs.cases(top, max_depth=2))
     def run(case):
         with warnings.catch_warnings():
@@ -226,8 +230,8 @@ def test_sparse_hessian_equals_the_dense_one():
 def test_given_patterns_and_wrong_ones():
     u = np.random.default_rng(2).random((4, 4))
     dense = jacfwd(bratu)(u).reshape(16, 16)
-    for given in (dense != 0, scipy.sparse.csr_array(dense), SparsityPattern.of(dense != 0)):
-        np.testing.assert_allclose(jacobian(bratu, sparsity=given)(u).toarray(), dense)
+    for pattern in (dense != 0, scipy.sparse.csr_array(dense), SparsityPattern.of(dense != 0)):
+        np.testing.assert_allclose(jacobian(bratu, sparsity=pattern)(u).toarray(), dense)
     with pytest.raises(TransformValueError, match=r"shape \(16, 16\)"):
         jacobian(bratu, sparsity=np.ones((16, 16)))(np.zeros((3, 3)))
     with pytest.raises(TransformValueError, match="'auto'"):

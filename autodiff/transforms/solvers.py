@@ -308,6 +308,39 @@ root_p = Primitive(
     ),
 )
 root_p.jvp = _root_jvp
+
+
+def _root_vjp(cts, ans, primals, params, argnums):
+    """``ct_θ = -(∂f/∂θ)ᵀ y`` with ``(∂f/∂x)ᵀ y = ct_x``: the transposed system solved by
+    ``tangent_solve`` on the transposed linearisation (a ``custom_linear_solve``, whose
+    own derivatives follow); none for the initial guess, none through the aux."""
+    n_x, f, tangent_solve = params["n_x"], params["f"], params["tangent_solve"]
+    x, p = list(ans[:n_x]), primals[n_x:]
+    x_tree = optree.tree_unflatten(f.in_tree, x)
+    ct_x = [np.zeros_like(v) if c is None else c for c, v in zip(cts[:n_x], x)]
+
+    def transposed(v):
+        return vjp(f.tree_fn(p), x_tree)[1](v)[0]
+
+    y = custom_linear_solve(transposed, optree.tree_unflatten(f.in_tree, ct_x),
+                            lambda g, r: tangent_solve(g, r),
+                            transpose_solve=lambda g, r: tangent_solve(g, r))  # fmt: skip
+    wanted = [i - n_x for i in argnums if i >= n_x]
+    grads: dict = {}
+    if wanted:
+
+        def along(*chosen):
+            full = list(p)
+            for i, c in zip(wanted, chosen):
+                full[i] = c
+            return tuple(f.call(x, full))
+
+        _, pull = vjp(along, *(p[i] for i in wanted))
+        grads = dict(zip(wanted, pull(tuple(-leaf for leaf in optree.tree_leaves(y)))))
+    return [grads[i - n_x] if i >= n_x else None for i in argnums]
+
+
+root_p.vjp = _root_vjp
 root_p.def_batch(_loop_batch(root_p))
 
 
@@ -346,8 +379,8 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     x0_leaves = [np.asarray(x, float) if isinstance(x, (int, float)) else x for x in x0_leaves]
     guess = optree.tree_unflatten(x0_tree, x0_leaves)
     closed = _Closed(f, guess, "custom_root")
-    params: dict[str, Any] = dict(f=closed, solve=solve, tangent_solve=tangent_solve, n_x=len(x0_leaves),
-                  has_aux=has_aux)  # fmt: skip
+    params: dict[str, Any] = dict(f=closed, solve=solve, tangent_solve=tangent_solve,
+                                  n_x=len(x0_leaves), has_aux=has_aux)  # fmt: skip
     params["aux_avals"], params["aux_tree"] = None, _AuxTree()
     if has_aux and innermost_staging() is not None:  # staging needs the aux's shapes: from
         # one solve on the staged values (so under jit a solve with aux must be traceable)
