@@ -158,9 +158,10 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
 
 def main() -> None:
     lines, targets = report()
-    text = ["# Sparse derivatives", "", "`python -m benchmarks.sparse`", "", *lines,
-            "| workload | target | measured | verdict |", "|---|---|---|---|",
-            *[f"| {wl} | {t} | {v:.3g} | {verdict} |" for wl, t, v, verdict in targets], ""]  # fmt: skip
+    verdicts = [f"| {wl} | {t} | {v:.3g} | {verdict} |" for wl, t, v, verdict in targets]
+    head = ["# Sparse derivatives", "", "`python -m benchmarks.sparse`", ""]
+    text = [*head, *lines, "| workload | target | measured | verdict |", "|---|---|---|---|",
+            *verdicts, ""]  # fmt: skip
     out = pathlib.Path(__file__).with_name("results-sparse.md")
     out.write_text("\n".join(text))
     print("\n".join(text))
