@@ -208,7 +208,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> def x_of(a):  # solves [[a, 1], [1, 3]] x = [1, 2]
     ...     matvec = lambda v: anp.stack([a * v[0] + v[1], v[0] + 3 * v[1]])
-    ...     dense = lambda mv, rhs: np.linalg.solve(np.array([[float(a), 1], [1, 3]]), rhs)
+    ...     dense = lambda mv, rhs: np.linalg.solve(autodiff.jacfwd(mv)(rhs), rhs)
     ...     return autodiff.custom_linear_solve(matvec, np.array([1.0, 2.0]), dense,
     ...                                         symmetric=True)
     >>> x_of(2.0).round(6).tolist()

@@ -132,7 +132,13 @@ class SparsityPattern:
 class SparseMatrix(NamedTuple):
     """A sparse matrix as index arrays: ``matrix[row[k], col[k]] = data[k]``.  What the
     sparse Jacobians and Hessians return where SciPy is not installed or the values are
-    traced (inside ``jit``, ``vmap``, ``grad``); a pytree, so a jitted function returns it."""
+    traced (inside ``jit``, ``vmap``, ``grad``); a pytree, so a jitted function returns it.
+
+    >>> m = SparseMatrix(np.array([2.0, 3.0]), np.array([0, 1]), np.array([1, 0]), (2, 2))
+    >>> m.toarray()
+    array([[0., 2.],
+           [3., 0.]])
+    """
 
     data: Any
     row: np.ndarray
