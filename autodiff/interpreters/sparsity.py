@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -173,11 +174,12 @@ def through_impl(prim: Primitive) -> Callable:
     """The sparsity rule of a primitive whose implementation is written with autodiff
     functions and whose derivative is its implementation's (``checkpoint``): the
     implementation staged and propagated through."""
+    ref = weakref.ref(prim)  # (no cycle through the primitive: it is freed with its call)
 
     @propagating
     def rule(sets, operands, **params):
         avals = [x if isinstance(x, ShapedArray) else aval_of(x) for x in operands]
-        return propagate(traced_impl(prim, avals, params), sets)
+        return propagate(traced_impl(ref(), avals, params), sets)
 
     return rule
 
