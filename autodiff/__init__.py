@@ -30,11 +30,22 @@ from autodiff.transforms.checkpoint import checkpoint
 from autodiff.transforms.custom import custom_jvp, custom_vjp
 from autodiff.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
 from autodiff.transforms.linearize import linearize
+from autodiff.transforms.solvers import custom_linear_solve, custom_root
+from autodiff.transforms.sparsity import (
+    SparseMatrix,
+    SparsityPattern,
+    hessian_sparsity,
+    jacobian_sparsity,
+)
 
 __all__ = [
+    "SparseMatrix",
+    "SparsityPattern",
     "checkpoint",
     "cond",
     "custom_jvp",
+    "custom_linear_solve",
+    "custom_root",
     "custom_vjp",
     "debug_nans",
     "debug_rules",
@@ -44,8 +55,10 @@ __all__ = [
     "grad",
     "grad_and_value",
     "hessian",
+    "hessian_sparsity",
     "jacfwd",
     "jacobian",
+    "jacobian_sparsity",
     "jacrev",
     "jit",
     "jvp",

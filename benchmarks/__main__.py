@@ -32,7 +32,7 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
-from benchmarks import control_flow, eager, first_call, fluid, why  # noqa: E402
+from benchmarks import control_flow, eager, first_call, fluid, sparse, why  # noqa: E402
 from benchmarks import workloads as w  # noqa: E402
 
 REFERENCE = "reference (NumPy by hand)"
@@ -176,6 +176,9 @@ def main() -> None:
     report += lines
     targets += control_targets
     reasons["C1"] = control_flow.why
+    lines, sparse_targets = sparse.report(rounds=rounds)
+    report += lines
+    targets += sparse_targets
     report += ["## Targets", "", "| workload | target | measured | verdict |", "|---|---|---|---|",
                *[f"| {wl} | {t} | {v:.3g} | {verdict} |".replace("| nan |", "| - |")
                  for wl, t, v, verdict in targets],

@@ -57,10 +57,12 @@ from autodiff.control.subgraphs import (
 from autodiff.core.args import a_type, check_callable
 from autodiff.core.arrays import dtype_of, library_of, shape_of
 from autodiff.core.graph import aval_of
+from autodiff.core.index_sets import propagating
 from autodiff.core.primitive import Primitive, process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError
 from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
+from autodiff.interpreters.sparsity import propagate, union
 from autodiff.interpreters.staging import (
     StagingInterpreter,
     eval_graph,
@@ -133,6 +135,15 @@ def _takes(index: Any, b: int, n: int) -> Any:
 
 
 cond_p = CondPrimitive("cond", _cond_impl, multiple_results=True)
+
+
+@cond_p.def_sparsity
+@propagating
+def _cond_sparsity(sets, operands, *, branches, n_consts=0, **params):
+    """Staged: what any branch's outputs depend on (the index passes no derivative)."""
+    ops, consts = sets[1 : len(sets) - n_consts], sets[len(sets) - n_consts :]
+    outs = [propagate(b.graph, [*ops, *(consts[i] for i in b.picks)]) for b in branches]
+    return [union(*column) for column in zip(*outs)]
 
 
 def _branch_call(what: str, index: Any, fns: Sequence[Callable], names: tuple, operands):

@@ -70,6 +70,7 @@ from autodiff.core import primitive as _core
 from autodiff.core.args import a_type, check_callable, check_flag
 from autodiff.core.arrays import array_like, dtype_of, is_float, library_of, shape_of
 from autodiff.core.graph import ShapedArray, aval_of
+from autodiff.core.index_sets import Groups, apply_read, propagating
 from autodiff.core.primitive import Primitive, current_interpreters, lift, process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError, TransformValueError
@@ -82,9 +83,11 @@ from autodiff.interpreters.reverse import (
     recording,
     unpack,
 )
+from autodiff.interpreters.sparsity import fixed_point, propagate, stacked_sets
 from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
 from autodiff.interpreters.tape import Dropped, Node, backward
 from autodiff.rules import creation as _cre
+from autodiff.rules._sparsity import moves, shape_of_operand
 from autodiff.rules.shape import moveaxis, stack
 
 __all__ = ["ScanPrimitive", "run_scan", "scan", "scan_p", "slices_p"]
@@ -193,7 +196,45 @@ slices_p = Primitive(
     multiple_results=True,  # (vjp_reads cannot drop a tuple of results; they are views of x)
 )
 
+slices_p.def_sparsity(moves(slices_p.impl, multiple_results=True))
+
 scan_p = ScanPrimitive("scan", _scan_impl, multiple_results=True)
+
+# A staged scan is unrolled for sparsity detection (each step reads its own slice of xs)
+# up to this many equations in all; longer ones take every step's slice as one.
+UNROLL_EQUATIONS = 20_000
+
+
+@scan_p.def_sparsity
+@propagating
+def _scan_sparsity(sets, operands, *, body, length, reverse, n_consts=0, **params):
+    n, split = body.n_carry, len(sets) - n_consts
+    carry, xs = list(sets[:n]), sets[n:split]
+    rest = [sets[split + i] for i in body.picks]
+    x_sizes = [shape_of_operand(x)[1:] for x in operands[n:split]]
+    x_sizes = [int(np.prod(s)) for s in x_sizes]
+    y_sizes = [v.aval.size for v in body.graph.outvars[n:]]
+    if length * len(body.graph.eqns) <= UNROLL_EQUATIONS:
+        ys: list = [None] * length
+        for t in _steps(length, reverse):
+            x_t = [
+                None if x is None else x.gather(np.arange(k) + t * k) for x, k in zip(xs, x_sizes)
+            ]
+            out = propagate(body.graph, [*carry, *x_t, *rest])
+            carry, ys[t] = out[:n], out[n:]
+        return [*carry, *(stacked_sets([y[j] for y in ys], k) for j, k in enumerate(y_sizes))]
+    x_any = [
+        apply_read(Groups(np.arange(k * length) % max(k, 1), np.arange(k)), x, k)
+        for x, k in zip(xs, x_sizes)
+    ]  # fmt: skip  (each step's slice, any step)
+    carry, outs = fixed_point(body.graph, carry, [*x_any, *rest])
+    return [
+        *carry,
+        *(
+            None if y is None else y.gather(np.tile(np.arange(k), length))
+            for y, k in zip(outs[n:], y_sizes)
+        ),
+    ]
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,

@@ -55,11 +55,13 @@ from autodiff.control.subgraphs import (
 from autodiff.core.args import check_callable
 from autodiff.core.arrays import library_of, shape_of
 from autodiff.core.graph import Graph, aval_of
+from autodiff.core.index_sets import propagating
 from autodiff.core.primitive import process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError, TransformTypeError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
 from autodiff.interpreters.forward import DualTensor, JvpInterpreter
+from autodiff.interpreters.sparsity import fixed_point
 from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
@@ -121,6 +123,15 @@ def _while_impl(*carry: Any, cond_fun: FlatFn, body_fun: FlatFn, tree: Any,
 
 
 while_loop_p = WhileLoopPrimitive("while_loop", _while_impl, multiple_results=True)
+
+
+@while_loop_p.def_sparsity
+@propagating
+def _while_sparsity(sets, operands, *, body_fun, n_consts=0, **params):
+    """Staged: the carries after any number of iterations (the condition passes no
+    derivative)."""
+    carry, consts = sets[: len(sets) - n_consts], sets[len(sets) - n_consts :]
+    return fixed_point(body_fun.graph, carry, [consts[i] for i in body_fun.picks])[0]
 
 
 def run_while(who: str, cond_fun: Callable, body_fun: Callable, init_val: Any,

@@ -185,6 +185,14 @@ class Primitive:
         True if ``impl`` is written with autodiff functions (``checkpoint``,
         ``custom_vjp``): staging then traces it for its output shapes, and a
         replayed graph inlines it.
+    sparsity
+        Optional, for sparsity detection (``jacobian_sparsity``, ``jacobian(f,
+        sparsity="auto")``): ``sparsity(*operands, **params)`` returns a
+        ``core.index_sets.Sparsity`` (a tuple of them for ``multiple_results``) saying
+        which operand elements each output element reads, and which operands interact
+        non-linearly; each operand is its value where it is a constant of the graph,
+        else its abstract value.  Without one, every output element depends on every
+        input element (safe, never wrong).
 
     >>> import numpy as np
     >>> from autodiff.core.primitive import Primitive
@@ -194,8 +202,8 @@ class Primitive:
     """
 
     __slots__ = ("__weakref__", "_derived_jvp", "_derived_vjp", "batch", "differentiable",
-                 "impl", "jvp", "multiple_results", "name", "shape", "traceable", "vjp",
-                 "vjp_reads")  # fmt: skip
+                 "impl", "jvp", "multiple_results", "name", "shape", "sparsity", "traceable",
+                 "vjp", "vjp_reads")  # fmt: skip
     # Effectful primitives (random draws) run at every replay of a staged graph, in
     # order: graph passes never drop, merge or precompute them.
     effectful = False
@@ -213,9 +221,11 @@ class Primitive:
         vjp_reads: Sequence[Sequence[int | str]] | None = None,
         shape: Callable | None = None,
         traceable: bool = False,
+        sparsity: Callable | None = None,
     ) -> None:
         self.name = name
         self.shape = shape
+        self.sparsity = sparsity
         self.traceable = traceable
         self.vjp_reads = normalize_reads(name, vjp_reads)
         self.impl = impl
@@ -272,6 +282,12 @@ class Primitive:
         """``rule(*avals, **params) -> aval`` (or a tuple of avals): the result's
         shape and dtype for staging, from the arguments' (see ``shape`` above)."""
         self.shape = rule
+        return rule
+
+    def def_sparsity(self, rule: Callable) -> Callable:
+        """``rule(*operands, **params) -> Sparsity``: which operand elements each output
+        element reads, for sparsity detection (see ``sparsity`` above)."""
+        self.sparsity = rule
         return rule
 
     def bind(self, *args: Any, **params: Any) -> Any:

@@ -48,6 +48,7 @@ from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, checking_nans, user_site
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.tape import Node, backward, keep_residuals
+from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 from autodiff.rules.elementwise import stop_gradient as _stop
 
 __all__ = [
@@ -430,6 +431,7 @@ no_grad_p = NoGradPrimitive(
     jvp=[lambda t, ans, x: t],
     batch=lambda args, dims: (no_grad_p.bind(*args), dims[0]),
     shape=lambda aval: aval,
+    sparsity=elementwise_sparsity([True], ()),  # each element its own, linear
 )
 
 

@@ -27,6 +27,7 @@ from autodiff.core.arrays import (
 from autodiff.core.graph import ShapedArray
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 
 __all__ = [
     "bring_to_front",
@@ -259,6 +260,7 @@ def broadcasting(
     numpy: Sequence[Any] = (),
     differentiable: bool = True,
     reads: Sequence[Sequence[int | str]] | None = None,
+    pairs: Sequence[tuple[int, int]] | None = None,
 ) -> tuple[Primitive, Callable]:
     """Declare an elementwise primitive of several arguments, with broadcasting.
 
@@ -268,6 +270,8 @@ def broadcasting(
     so the same map serves as JVP (broadcast up to the output) and as VJP
     (summed back down to the argument's shape).  ``reads`` is the primitive's
     ``vjp_reads`` (what each argument's ``deriv`` reads, for a lean tape).
+    ``pairs`` says which arguments interact non-linearly, for Hessian sparsity
+    (``[(0, 1)]`` for ``multiply``, ``()`` for ``add``; None, the default: every pair).
     Returns the primitive and its public function: ``hypot_p, hypot = broadcasting(...)``.
     """
     nargs = nargs or len(derivs)
@@ -277,6 +281,11 @@ def broadcasting(
         prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
     prim.def_batch(_broadcasting_batch(prim))
     prim.def_shape(elementwise_shape(prim))
+    prim.def_sparsity(
+        elementwise_sparsity(
+            [d is not None for d in derivs] + [False] * (nargs - len(derivs)), pairs
+        )
+    )
     return prim, _public(prim, nargs, numpy, _doc(name, numpy, differentiable))
 
 
@@ -289,6 +298,7 @@ def unary(
     numpy: Sequence[Any] = (),
     differentiable: bool = True,
     reads: Sequence[int | str] | None = None,
+    linear: bool = False,
 ) -> tuple[Primitive, Callable]:
     """Declare an elementwise primitive of one argument.
 
@@ -297,8 +307,9 @@ def unary(
     (a separate VJP is needed only where real and complex values meet: the
     JVP of ``real`` is ``real(t)`` but its VJP makes ``ct`` complex).
     ``reads`` says what the VJP reads: ``(0,)`` for ``x``, ``("ans",)``, both,
-    or ``()`` (see ``Primitive``'s ``vjp_reads``).  Returns the primitive and its
-    public function: ``cosh_p, cosh = unary(...)``.
+    or ``()`` (see ``Primitive``'s ``vjp_reads``).  ``linear=True``: its second
+    derivative is zero (``negative``, ``real``; also piecewise, ``abs``), which Hessian
+    sparsity uses.  Returns the primitive and its public function: ``cosh_p, cosh = unary(...)``.
     """
     prim = Primitive(
         name, impl, differentiable=differentiable, vjp_reads=None if reads is None else [reads]
@@ -308,6 +319,7 @@ def unary(
         prim.def_jvp([deriv])
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
     prim.def_shape(elementwise_shape(prim))
+    prim.def_sparsity(elementwise_sparsity([True], () if linear else None))
     return prim, _public(prim, 1, numpy, _doc(name, numpy, differentiable))
 
 

@@ -40,6 +40,7 @@ from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import TransformValueError
 from autodiff.rules._helpers import broadcasting, implements, numpy_impl, unary
+from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 
 __all__ = [
     # arithmetic
@@ -74,9 +75,18 @@ __all__ = [
 ]  # fmt: skip
 
 
+_linear = elementwise_sparsity([True], ())
+_nonlinear = elementwise_sparsity([True])
+
 # --- arithmetic -------------------------------------------------------------------------
 add_p, add = broadcasting(
-    "add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g, numpy=[np.add], reads=[(), ()]
+    "add",
+    np.add,
+    lambda g, a, x, y: g,
+    lambda g, a, x, y: g,
+    numpy=[np.add],
+    reads=[(), ()],
+    pairs=(),
 )
 subtract_p, subtract = broadcasting(
     "subtract",
@@ -85,6 +95,7 @@ subtract_p, subtract = broadcasting(
     lambda g, a, x, y: -g,
     numpy=[np.subtract],
     reads=[(), ()],
+    pairs=(),
 )
 multiply_p, multiply = broadcasting(
     "multiply",
@@ -93,6 +104,7 @@ multiply_p, multiply = broadcasting(
     lambda g, a, x, y: x * g,
     numpy=[np.multiply],
     reads=[(1,), (0,)],
+    pairs=[(0, 1)],
 )
 divide_p, divide = broadcasting(
     "divide",
@@ -101,12 +113,15 @@ divide_p, divide = broadcasting(
     lambda g, a, x, y: -g * a / y,
     numpy=[np.divide],
     reads=[(1,), (1, "ans")],
+    pairs=[(0, 1), (1, 1)],
 )
 true_divide = divide
 negative_p, negative = unary(
-    "negative", np.negative, lambda g, a, x: -g, numpy=[np.negative], reads=()
+    "negative", np.negative, lambda g, a, x: -g, numpy=[np.negative], reads=(), linear=True
 )
-positive_p, positive = unary("positive", np.positive, lambda g, a, x: g, numpy=[np.positive])
+positive_p, positive = unary(
+    "positive", np.positive, lambda g, a, x: g, numpy=[np.positive], linear=True
+)
 reciprocal_p, reciprocal = unary(
     "reciprocal", np.reciprocal, lambda g, a, x: -g * a * a, numpy=[np.reciprocal]
 )
@@ -146,10 +161,16 @@ remainder_p, remainder = broadcasting(
     lambda g, a, x, y: g,
     lambda g, a, x, y: -g * floor_divide(x, y),
     numpy=[np.remainder],
+    pairs=(),  # piecewise linear
 )
 mod = remainder
 fmod_p, fmod = broadcasting(
-    "fmod", np.fmod, lambda g, a, x, y: g, lambda g, a, x, y: -g * trunc(x / y), numpy=[np.fmod]
+    "fmod",
+    np.fmod,
+    lambda g, a, x, y: g,
+    lambda g, a, x, y: -g * trunc(x / y),
+    numpy=[np.fmod],
+    pairs=(),  # piecewise linear
 )
 floor_divide_p, floor_divide = broadcasting(
     "floor_divide", np.floor_divide, nargs=2, numpy=[np.floor_divide], differentiable=False
@@ -174,8 +195,12 @@ def _abs_vjp(ct, ans, x):
 
 
 absolute_p, absolute = unary("absolute", np.absolute, _abs_jvp, vjp=_abs_vjp, numpy=[np.absolute])
+# piecewise linear for real numbers; a complex modulus, sqrt(re**2 + im**2), is not
+absolute_p.def_sparsity(
+    lambda x: (_linear if getattr(x, "dtype", np.dtype(float)).kind != "c" else _nonlinear)(x)
+)
 abs = absolute
-fabs_p, fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fabs])
+fabs_p, fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fabs], linear=True)
 
 # --- exponentials and logarithms ----------------------------------------------------------
 _LN2, _LN10 = math.log(2), math.log(10)  # Python floats: they keep float32 float32
@@ -256,10 +281,10 @@ arctanh_p, arctanh = unary(
 )
 _DEG = math.pi / 180
 deg2rad_p, deg2rad = unary(
-    "deg2rad", np.deg2rad, lambda g, a, x: g * _DEG, numpy=[np.deg2rad, np.radians]
+    "deg2rad", np.deg2rad, lambda g, a, x: g * _DEG, numpy=[np.deg2rad, np.radians], linear=True
 )
 rad2deg_p, rad2deg = unary(
-    "rad2deg", np.rad2deg, lambda g, a, x: g / _DEG, numpy=[np.rad2deg, np.degrees]
+    "rad2deg", np.rad2deg, lambda g, a, x: g / _DEG, numpy=[np.rad2deg, np.degrees], linear=True
 )
 radians, degrees = deg2rad, rad2deg
 
@@ -345,7 +370,11 @@ def i0(x):
 # derivative.  The fractional part and the mantissa move with x (slopes 1 and 2**-exponent),
 # and so does nextafter(x, y), which is x moved by one rounding step.
 _modf_fraction_p, _modf_fraction = unary(
-    "modf_fraction", numpy_impl(np.modf, lambda x: np.modf(x)[0]), lambda g, a, x: g, reads=()
+    "modf_fraction",
+    numpy_impl(np.modf, lambda x: np.modf(x)[0]),
+    lambda g, a, x: g,
+    reads=(),
+    linear=True,
 )
 _modf_integral_p, _modf_integral = unary(
     "modf_integral", numpy_impl(np.modf, lambda x: np.modf(x)[1]), differentiable=False
@@ -394,6 +423,7 @@ ldexp_p, ldexp = broadcasting(
     None,  # the exponent is an integer
     numpy=[np.ldexp],
     reads=[(1,), ()],
+    pairs=(),
 )
 nextafter_p, nextafter = broadcasting(
     "nextafter",
@@ -402,6 +432,7 @@ nextafter_p, nextafter = broadcasting(
     None,  # the direction only picks the rounding step
     numpy=[np.nextafter],
     reads=[(), ()],
+    pairs=(),
 )
 
 
@@ -434,6 +465,7 @@ maximum_p, maximum = broadcasting(
     lambda g, a, x, y: _won(g, x, y),
     lambda g, a, x, y: _won(g, y, x),
     numpy=[np.maximum],
+    pairs=(),  # piecewise linear
 )
 minimum_p, minimum = broadcasting(
     "minimum",
@@ -441,6 +473,7 @@ minimum_p, minimum = broadcasting(
     lambda g, a, x, y: _won(g, y, x),
     lambda g, a, x, y: _won(g, x, y),
     numpy=[np.minimum],
+    pairs=(),  # piecewise linear
 )
 fmax_p, fmax = broadcasting(
     "fmax",
@@ -448,6 +481,7 @@ fmax_p, fmax = broadcasting(
     lambda g, a, x, y: _won_ignoring_nan(g, x, y),
     lambda g, a, x, y: _won_ignoring_nan(g, y, x),
     numpy=[np.fmax],
+    pairs=(),  # piecewise linear
 )
 fmin_p, fmin = broadcasting(
     "fmin",
@@ -455,6 +489,7 @@ fmin_p, fmin = broadcasting(
     lambda g, a, x, y: _won_ignoring_nan(-g, -x, -y) * -1.0,
     lambda g, a, x, y: _won_ignoring_nan(-g, -y, -x) * -1.0,
     numpy=[np.fmin],
+    pairs=(),  # piecewise linear
 )
 
 
@@ -503,6 +538,7 @@ where_p, where = broadcasting(
     lambda g, a, c, x, y: where(c, g, 0.0),
     lambda g, a, c, x, y: where(c, 0.0, g),
     numpy=[np.where],
+    pairs=(),
 )
 copysign_p, copysign = broadcasting(
     "copysign",
@@ -510,6 +546,7 @@ copysign_p, copysign = broadcasting(
     lambda g, a, x, y: g * (copysign(1.0, x) * copysign(1.0, y)),
     None,  # the sign of y is piecewise constant: no derivative
     numpy=[np.copysign],
+    pairs=(),
 )
 
 _nan_to_num_p = Primitive(
@@ -521,6 +558,7 @@ _nan_to_num_p = Primitive(
     vjp=[lambda ct, a, x, **_: where(isfinite(x), ct, 0.0)],
     jvp=[lambda t, a, x, **_: where(isfinite(x), t, 0.0)],
     batch=lambda args, dims, **p: (_nan_to_num_p.bind(args[0], **p), dims[0]),
+    sparsity=elementwise_sparsity([True], ()),
 )
 
 
@@ -541,15 +579,20 @@ def _to_dtype_of(ct, ans, x):
     return astype(ct, dtype_of(x))
 
 
-real_p, real = unary("real", np.real, lambda g, a, x: real(g), vjp=_to_dtype_of, numpy=[np.real])
+real_p, real = unary(
+    "real", np.real, lambda g, a, x: real(g), vjp=_to_dtype_of, numpy=[np.real], linear=True
+)
 imag_p, imag = unary(
     "imag",
     np.imag,
     lambda g, a, x: imag(g),
     vjp=lambda ct, a, x: -1j * ct if is_complex(x) else ct * 0.0,
     numpy=[np.imag],
+    linear=True,
 )
-conj_p, conj = unary("conj", np.conj, lambda g, a, x: conj(g), numpy=[np.conj, np.conjugate])
+conj_p, conj = unary(
+    "conj", np.conj, lambda g, a, x: conj(g), numpy=[np.conj, np.conjugate], linear=True
+)
 conjugate = conj
 
 
@@ -591,6 +634,7 @@ real_if_p = Primitive(
     vjp=[lambda ct, ans, a, keep: astype(ct, dtype_of(a)), None],
     jvp=[_real_if_deriv, None],
     batch=lambda args, dims: (real_if_p.bind(*args), dims[0]),
+    sparsity=lambda a, keep: elementwise_sparsity([True], ())(a),
 )
 
 
@@ -863,6 +907,7 @@ astype_p = Primitive(
     vjp=[lambda ct, ans, x, *, dtype: _cast_like(ct, dtype_of(x))],
     jvp=[lambda t, ans, x, *, dtype: _cast_like(t, dtype)],
     batch=lambda args, dims, *, dtype: (astype_p.bind(args[0], dtype=dtype), dims[0]),
+    sparsity=elementwise_sparsity([True], ()),
 )
 # Casting to an integer or bool type rounds: no derivative flows through it.
 astype_discrete_p = Primitive(

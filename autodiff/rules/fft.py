@@ -40,6 +40,7 @@ from autodiff.core.arrays import array_like, is_complex, ndim_of, normalize_axes
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements
+from autodiff.rules._sparsity import along_axes, moves
 from autodiff.rules.elementwise import conj, real
 from autodiff.rules.indexing import getitem
 from autodiff.rules.shape import concatenate
@@ -75,6 +76,10 @@ def _physical(axis: int, bdim: int) -> int:
     return axis + (axis >= bdim)
 
 
+def _with_length(shape: tuple, axis: int, n: int) -> tuple:
+    return (*shape[:axis], n, *shape[axis + 1 :])
+
+
 # --- pad-or-crop one axis ---------------------------------------------------------------
 
 
@@ -97,6 +102,7 @@ fft_resize_p = Primitive(
         dims[0],
     ),
 )
+fft_resize_p.def_sparsity(moves(_resize_impl))
 
 
 def _resize(x: Any, axis: int, n: int | None) -> Any:
@@ -133,6 +139,7 @@ fft_c2c_p = Primitive(
         dims[0],
     ),
 )
+fft_c2c_p.def_sparsity(along_axes(lambda shape, *, axes, **p: axes, pairs=()))
 
 
 # --- real-to-complex and complex-to-real along one axis -----------------------------------
@@ -152,6 +159,13 @@ rfft_p = Primitive(
         rfft_p.bind(args[0], axis=_physical(axis, dims[0]), norm=norm),
         dims[0],
     ),
+)
+rfft_p.def_sparsity(
+    along_axes(
+        lambda shape, *, axis, **p: [axis],
+        lambda shape, *, axis, **p: _with_length(shape, axis, shape[axis] // 2 + 1),
+        (),
+    )
 )
 
 
@@ -186,6 +200,13 @@ irfft_p = Primitive(
         dims[0],
     ),
 )
+irfft_p.def_sparsity(
+    along_axes(
+        lambda shape, *, axis, **p: [axis],
+        lambda shape, *, axis, n, **p: _with_length(shape, axis, n),
+        (),
+    )
+)
 
 
 # --- roll (fftshift) ---------------------------------------------------------------------
@@ -204,6 +225,7 @@ fftshift_p = Primitive(
         dims[0],
     ),
 )
+fftshift_p.def_sparsity(moves(fftshift_p.impl))
 
 
 # --- parameter normalisation ---------------------------------------------------------------

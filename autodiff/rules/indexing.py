@@ -28,10 +28,12 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
+from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
 from autodiff.errors import ConcretizationError
 from autodiff.rules._helpers import bring_to_front, implements, move_to_front, to_front_padded
+from autodiff.rules._sparsity import is_known, moves, numbered, shape_of_operand
 
 __all__ = [
     "at", "getitem", "take", "take_along_axis", "compress", "choose", "put_along_axis",
@@ -256,6 +258,7 @@ getitem_p = Primitive(
     vjp=_getitem_vjp,
     jvp=[lambda t, ans, x, *arrays, index: getitem_p.bind(t, *arrays, index=index)],
     batch=_getitem_batch,
+    sparsity=moves(_getitem_impl),
 )
 
 
@@ -336,9 +339,42 @@ def _scatter_batch(prim):
     return batch
 
 
+def _written(shape, y_shape, arrays, index):
+    """For sparsity: the position in ``x`` (of ``shape``) each element of ``x[index]``
+    is, and the element of ``y`` written there; None where an index array is unknown."""
+    if not all(is_known(a) for a in arrays):
+        return None
+    positions = _getitem_impl(numbered(shape), *arrays, index=index)
+    try:
+        return positions, np.broadcast_to(numbered(y_shape), np.shape(positions))
+    except ValueError:  # y laid out otherwise (new axes dropped): any position
+        return None
+
+
+def _scatter_sparsity(mode):
+    """Each element of the result reads its element of x (unless ``set`` overwrites it)
+    and the elements of y written there; ``x.at[i].multiply(y)`` multiplies them."""
+
+    def rule(x, y, *arrays, index):
+        shape = shape_of_operand(x)
+        written = _written(shape, shape_of_operand(y), arrays, index)
+        keep = numbered(shape)
+        pairs = [(0, 1)] if mode == "multiply" else []
+        if written is None:
+            return Sparsity([Gather(keep), ALL, *(None for _ in arrays)], pairs)
+        positions, sources = written
+        if mode == "set":
+            keep = keep.ravel().copy()
+            keep[np.ravel(positions)] = -1
+        return Sparsity([Gather(keep), Edges(positions, sources), *(None for _ in arrays)], pairs)
+
+    return rule
+
+
 def _scatter(name, write, vjp, jvp, impl=None):
     prim = Primitive(name, impl or _scatter_impl(write), vjp=vjp, jvp=jvp)
     prim.def_batch(_scatter_batch(prim))
+    prim.def_sparsity(_scatter_sparsity(name.removeprefix("index_")))
     return prim
 
 
@@ -540,6 +576,13 @@ untake_p = Primitive(
     ],
     batch=_untake_batch,
 )
+
+
+@untake_p.def_sparsity
+def _untake_sparsity(y, *arrays, index, shape):
+    written = _written(shape, shape_of_operand(y), arrays, index)
+    read = ALL if written is None else Edges(*written)
+    return Sparsity([read, *(None for _ in arrays)])
 
 
 def _mul_write(out, position, y, has_arrays):

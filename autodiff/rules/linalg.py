@@ -74,6 +74,7 @@ from autodiff.rules._helpers import (
     to_front_padded,
     unbroadcast,
 )
+from autodiff.rules._sparsity import elementwise, shape_of_operand, stacked
 
 __all__ = [
     "cholesky",
@@ -276,6 +277,9 @@ solve_p = Primitive(
     jvp=[_solve_jvp_a, lambda t, ans, a, b: solve_p.bind(a, t)],
     batch=_solve_batch,
 )
+solve_p.def_sparsity(
+    lambda a, b: stacked([2, 1 if len(shape_of_operand(b)) == 1 else 2], [(0, 0), (0, 1)])(a, b)
+)  # linear in b
 
 
 @implements(solve_p, np.linalg.solve)
@@ -307,6 +311,7 @@ inv_p = Primitive(
     vjp=[lambda ct, ans, a: -_mm(_mm(_T(ans), ct), _T(ans))],
     jvp=[lambda t, ans, a: -_mm(_mm(ans, t), ans)],
 )
+inv_p.def_sparsity(stacked([2]))
 inv_p.def_batch(_stack_batch(inv_p))
 
 
@@ -337,6 +342,7 @@ det_p = Primitive(
     vjp=[lambda ct, ans, a: _shp.expand_dims(ct * ans, (-2, -1)) * _T(inv(a))],
     jvp=[lambda t, ans, a: ans * _log_det_tangent(t, a)],
 )
+det_p.def_sparsity(stacked([2]))
 det_p.def_batch(_stack_batch(det_p))
 
 
@@ -378,6 +384,7 @@ slogdet_p = Primitive(
     jvp=_slogdet_jvp,
     multiple_results=True,
 )
+slogdet_p.def_sparsity(stacked([2], outputs=2))
 slogdet_p.def_batch(_stack_batch(slogdet_p))
 
 
@@ -429,6 +436,7 @@ cholesky_p = Primitive(
     vjp=[_cholesky_vjp],
     jvp=[_cholesky_jvp],
 )
+cholesky_p.def_sparsity(stacked([2]))
 cholesky_p.def_batch(_stack_batch(cholesky_p))
 
 
@@ -476,6 +484,7 @@ eigh_p = Primitive(
     jvp=_eigh_jvp,
     multiple_results=True,
 )
+eigh_p.def_sparsity(stacked([2], outputs=2))
 eigh_p.def_batch(_stack_batch(eigh_p))
 
 
@@ -520,6 +529,7 @@ eigvalsh_p = Primitive(
     vjp=[_eigvalsh_vjp],
     jvp=[_eigvalsh_jvp],
 )
+eigvalsh_p.def_sparsity(stacked([2]))
 eigvalsh_p.def_batch(_stack_batch(eigvalsh_p))
 
 
@@ -574,6 +584,7 @@ eig_p = Primitive(
     jvp=_eig_jvp,
     multiple_results=True,
 )
+eig_p.def_sparsity(stacked([2], outputs=2))
 eig_p.def_batch(_stack_batch(eig_p))
 
 
@@ -615,6 +626,7 @@ eigvals_p = Primitive(
     vjp=[_eigvals_vjp],
     jvp=[_eigvals_jvp],
 )
+eigvals_p.def_sparsity(stacked([2]))
 eigvals_p.def_batch(_stack_batch(eigvals_p))
 
 
@@ -745,6 +757,7 @@ svd_p = Primitive(
     jvp=_svd_jvp,
     multiple_results=True,
 )
+svd_p.def_sparsity(stacked([2], outputs=3))
 svd_p.def_batch(_stack_batch(svd_p))
 
 
@@ -770,6 +783,7 @@ svdvals_p = Primitive(
     vjp=[_svdvals_vjp],
     jvp=[_svdvals_jvp],
 )
+svdvals_p.def_sparsity(stacked([2]))
 svdvals_p.def_batch(_stack_batch(svdvals_p))
 
 
@@ -891,6 +905,7 @@ qr_p = Primitive(
     jvp=_qr_jvp,
     multiple_results=True,
 )
+qr_p.def_sparsity(stacked([2], outputs=2))
 qr_p.def_batch(_stack_batch(qr_p))
 
 
@@ -951,6 +966,7 @@ pinv_p = Primitive(
     vjp=[_pinv_vjp],
     jvp=[_pinv_jvp],
 )
+pinv_p.def_sparsity(stacked([2]))
 pinv_p.def_batch(_stack_batch(pinv_p))
 
 _UNSET: Any = object()
@@ -1291,6 +1307,7 @@ norm_root_p = Primitive(
     jvp=[_norm_root_deriv],
     batch=lambda args, dims, *, p: (norm_root_p.bind(args[0], p=p), dims[0]),
 )
+norm_root_p.def_sparsity(elementwise([True]))
 
 
 def _root(u, p):

@@ -26,6 +26,7 @@ from autodiff.core.arrays import dtype_of, eye_like, ndim_of, normalize_axes, sh
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
+from autodiff.rules._sparsity import contraction, shape_of_operand
 
 __all__ = [
     "dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot",
@@ -105,6 +106,17 @@ matmul_p = Primitive(
     batch=_matmul_batch,
     vjp_reads=[(1,), (0,)],  # each cotangent reads the other operand (and shapes)
 )
+
+
+@matmul_p.def_sparsity
+def _matmul_sparsity(a, b):
+    a_shape, b_shape = shape_of_operand(a), shape_of_operand(b)
+    stack = "".join(_LABELS[: max(len(a_shape), len(b_shape), 2) - 2])
+    a_term = "k" if len(a_shape) == 1 else stack[len(stack) - len(a_shape) + 2 :] + "mk"
+    b_term = "k" if len(b_shape) == 1 else stack[len(stack) - len(b_shape) + 2 :] + "kn"
+    out = stack[: max(len(a_term), len(b_term)) - 2] if len(a_shape) > 1 or len(b_shape) > 1 else ""
+    out += ("m" if len(a_shape) > 1 else "") + ("n" if len(b_shape) > 1 else "")
+    return contraction([a_term, b_term], out, [a_shape, b_shape])
 
 
 @implements(matmul_p, np.matmul)
@@ -234,6 +246,9 @@ einsum_p = Primitive(
     vjp=[_einsum_vjp(k) for k in range(_MAX_OPERANDS)],
     jvp=[_einsum_jvp(k) for k in range(_MAX_OPERANDS)],
     batch=_einsum_batch,
+    sparsity=lambda *operands, subscripts, optimize: contraction(
+        *_split(subscripts), [shape_of_operand(x) for x in operands]
+    ),
 )
 
 
@@ -556,6 +571,18 @@ cross_p = Primitive(
     batch=_cross_batch,
     vjp_reads=[(1,), (0,)],
 )
+
+
+@cross_p.def_sparsity
+def _cross_sparsity(a, b):
+    # each component of the product reads the whole vectors at its stack position
+    a_shape, b_shape = shape_of_operand(a), shape_of_operand(b)
+    stack = _LABELS[: max(len(a_shape), len(b_shape)) - 1]
+    a_term, b_term = (
+        stack[len(stack) - len(a_shape) + 1 :] + "i",
+        stack[len(stack) - len(b_shape) + 1 :] + "j",
+    )
+    return contraction([a_term, b_term], stack + "k", [a_shape, b_shape], {"k": 3})
 
 
 def _cross_2d(a, b):

@@ -24,6 +24,7 @@ from autodiff.core.arrays import dtype_of, is_complex, ndim_of, normalize_axes, 
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements, move_to_front
+from autodiff.rules._sparsity import reduction, running
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "cumprod",
@@ -70,6 +71,7 @@ sum_p = Primitive(
     vjp_reads=[()],
 )
 sum_p.def_batch(_reduction_batch(sum_p))
+sum_p.def_sparsity(reduction(linear=True))
 
 
 @implements(sum_p, np.sum)
@@ -117,6 +119,7 @@ def _chooser(name, impl):
         ],
     )
     prim.def_batch(_reduction_batch(prim))
+    prim.def_sparsity(reduction(linear=True))  # piecewise: one element's value
     return prim
 
 
@@ -231,6 +234,7 @@ prod_p = Primitive(
     ],
 )
 prod_p.def_batch(_reduction_batch(prod_p))
+prod_p.def_sparsity(reduction(linear=False))
 
 
 @implements(prod_p, np.prod)
@@ -269,6 +273,7 @@ cumsum_p = Primitive(
     jvp=[lambda t, ans, x, *, axis: cumsum_p.bind(t, axis=axis)],
 )
 cumsum_p.def_batch(_scan_batch(cumsum_p))
+cumsum_p.def_sparsity(running)
 
 
 def _scan_axis(a, axis):

@@ -44,6 +44,7 @@ from autodiff.rules import shape as _shp
 from autodiff.rules import sorting as _sort
 from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
 from autodiff.rules._scipy import empty_result, scipy_impl
+from autodiff.rules._sparsity import shape_of_operand, stacked
 from autodiff.rules.linalg import _T, _check_square, _stack_batch
 
 __all__ = [
@@ -156,6 +157,11 @@ solve_triangular_p = Primitive(
     ],
     jvp=[_solve_triangular_jvp_a, lambda t, ans, a, b, **p: solve_triangular_p.bind(a, t, **p)],
 )
+solve_triangular_p.def_sparsity(
+    lambda a, b, **p: stacked([2, 1 if len(shape_of_operand(b)) == 1 else 2], [(0, 0), (0, 1)])(
+        a, b
+    )
+)  # linear in b
 solve_triangular_p.def_batch(_stacked_pair_batch(solve_triangular_p))
 
 
@@ -324,6 +330,7 @@ lu_factor_p = Primitive(
     multiple_results=True,
 )
 lu_factor_p.def_batch(_stack_batch(lu_factor_p))
+lu_factor_p.def_sparsity(stacked([2], outputs=2))
 
 
 @implements(lu_factor_p)
@@ -398,6 +405,7 @@ expm_p = Primitive(
     vjp=[lambda ct, ans, a: _frechet(expm, _T(a), ct)],
     jvp=[lambda t, ans, a: _frechet(expm, a, t)],
 )
+expm_p.def_sparsity(stacked([2]))
 expm_p.def_batch(_stack_batch(expm_p))
 sqrtm_p = Primitive(
     "sqrtm",
@@ -405,6 +413,7 @@ sqrtm_p = Primitive(
     vjp=[lambda ct, ans, a: _frechet(sqrtm, _T(a), ct)],
     jvp=[lambda t, ans, a: _frechet(sqrtm, a, t)],
 )
+sqrtm_p.def_sparsity(stacked([2]))
 sqrtm_p.def_batch(_stack_batch(sqrtm_p))
 
 

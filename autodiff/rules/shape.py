@@ -30,6 +30,7 @@ from autodiff.rules._helpers import (
     to_front_padded,
     unbroadcast,
 )
+from autodiff.rules._sparsity import moves
 
 __all__ = [
     "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
@@ -63,6 +64,7 @@ reshape_p = Primitive(
     jvp=[lambda t, ans, x, *, shape: reshape_p.bind(t, shape=shape)],
     batch=_reshape_batch,
 )
+reshape_p.def_sparsity(moves(reshape_p.impl))
 
 
 def _resolve_shape(shape: Any, size: int) -> tuple[int, ...]:
@@ -112,6 +114,7 @@ transpose_p = Primitive(
     jvp=[lambda t, ans, x, *, axes: transpose_p.bind(t, axes=axes)],
     batch=_transpose_batch,
 )
+transpose_p.def_sparsity(moves(transpose_p.impl))
 
 
 @implements(transpose_p, np.transpose, np.permute_dims)
@@ -205,6 +208,7 @@ broadcast_to_p = Primitive(
     jvp=[lambda t, ans, x, *, shape: broadcast_to_p.bind(t, shape=shape)],
     batch=_broadcast_to_batch,
 )
+broadcast_to_p.def_sparsity(moves(broadcast_to_p.impl))
 
 
 @implements(broadcast_to_p, np.broadcast_to)
@@ -239,6 +243,7 @@ expand_dims_p = Primitive(
     jvp=[lambda t, ans, x, *, axis: expand_dims_p.bind(t, axis=axis)],
 )
 expand_dims_p.def_batch(_shifted_batch(expand_dims_p))
+expand_dims_p.def_sparsity(moves(expand_dims_p.impl))
 
 
 @implements(expand_dims_p, np.expand_dims)
@@ -256,6 +261,7 @@ squeeze_p = Primitive(
     jvp=[lambda t, ans, x, *, axis: squeeze_p.bind(t, axis=axis)],
 )
 squeeze_p.def_batch(_shifted_batch(squeeze_p))
+squeeze_p.def_sparsity(moves(squeeze_p.impl))
 
 
 @implements(squeeze_p, np.squeeze)
@@ -301,6 +307,7 @@ concatenate_p = Primitive(
     jvp=lambda tangents, ans, *xs, axis: concatenate_p.bind(*tangents, axis=axis),
 )
 concatenate_p.def_batch(_joining_batch(concatenate_p))
+concatenate_p.def_sparsity(moves(concatenate_p.impl, data=None))
 
 
 def _check_no_out(name: str, out: Any) -> None:
@@ -334,6 +341,7 @@ stack_p = Primitive(
     jvp=lambda tangents, ans, *xs, axis: stack_p.bind(*tangents, axis=axis),
 )
 stack_p.def_batch(_joining_batch(stack_p))
+stack_p.def_sparsity(moves(stack_p.impl, data=None))
 
 
 concat = concatenate  # the array API's name
@@ -380,6 +388,7 @@ pad_p = Primitive(
     ],
     batch=_pad_batch,
 )
+pad_p.def_sparsity(moves(pad_p.impl, params=lambda **p: {**p, "constant_values": 0}))
 
 
 @implements(pad_p, np.pad)
@@ -467,6 +476,7 @@ roll_p = Primitive(
     batch=_roll_batch,
     vjp_reads=[()],
 )
+roll_p.def_sparsity(moves(_roll_impl))
 
 
 @implements(roll_p, np.roll)

@@ -23,6 +23,7 @@ from autodiff.core.primitive import Primitive
 from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import vjp
+from autodiff.interpreters.sparsity import through_impl
 from autodiff.interpreters.staging import graph_function, innermost_staging, traced_impl
 
 __all__ = ["checkpoint"]
@@ -63,6 +64,7 @@ def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
     prim = CheckpointPrimitive(f"checkpoint({name})", fn, multiple_results=True, traceable=True)
     prim.base_name = name
     prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
+    prim.sparsity = through_impl(prim)  # its derivative is its implementation's
     return prim
 
 

@@ -211,16 +211,31 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
     return wrapper
 
 
-def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+def hessian(func: Callable, argnums: int | tuple[int, ...] = 0, *,
+            sparsity: Any = None) -> Callable:  # fmt: skip
     """The Hessian of a scalar ``func``: ``jacfwd(jacrev(func, argnums), argnums)``.
+
+    ``sparsity="auto"`` reads which inputs interact from the program
+    (:func:`~autodiff.hessian_sparsity`), star-colours that pattern and computes one
+    Hessian-vector product per colour, all in one ``vmap``; a pattern may be given
+    instead (a ``SparsityPattern``, a SciPy sparse array, a dense boolean array).  The
+    result is then a ``scipy.sparse.csr_array`` over the differentiated inputs'
+    elements (raveled, concatenated), or a ``SparseMatrix`` without SciPy.
 
     >>> import numpy as np
     >>> from autodiff import hessian
     >>> hessian(lambda x: (x**3).sum())(np.array([1.0, 2.0]))
     array([[ 6.,  0.],
            [ 0., 12.]])
+    >>> h = hessian(lambda x: (x[1:] * x[:-1] ** 2).sum(), sparsity="auto")(np.ones(5))
+    >>> h.shape, h.nnz  # tridiagonal (x[4] enters linearly), from 3 Hessian-vector products
+    ((5, 5), 12)
     """
     _check_made(func, argnums, False, "hessian")
+    if sparsity is not None:
+        from autodiff.transforms.sparse_jacobians import sparse_hessian
+
+        return sparse_hessian(func, argnums, sparsity)
     inner = jacfwd(jacrev(func, argnums), argnums)
 
     @functools.wraps(func)
@@ -236,7 +251,8 @@ _MODES = {"auto": "auto", "forward": "forward", "fwd": "forward", "reverse": "re
 
 
 def jacobian(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
-             mode: str = "auto", chunk_size: int | None = None) -> Callable:  # fmt: skip
+             mode: str = "auto", chunk_size: int | None = None,
+             sparsity: Any = None) -> Callable:  # fmt: skip
     """The Jacobian of ``func``, by whichever mode needs fewer passes.
 
     Reverse mode (:func:`jacrev`) costs one VJP per output element, forward mode
@@ -249,6 +265,16 @@ def jacobian(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool =
     input-tree); ``has_aux=True`` returns ``(jacobian, aux)``; ``chunk_size`` is
     :func:`jacrev`'s (reverse mode only).  (``jax.jacobian`` is always reverse mode.)
 
+    ``sparsity="auto"`` reads the Jacobian's pattern from the program
+    (:func:`~autodiff.jacobian_sparsity`); a pattern may be given instead (a
+    ``SparsityPattern``, a SciPy sparse array, a dense boolean array).  Columns that
+    share no row are then coloured alike and pushed by one JVP per colour (or rows by
+    one VJP per colour, whichever needs fewer colours; ``mode`` may force one), all in
+    one ``vmap``, and the result is a ``scipy.sparse.csr_array`` whose rows are the
+    outputs' elements and columns the differentiated inputs' elements (raveled and
+    concatenated), or a ``SparseMatrix`` of index arrays without SciPy or under a
+    transform.  Patterns and colourings are cached per input signature.
+
     >>> import numpy as np, autodiff.numpy as anp
     >>> from autodiff import jacobian
     >>> f = lambda x: anp.stack([x[0] * x[1], anp.sin(x[2])])  # 3 inputs, 2 outputs
@@ -258,6 +284,12 @@ def jacobian(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool =
     >>> g = lambda t: anp.stack([t, anp.sin(t), t**2])  # 1 input, 3 outputs
     >>> jacobian(g)(1.0)  # forward mode: 1 JVP
     array([1.        , 0.54030231, 2.        ])
+    >>> laplacian = lambda u: anp.pad(u, 1)[2:] + anp.pad(u, 1)[:-2] - 2 * u
+    >>> J = jacobian(laplacian, sparsity="auto")(np.zeros(6))  # 3 JVPs, not 6
+    >>> J.toarray()[:3]
+    array([[-2.,  1.,  0.,  0.,  0.,  0.],
+           [ 1., -2.,  1.,  0.,  0.,  0.],
+           [ 0.,  1., -2.,  1.,  0.,  0.]])
     """
     _check_made(func, argnums, has_aux, "jacobian")
     if mode not in _MODES:
@@ -267,6 +299,10 @@ def jacobian(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool =
         )
     check_chunk_size(chunk_size, "jacobian")
     mode = _MODES[mode]
+    if sparsity is not None:
+        from autodiff.transforms.sparse_jacobians import sparse_jacobian
+
+        return sparse_jacobian(func, argnums, has_aux, sparsity, mode)
     if mode == "forward":
         return jacfwd(func, argnums, has_aux)
     if mode == "reverse":

@@ -1,0 +1,262 @@
+"""Sparsity detection and compressed sparse Jacobians and Hessians.
+
+The detected pattern never misses a non-zero: it is compared with the dense Jacobian
+(``jacfwd``) and Hessian at random points, on every sample of the registry
+(``tests/registry``) and on random programs (``tests/programs.py``, with transforms
+staged inside them: their derivative code is read too).  It is also checked to be
+precise where it should be (stencils, loops, products).  The compressed evaluations
+equal the dense matrices, with the colour counts the stencils allow.
+"""
+
+import warnings
+import zlib
+
+import numpy as np
+import optree
+import pytest
+import scipy.sparse
+from hypothesis import HealthCheck, given, seed, settings
+
+import autodiff
+import autodiff.numpy as anp
+from autodiff import (
+    SparseMatrix,
+    SparsityPattern,
+    hessian,
+    hessian_sparsity,
+    jacfwd,
+    jacobian,
+    jacobian_sparsity,
+    jit,
+)
+from autodiff.core.primitive import Primitive
+from autodiff.errors import TransformValueError
+from autodiff.interpreters.staging import StagedTensor
+from autodiff.transforms.sparse_jacobians import plan_hessian, plan_jacobian
+from tests import programs
+from tests.registry import OPS
+
+
+def _dense_jacobian(fn, args, positions):
+    """The Jacobian over the raveled outputs and the raveled, concatenated inputs."""
+    out = fn(*args)
+    blocks = []
+    for p in positions:
+        jac = jacfwd(fn, argnums=p)(*args)
+        leaves = optree.tree_leaves(jac)
+        n = sum(np.size(a) for a in optree.tree_leaves(args[p]))
+        blocks.append(np.concatenate([np.reshape(j, (np.size(o), n)) for j, o in
+                                      zip(leaves, optree.tree_leaves(out))], axis=0))  # fmt: skip
+    return np.concatenate(blocks, axis=1)
+
+
+def _covers(pattern, dense, what):
+    dense = np.asarray(dense)
+    missed = (dense != 0) & ~pattern.toarray()
+    assert pattern.shape == dense.shape, (pattern.shape, dense.shape)
+    assert not missed.any(), f"{what}: the pattern misses {np.argwhere(missed)[:5].tolist()}"
+
+
+# --- the registry -------------------------------------------------------------------------------
+
+
+def _registry_cases():
+    cases = []
+    for op in OPS:
+        if not op.differentiable:
+            continue
+        for i, sample in enumerate(op.samples):
+            diff = sample.diff_positions()
+            if not diff or any(sample.args[p].dtype.kind == "c" for p in diff):
+                continue
+            cases.append(pytest.param(op, sample, id=f"{op.name}[{sample.label or i}]"))
+    return cases
+
+
+@pytest.mark.parametrize(("op", "sample"), _registry_cases())
+def test_registry_patterns_never_miss_a_nonzero(op, sample):
+    fn = op.bound(sample)
+    args = sample.args
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = fn(*args)
+        leaves = optree.tree_leaves(out)
+        if not leaves or any(np.asarray(o).dtype.kind not in "f" for o in leaves):
+            pytest.skip("not real floating-point outputs")
+        try:
+            pattern = jacobian_sparsity(fn, argnums=tuple(sample.diff_positions()))(*args)
+        except autodiff.errors.ConcretizationError:
+            pytest.skip("jit refuses it (a value-dependent shape or dtype)")
+        rng = np.random.default_rng(zlib.crc32(op.name.encode()))
+        for k in range(2):  # the given point and one drawn afresh
+            point = args if k == 0 else tuple(sample.draw(rng, p) for p in range(len(args)))
+            dense = _dense_jacobian(fn, point, sample.diff_positions())
+            _covers(pattern, dense, op.name)
+        if len(sample.diff_positions()) == 1:  # the Hessian of the sum of the outputs
+            (p,) = sample.diff_positions()
+
+            def total(x):
+                full = list(args)
+                full[p] = x
+                return sum(anp.sum(o) for o in optree.tree_leaves(fn(*full)))
+
+            h_pattern = hessian_sparsity(total)(args[p])
+            dense = np.asarray(autodiff.hessian(total)(args[p])).reshape(h_pattern.shape)
+            big = np.abs(dense) > 1e-9 * max(1.0, np.abs(dense).max(initial=0.0))
+            _covers(h_pattern, big & np.isfinite(dense), f"hessian of {op.name}")
+
+
+# --- random programs --------------------------------------------------------------------------
+
+
+def _check_program(case):
+    # (arrays: staging a Python float's derivative code can meet a rule that wants a dtype)
+    args = tuple(np.asarray(a) for a in case.arguments())
+    fn = case.functions(programs.AutodiffTransforms, programs.AUTODIFF, np.float64)[-1]
+    positions = tuple(range(len(args)))
+    pattern = jacobian_sparsity(fn, argnums=positions)(*args)
+    _covers(pattern, _dense_jacobian(fn, args, positions), repr(case))
+    if len(args) == 1:  # the Hessian of the sum of the outputs
+        total = lambda x: anp.sum(fn(x))
+        h_pattern = hessian_sparsity(total)(*args)
+        dense = np.asarray(autodiff.hessian(total)(*args)).reshape(h_pattern.shape)
+        big = np.abs(dense) > 1e-9 * max(1.0, np.abs(dense).max(initial=0.0))
+        _covers(h_pattern, big, f"hessian of {case!r}")
+
+
+@pytest.mark.parametrize("top", ["forward", "grad", "jacrev", "vmap", "jvp"])
+def test_random_program_patterns_never_miss_a_nonzero(top):
+    @settings(
+        max_examples=40,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+    @given(case=programs.cases(top, max_depth=2))
+    def run(case):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            _check_program(case)
+
+    seed(zlib.crc32(f"sparsity-{top}".encode()))(run)()
+
+
+# --- precision ----------------------------------------------------------------------------------
+
+
+def bratu(u, lam=1.0):
+    """The 2-D Bratu residual (5-point Laplacian plus lam * exp(u)), zero boundary."""
+    h = 1.0 / (u.shape[0] + 1)
+    p = anp.pad(u, 1)
+    lap = (p[2:, 1:-1] + p[:-2, 1:-1] + p[1:-1, 2:] + p[1:-1, :-2] - 4 * u) / h**2
+    return lap + lam * anp.exp(u)
+
+
+def rosenbrock(x):
+    return anp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def test_stencil_patterns_are_exact():
+    n = 7
+    pattern = jacobian_sparsity(bratu)(np.zeros((n, n)))
+    assert pattern.nnz == 5 * n * n - 4 * n  # the 5-point stencil, cut at the boundary
+    _covers(pattern, _dense_jacobian(bratu, (np.random.rand(n, n),), (0,)), "bratu")
+    h = hessian_sparsity(rosenbrock)(np.zeros(6))
+    np.testing.assert_array_equal(h.toarray(), np.abs(np.subtract.outer(range(6), range(6))) <= 1)
+    # x @ x pairs each element with itself only; x[0] * x[1] only the two
+    assert (hessian_sparsity(lambda x: x @ x)(np.zeros(4)).toarray() == np.eye(4, dtype=bool)).all()
+    assert hessian_sparsity(lambda x: x[0] * x[1])(np.zeros(3)).rows.tolist() == [0, 1]
+    assert hessian_sparsity(lambda x: anp.sum(x * 2.0 + 1.0))(np.zeros(3)).nnz == 0
+
+
+def test_control_flow_is_the_union_of_what_it_can_touch():
+    def loop(x):  # each pass multiplies by the left neighbour: an unknown number of passes
+        step = lambda c: (anp.roll(c[0], 1) * c[0], c[1] + 1)
+        return autodiff.while_loop(lambda c: c[1] < 2, step, (x, 0))[0]
+
+    assert jacobian_sparsity(loop)(np.zeros(5)).toarray().all()
+    branches = lambda x: autodiff.cond(x[0] > 0, lambda a: a[::-1], lambda a: 2.0 * a, x)
+    p = jacobian_sparsity(branches)(np.zeros(4)).toarray()
+    np.testing.assert_array_equal(p, np.eye(4, dtype=bool) | np.eye(4, dtype=bool)[::-1])
+    running = lambda x: autodiff.scan(lambda c, xi: (c * xi, c + xi), 1.0, x)[1]
+    p = jacobian_sparsity(running)(np.zeros(5)).toarray()
+    np.testing.assert_array_equal(p, np.tri(5, dtype=bool))  # y[t] = c + x[t]: x[:t + 1]
+    _covers(jacobian_sparsity(running)(np.zeros(5)),
+            _dense_jacobian(running, (np.random.rand(5),), (0,)), "scan")  # fmt: skip
+
+
+def test_a_primitive_without_a_rule_is_dense_and_one_without_a_derivative_is_empty():
+    shift_p = Primitive("shift_no_rule", lambda x: np.roll(x, 1), jvp=[lambda t, a, x: t])
+    p = jacobian_sparsity(lambda x: shift_p.bind(x) * x)(np.zeros(3))
+    assert p.toarray().all()
+    assert jacobian_sparsity(lambda x: anp.floor(x) + 1.0)(np.zeros(3)).nnz == 0
+
+
+# --- compressed evaluation --------------------------------------------------------------------
+
+
+def test_colour_counts_on_stencils():
+    assert plan_jacobian(jacobian_sparsity(bratu)(np.zeros((30, 30))), "auto").n_colors == 5
+    tri = hessian_sparsity(rosenbrock)(np.zeros(200))
+    assert plan_hessian(tri).n_colors <= 3
+    wide = jacobian_sparsity(lambda x: anp.stack([x.sum(), (x**2).sum()]))(np.zeros(9))
+    plan = plan_jacobian(wide, "auto")  # 2 dense rows: 2 VJPs, not 9 JVPs
+    assert (plan.mode, plan.n_colors) == ("reverse", 2)
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse"])
+def test_sparse_jacobian_equals_the_dense_one(mode):
+    u = np.random.default_rng(0).random((6, 5))
+    J = jacobian(bratu, sparsity="auto", mode=mode)(u)
+    assert isinstance(J, scipy.sparse.csr_array)
+    np.testing.assert_allclose(J.toarray(), jacfwd(bratu)(u).reshape(30, 30), rtol=1e-12)
+    wide = lambda x, w: anp.stack([(x * w).sum(), (x**2).sum()])
+    x, w = np.arange(4.0), np.ones(4)
+    got = jacobian(wide, argnums=(0, 1), sparsity="auto", mode=mode)(x, w).toarray()
+    np.testing.assert_allclose(got, np.hstack(jacfwd(wide, argnums=(0, 1))(x, w)))
+
+
+def test_sparse_hessian_equals_the_dense_one():
+    x = np.random.default_rng(1).random(12)
+    H = hessian(rosenbrock, sparsity="auto")(x)
+    np.testing.assert_allclose(H.toarray(), autodiff.hessian(rosenbrock)(x), rtol=1e-12)
+    star = lambda x: anp.sum(x[0] * x[1:]) + anp.sum(anp.sin(x))  # an arrow: 2 colours
+    H = hessian(star, sparsity="auto")(x)
+    np.testing.assert_allclose(H.toarray(), autodiff.hessian(star)(x), rtol=1e-12)
+    assert plan_hessian(hessian_sparsity(star)(x)).n_colors == 2
+
+
+def test_given_patterns_and_wrong_ones():
+    u = np.random.default_rng(2).random((4, 4))
+    dense = jacfwd(bratu)(u).reshape(16, 16)
+    for pattern in (dense != 0, scipy.sparse.csr_array(dense), SparsityPattern.of(dense != 0)):
+        np.testing.assert_allclose(jacobian(bratu, sparsity=pattern)(u).toarray(), dense)
+    with pytest.raises(TransformValueError, match=r"shape \(16, 16\)"):
+        jacobian(bratu, sparsity=np.ones((16, 16)))(np.zeros((3, 3)))
+    with pytest.raises(TransformValueError, match="'auto'"):
+        jacobian(bratu, sparsity="detect")
+
+
+def test_patterns_are_cached_per_signature_and_composes_with_jit():
+    calls = []
+
+    def f(x):
+        calls.append(isinstance(x, StagedTensor))  # staged: for the detection
+        return anp.sin(x[1:]) * x[:-1]
+
+    jac = jacobian(f, sparsity="auto")
+    for _ in range(3):
+        jac(np.ones(6))
+    assert sum(calls) == 1  # staged once for the signature
+    jac(np.ones(7))
+    assert sum(calls) == 2
+    x = np.linspace(0.1, 1.0, 6)
+    want = jacfwd(f)(x)
+    np.testing.assert_allclose(jacobian(jit(f), sparsity="auto")(x).toarray(), want)
+    inside = jit(lambda x: jacobian(f, sparsity="auto")(x))(x)  # traced: index arrays
+    assert isinstance(inside, SparseMatrix)
+    np.testing.assert_allclose(inside.toarray(), want)
+    aux = jacobian(lambda x: (f(x), x.sum()), has_aux=True, sparsity="auto")(x)
+    np.testing.assert_allclose(aux[0].toarray(), want)
+    assert aux[1] == pytest.approx(x.sum())
