@@ -1,0 +1,447 @@
+"""``jit``'s compiling tier: regions of a graph compiled by numba, cached on disk.
+
+``fused_replay(graph, fresh)`` compiles the regions ``kernels.regions`` finds in a
+jitted function's optimised graph (one numba function each, a *kernel*) and returns
+the graph's replay with each region replaced by one call of its kernel; what does not
+lower stays the NumPy calls of ``replay.py`` between them.  ``jit.py`` decides when
+(``compile=`` and ``HOT_CALLS``) and swaps the result in when it is ready;
+``compile_later`` runs that work in a background thread, so no call waits for it.
+
+**Same numbers.**  numba compiles without fast-math and with NumPy's error model, and
+``kernels.py`` casts as NumPy's loops do.  NumPy reports floating-point errors
+(``invalid value encountered in log``) from the processor's status flags after each
+loop; a kernel's caller does the same: it clears the flags, runs the kernel and, where
+a flag went up that ``np.geterr()`` does not ignore, runs the region again as NumPy
+calls, which warn or raise exactly as NumPy does (and give the same values).  A
+kernel that raises (a singular matrix) or meets an argument it was not compiled for
+runs as NumPy calls too.  Where the flags cannot be read (no C library with
+``fetestexcept``), the tier is off.
+
+**The cache.**  Each kernel's source is written to a file named by a hash of the
+source (and of numba's, NumPy's and this package's versions, and the code of the
+scalar functions it calls), in ``cache_dir()``: ``$AUTODIFF_CACHE_DIR``, else
+``$XDG_CACHE_HOME/autodiff/kernels``, else ``~/.cache/autodiff/kernels``.  numba keeps
+the machine code next to it (``__pycache__``), so a later process loads a kernel
+instead of compiling it.  ``clear_cache()`` (or deleting the directory) empties it.
+``AUTODIFF_COMPILE=0`` in the environment switches the tier off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import ctypes.util
+import functools
+import hashlib
+import importlib.util
+import marshal
+import os
+import platform
+import queue
+import shutil
+import sys
+import tempfile
+import threading
+import types
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autodiff.compiler.kernels import Region, kernel_source, regions
+from autodiff.compiler.replay import compile_graph, final_graph
+from autodiff.core.graph import Eqn, Graph
+from autodiff.core.primitive import Primitive
+from autodiff.errors import AutodiffWarning
+
+__all__ = [
+    "HOT_CALLS",
+    "KernelPrimitive",
+    "available",
+    "cache_dir",
+    "clear_cache",
+    "compile_later",
+    "fused_replay",
+    "wait_for_background",
+]
+
+# Regions that did not compile, with the error (for tests: a lowering numba refuses)
+failures: list = []
+
+HOT_CALLS = 8  # calls of one signature after which compile="auto" compiles it (in the background)
+CODEGEN_VERSION = "1"  # part of every kernel's hash: bump when the generated code changes meaning
+
+
+# --- is the tier available ------------------------------------------------------------------
+
+
+def _enabled_by_environment() -> bool:
+    return os.environ.get("AUTODIFF_COMPILE", "").strip().lower() not in ("0", "false", "no", "off")
+
+
+@functools.cache
+def _numba_installed() -> bool:
+    return importlib.util.find_spec("numba") is not None
+
+
+def available() -> bool:
+    """Whether kernels can be compiled here: numba installed, the floating-point
+    status flags readable, and ``AUTODIFF_COMPILE`` not ``0``.  (numba itself is
+    imported only when a kernel is compiled.)"""
+    return _enabled_by_environment() and _numba_installed() and _flags() is not None
+
+
+def why_not() -> str:
+    """Why ``available()`` is False, for error messages."""
+    if not _enabled_by_environment():
+        return "AUTODIFF_COMPILE=0 is set in the environment"
+    if not _numba_installed():
+        return "numba is not installed (pip install 'autodiff[compile]')"
+    if _flags() is None:
+        return "the C library's floating-point status flags (fetestexcept) are not readable here"
+    return "it is available"
+
+
+@functools.cache
+def _numba() -> Any:
+    import numba
+
+    return numba
+
+
+# --- the floating-point status flags, as NumPy reads them --------------------------------------
+
+# fenv.h's bits, per architecture: (invalid, divide by zero, overflow, underflow)
+_FE_BITS = {"x86": (0x01, 0x04, 0x08, 0x10), "arm": (0x01, 0x02, 0x04, 0x08)}
+
+
+class _Flags:
+    def __init__(self, libm: Any, bits: tuple[int, int, int, int]) -> None:
+        self.clear = libm.feclearexcept
+        self.test = libm.fetestexcept
+        self.bits = bits
+        self.all = bits[0] | bits[1] | bits[2] | bits[3]
+
+    def matter(self, raised: int) -> bool:
+        """Whether NumPy would report one of the ``raised`` flags (np.geterr())."""
+        err = np.geterr()
+        for bit, name in zip(self.bits, ("invalid", "divide", "over", "under")):
+            if raised & bit and err[name] != "ignore":
+                return True
+        return False
+
+
+@functools.cache
+def _flags() -> _Flags | None:
+    machine = platform.machine().lower()
+    arch = (
+        "x86"
+        if machine in ("x86_64", "amd64", "i386", "i686")
+        else "arm"
+        if machine in ("arm64", "aarch64")
+        else None
+    )
+    if arch is None:
+        return None
+    for name in (ctypes.util.find_library("m"), ctypes.util.find_library("c"), None):
+        try:
+            lib = ctypes.CDLL(name)
+            lib.feclearexcept.argtypes = lib.fetestexcept.argtypes = [ctypes.c_int]
+            lib.feclearexcept.restype = lib.fetestexcept.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            continue
+        return _Flags(lib, _FE_BITS[arch])
+    return None
+
+
+# --- the cache on disk ------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels are kept (see the module docstring)."""
+    explicit = os.environ.get("AUTODIFF_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "autodiff" / "kernels"
+
+
+def clear_cache() -> None:
+    """Delete every kernel kept on disk (kernels loaded in this process stay)."""
+    shutil.rmtree(cache_dir(), ignore_errors=True)
+
+
+def _fingerprint(fn: Callable) -> bytes | None:
+    """The code of a scalar function a kernel calls, for the kernel's hash; None where
+    the code alone does not say what it computes (closures, builtins: then the kernel
+    is compiled, not cached)."""
+    if isinstance(fn, np.ufunc):
+        return fn.__name__.encode()
+    code = getattr(fn, "__code__", None)
+    if code is None or getattr(fn, "__closure__", None):
+        return None
+    try:
+        return marshal.dumps(code)
+    except ValueError:
+        return None
+
+
+def _source_file(source: str, key: bytes) -> Path | None:
+    """The file holding ``source``, written once under its hash; None where the cache
+    directory cannot be written (the kernel is then compiled, not cached)."""
+    name = "k" + hashlib.sha256(key).hexdigest()[:32] + ".py"
+    folder = cache_dir()
+    path = folder / name
+    if path.exists():
+        return path
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        try:  # never rewrite an existing file: numba's index goes by its time stamp
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        except OSError:
+            if not path.exists():
+                os.replace(tmp, path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    except OSError:
+        return None
+    return path
+
+
+# --- one kernel ------------------------------------------------------------------------------
+
+
+class KernelPrimitive(Primitive):
+    """A region of a graph compiled into one kernel: its implementation runs it (with
+    the checks of the module docstring); its results are new arrays."""
+
+    __slots__ = ("region", "source")
+    fresh_results = True  # for replay.py: its results share memory with nothing
+
+    def __init__(self, runner: Callable, region: Region, source: str) -> None:
+        super().__init__("kernel", runner, multiple_results=True)
+        self.region, self.source = region, source
+
+
+_HEADER = "import numpy as np\n\n\n"
+
+
+def _numba_type(aval: Any) -> Any:
+    nb = _numba()
+    dtype = nb.from_dtype(aval.dtype)
+    if aval.ndim == 0:
+        return dtype
+    return nb.types.Array(dtype, aval.ndim, "A", readonly=True)
+
+
+def compile_kernel(region: Region) -> KernelPrimitive:
+    """``region`` compiled (or loaded from the cache on disk)."""
+    nb = _numba()
+    source, writer = kernel_source(region)
+    functions = {name: fn for name, fn in writer.functions.values()}
+    prints = [_fingerprint(fn) for fn in functions.values()]
+    versions = f"{nb.__version__} {np.__version__} {sys.version_info[:2]} {CODEGEN_VERSION}"
+    key = "\0".join([source, versions]).encode() + b"\0".join(p or b"" for p in prints)
+    path = None if any(p is None for p in prints) else _source_file(_HEADER + source, key)
+    module = types.ModuleType(f"autodiff_kernel_{hashlib.sha256(key).hexdigest()[:16]}")
+    module.__file__ = str(path) if path else "<autodiff kernel>"
+    sys.modules[module.__name__] = module  # numba finds a cached kernel's globals there
+    module.__dict__["np"] = np
+    for name, fn in functions.items():
+        module.__dict__[name] = (
+            fn if isinstance(fn, np.ufunc) else nb.njit(error_model="numpy", cache=False)(fn)
+        )
+    code = compile(_HEADER + source, str(path) if path else "<autodiff kernel>", "exec")
+    exec(code, module.__dict__)
+    dispatcher = nb.njit(cache=path is not None, error_model="numpy", nogil=True)(
+        module.__dict__["kernel"]
+    )
+    consts = [value for _, value in writer.consts.values()]
+    signature = tuple(_numba_type(v.aval) for v in region.inputs) + tuple(
+        nb.typeof(c) for c in consts
+    )
+    dispatcher.compile(signature)
+    dispatcher.disable_compile()  # a call with other types runs the NumPy calls instead
+    runner = _runner(dispatcher, region, consts)
+    return KernelPrimitive(runner, region, source)
+
+
+def _runner(dispatcher: Any, region: Region, consts: list) -> Callable:
+    """The kernel's caller (generated: a call costs what it must): 0-d inputs as
+    scalars, the status flags checked, 0-d results as NumPy scalars of their dtype."""
+    flags = _flags()
+    assert flags is not None
+    names = [f"a{i}" for i in range(len(region.inputs))]
+    args = [
+        f"({n}[()] if {n}.__class__ is _ndarray else {n})" if v.aval.ndim == 0 else n
+        for n, v in zip(names, region.inputs)
+    ] + [f"_k{i}" for i in range(len(consts))]
+    results = [
+        f"_t{i}(r[{i}])" if v.aval.ndim == 0 else f"r[{i}]" for i, v in enumerate(region.outputs)
+    ]
+    lines = [
+        f"def run({', '.join(names)}):",
+        f"    _clear({flags.all})",
+        "    try:",
+        f"        r = _kernel({', '.join(args)})",
+        "    except Exception:",  # NumPy's own error, exactly
+        f"        return _fallback({', '.join(names)})",
+        f"    raised = _test({flags.all})",
+        "    if raised and _matter(raised):",  # NumPy's warning or error, exactly
+        f"        return _fallback({', '.join(names)})",
+        f"    return ({''.join(r + ', ' for r in results)})",
+    ]
+    namespace: dict[str, Any] = {
+        "_clear": flags.clear,
+        "_test": flags.test,
+        "_matter": flags.matter,
+        "_kernel": dispatcher,
+        "_ndarray": np.ndarray,
+        "_fallback": _Fallback(region),
+    }
+    namespace.update((f"_k{i}", c) for i, c in enumerate(consts))
+    namespace.update((f"_t{i}", v.aval.dtype.type) for i, v in enumerate(region.outputs))
+    exec(compile("\n".join(lines) + "\n", "<autodiff kernel caller>", "exec"), namespace)
+    return namespace["run"]
+
+
+class _Fallback:
+    """The region as NumPy calls (compiled the first time it is needed)."""
+
+    def __init__(self, region: Region) -> None:
+        self.region = region
+        self.replay: Callable | None = None
+
+    def __call__(self, *args: Any) -> tuple:
+        if self.replay is None:
+            graph = Graph(self.region.inputs, self.region.outputs, self.region.eqns)
+            self.replay = compile_graph(graph, fresh=True)
+        return self.replay(*args)
+
+
+# --- the graph with its regions compiled ------------------------------------------------------
+
+
+def _runs_functions(prim: Any) -> bool:
+    return getattr(prim, "runs_functions", False)
+
+
+def fused_graph(graph: Graph) -> tuple[Graph, list[KernelPrimitive]]:
+    """``graph`` (optimised) with each region worth compiling replaced by one equation
+    of its kernel; the kernels (none: nothing to compile)."""
+    found = regions(graph, _runs_functions)
+    if not found:
+        return graph, []
+    compiled = []
+    for region in found:
+        try:
+            compiled.append((region, compile_kernel(region)))
+        except Exception as e:  # a lowering numba refuses: its region stays NumPy calls
+            failures.append((region, e))
+            warnings.warn(
+                f"jit: a region of {len(region.eqns)} equations of '{graph.name}' "
+                f"({', '.join(sorted({q.prim.name for q in region.eqns}))}) did not compile "
+                f"and runs as NumPy calls: {type(e).__name__}: {str(e)[:300]}",
+                AutodiffWarning,
+                stacklevel=2,
+            )
+    if not compiled:
+        return graph, []
+    found = [r for r, _ in compiled]
+    kernels = [k for _, k in compiled]
+    first = {id(r.eqns[0]): (r, k) for r, k in compiled}
+    members = {id(e) for r in found for e in r.eqns}
+    eqns: list[Eqn] = []
+    for eqn in graph.eqns:
+        if id(eqn) in first:
+            region, kernel = first[id(eqn)]
+            eqns.append(Eqn(kernel, list(region.inputs), list(region.outputs), {}))
+        elif id(eqn) not in members:
+            eqns.append(eqn)
+    return graph.replace(eqns=eqns, name=graph.name), kernels
+
+
+def fused_replay(graph: Graph, fresh: bool = False) -> Callable | None:
+    """The replay of ``graph`` with its regions compiled (module docstring), cached on
+    the graph; None where no region is worth compiling."""
+    key = ("kernels", fresh)
+    found = graph.cache.get(key, False)
+    if found is False:
+        final = final_graph(graph, "numpy")
+        fused, kernels = fused_graph(final)
+        found = None
+        if kernels:
+            found = compile_graph(fused, "numpy", None, fresh)
+            found.kernels = kernels  # type: ignore[attr-defined]
+            found.fused_graph = fused  # type: ignore[attr-defined]
+        with graph.lock:
+            found = graph.cache.setdefault(key, found)
+    return found
+
+
+# --- compiling in the background ------------------------------------------------------------
+
+
+class _Worker:
+    """One daemon thread compiling kernels in turn; the jobs left at exit are dropped."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.Queue = queue.Queue()
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.idle = threading.Event()
+        self.idle.set()
+        self.pending = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self.lock:
+            if self.stopping:
+                return
+            self.pending += 1
+            self.idle.clear()
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, name="autodiff-compile",
+                                               daemon=True)  # fmt: skip
+                self.thread.start()
+        self.jobs.put(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self.jobs.get()
+            try:
+                if not self.stopping:
+                    job()
+            except Exception:  # a kernel that does not compile stays NumPy calls
+                pass
+            finally:
+                with self.lock:
+                    self.pending -= 1
+                    if not self.pending:
+                        self.idle.set()
+
+    def stop(self) -> None:
+        self.stopping = True
+
+
+_worker = _Worker()
+atexit.register(_worker.stop)
+
+
+def compile_later(job: Callable[[], None]) -> None:
+    """Run ``job`` (which compiles kernels and installs them) in the background."""
+    _worker.submit(job)
+
+
+def wait_for_background(timeout: float | None = None) -> bool:
+    """Wait until the background compilations submitted so far are done (tests,
+    benchmarks); whether they are."""
+    return _worker.idle.wait(timeout)
