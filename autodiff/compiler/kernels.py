@@ -231,16 +231,17 @@ class Context:
 
 
 def _avals_lower(eqn: Eqn, kinds: str | None) -> bool:
+    """Every operand and result is an array of a dtype compiled code handles; the
+    operands (but Python numbers, converted to the dtype the operation computes in) of
+    one of ``kinds``."""
     for v in (*eqn.invars, *eqn.outvars):
         aval = v.aval
-        if not isinstance(aval, ShapedArray):
+        if not isinstance(aval, ShapedArray) or _kind(aval.dtype) is None:
             return False
-        if aval.weak_type and _kind(aval.dtype) is not None:
-            continue  # a Python number: converted to the dtype the operation computes in
-        if kinds is not None and not _accepts(kinds, aval.dtype):
-            return False
-        if kinds is None and _kind(aval.dtype) is None:
-            return False
+    if kinds is not None:
+        for v in eqn.invars:
+            if not v.aval.weak_type and not _accepts(kinds, v.aval.dtype):
+                return False
     return True
 
 
@@ -248,7 +249,13 @@ def _elementwise(eqn: Eqn) -> Elementwise | None:
     lowering = eqn.prim.lowering
     if not isinstance(lowering, Elementwise) or len(eqn.outvars) != 1:
         return None
-    return lowering if _avals_lower(eqn, lowering.kinds) else None
+    if not _avals_lower(eqn, lowering.kinds):
+        return None
+    if lowering.when is not None and not lowering.when(
+        [v.aval for v in eqn.invars], eqn.outvars[0].aval
+    ):
+        return None
+    return lowering
 
 
 def lowerable(eqn: Eqn) -> bool:

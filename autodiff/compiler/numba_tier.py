@@ -223,7 +223,7 @@ class KernelPrimitive(Primitive):
     """A region of a graph compiled into one kernel: its implementation runs it (with
     the checks of the module docstring); its results are new arrays."""
 
-    __slots__ = ("region", "source")
+    __slots__ = ("dispatcher", "region", "source")
     fresh_results = True  # for replay.py: its results share memory with nothing
 
     def __init__(self, runner: Callable, region: Region, source: str) -> None:
@@ -271,7 +271,9 @@ def compile_kernel(region: Region) -> KernelPrimitive:
     dispatcher.compile(signature)
     dispatcher.disable_compile()  # a call with other types runs the NumPy calls instead
     runner = _runner(dispatcher, region, consts)
-    return KernelPrimitive(runner, region, source)
+    kernel = KernelPrimitive(runner, region, source)
+    kernel.dispatcher = dispatcher
+    return kernel
 
 
 def _runner(dispatcher: Any, region: Region, consts: list) -> Callable:
@@ -280,6 +282,7 @@ def _runner(dispatcher: Any, region: Region, consts: list) -> Callable:
     flags = _flags()
     assert flags is not None
     names = [f"a{i}" for i in range(len(region.inputs))]
+    fallback = _Fallback(region)
     args = [
         f"({n}[()] if {n}.__class__ is _ndarray else {n})" if v.aval.ndim == 0 else n
         for n, v in zip(names, region.inputs)
@@ -305,12 +308,14 @@ def _runner(dispatcher: Any, region: Region, consts: list) -> Callable:
         "_matter": flags.matter,
         "_kernel": dispatcher,
         "_ndarray": np.ndarray,
-        "_fallback": _Fallback(region),
+        "_fallback": fallback,
     }
     namespace.update((f"_k{i}", c) for i, c in enumerate(consts))
     namespace.update((f"_t{i}", v.aval.dtype.type) for i, v in enumerate(region.outputs))
     exec(compile("\n".join(lines) + "\n", "<autodiff kernel caller>", "exec"), namespace)
-    return namespace["run"]
+    run = namespace["run"]
+    run.fallback = fallback
+    return run
 
 
 class _Fallback:
@@ -319,8 +324,10 @@ class _Fallback:
     def __init__(self, region: Region) -> None:
         self.region = region
         self.replay: Callable | None = None
+        self.calls = 0  # (for tests: how often the kernel was not used)
 
     def __call__(self, *args: Any) -> tuple:
+        self.calls += 1
         if self.replay is None:
             graph = Graph(self.region.inputs, self.region.outputs, self.region.eqns)
             self.replay = compile_graph(graph, fresh=True)

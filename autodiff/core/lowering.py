@@ -10,9 +10,11 @@ its equations are written there with its ``lowering``, one of:
     compiles.  A ufunc receives its operands in the dtypes of the loop NumPy would
     choose; a Python function receives them promoted as NumPy promotes them (booleans
     stay booleans); the result is cast to the equation's dtype.  ``kinds`` lists the
-    dtype kinds (``"f"`` floating, ``"b"`` boolean, ``"i"``/``"u"`` integers) of operands
-    and results for which ``fn`` computes exactly what the primitive's NumPy
-    implementation computes, NaN, infinities and signed zeros included.  Equations of
+    dtype kinds of the operands (``"f"`` float32 and float64, ``"d"`` float64 only, ``"b"``
+    boolean, ``"i"``/``"u"`` integers) for which ``fn`` computes exactly what the
+    primitive's NumPy implementation computes, NaN, infinities and signed zeros
+    included (float64 to within a unit in the last place where the C library and
+    NumPy's SIMD loops round differently).  Equations of
     one shape are fused: one loop over the elements computes them all.
 ``Emitter(fn)``
     ``fn(ctx, *operands, **params)`` writes source for whole operands (arrays, or scalars
@@ -49,16 +51,19 @@ class Lowering:
 
 
 class Elementwise(Lowering):
-    """Lowers to ``fn`` applied elementwise (see the module docstring).  ``params``:
-    whether ``fn`` takes the equation's static parameters as keywords (they must then be
-    Python numbers, booleans or None)."""
+    """Lowers to ``fn`` applied elementwise (see the module docstring).  ``kinds`` are
+    checked on the operands (a Python number among them is converted to the dtype the
+    operation computes in); ``when(in_avals, out_aval)``, if given, says whether it
+    lowers for these dtypes besides.  ``params``: whether ``fn`` takes the equation's
+    static parameters as keywords (they must then be Python numbers, booleans or None)."""
 
-    __slots__ = ("fn", "kinds", "params")
+    __slots__ = ("fn", "kinds", "params", "when")
 
-    def __init__(self, fn: Callable, *, kinds: str = "f", params: bool = False) -> None:
+    def __init__(self, fn: Callable, *, kinds: str = "f", params: bool = False,
+                 when: Callable[[list, Any], bool] | None = None) -> None:  # fmt: skip
         if not callable(fn):
             raise TypeError(f"Elementwise lowering: fn must be callable, got {fn!r:.60}")
-        self.fn, self.kinds, self.params = fn, kinds, params
+        self.fn, self.kinds, self.params, self.when = fn, kinds, params, when
 
     def __repr__(self) -> str:
         return f"Elementwise({getattr(self.fn, '__name__', self.fn)!r}, kinds={self.kinds!r})"

@@ -194,7 +194,8 @@ def ufunc_lowering(impl: Callable) -> Elementwise | None:
     loops: the two agree to within a unit in the last place, which float32 would show).
     A block declares more where the function is exact in every dtype (arithmetic,
     comparisons), and its own function where numba's differs from NumPy's."""
-    if isinstance(impl, np.ufunc) and impl.nout == 1 and getattr(np, impl.__name__, None) is impl:
+    if (isinstance(impl, np.ufunc) and impl.nout == 1 and getattr(np, impl.__name__, None) is impl
+            and "d" * impl.nin + "->d" in impl.types):  # fmt: skip
         return Elementwise(impl, kinds="d")
     return None
 

@@ -763,6 +763,10 @@ for _p in (equal_p, not_equal_p, less_p, less_equal_p, greater_p, greater_equal_
     _p.def_lowering(Elementwise(_p.impl, kinds="fbiu"))
 for _p in (isnan_p, isinf_p, isfinite_p, signbit_p, floor_p, ceil_p, rint_p, trunc_p):
     _p.def_lowering(Elementwise(_p.impl, kinds="f"))
+# numba's floor division, remainder and spacing differ from NumPy's at the edges (signs
+# of zeros, infinities); numba has no heaviside
+for _p in (floor_divide_p, remainder_p, spacing_p, heaviside_p):
+    _p.lowering = None
 
 
 def _sign_scalar(x):
@@ -956,12 +960,26 @@ astype_p = Primitive(
     sparsity=elementwise_sparsity([True], ()),
     lowering=Elementwise(lambda x: x, kinds="fbiu"),  # the cast to the result's dtype
 )
+
+
+def _casts_as_numpy(avals, out):
+    """Casts compiled code makes as NumPy does: to bool, between integers, and from
+    floats to signed integers of 32 or 64 bits (out of range, both raise the processor's
+    invalid flag, and NumPy then warns); not from floats to unsigned or small integers."""
+    return (
+        out.dtype.kind == "b"
+        or avals[0].dtype.kind in "biu"
+        or (out.dtype.kind == "i" and out.dtype.itemsize >= 4)
+    )
+
+
 # Casting to an integer or bool type rounds: no derivative flows through it.
 astype_discrete_p = Primitive(
     "astype_discrete",
     _astype_impl,
     differentiable=False,
     batch=lambda args, dims, *, dtype: (astype_discrete_p.bind(args[0], dtype=dtype), dims[0]),
+    lowering=Elementwise(lambda x: x, kinds="fbiu", when=_casts_as_numpy),
 )
 
 
