@@ -57,8 +57,9 @@ def fallbacks(jitted):
 
 # --- every elementwise lowering, on special values -------------------------------------------
 
-FLOATS = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -2.5, 3.0, -7.25, 10.0, 100.0, 0.7853981633974483,
-          1e-300, -1e-310, 5e-324, 1e300, -1e308, 710.0, -745.5, np.inf, -np.inf, np.nan]  # fmt: skip
+FLOATS = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -2.5, 3.0, -7.25, 10.0, 100.0,
+          0.7853981633974483, 1e-300, -1e-310, 5e-324, 1e300, -1e308, 710.0, -745.5,
+          np.inf, -np.inf, np.nan]  # fmt: skip
 INTS = [0, 1, -1, 2, -3, 7, 100, -128, 255, 2**31 - 1, -(2**31), 2**62, -(2**63)]
 
 
@@ -228,9 +229,11 @@ def _loops():
 
     def batched_newton(a):  # vmap of a while_loop: a batched predicate
         def one(ai):
-            return while_loop(lambda c: anp.abs(c[1]) > 1e-13,
-                              lambda c: (c[0] - (c[0] ** 3 - ai) / (3 * c[0] ** 2),
-                                         (c[0] ** 3 - ai) / (3 * c[0] ** 2)), (ai, 1.0))[0]  # fmt: skip
+            def step(c):
+                d = (c[0] ** 3 - ai) / (3 * c[0] ** 2)
+                return c[0] - d, d
+
+            return while_loop(lambda c: anp.abs(c[1]) > 1e-13, step, (ai, 1.0))[0]
 
         return vmap(one)(a)
 
@@ -506,8 +509,8 @@ def test_a_lowering_numba_refuses_stays_numpy_calls_with_a_warning():
         return strange_p.bind(x * 2.0) * 3.0
 
     x = np.ones(3)
+    jitted = compiled(f)
     with pytest.warns(AutodiffWarning, match="did not compile and runs as NumPy calls"):
-        jitted = compiled(f)
         got = jitted(x)
     assert_exact(got, f(x))
     assert not kernels_of(jitted)
