@@ -348,6 +348,35 @@ def test_results_of_kernels_share_memory_with_nothing():
     check_calls(compiled(g), g, (np.ones(3),))
 
 
+@needs_numba
+@pytest.mark.parametrize("sync", [True, False])
+def test_a_strided_view_where_a_kernel_expects_a_contiguous_array(sync, monkeypatch):
+    """Kernels are compiled for the layouts of the arrays that made them (C-contiguous);
+    a call with a strided view gets the variant for any layout, compiled at once
+    (compile=True) or in the background, NumPy calls meanwhile."""
+    jobs = []
+    if not sync:
+        monkeypatch.setattr(numba_tier, "compile_later", jobs.append)
+
+    def f(x):
+        return anp.sin(x) * 2.0 + x * x
+
+    base = np.linspace(0, 1, 16).reshape(4, 4)
+    graph = jit(f).graph(base)
+    replay = numba_tier.fused_replay(graph, args=[base], sync=sync)
+    (kernel,) = replay.kernels
+    assert_exact(replay(base)[0], f(base))
+    view = base.T  # F-ordered: not what the kernel was compiled for
+    assert_exact(replay(view)[0], f(view))
+    assert kernel.impl.fallback.calls == (0 if sync else 1)
+    if not sync:
+        (job,) = jobs
+        job()
+        assert_exact(replay(view)[0], f(view))
+        assert kernel.impl.fallback.calls == 1
+    assert len(kernel.dispatcher.overloads) == 2
+
+
 # --- the tiers ----------------------------------------------------------------------------------
 
 

@@ -357,7 +357,7 @@ class JitFunction:
                     self._hits += 1
                     out = entry.replay(*args)  # type: ignore[misc]
                     if entry.watch:
-                        self._count(entry)
+                        self._count(entry, args)
                     return (
                         out[0] if entry.single else optree.tree_unflatten(entry.out_tree, list(out))
                     )
@@ -388,13 +388,13 @@ class JitFunction:
                     entry.ran = True
                     out = interpret(entry.graph, *leaves)
                     return optree.tree_unflatten(entry.out_tree, list(out))
-                replay = entry.replay = self._replay(entry, kind)
+                replay = entry.replay = self._replay(entry, kind, leaves)
                 if entry.flat_key is not None:
                     with self._lock:
                         self._flat[entry.flat_key] = entry
             out = replay(*leaves)
             if entry.watch:
-                self._count(entry)
+                self._count(entry, leaves)
         return optree.tree_unflatten(entry.out_tree, list(out))
 
     # --- the compiling tier --------------------------------------------------------------------
@@ -403,7 +403,7 @@ class JitFunction:
         forced = _forced.get()
         return self._compile if forced is None else forced
 
-    def _replay(self, entry: _Entry, kind: tuple) -> Callable:
+    def _replay(self, entry: _Entry, kind: tuple, leaves: list) -> Callable:
         """The replay a signature's calls run from now: its kernels where ``compile=True``
         (and there are regions worth compiling), else the NumPy replay, whose calls
         ``compile="auto"`` counts."""
@@ -412,17 +412,21 @@ class JitFunction:
         if kind[0] != "numpy" or mode is False or not numba_tier.available():
             return replay
         if mode is True:
-            return numba_tier.fused_replay(entry.graph, fresh=True) or replay
+            return numba_tier.fused_replay(entry.graph, fresh=True, args=leaves) or replay
         entry.watch = True
         return replay
 
-    def _count(self, entry: _Entry) -> None:
+    def _count(self, entry: _Entry, args: Sequence) -> None:
         entry.calls += 1
         if entry.calls >= numba_tier.HOT_CALLS:
             entry.watch = False
+            # what the kernels are compiled for: the layouts of this call's arrays
+            example = [np.empty((0,) * a.ndim) if type(a) is np.ndarray and a.flags.c_contiguous
+                       else None for a in args]  # fmt: skip
 
             def compile_then_swap() -> None:
-                kernels = numba_tier.fused_replay(entry.graph, fresh=True)
+                kernels = numba_tier.fused_replay(entry.graph, fresh=True, args=example,
+                                                  sync=False)  # fmt: skip
                 if kernels is not None:
                     entry.replay = kernels  # the next call runs it
 

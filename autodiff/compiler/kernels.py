@@ -34,10 +34,11 @@ How it is written:
 - **Fresh results.** Every array a kernel returns is new: a result that may be a view
   of an input (or of another result) is copied on the way out.
 
-Which regions are worth a kernel: at the top level, those whose arrays have at most
-``MAX_ELEMENTS`` elements (above that NumPy's own SIMD loops are as fast or faster:
-numba calls the scalar libm for ``exp`` or ``tanh``) and that hold a loop or at least
-``MIN_EQUATIONS`` elementwise equations.  Nothing here imports numba: the source is
+Which regions are worth a kernel: those whose arrays have at most ``MAX_ELEMENTS``
+elements (above that NumPy's own SIMD loops are as fast or faster: numba calls the
+scalar C library for ``exp`` or ``tanh``, five times slower per element than NumPy's;
+a loop's stacked operands do not count, its steps' values do), holding a loop or at
+least ``MIN_EQUATIONS`` elementwise equations.  Nothing here imports numba: the source is
 plain Python, which ``numba_tier.py`` compiles; another writer (CuPy's elementwise
 kernels) could read the same lowerings.
 """
@@ -231,12 +232,16 @@ class Context:
 
 
 def _avals_lower(eqn: Eqn, kinds: str | None) -> bool:
-    """Every operand and result is an array of a dtype compiled code handles; the
-    operands (but Python numbers, converted to the dtype the operation computes in) of
-    one of ``kinds``."""
+    """Every operand and result is an array of a dtype compiled code handles, of at
+    most ``MAX_ELEMENTS`` elements (but a loop's own operands: its steps' sizes count);
+    the operands (but Python numbers, converted to the dtype the operation computes in)
+    of one of ``kinds``."""
+    loop = getattr(eqn.prim, "runs_functions", False)
     for v in (*eqn.invars, *eqn.outvars):
         aval = v.aval
         if not isinstance(aval, ShapedArray) or _kind(aval.dtype) is None:
+            return False
+        if aval.size > MAX_ELEMENTS and not loop:
             return False
     if kinds is not None:
         for v in eqn.invars:
@@ -492,10 +497,6 @@ class Region:
         return self.loops > 0 or elementwise >= MIN_EQUATIONS
 
 
-def _small(eqn: Eqn) -> bool:
-    return all(getattr(v.aval, "size", 0) <= MAX_ELEMENTS for v in (*eqn.invars, *eqn.outvars))
-
-
 def regions(graph: Graph, runs_functions: Callable[[Any], bool]) -> list[Region]:
     """The regions of ``graph`` worth compiling (module docstring), each a set of
     equations that lower, gathered like ``_schedule``'s loops: an equation joins the
@@ -507,7 +508,7 @@ def regions(graph: Graph, runs_functions: Callable[[Any], bool]) -> list[Region]
     members: set = set()
     for i, eqn in enumerate(graph.eqns):
         loop = runs_functions(eqn.prim)
-        if (loop or _small(eqn)) and lowerable(eqn):
+        if lowerable(eqn):
             ready = current is not None and all(
                 type(v) is not Var or v in members or made.get(v, -1) < current.start
                 for v in eqn.invars

@@ -53,7 +53,7 @@ import numpy as np
 
 from autodiff.compiler.kernels import Region, kernel_source, regions
 from autodiff.compiler.replay import compile_graph, final_graph
-from autodiff.core.graph import Eqn, Graph
+from autodiff.core.graph import Eqn, Graph, Var
 from autodiff.core.primitive import Primitive
 from autodiff.errors import AutodiffWarning
 
@@ -234,16 +234,21 @@ class KernelPrimitive(Primitive):
 _HEADER = "import numpy as np\n\n\n"
 
 
-def _numba_type(aval: Any) -> Any:
+def _numba_type(aval: Any, layout: str = "A") -> Any:
     nb = _numba()
     dtype = nb.from_dtype(aval.dtype)
     if aval.ndim == 0:
         return dtype
-    return nb.types.Array(dtype, aval.ndim, "A", readonly=True)
+    return nb.types.Array(dtype, aval.ndim, layout, readonly=True)
 
 
-def compile_kernel(region: Region) -> KernelPrimitive:
-    """``region`` compiled (or loaded from the cache on disk)."""
+def compile_kernel(region: Region, contiguous: frozenset = frozenset(),
+                   sync: bool = True) -> KernelPrimitive:  # fmt: skip
+    """``region`` compiled (or loaded from the cache on disk), for C-contiguous arrays
+    where ``contiguous`` holds the input (the arguments of the call that made the
+    signature hot; NumPy's results are too, mostly), for any layout elsewhere.  A call
+    with another layout (a strided view) has the kernel compiled for any layout as
+    well: at once where ``sync``, else in the background while NumPy calls run."""
     nb = _numba()
     source, writer = kernel_source(region)
     functions = {name: fn for name, fn in writer.functions.values()}
@@ -265,18 +270,48 @@ def compile_kernel(region: Region) -> KernelPrimitive:
         module.__dict__["kernel"]
     )
     consts = [value for _, value in writer.consts.values()]
-    signature = tuple(_numba_type(v.aval) for v in region.inputs) + tuple(
-        nb.typeof(c) for c in consts
-    )
+    const_types = tuple(nb.typeof(c) for c in consts)
+    signature = tuple(_numba_type(v.aval, "C" if v in contiguous else "A")
+                      for v in region.inputs) + const_types  # fmt: skip
     dispatcher.compile(signature)
-    dispatcher.disable_compile()  # a call with other types runs the NumPy calls instead
-    runner = _runner(dispatcher, region, consts)
+    dispatcher.disable_compile()  # a call with other types does not compile (see _Layouts)
+    general = tuple(_numba_type(v.aval) for v in region.inputs) + const_types
+    layouts = _Layouts(dispatcher, general if general != signature else None, sync)
+    runner = _runner(dispatcher, region, consts, layouts)
     kernel = KernelPrimitive(runner, region, source)
     kernel.dispatcher = dispatcher
     return kernel
 
 
-def _runner(dispatcher: Any, region: Region, consts: list) -> Callable:
+class _Layouts:
+    """A kernel's variant for arrays of any layout, compiled the first time a call
+    needs it (a strided view where the kernel expected a C-contiguous array)."""
+
+    def __init__(self, dispatcher: Any, general: tuple | None, sync: bool) -> None:
+        self.dispatcher, self.general, self.sync = dispatcher, general, sync
+        self.asked = general is None
+
+    def missing(self, error: Exception) -> bool:
+        """Whether ``error`` is the dispatcher's (no variant for these arguments), and
+        the general variant is there now to run them."""
+        if self.asked or not isinstance(error, TypeError) or "No matching" not in str(error):
+            return False
+        self.asked = True
+        if not self.sync:
+            compile_later(self._compile)
+            return False
+        self._compile()
+        return True
+
+    def _compile(self) -> None:
+        self.dispatcher.disable_compile(False)
+        try:
+            self.dispatcher.compile(self.general)
+        finally:
+            self.dispatcher.disable_compile()
+
+
+def _runner(dispatcher: Any, region: Region, consts: list, layouts: _Layouts) -> Callable:
     """The kernel's caller (generated: a call costs what it must): 0-d inputs as
     scalars, the status flags checked, 0-d results as NumPy scalars of their dtype."""
     flags = _flags()
@@ -290,13 +325,16 @@ def _runner(dispatcher: Any, region: Region, consts: list) -> Callable:
     results = [
         f"_t{i}(r[{i}])" if v.aval.ndim == 0 else f"r[{i}]" for i, v in enumerate(region.outputs)
     ]
+    call = f"_kernel({', '.join(args)})"
     lines = [
         f"def run({', '.join(names)}):",
         f"    _clear({flags.all})",
         "    try:",
-        f"        r = _kernel({', '.join(args)})",
-        "    except Exception:",  # NumPy's own error, exactly
-        f"        return _fallback({', '.join(names)})",
+        f"        r = {call}",
+        "    except Exception as e:",
+        "        if not _missing(e):",  # NumPy's own error, exactly
+        f"            return _fallback({', '.join(names)})",
+        f"        r = {call}",  # the variant for any layout, compiled now
         f"    raised = _test({flags.all})",
         "    if raised and _matter(raised):",  # NumPy's warning or error, exactly
         f"        return _fallback({', '.join(names)})",
@@ -309,6 +347,7 @@ def _runner(dispatcher: Any, region: Region, consts: list) -> Callable:
         "_kernel": dispatcher,
         "_ndarray": np.ndarray,
         "_fallback": fallback,
+        "_missing": layouts.missing,
     }
     namespace.update((f"_k{i}", c) for i, c in enumerate(consts))
     namespace.update((f"_t{i}", v.aval.dtype.type) for i, v in enumerate(region.outputs))
@@ -341,16 +380,18 @@ def _runs_functions(prim: Any) -> bool:
     return getattr(prim, "runs_functions", False)
 
 
-def fused_graph(graph: Graph) -> tuple[Graph, list[KernelPrimitive]]:
+def fused_graph(graph: Graph, contiguous: frozenset = frozenset(),
+                sync: bool = True) -> tuple[Graph, list[KernelPrimitive]]:  # fmt: skip
     """``graph`` (optimised) with each region worth compiling replaced by one equation
-    of its kernel; the kernels (none: nothing to compile)."""
+    of its kernel; the kernels (none: nothing to compile).  ``contiguous``: the
+    variables known to hold C-contiguous arrays (``compile_kernel``)."""
     found = regions(graph, _runs_functions)
     if not found:
         return graph, []
     compiled = []
     for region in found:
         try:
-            compiled.append((region, compile_kernel(region)))
+            compiled.append((region, compile_kernel(region, contiguous, sync)))
         except Exception as e:  # a lowering numba refuses: its region stays NumPy calls
             failures.append((region, e))
             warnings.warn(
@@ -376,14 +417,19 @@ def fused_graph(graph: Graph) -> tuple[Graph, list[KernelPrimitive]]:
     return graph.replace(eqns=eqns, name=graph.name), kernels
 
 
-def fused_replay(graph: Graph, fresh: bool = False) -> Callable | None:
+def fused_replay(graph: Graph, fresh: bool = False, args: Any = None,
+                 sync: bool = True) -> Callable | None:  # fmt: skip
     """The replay of ``graph`` with its regions compiled (module docstring), cached on
-    the graph; None where no region is worth compiling."""
+    the graph; None where no region is worth compiling.  ``args``: an example of the
+    arguments (kernels are compiled for C-contiguous arrays where they are); ``sync``:
+    whether a call needing another variant of a kernel compiles it at once (else in
+    the background)."""
     key = ("kernels", fresh)
     found = graph.cache.get(key, False)
     if found is False:
         final = final_graph(graph, "numpy")
-        fused, kernels = fused_graph(final)
+        contiguous = frozenset(_contiguous(final, args))
+        fused, kernels = fused_graph(final, contiguous, sync)
         found = None
         if kernels:
             found = compile_graph(fused, "numpy", None, fresh)
@@ -392,6 +438,24 @@ def fused_replay(graph: Graph, fresh: bool = False) -> Callable | None:
         with graph.lock:
             found = graph.cache.setdefault(key, found)
     return found
+
+
+def _contiguous(graph: Graph, args: Any) -> list[Var]:
+    """The variables of ``graph`` that hold C-contiguous arrays: the arguments that are
+    (in ``args``, an example call's), the constants that are, and the results of
+    ufuncs (NumPy makes them C-contiguous from such operands) and of other kernels."""
+    found = [c for c, value in zip(graph.constvars, graph.consts)
+             if isinstance(value, np.ndarray) and value.flags.c_contiguous]  # fmt: skip
+    if args is not None:
+        found += [v for v, a in zip(graph.invars, args)
+                  if isinstance(a, np.ndarray) and a.flags.c_contiguous]  # fmt: skip
+    known = set(found)
+    for eqn in graph.eqns:
+        if isinstance(eqn.prim.impl, np.ufunc) and all(
+            type(v) is not Var or v.aval.ndim == 0 or v in known for v in eqn.invars
+        ):
+            known.update(eqn.outvars)
+    return list(known)
 
 
 # --- compiling in the background ------------------------------------------------------------
