@@ -20,9 +20,9 @@ differences and loops;
 
 and, for a fixed eighth of the samples (drawn by a hash of their names), the same two
 checks with the compiling tier on (``compiling(True)``, every equation that lowers a
-kernel of its own, so each primitive's lowering, elementwise or not, meets its samples).  Expected failures are listed in
-``tests/registry.EXPECTED_FAILURES`` under the test names ``"jit"`` and
-``"jit under transforms"``.
+kernel of its own, so each primitive's lowering, elementwise or not, meets its samples).
+Expected failures are listed in ``tests/registry.EXPECTED_FAILURES`` under the test
+names ``"jit"`` and ``"jit under transforms"``.
 """
 
 import warnings
