@@ -407,7 +407,7 @@ class JitFunction:
         """The replay a signature's calls run from now: its kernels where ``compile=True``
         (and there are regions worth compiling), else the NumPy replay, whose calls
         ``compile="auto"`` counts."""
-        replay = compiled(entry.graph, *kind, fresh=True)
+        replay = compiled(entry.graph, kind[0], kind[1], fresh=True)
         mode = self._mode()
         if kind[0] != "numpy" or mode is False or not numba_tier.available():
             return replay
@@ -526,8 +526,9 @@ class JitFunction:
         its compiled kernels once the compiling tier made them."""
         key, leaves, treedef, _ = self._signature(args, kwargs)
         entry = self._entries.get(key) or self._fill(key, args, kwargs, leaves, treedef)
-        replay = entry.replay if entry.replay is not None else compiled(
-            entry.graph, *array_kind(leaves))  # fmt: skip
+        replay: Any = entry.replay
+        if replay is None:
+            replay = compiled(entry.graph, *array_kind(leaves))
         kernels = getattr(replay, "kernels", ())
         return "\n".join([replay.source, *(k.source for k in kernels)])
 

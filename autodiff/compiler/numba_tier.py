@@ -35,6 +35,7 @@ import ctypes.util
 import functools
 import hashlib
 import importlib.util
+import itertools
 import marshal
 import os
 import platform
@@ -45,6 +46,7 @@ import tempfile
 import threading
 import types
 import warnings
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -72,7 +74,7 @@ __all__ = [
 failures: list = []
 
 HOT_CALLS = 8  # calls of one signature after which compile="auto" compiles it (in the background)
-CODEGEN_VERSION = "1"  # part of every kernel's hash: bump when the generated code changes meaning
+CODEGEN_VERSION = "2"  # part of every kernel's hash: bump when the generated code changes meaning
 
 
 # --- is the tier available ------------------------------------------------------------------
@@ -108,6 +110,7 @@ def why_not() -> str:
 @functools.cache
 def _numba() -> Any:
     import numba
+    import numba.core.caching  # NullCache: compile where a cache cannot be read
 
     return numba
 
@@ -127,7 +130,7 @@ class _Flags:
 
     def matter(self, raised: int) -> bool:
         """Whether NumPy would report one of the ``raised`` flags (np.geterr())."""
-        err = np.geterr()
+        err: dict = dict(np.geterr())
         for bit, name in zip(self.bits, ("invalid", "divide", "over", "under")):
             if raised & bit and err[name] != "ignore":
                 return True
@@ -229,6 +232,7 @@ class KernelPrimitive(Primitive):
     def __init__(self, runner: Callable, region: Region, source: str) -> None:
         super().__init__("kernel", runner, multiple_results=True)
         self.region, self.source = region, source
+        self.dispatcher: Any = None  # numba's, for tests and inspection
 
 
 _HEADER = "import numpy as np\n\n\n"
@@ -251,36 +255,96 @@ def compile_kernel(region: Region, contiguous: frozenset = frozenset(),
     well: at once where ``sync``, else in the background while NumPy calls run."""
     nb = _numba()
     source, writer = kernel_source(region)
-    functions = {name: fn for name, fn in writer.functions.values()}
-    prints = [_fingerprint(fn) for fn in functions.values()]
-    versions = f"{nb.__version__} {np.__version__} {sys.version_info[:2]} {CODEGEN_VERSION}"
-    key = "\0".join([source, versions]).encode() + b"\0".join(p or b"" for p in prints)
-    path = None if any(p is None for p in prints) else _source_file(_HEADER + source, key)
-    module = types.ModuleType(f"autodiff_kernel_{hashlib.sha256(key).hexdigest()[:16]}")
-    module.__file__ = str(path) if path else "<autodiff kernel>"
-    sys.modules[module.__name__] = module  # numba finds a cached kernel's globals there
-    module.__dict__["np"] = np
-    for name, fn in functions.items():
-        module.__dict__[name] = (
-            fn if isinstance(fn, np.ufunc) else nb.njit(error_model="numpy", cache=False)(fn)
-        )
-    code = compile(_HEADER + source, str(path) if path else "<autodiff kernel>", "exec")
-    exec(code, module.__dict__)
-    dispatcher = nb.njit(cache=path is not None, error_model="numpy", nogil=True)(
-        module.__dict__["kernel"]
-    )
+    dispatcher, name = _dispatcher(source, {n: fn for n, fn in writer.functions.values()})
     consts = [value for _, value in writer.consts.values()]
     const_types = tuple(nb.typeof(c) for c in consts)
     signature = tuple(_numba_type(v.aval, "C" if v in contiguous else "A")
                       for v in region.inputs) + const_types  # fmt: skip
-    dispatcher.compile(signature)
-    dispatcher.disable_compile()  # a call with other types does not compile (see _Layouts)
     general = tuple(_numba_type(v.aval) for v in region.inputs) + const_types
+    _compile(dispatcher, signature)
     layouts = _Layouts(dispatcher, general if general != signature else None, sync)
     runner = _runner(dispatcher, region, consts, layouts)
     kernel = KernelPrimitive(runner, region, source)
     kernel.dispatcher = dispatcher
+    weakref.finalize(kernel, _release, name)
     return kernel
+
+
+# Kernels of one source share a module and a dispatcher (compiled once per process):
+# module name -> [dispatcher, kernels using it]; the module leaves sys.modules with the last.
+_loaded: dict[str, list] = {}
+_loaded_lock = threading.Lock()
+_compile_lock = threading.RLock()  # compiling, and switching compilation on and off
+_unique = itertools.count()
+
+
+def _dispatcher(source: str, functions: dict) -> tuple[Any, str]:
+    """The numba dispatcher of ``source`` (calling ``functions``) and its module's name."""
+    nb = _numba()
+    prints = [_fingerprint(fn) for fn in functions.values()]
+    versions = f"{nb.__version__} {np.__version__} {sys.version_info[:2]} {CODEGEN_VERSION}"
+    key = "\0".join([source, versions]).encode() + b"\0".join(p or b"" for p in prints)
+    cacheable = all(p is not None for p in prints)
+    # the name of the file (_source_file), which numba's cache records and imports
+    name = f"autodiff_kernel_{hashlib.sha256(key).hexdigest()[:32]}"
+    if not cacheable:  # closures: the code does not say what they compute
+        name += f"_{next(_unique)}"
+    with _loaded_lock:
+        found = _loaded.get(name)
+        if found is not None:
+            found[1] += 1
+            return found[0], name
+    path = _source_file(_HEADER + source, key) if cacheable else None
+    module = types.ModuleType(name)
+    module.__file__ = str(path) if path else "<autodiff kernel>"
+    module.__dict__["np"] = np
+    for fn_name, fn in functions.items():
+        module.__dict__[fn_name] = nb.njit(error_model="numpy", cache=False)(fn)
+    code = compile(_HEADER + source, module.__file__, "exec")
+    exec(code, module.__dict__)
+    dispatcher = nb.njit(cache=path is not None, error_model="numpy", nogil=True)(
+        module.__dict__["kernel"]
+    )
+    with _loaded_lock:
+        found = _loaded.get(name)
+        if found is not None:  # another thread made it meanwhile
+            found[1] += 1
+            return found[0], name
+        sys.modules[name] = module  # numba finds a cached kernel's globals there
+        _loaded[name] = [dispatcher, 1]
+    return dispatcher, name
+
+
+def _compile(dispatcher: Any, signature: tuple) -> None:
+    """``dispatcher`` compiled for ``signature``; compilation off again afterwards, so a
+    call with other types never compiles (``_Layouts`` decides).  A cache on disk that
+    numba cannot read (another numba wrote it, a file went missing) is passed over."""
+    with _compile_lock:
+        if signature in dispatcher.overloads:
+            return
+        dispatcher.disable_compile(False)
+        try:
+            try:
+                dispatcher.compile(signature)
+            except Exception:
+                if isinstance(dispatcher._cache, _numba().core.caching.NullCache):
+                    raise
+                dispatcher._cache = _numba().core.caching.NullCache()  # compile, not load
+                dispatcher.compile(signature)
+        finally:
+            if dispatcher.overloads:
+                dispatcher.disable_compile()
+
+
+def _release(name: str) -> None:
+    with _loaded_lock:
+        found = _loaded.get(name)
+        if found is None:
+            return
+        found[1] -= 1
+        if not found[1]:
+            del _loaded[name]
+            sys.modules.pop(name, None)
 
 
 class _Layouts:
@@ -304,11 +368,8 @@ class _Layouts:
         return True
 
     def _compile(self) -> None:
-        self.dispatcher.disable_compile(False)
-        try:
-            self.dispatcher.compile(self.general)
-        finally:
-            self.dispatcher.disable_compile()
+        assert self.general is not None
+        _compile(self.dispatcher, self.general)
 
 
 def _runner(dispatcher: Any, region: Region, consts: list, layouts: _Layouts) -> Callable:
