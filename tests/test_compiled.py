@@ -377,6 +377,23 @@ def test_a_strided_view_where_a_kernel_expects_a_contiguous_array(sync, monkeypa
     assert len(kernel.dispatcher.overloads) == 2
 
 
+@needs_numba
+def test_a_kernel_no_function_uses_is_released():
+    import gc
+
+    def f(x):
+        return anp.cos(x) * 0.125 + anp.sin(x) * 0.375
+
+    jitted = compiled(f)
+    jitted(np.ones(5))
+    (kernel,) = kernels_of(jitted)
+    name = kernel.dispatcher.py_func.__module__
+    assert name in sys.modules
+    del jitted, kernel
+    gc.collect()
+    assert name not in sys.modules
+
+
 # --- the tiers ----------------------------------------------------------------------------------
 
 
