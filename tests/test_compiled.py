@@ -505,6 +505,29 @@ def test_kernels_are_kept_on_disk_for_the_next_process(tmp_path):
     assert not tmp_path.exists()
 
 
+@needs_numba
+def test_a_cache_numba_cannot_read_is_passed_over(tmp_path, monkeypatch):
+    import gc
+
+    monkeypatch.setenv("AUTODIFF_CACHE_DIR", str(tmp_path))
+
+    def f(x):
+        return anp.tanh(x) * 0.625 - anp.cos(x) * 0.25
+
+    x = np.linspace(0, 1, 6)
+    first = compiled(f)
+    first(x)
+    del first
+    gc.collect()  # the kernel's dispatcher goes: the next one reads the disk
+    cached = list((tmp_path / "__pycache__").glob("*.nbc"))
+    assert cached
+    for path in cached:
+        path.write_bytes(b"not what numba wrote")
+    again = compiled(f)
+    assert_exact(again(x), f(x))
+    assert kernels_of(again)
+
+
 # --- user primitives ----------------------------------------------------------------------------
 
 

@@ -110,7 +110,6 @@ def why_not() -> str:
 @functools.cache
 def _numba() -> Any:
     import numba
-    import numba.core.caching  # NullCache: compile where a cache cannot be read
 
     return numba
 
@@ -261,7 +260,11 @@ def compile_kernel(region: Region, contiguous: frozenset = frozenset(),
     signature = tuple(_numba_type(v.aval, "C" if v in contiguous else "A")
                       for v in region.inputs) + const_types  # fmt: skip
     general = tuple(_numba_type(v.aval) for v in region.inputs) + const_types
-    _compile(dispatcher, signature)
+    try:
+        _compile(dispatcher, signature)
+    except Exception:  # a cache on disk numba cannot read (a file gone, another numba's)?
+        dispatcher = _numba().njit(error_model="numpy", nogil=True)(dispatcher.py_func)
+        _compile(dispatcher, signature)  # compiled here, not loaded (or numba's error)
     layouts = _Layouts(dispatcher, general if general != signature else None, sync)
     runner = _runner(dispatcher, region, consts, layouts)
     kernel = KernelPrimitive(runner, region, source)
@@ -317,20 +320,13 @@ def _dispatcher(source: str, functions: dict) -> tuple[Any, str]:
 
 def _compile(dispatcher: Any, signature: tuple) -> None:
     """``dispatcher`` compiled for ``signature``; compilation off again afterwards, so a
-    call with other types never compiles (``_Layouts`` decides).  A cache on disk that
-    numba cannot read (another numba wrote it, a file went missing) is passed over."""
+    call with other types never compiles (``_Layouts`` decides)."""
     with _compile_lock:
         if signature in dispatcher.overloads:
             return
         dispatcher.disable_compile(False)
         try:
-            try:
-                dispatcher.compile(signature)
-            except Exception:
-                if isinstance(dispatcher._cache, _numba().core.caching.NullCache):
-                    raise
-                dispatcher._cache = _numba().core.caching.NullCache()  # compile, not load
-                dispatcher.compile(signature)
+            dispatcher.compile(signature)
         finally:
             if dispatcher.overloads:
                 dispatcher.disable_compile()
