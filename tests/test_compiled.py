@@ -444,6 +444,7 @@ def test_compile_false_never_compiles():
     assert "def kernel" not in jitted.source(x)
 
 
+@pytest.mark.interpreted
 def test_without_numba_jit_is_what_it_was(monkeypatch):
     monkeypatch.setattr(numba_tier, "available", lambda: False)
     monkeypatch.setattr(numba_tier, "why_not", lambda: "numba is not installed (simulated)")

@@ -41,7 +41,7 @@ from autodiff import (
 )
 from autodiff.compiler import call as call_module
 from autodiff.compiler import jit as jit_module
-from autodiff.compiler import passes, replay
+from autodiff.compiler import numba_tier, passes, replay
 from autodiff.errors import ConcretizationError, NonFiniteError, TransformValueError
 from autodiff.interpreters import staging
 from tests.jit_contract import assert_exact, check_calls, check_captured
@@ -291,7 +291,9 @@ def test_mutually_recursive_jitted_functions_staged_from_two_threads_finish():
 
 def _growth(step, warm, measure):
     """Memory (traced from the start, so that what a full cache evicts counts too) and
-    objects gained over ``measure`` steps, after ``warm`` steps filled the caches."""
+    objects gained over ``measure`` steps, after ``warm`` steps filled the caches (and
+    the compiling tier's background thread finished what earlier tests gave it)."""
+    numba_tier.wait_for_background()
     tracemalloc.start()
     try:
         for i in range(warm):
