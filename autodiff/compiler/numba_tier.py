@@ -36,6 +36,7 @@ import functools
 import hashlib
 import importlib.util
 import itertools
+import linecache
 import marshal
 import os
 import platform
@@ -265,11 +266,13 @@ def compile_kernel(region: Region, contiguous: frozenset = frozenset(),
     except Exception:  # a cache on disk numba cannot read (a file gone, another numba's)?
         dispatcher = _numba().njit(error_model="numpy", nogil=True)(dispatcher.py_func)
         _compile(dispatcher, signature)  # compiled here, not loaded (or numba's error)
+    finally:  # numba read the source through linecache, which would keep it for good
+        linecache.cache.pop(dispatcher.py_func.__code__.co_filename, None)
     layouts = _Layouts(dispatcher, general if general != signature else None, sync)
     runner = _runner(dispatcher, region, consts, layouts)
     kernel = KernelPrimitive(runner, region, source)
     kernel.dispatcher = dispatcher
-    weakref.finalize(kernel, _release, name)
+    _users[weakref.ref(kernel, _released)] = name  # the module goes with the last kernel
     return kernel
 
 
@@ -330,6 +333,15 @@ def _compile(dispatcher: Any, signature: tuple) -> None:
         finally:
             if dispatcher.overloads:
                 dispatcher.disable_compile()
+
+
+_users: dict = {}  # weak reference to a kernel -> the name of its module
+
+
+def _released(ref: Any) -> None:
+    name = _users.pop(ref, None)
+    if name is not None:
+        _release(name)
 
 
 def _release(name: str) -> None:
