@@ -18,7 +18,7 @@ function's name and the sample's position, so the same ones run every time) from
 stack without ``jit``, which ``tests/test_primitives.py`` checks against finite
 differences and loops;
 
-and, for a fixed eighth of the samples (drawn by a hash of their names), the same two
+and, for a fixed sixteenth of the samples (drawn by a hash of their names), the same two
 checks with the compiling tier on (``compiling(True)``, every equation that lowers a
 kernel of its own, so each primitive's lowering, elementwise or not, meets its samples).
 Expected failures are listed in ``tests/registry.EXPECTED_FAILURES`` under the test
@@ -264,8 +264,8 @@ def test_jit_on_a_strict_duck_array(op, sample, lib):
 
 
 def _sampled(op, sample, i):
-    """A fixed eighth of the samples, and the composition ``_drawn`` gives them."""
-    if zlib.crc32(f"compiled-{op.name}-{i}".encode()) % 8:
+    """A fixed sixteenth of the samples, and the composition ``_drawn`` gives them."""
+    if zlib.crc32(f"compiled-{op.name}-{i}".encode()) % 16:
         return None
     return _drawn(op, sample, i)
 
