@@ -35,7 +35,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import contextlib  # noqa: E402
 import datetime  # noqa: E402
+import json  # noqa: E402
 import pathlib  # noqa: E402
+import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
@@ -212,6 +214,9 @@ def systems(program: dict) -> dict[str, Callable[[], Any]]:
     args = program["args"]
     replay = autodiff.jit(program["autodiff"](), compile=False)
     compiled = autodiff.jit(program["autodiff"](), compile=True)
+    for jitted in (replay, compiled):  # staged, then replayed (and compiled): not timed
+        jitted(*args)
+        jitted(*args)
     out: dict[str, Callable[[], Any]] = {}
     if "jax" in program:
         jitted, jargs = jax.jit(program["jax"]()), _jax_args(args)
@@ -243,33 +248,41 @@ def _seconds(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def first_calls(program: dict) -> dict[str, float]:
-    """Seconds: autodiff's first call (staging, the graph interpreted), its second with
-    compile=True and an empty cache (passes, replay, kernels compiled), the same with
-    the kernels on disk (loaded), the kernels' compile time alone; JAX's first call
-    (tracing, compiling, a run) and its compile time (lower, compile)."""
+def first_calls(name: str) -> dict[str, float]:
+    """Seconds, each in a fresh process (``python -m benchmarks.loops first NAME DIR``):
+    autodiff's first call (staging, the graph interpreted) and second with
+    compile=True (passes, replay, kernels) with an empty kernel cache, then again in
+    another process with the kernels on disk; JAX's first call (tracing, compiling, a
+    run) and its compile time (lower, compile)."""
+    with tempfile.TemporaryDirectory() as folder:
+        cold = _in_a_process(name, folder)
+        warm = _in_a_process(name, folder)
+    return {"first": cold["first"], "second, cold cache": cold["second"],
+            "second, kernels on disk": warm["second"], "numba start": cold["numba start"],
+            **{k: v for k, v in cold.items() if k.startswith("jax")}}  # fmt: skip
+
+
+def _in_a_process(name: str, folder: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "benchmarks.loops", "first", name, folder],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _first_calls_here(name: str, folder: str) -> None:
+    start = _warm_up()  # numba's own start, apart
+    program = programs()[name]
     args = program["args"]
-    times: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as folder, _cache_in(folder):
-        cold = autodiff.jit(program["autodiff"](), compile=True)
-        times["first"] = _seconds(lambda: cold(*args))
-        times["second, cold cache"] = _seconds(lambda: cold(*args))
-        warm = autodiff.jit(program["autodiff"](), compile=True)
-        warm(*args)
-        times["second, kernels on disk"] = _seconds(lambda: warm(*args))
-        again = autodiff.jit(program["autodiff"](), compile=True)
-        again(*args)
-        entry = next(iter(again._entries.values()))
-        with _cache_in(tempfile.mkdtemp(dir=folder)):
-            times["kernels, cold"] = _seconds(
-                lambda: numba_tier.fused_replay(entry.graph, fresh=True)
-            )
+    times = {"numba start": start}
+    with _cache_in(folder):
+        f = autodiff.jit(program["autodiff"](), compile=True)
+        times["first"] = _seconds(lambda: f(*args))
+        times["second"] = _seconds(lambda: f(*args))
     if "jax" in program:
         jargs = _jax_args(args)
         fresh = jax.jit(program["jax"]())
         times["jax first"] = _seconds(lambda: jax.block_until_ready(fresh(*jargs)))
         times["jax compile"] = _seconds(lambda: jax.jit(program["jax"]()).lower(*jargs).compile())
-    return times
+    print(json.dumps(times))
 
 
 def _warm_up() -> float:
@@ -288,7 +301,6 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
     targets: list[tuple[str, str, float, str]] = []
     if not numba_tier.available():
         return [f"## L1-L4: not run ({numba_tier.why_not()})", ""], targets
-    start = _warm_up()
     firsts = {}
     for name, program in programs().items():
         rows = h.interleave(systems(program), JAX if HAVE["jax"] else REPLAY, rounds=rounds,
@@ -300,25 +312,26 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
             ratio = by[COMPILED] / by[JAX]
             targets.append((name, f"compiled x JAX jit ≤ {LIMIT}", ratio,
                             "reached" if ratio <= LIMIT else "**missed**"))  # fmt: skip
-        firsts[name] = first_calls(program)
+        firsts[name] = first_calls(name)
+    starts = [t["numba start"] for t in firsts.values()]
     lines += ["## First calls and compile times", "",
-              f"Seconds, one fresh function each. numba's one-time start in the process "
-              f"(import, first kernel) took {start:.2f} s before these. autodiff: the first "
-              "call stages and interprets; the second (compile=True) runs the passes, writes "
-              "the replay and compiles the kernels (with an empty kernel cache on disk, then "
-              "with the kernels there); 'kernels' is their compilation alone. With the default "
-              "compile='auto' no call waits for it: a signature's kernels are compiled in a "
-              "background thread once it is called often, and swapped in when ready. JAX: the "
-              "first call (tracing, compiling, one run) and `jit(f).lower(x).compile()`.", "",
-              "| program | first call | second, cold cache | second, kernels on disk | "
-              "kernels, cold | JAX first call | JAX compile |",
-              "|---|---|---|---|---|---|---|"]  # fmt: skip
+              "Seconds, each program in a fresh process (twice: with an empty kernel cache, "
+              "then with the kernels the first left on disk), after numba's one-time start "
+              f"there (import, a first kernel: {min(starts):.2f}-{max(starts):.2f} s). "
+              "autodiff: the first call stages and interprets the graph; the second, with "
+              "compile=True, runs the passes, writes the replay and compiles the kernels (or "
+              "loads them). With the default compile='auto' no call waits for that: a "
+              "signature's kernels are compiled in a background thread once it is called "
+              "often, and swapped in when ready. JAX: the first call (tracing, compiling, one "
+              "run) and `jit(f).lower(x).compile()`.", "",
+              "| program | first call | second, empty cache | second, kernels on disk | "
+              "JAX first call | JAX compile |",
+              "|---|---|---|---|---|---|"]  # fmt: skip
     for name, t in firsts.items():
         jax_cols = (f"{t['jax first']:.2f} | {t['jax compile']:.2f}" if "jax first" in t
                     else "- | -")  # fmt: skip
-        lines.append(f"| {name} | {t['first']:.2f} | {t['second, cold cache']:.2f} | "
-                     f"{t['second, kernels on disk']:.2f} | {t['kernels, cold']:.2f} | "
-                     f"{jax_cols} |")  # fmt: skip
+        lines.append(f"| {name} | {t['first']:.3f} | {t['second, cold cache']:.2f} | "
+                     f"{t['second, kernels on disk']:.3f} | {jax_cols} |")  # fmt: skip
     return [*lines, ""], targets
 
 
@@ -357,4 +370,7 @@ def main() -> None:
 if __name__ == "__main__":
     if hasattr(os, "sched_setaffinity"):  # one core, as python -m benchmarks runs
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    main()
+    if sys.argv[1:2] == ["first"]:
+        _first_calls_here(sys.argv[2], sys.argv[3])
+    else:
+        main()
