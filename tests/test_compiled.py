@@ -126,6 +126,7 @@ def _grids(kinds, nargs):
 @pytest.mark.parametrize("prim", LOWERED, ids=lambda p: p.name)
 def test_every_elementwise_lowering_computes_what_numpy_computes(prim, monkeypatch):
     monkeypatch.setattr(kernels, "MIN_EQUATIONS", 1)  # one equation is a region here
+    monkeypatch.setattr(kernels, "MIN_SCALAR_EQUATIONS", 1)
     nargs = _nargs(prim)
     for kind, args in _grids(prim.lowering.kinds, nargs):
         for params in PARAMS.get(prim.name, [{}]):

@@ -282,6 +282,7 @@ def test_compiled_jit_equals_the_function(op, sample, lib, composition, dims, mo
     """The kernels of ``jit(f)`` and of the sample's drawn composition, on their first
     (compiled), second and warm calls: ``f``'s results, fresh, as the replay's are."""
     monkeypatch.setattr(kernels, "MIN_EQUATIONS", 1)  # each equation that lowers compiles
+    monkeypatch.setattr(kernels, "MIN_SCALAR_EQUATIONS", 1)
     f = op.bound(sample, lib)
     jitted, eager, args = _stacks(op, sample, composition, dims)
     with warnings.catch_warnings(), compiling(True):

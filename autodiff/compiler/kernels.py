@@ -37,8 +37,9 @@ How it is written:
 Which regions are worth a kernel: those whose arrays have at most ``MAX_ELEMENTS``
 elements (above that NumPy's own SIMD loops are as fast or faster: numba calls the
 scalar C library for ``exp`` or ``tanh``, five times slower per element than NumPy's;
-a loop's stacked operands do not count, its steps' values do), holding a loop or at
-least ``MIN_EQUATIONS`` elementwise equations.  Nothing here imports numba: the source is
+a loop's stacked operands do not count, its steps' values do), holding a loop, at
+least ``MIN_EQUATIONS`` elementwise equations on arrays or ``MIN_SCALAR_EQUATIONS`` on
+0-d values.  Nothing here imports numba: the source is
 plain Python, which ``numba_tier.py`` compiles; another writer (CuPy's elementwise
 kernels) could read the same lowerings.
 """
@@ -59,6 +60,7 @@ from autodiff.core.lowering import Elementwise, Emitter, NotLowered
 __all__ = [
     "MAX_ELEMENTS",
     "MIN_EQUATIONS",
+    "MIN_SCALAR_EQUATIONS",
     "Context",
     "Region",
     "Writer",
@@ -68,7 +70,8 @@ __all__ = [
 ]
 
 MAX_ELEMENTS = 1 << 12  # top-level arrays above this stay NumPy calls
-MIN_EQUATIONS = 2  # elementwise equations a region without a loop needs to be compiled
+MIN_EQUATIONS = 2  # elementwise equations on arrays a region without a loop needs
+MIN_SCALAR_EQUATIONS = 8  # or elementwise equations on 0-d values
 
 # dtype kinds a lowering may declare: "d" float64 only, "f" float32 and float64
 _KIND_OF = {"f8": "d", "f4": "f", "b1": "b"}
@@ -224,9 +227,6 @@ class Context:
         """Write ``graph`` here on the values named ``inputs``; the names of its results."""
         return emit_graph(self.writer, graph, list(inputs))
 
-    def scalar_result(self) -> bool:
-        return len(self.out_avals) == 1 and self.out_avals[0].ndim == 0
-
 
 # --- lowerability ----------------------------------------------------------------------------
 
@@ -274,7 +274,7 @@ def lowerable(eqn: Eqn) -> bool:
     if not _avals_lower(eqn, None):
         return False
     try:
-        _emit_eqn(Writer(), eqn, [f"x{i}" for i in range(len(eqn.invars))], {})
+        _emit_eqn(Writer(), eqn, [f"x{i}" for i in range(len(eqn.invars))])
     except NotLowered:
         return False
     return True
@@ -343,7 +343,7 @@ def emit_graph(w: Writer, graph: Graph, inputs: list[str]) -> list[str]:
             _emit_loop(w, item, env, read_after)
         else:
             args = [_atom(env, v) for v in item.invars]
-            outs = _emit_eqn(w, item, args, env)
+            outs = _emit_eqn(w, item, args)
             env.update(zip(item.outvars, outs, strict=True))
     return [_atom(env, v) for v in graph.outvars]
 
@@ -354,7 +354,7 @@ def _atom(env: dict, v: Any) -> str:
     return env[v]
 
 
-def _emit_eqn(w: Writer, eqn: Eqn, args: list[str], env: dict) -> list[str]:
+def _emit_eqn(w: Writer, eqn: Eqn, args: list[str]) -> list[str]:
     """One equation that is not in a loop: a scalar expression, or an emitter's source."""
     lowering = eqn.prim.lowering
     if lowering is None:
@@ -493,8 +493,14 @@ class Region:
         self.loops = 0
 
     def worth_it(self) -> bool:
-        elementwise = sum(1 for e in self.eqns if _elementwise(e) is not None)
-        return self.loops > 0 or elementwise >= MIN_EQUATIONS
+        """A loop, or ``MIN_EQUATIONS`` elementwise equations on arrays, or
+        ``MIN_SCALAR_EQUATIONS`` on scalars (a kernel's call costs about what two NumPy
+        calls do: a few operations on 0-d values gain nothing)."""
+        if self.loops:
+            return True
+        shapes = [e.outvars[0].aval.ndim for e in self.eqns if _elementwise(e) is not None]
+        arrays = sum(1 for n in shapes if n)
+        return arrays >= MIN_EQUATIONS or len(shapes) - arrays >= MIN_SCALAR_EQUATIONS
 
 
 def regions(graph: Graph, runs_functions: Callable[[Any], bool]) -> list[Region]:
