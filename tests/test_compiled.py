@@ -20,6 +20,7 @@ jit's whole contract with the tier on is checked by ``tests/test_jit_programs.py
 ``tests/test_jit_registry.py`` (a compiled variant of each).
 """
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -422,17 +423,34 @@ def test_auto_compiles_a_hot_signature_in_the_background_and_swaps_it_in(monkeyp
 
 @needs_numba
 @pytest.mark.interpreted
-def test_auto_compiles_in_a_thread_that_no_call_waits_for():
-    def f(x):
-        return anp.cos(x) * 2.0 - anp.exp(x * 0.5)
+def test_auto_compiles_in_another_process_that_no_call_waits_for(tmp_path, monkeypatch):
+    """The background thread has numba compile in another process, into the cache on
+    disk (numba holds the GIL: compiling here would make calls wait), then loads it."""
+    monkeypatch.setenv("AUTODIFF_CACHE_DIR", str(tmp_path))
+
+    def f(x):  # (a source of its own: no kernel of this process shares it)
+        return anp.cos(x) * 2.375 - anp.exp(x * 0.5)
 
     jitted = jit(f)
     x = np.linspace(0, 1, 7)
     for _ in range(numba_tier.HOT_CALLS + 1):
         assert_exact(jitted(x), f(x))
-    assert numba_tier.wait_for_background(timeout=120)
+    assert numba_tier.wait_for_background(timeout=300)
     assert_exact(jitted(x), f(x))
-    assert kernels_of(jitted)
+    (kernel,) = kernels_of(jitted)
+    loaded = kernel.dispatcher.stats
+    assert sum(loaded.cache_hits.values()) == 1 and not sum(loaded.cache_misses.values())
+
+
+def test_what_another_process_can_compile():
+    """Scalar functions another process rebuilds from their code: no closure, no
+    defaults, no globals but NumPy, math and the builtins."""
+    scale = 2.0
+    assert numba_tier._portable(lambda x: np.sin(x) + math.pi + abs(x))
+    assert numba_tier._portable(lambda x: x * scale) is None  # a closure
+    assert numba_tier._portable(lambda x, k=2.0: x * k) is None  # a default
+    assert numba_tier._portable(_row_norms)  # np only
+    assert numba_tier._portable(test_what_another_process_can_compile) is None  # globals
 
 
 @pytest.mark.interpreted

@@ -583,8 +583,9 @@ def jit(
     ``compile``: with numba installed (``pip install 'autodiff[compile]'``), the
     regions of the graph that lower (elementwise equations, fused into one loop each;
     loops whose contents all lower, iterations included) are compiled to machine code.
-    ``"auto"`` (the default) does it for a signature called often, in a background
-    thread, and swaps the kernels in when they are ready (no call waits for them);
+    ``"auto"`` (the default) does it for a signature called often, in another process
+    started from a background thread, and swaps the kernels in when they are ready (no
+    call waits for them);
     ``True`` compiles with the replay, on the second call; ``False`` never compiles.
     Kernels are kept on disk across processes (``autodiff.compiler.numba_tier``).
 

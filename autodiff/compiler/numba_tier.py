@@ -5,7 +5,9 @@ jitted function's optimised graph (one numba function each, a *kernel*) and retu
 the graph's replay with each region replaced by one call of its kernel; what does not
 lower stays the NumPy calls of ``replay.py`` between them.  ``jit.py`` decides when
 (``compile=`` and ``HOT_CALLS``) and swaps the result in when it is ready;
-``compile_later`` runs that work in a background thread, so no call waits for it.
+``compile_later`` runs that work in a background thread, so no call waits for it, and
+that thread has numba compile in another process (``compile_elsewhere``: numba holds
+the GIL for much of its work), then loads the kernels from the cache on disk.
 
 **Same numbers.**  numba compiles without fast-math and with NumPy's error model, and
 ``kernels.py`` casts as NumPy's loops do.  NumPy reports floating-point errors
@@ -29,19 +31,24 @@ instead of compiling it.  ``clear_cache()`` (or deleting the directory) empties 
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import ctypes
 import ctypes.util
+import dis
 import functools
 import hashlib
 import importlib.util
 import itertools
+import json
 import linecache
 import marshal
+import math
 import os
 import platform
 import queue
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -246,6 +253,55 @@ def _numba_type(aval: Any, layout: str = "A") -> Any:
     return nb.types.Array(dtype, aval.ndim, layout, readonly=True)
 
 
+class _Plan:
+    """What compiling a region takes: its source, the scalar functions it calls, the
+    name of its module (the hash of all that) and its file in the cache, and the
+    argument types (portable: ``_type_of`` makes them in another process too)."""
+
+    def __init__(self, region: Region, contiguous: frozenset) -> None:
+        nb = _numba()
+        self.source, writer = kernel_source(region)
+        self.functions = {n: fn for n, fn in writer.functions.values()}
+        self.consts = [value for _, value in writer.consts.values()]
+        prints = [_fingerprint(fn) for fn in self.functions.values()]
+        versions = f"{nb.__version__} {np.__version__} {sys.version_info[:2]} {CODEGEN_VERSION}"
+        self.key = "\0".join([self.source, versions]).encode() + b"\0".join(
+            p or b"" for p in prints
+        )
+        self.cacheable = all(p is not None for p in prints)
+        # the name of the file (_source_file), which numba's cache records and imports
+        self.name = f"autodiff_kernel_{hashlib.sha256(self.key).hexdigest()[:32]}"
+        if not self.cacheable:  # closures: the code does not say what they compute
+            self.name += f"_{next(_unique)}"
+        consts = [_describe_value(c) for c in self.consts]
+        self.signature = [_describe(v.aval, "C" if v in contiguous else "A")
+                          for v in region.inputs] + consts  # fmt: skip
+        self.general = [_describe(v.aval, "A") for v in region.inputs] + consts
+
+
+def _describe(aval: Any, layout: str) -> list:
+    """An argument's numba type, as plain data: a scalar's dtype, or an array's dtype,
+    dimensions, layout and (always, for inputs: kernels never write them) read-only."""
+    if aval.ndim == 0:
+        return [aval.dtype.str]
+    return [aval.dtype.str, aval.ndim, layout, True]
+
+
+def _describe_value(value: np.ndarray) -> list:
+    flags = value.flags
+    layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
+    return [value.dtype.str, value.ndim, layout, not flags.writeable]
+
+
+def _type_of(description: list) -> Any:
+    nb = _numba()
+    dtype = nb.from_dtype(np.dtype(description[0]))
+    if len(description) == 1:
+        return dtype
+    _, ndim, layout, readonly = description
+    return nb.types.Array(dtype, ndim, layout, readonly=readonly)
+
+
 def compile_kernel(region: Region, contiguous: frozenset = frozenset(),
                    sync: bool = True) -> KernelPrimitive:  # fmt: skip
     """``region`` compiled (or loaded from the cache on disk), for C-contiguous arrays
@@ -253,14 +309,10 @@ def compile_kernel(region: Region, contiguous: frozenset = frozenset(),
     signature hot; NumPy's results are too, mostly), for any layout elsewhere.  A call
     with another layout (a strided view) has the kernel compiled for any layout as
     well: at once where ``sync``, else in the background while NumPy calls run."""
-    nb = _numba()
-    source, writer = kernel_source(region)
-    dispatcher, name = _dispatcher(source, {n: fn for n, fn in writer.functions.values()})
-    consts = [value for _, value in writer.consts.values()]
-    const_types = tuple(nb.typeof(c) for c in consts)
-    signature = tuple(_numba_type(v.aval, "C" if v in contiguous else "A")
-                      for v in region.inputs) + const_types  # fmt: skip
-    general = tuple(_numba_type(v.aval) for v in region.inputs) + const_types
+    plan = _Plan(region, contiguous)
+    dispatcher = _dispatcher(plan)
+    signature = tuple(_type_of(d) for d in plan.signature)
+    general = tuple(_type_of(d) for d in plan.general)
     try:
         _compile(dispatcher, signature)
     except Exception:  # a cache on disk numba cannot read (a file gone, another numba's)?
@@ -269,10 +321,10 @@ def compile_kernel(region: Region, contiguous: frozenset = frozenset(),
     finally:  # numba read the source through linecache, which would keep it for good
         linecache.cache.pop(dispatcher.py_func.__code__.co_filename, None)
     layouts = _Layouts(dispatcher, general if general != signature else None, sync)
-    runner = _runner(dispatcher, region, consts, layouts)
-    kernel = KernelPrimitive(runner, region, source)
+    runner = _runner(dispatcher, region, plan.consts, layouts)
+    kernel = KernelPrimitive(runner, region, plan.source)
     kernel.dispatcher = dispatcher
-    _users[weakref.ref(kernel, _released)] = name  # the module goes with the last kernel
+    _users[weakref.ref(kernel, _released)] = plan.name  # the module goes with the last kernel
     return kernel
 
 
@@ -284,41 +336,38 @@ _compile_lock = threading.RLock()  # compiling, and switching compilation on and
 _unique = itertools.count()
 
 
-def _dispatcher(source: str, functions: dict) -> tuple[Any, str]:
-    """The numba dispatcher of ``source`` (calling ``functions``) and its module's name."""
-    nb = _numba()
-    prints = [_fingerprint(fn) for fn in functions.values()]
-    versions = f"{nb.__version__} {np.__version__} {sys.version_info[:2]} {CODEGEN_VERSION}"
-    key = "\0".join([source, versions]).encode() + b"\0".join(p or b"" for p in prints)
-    cacheable = all(p is not None for p in prints)
-    # the name of the file (_source_file), which numba's cache records and imports
-    name = f"autodiff_kernel_{hashlib.sha256(key).hexdigest()[:32]}"
-    if not cacheable:  # closures: the code does not say what they compute
-        name += f"_{next(_unique)}"
+def _dispatcher(plan: _Plan) -> Any:
+    """The numba dispatcher of ``plan``'s source, shared by the kernels of that source."""
     with _loaded_lock:
-        found = _loaded.get(name)
+        found = _loaded.get(plan.name)
         if found is not None:
             found[1] += 1
-            return found[0], name
-    path = _source_file(_HEADER + source, key) if cacheable else None
+            return found[0]
+    path = _source_file(_HEADER + plan.source, plan.key) if plan.cacheable else None
+    module = _module(plan.name, path, plan.source, plan.functions)
+    dispatcher = _numba().njit(cache=path is not None, error_model="numpy", nogil=True)(
+        module.kernel
+    )
+    with _loaded_lock:
+        found = _loaded.get(plan.name)
+        if found is not None:  # another thread made it meanwhile
+            found[1] += 1
+            return found[0]
+        sys.modules[plan.name] = module  # numba finds a cached kernel's globals there
+        _loaded[plan.name] = [dispatcher, 1]
+    return dispatcher
+
+
+def _module(name: str, path: Path | None, source: str, functions: dict) -> Any:
+    """The module a kernel's source runs in (the same in a compiling process)."""
+    nb = _numba()
     module = types.ModuleType(name)
     module.__file__ = str(path) if path else "<autodiff kernel>"
     module.__dict__["np"] = np
     for fn_name, fn in functions.items():
         module.__dict__[fn_name] = nb.njit(error_model="numpy", cache=False)(fn)
-    code = compile(_HEADER + source, module.__file__, "exec")
-    exec(code, module.__dict__)
-    dispatcher = nb.njit(cache=path is not None, error_model="numpy", nogil=True)(
-        module.__dict__["kernel"]
-    )
-    with _loaded_lock:
-        found = _loaded.get(name)
-        if found is not None:  # another thread made it meanwhile
-            found[1] += 1
-            return found[0], name
-        sys.modules[name] = module  # numba finds a cached kernel's globals there
-        _loaded[name] = [dispatcher, 1]
-    return dispatcher, name
+    exec(compile(_HEADER + source, module.__file__, "exec"), module.__dict__)
+    return module
 
 
 def _compile(dispatcher: Any, signature: tuple) -> None:
@@ -457,6 +506,8 @@ def fused_graph(graph: Graph, contiguous: frozenset = frozenset(),
     found = regions(graph, _runs_functions)
     if not found:
         return graph, []
+    if not sync:  # numba's work in another process: this one only loads the kernels
+        compile_elsewhere([_Plan(r, contiguous) for r in found])
     compiled = []
     for region in found:
         try:
@@ -527,6 +578,85 @@ def _contiguous(graph: Graph, args: Any) -> list[Var]:
     return list(known)
 
 
+# --- compiling in another process ------------------------------------------------------------
+
+# The globals a scalar function may read to be compiled in another process.
+_PORTABLE_GLOBALS = {"np": np, "numpy": np, "math": math}
+
+
+def _portable(fn: Callable) -> str | None:
+    """``fn``'s code (marshalled, hex) where another process can rebuild it: no closure,
+    no defaults, reading no globals but NumPy, ``math`` and the builtins."""
+    code = getattr(fn, "__code__", None)
+    if code is None or fn.__closure__ or fn.__defaults__ or fn.__kwdefaults__:  # type: ignore[attr-defined]
+        return None
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "LOAD_GLOBAL":
+            name = instruction.argval
+            found = fn.__globals__.get(name, _MISSING)  # type: ignore[attr-defined]
+            if found is _MISSING:
+                if not hasattr(builtins, name):
+                    return None
+            elif _PORTABLE_GLOBALS.get(name) is not found:
+                return None
+    if any(hasattr(c, "co_code") for c in code.co_consts):  # nested functions: compile here
+        return None
+    return marshal.dumps(code).hex()
+
+
+_MISSING = object()
+
+
+def compile_elsewhere(plans: list[_Plan]) -> None:
+    """Compile the kernels of ``plans`` in another Python process, into the cache on
+    disk, from which this one then loads them: numba holds the GIL for much of its
+    work, and a thread compiling here would make calls wait (up to 0.1 s at a time).
+    Kernels calling functions another process cannot rebuild (``_portable``) are left
+    to compile here; a failure there only means they compile here too."""
+    specs = []
+    for plan in plans:
+        codes = {name: _portable(fn) for name, fn in plan.functions.items()}
+        path = _source_file(_HEADER + plan.source, plan.key) if plan.cacheable else None
+        if path is None or any(c is None for c in codes.values()):
+            continue
+        specs.append({"name": plan.name, "path": str(path), "source": plan.source,
+                      "functions": codes, "signature": plan.signature})  # fmt: skip
+    if not specs or not sys.executable:
+        return
+    folder = cache_dir()
+    package = str(Path(__file__).resolve().parents[2])  # where autodiff is imported from
+    path = os.pathsep.join(filter(None, [package, os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, AUTODIFF_CACHE_DIR=str(folder), PYTHONPATH=path)
+    try:
+        fd, spec = tempfile.mkstemp(dir=folder, suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(specs, f)
+        subprocess.run([sys.executable, "-m", "autodiff.compiler.numba_tier", spec], env=env,
+                       capture_output=True, timeout=1800, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        pass
+    finally:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(spec)
+
+
+def _compile_specs(spec_file: str) -> None:
+    """The other process's side of ``compile_elsewhere``."""
+    nb = _numba()
+    with open(spec_file) as f:
+        specs = json.load(f)
+    for spec in specs:
+        functions = {
+            name: types.FunctionType(marshal.loads(bytes.fromhex(code)),
+                                     {**_PORTABLE_GLOBALS, "__builtins__": builtins}, name)
+            for name, code in spec["functions"].items()
+        }  # fmt: skip
+        module = _module(spec["name"], Path(spec["path"]), spec["source"], functions)
+        sys.modules[spec["name"]] = module
+        dispatcher = nb.njit(cache=True, error_model="numpy", nogil=True)(module.kernel)
+        dispatcher.compile(tuple(_type_of(d) for d in spec["signature"]))
+
+
 # --- compiling in the background ------------------------------------------------------------
 
 
@@ -585,3 +715,7 @@ def wait_for_background(timeout: float | None = None) -> bool:
     """Wait until the background compilations submitted so far are done (tests,
     benchmarks); whether they are."""
     return _worker.idle.wait(timeout)
+
+
+if __name__ == "__main__":  # python -m autodiff.compiler.numba_tier SPEC: compile_elsewhere's
+    _compile_specs(sys.argv[1])
