@@ -625,8 +625,8 @@ def compile_elsewhere(plans: list[_Plan]) -> None:
         return
     folder = cache_dir()
     package = str(Path(__file__).resolve().parents[2])  # where autodiff is imported from
-    path = os.pathsep.join(filter(None, [package, os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, AUTODIFF_CACHE_DIR=str(folder), PYTHONPATH=path)
+    search = os.pathsep.join(filter(None, [package, os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, AUTODIFF_CACHE_DIR=str(folder), PYTHONPATH=search)
     try:
         fd, spec = tempfile.mkstemp(dir=folder, suffix=".json")
         with os.fdopen(fd, "w") as f:
