@@ -189,6 +189,7 @@ def main() -> None:
     lines, loop_targets = loops.report(rounds=rounds)
     report += lines
     targets += loop_targets
+    reasons["L3"] = loops.why
     lines, control_targets = control_flow.report(rounds=rounds)
     report += lines
     targets += control_targets
