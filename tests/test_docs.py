@@ -68,7 +68,9 @@ def _documented_modules():
 
 
 def test_every_public_module_has_a_page():
-    assert _documented_modules() == set(api.MODULES)
+    missing = _documented_modules() - set(api.MODULES)
+    assert not missing, f"add docs/api/<module>.rst and MODULES entries for {missing}"
+    assert set(api.MODULES) <= _documented_modules()
     index = (ROOT / "docs" / "api" / "index.md").read_text()
     for modname in api.MODULES:
         page = ROOT / "docs" / "api" / f"{modname}.rst"
