@@ -84,7 +84,12 @@ def numpy_impl(func: Callable, impl: Callable | None = None) -> Callable:
 
 
 def unbroadcast(x: Any, shape: tuple[int, ...]) -> Any:
-    """Sum ``x`` down to ``shape``: the VJP of broadcasting to ``x``'s shape."""
+    """Sum ``x`` down to ``shape``: the VJP of broadcasting to ``x``'s shape.
+
+    >>> import numpy as np
+    >>> unbroadcast(np.ones((4, 2, 3)), (1, 3))
+    array([[8., 8., 8.]])
+    """
     x_shape = shape_of(x)
     if x_shape == tuple(shape):
         return x
@@ -98,17 +103,33 @@ def unbroadcast(x: Any, shape: tuple[int, ...]) -> Any:
 
 
 def move_to_front(x: Any, bdim: int) -> Any:
+    """``x`` with its batch axis ``bdim`` moved to the front (axis 0).
+
+    >>> import numpy as np
+    >>> move_to_front(np.zeros((2, 3)), 1).shape
+    (3, 2)
+    """
     return x if bdim == 0 else _shp.moveaxis(x, bdim, 0)
 
 
 def to_front_padded(x: Any, bdim: int, pad: int) -> Any:
-    """Batch axis first, then ``pad`` new unit axes, so ``x`` broadcasts per example."""
+    """Batch axis first, then ``pad`` new unit axes, so ``x`` broadcasts per example.
+
+    >>> import numpy as np
+    >>> to_front_padded(np.zeros(3), 0, 2).shape
+    (3, 1, 1)
+    """
     x = move_to_front(x, bdim)
     return _shp.expand_dims(x, tuple(range(1, 1 + pad))) if pad else x
 
 
 def bring_to_front(x: Any, bdim: int | None, size: int) -> Any:
-    """``x`` with its batch axis first; an unbatched ``x`` is broadcast to ``size``."""
+    """``x`` with its batch axis first; an unbatched ``x`` is broadcast to ``size``.
+
+    >>> import numpy as np
+    >>> bring_to_front(np.zeros((2, 4)), 1, 4).shape, bring_to_front(np.zeros(2), None, 4).shape
+    ((4, 2), (4, 2))
+    """
     if bdim is None:
         return _shp.broadcast_to(_shp.expand_dims(x, 0), (size, *shape_of(x)))
     return move_to_front(x, bdim)
@@ -116,7 +137,17 @@ def bring_to_front(x: Any, bdim: int | None, size: int) -> Any:
 
 def implements(prim: Primitive, *numpy_funcs: Any) -> Callable[[Callable], Callable]:
     """Decorator for the public function that binds ``prim``: it records the
-    primitive on the function and routes ``numpy_funcs`` on traced values to it."""
+    primitive on the function and routes ``numpy_funcs`` on traced values to it.
+
+    >>> import numpy as np
+    >>> from autodiff import grad
+    >>> square_p = Primitive("my_square", np.square, vjp=[lambda ct, ans, x: 2 * x * ct])
+    >>> @implements(square_p)  # then NumPy functions to route here, e.g. np.square
+    ... def square(x):
+    ...     return square_p.bind(x)
+    >>> square.primitive is square_p, float(grad(square)(3.0))
+    (True, 6.0)
+    """
 
     def decorate(fn: Callable) -> Callable:
         fn.primitive = prim  # type: ignore[attr-defined]
@@ -273,6 +304,14 @@ def broadcasting(
     ``pairs`` says which arguments interact non-linearly, for Hessian sparsity
     (``[(0, 1)]`` for ``multiply``, ``()`` for ``add``; None, the default: every pair).
     Returns the primitive and its public function: ``hypot_p, hypot = broadcasting(...)``.
+
+    >>> import numpy as np
+    >>> from autodiff import grad
+    >>> hypot_p, hypot = broadcasting(
+    ...     "my_hypot", np.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans
+    ... )
+    >>> [float(d) for d in grad(hypot, argnums=(0, 1))(3.0, 4.0)]
+    [0.6, 0.8]
     """
     nargs = nargs or len(derivs)
     prim = Primitive(name, impl, differentiable=differentiable, vjp_reads=reads)
@@ -310,6 +349,12 @@ def unary(
     or ``()`` (see ``Primitive``'s ``vjp_reads``).  ``linear=True``: its second
     derivative is zero (``negative``, ``real``; also piecewise, ``abs``), which Hessian
     sparsity uses.  Returns the primitive and its public function: ``cosh_p, cosh = unary(...)``.
+
+    >>> import numpy as np
+    >>> from autodiff import grad, vmap
+    >>> cube_p, cube = unary("my_cube", lambda x: x**3, lambda g, ans, x: 3 * x**2 * g)
+    >>> float(grad(cube)(2.0)), vmap(grad(cube))(np.array([0.0, 1.0]))
+    (12.0, array([0., 3.]))
     """
     prim = Primitive(
         name, impl, differentiable=differentiable, vjp_reads=None if reads is None else [reads]
