@@ -16,11 +16,11 @@ give NaN entries derivative 0.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from autodiff.core.arrays import dtype_of, is_complex, ndim_of, normalize_axes, shape_of
+from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements, move_to_front
@@ -451,7 +451,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     dof = _shp.reshape(count, shape_of(total)) - ddof
     positive = _elt.greater(dof, 0)
     if not _all_known_true(positive):
-        warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=2)
+        warn_caller("Degrees of freedom <= 0 for slice.", RuntimeWarning)
     return _elt.where(positive, total / _elt.where(positive, dof, 1.0), np.nan)
 
 
@@ -598,7 +598,7 @@ def _nan_extreme(name, reduce, fill):
         _check_supported(name, out, initial, where)
         result, some_all_nan = _skipping_nans(reduce, a, axis, keepdims, fill, np.nan)
         if some_all_nan:
-            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=2)
+            warn_caller("All-NaN slice encountered", RuntimeWarning)
         return result
 
     extreme.__name__ = extreme.__qualname__ = name
