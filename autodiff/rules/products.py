@@ -346,7 +346,7 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     else:
         subscripts, ops = _from_sublists(operands)
     if dtype is not None:
-        ops = [_elt.astype(op, dtype) for op in ops]
+        ops = [_elt.cast(op, dtype, casting, "einsum") for op in ops]
     spec, ops = _canonical_einsum(subscripts, ops)
     return einsum_p.bind(*ops, subscripts=spec, optimize=optimize)
 

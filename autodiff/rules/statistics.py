@@ -815,6 +815,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     """
     if ddof is not None and ddof != int(ddof):
         raise ValueError("ddof must be integer")
+    if dtype is not None and np.dtype(dtype).kind not in "fc":  # NumPy subtracts the mean in it
+        raise TypeError(
+            f"cov: cannot compute the covariance in {np.dtype(dtype)!r}: NumPy subtracts "
+            f"the mean in dtype (cannot cast ufunc 'subtract' output from float64 with "
+            f"casting rule 'same_kind'); give a floating dtype"
+        )
     if dtype is None:
         operands = (m,) if y is None else (m, y)
         dtype = np.result_type(*(dtype_of(_as_array(v)) for v in operands), np.float64)
@@ -848,7 +854,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     x_t = _shp.transpose(x if w is None else x * w, (1, 0))
     c = _prod.dot(x, _elt.conj(x_t))
     c = c * np.true_divide(1, fact) if isinstance(fact, (int, float)) else c * (1 / fact)
-    return _shp.squeeze(c)
+    return _shp.squeeze(_elt.astype(c, dtype))  # in dtype, as NumPy's in-place steps keep it
 
 
 @register_numpy(np.corrcoef)
