@@ -378,6 +378,24 @@ def _identity_vjp():
     return ident
 
 
+def _keywords_vjp():
+    @custom_vjp
+    def scaled(x, **kw):
+        return x * kw["scale"]
+
+    scaled.defvjp(lambda x, **kw: (scaled(x, **kw), None), lambda res, ct: (ct,))
+    return scaled
+
+
+def _nondiff_vjp(bwd=lambda n, res, ct: (ct * n,)):
+    def scaled(n, x):
+        return n * x
+
+    f = custom_vjp(scaled, nondiff_argnums=(0,))
+    f.defvjp(lambda n, x: (n * x, None), bwd)
+    return f
+
+
 # --- 2. integer, bool and complex inputs ------------------------------------------------
 
 INT = _ro([1, 2, 3], np.int64)
@@ -1249,11 +1267,29 @@ case(
     lambda: grad(_custom_vjp(_FWD, lambda r, ct: (None, ct * r[0])), argnums=(0, 1))(X, 2 * X),
     Gives(lambda: (np.zeros(3), X)),
 )
-case(
+case(  # keywords are matched to positions, as in JAX ...
     "custom",
     "custom_vjp-keyword-argument",
-    lambda: _identity_vjp()(x=X),
-    Raises(TransformTypeError, r"positional arguments only .*functools\.partial"),
+    lambda: grad(lambda x: anp.sum(_identity_vjp()(x=x)))(X),
+    Gives(lambda: np.ones(3)),
+)
+case(  # ... where they have one
+    "custom",
+    "custom_vjp-keyword-without-position",
+    lambda: _keywords_vjp()(X, scale=X),
+    Raises(TransformTypeError, r"positional arguments only .*\['scale'\].*functools\.partial"),
+)
+case(
+    "custom",
+    "custom_vjp-traced-nondiff-argument",
+    lambda: grad(lambda x: anp.sum(_nondiff_vjp()(x, x)))(X),
+    Raises(TransformTypeError, r"argument 0 is in nondiff_argnums but holds a traced value"),
+)
+case(
+    "custom",
+    "custom_vjp-nondiff-bwd-length",
+    lambda: grad(lambda x: anp.sum(_nondiff_vjp(lambda n, r, ct: (ct, ct))(2.0, x)))(X),
+    Raises(TransformTypeError, r"one cotangent per differentiable argument \(1\)"),
 )
 for _label, _rule, _cls, _pattern in [
     ("not-a-pair", lambda p, t: t[0] * p[1], TransformTypeError,
