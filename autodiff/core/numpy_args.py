@@ -74,7 +74,9 @@ class ArrayLikes(NamedTuple):
 
 _PARAMETERS = re.compile(r"^Parameters\n-+\n(.*?)(?=\n[A-Z][A-Za-z ]*\n-+\n|\Z)", re.S | re.M)
 _ENTRY = re.compile(r"^([*`\w][^:\n]*?)\s*:\s*(.*)$")
-_ARRAY = re.compile(r"\b(?:nd)?arrays?\b|array[_ -]?likes?\b")
+_ARRAY = re.compile(
+    r"\b(?:nd)?arrays?\b|array[_ -]?likes?\b|(?:sequence|list) of [^,]*?(?:scalars|floats?\b|numbers)"
+)
 _OF_ITEMS = re.compile(r"^(?:\(.*?\)\s*)?(?:\d-d\s+)?(?:sequence|list|tuple)s?\b.*\bof\b")
 
 
@@ -95,12 +97,16 @@ def _documented(func: Any) -> list[tuple[list[str], str]] | None:
 
 
 def _kind(type_text: str) -> str | None:
-    """``"whole"`` (an array: ``array_like``, ``ndarray``, ``(M, M) array``...),
-    ``"items"`` (a sequence of them) or None (``int or tuple of ints``, ``str``...)."""
+    """``"whole"`` (an array: ``array_like``, ``ndarray``, ``(M, M) array``, a sequence
+    of numbers...), ``"items"`` (a sequence of arrays) or None (``int or tuple of
+    ints``, ``str``...)."""
     text = type_text.lower()
     if not _ARRAY.search(text) or text.startswith("nested"):
         return None  # np.block's nesting is its own
-    return "items" if _OF_ITEMS.match(text) else "whole"
+    items = _OF_ITEMS.match(text)
+    if items and re.search(r"\b(?:nd)?arrays?\b|array[_ -]?likes?\b", text[items.end() :]):
+        return "items"
+    return "whole"
 
 
 def _signature(func: Any) -> list[inspect.Parameter] | None:
