@@ -31,6 +31,7 @@ a traced value it closes over is refused with an error saying so.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import weakref
 from collections.abc import Callable
@@ -172,7 +173,10 @@ def _odeint_primitive(fn: Callable, options: dict, staged: bool = False) -> Prim
         wanted = [i - 2 for i in argnums if i >= 2]  # the args that need cotangents
         inputs = sum(int(np.prod(shape_of(primals[i]))) for i in {0, *argnums} - {1})
         if inputs * int(np.prod(shape_of(y0))) <= SENSITIVITIES_AT_MOST:
-            return _vjp_by_sensitivities(fn, jvp_rule, ct, ans, primals, argnums)
+            # (under vmap over the directions: func branching on the state in Python
+            # cannot run there, and the adjoint, which needs no vmap, does instead)
+            with contextlib.suppress(ConcretizationError):
+                return _vjp_by_sensitivities(fn, jvp_rule, ct, ans, primals, argnums)
         shapes = [shape_of(y0), shape_of(y0), *(shape_of(args[i]) for i in wanted)]
         sizes = [int(np.prod(s)) for s in shapes]
 
