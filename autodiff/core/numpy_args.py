@@ -75,7 +75,8 @@ class ArrayLikes(NamedTuple):
 _PARAMETERS = re.compile(r"^Parameters\n-+\n(.*?)(?=\n[A-Z][A-Za-z ]*\n-+\n|\Z)", re.S | re.M)
 _ENTRY = re.compile(r"^([*`\w][^:\n]*?)\s*:\s*(.*)$")
 _ARRAY = re.compile(
-    r"\b(?:nd)?arrays?\b|array[_ -]?likes?\b|(?:sequence|list) of [^,]*?(?:scalars|floats?\b|numbers)"
+    r"\b(?:nd)?arrays?\b|array[_ -]?likes?\b"  # an array
+    r"|(?:sequence|list) of [^,]*?(?:scalars|floats?\b|numbers)"  # numbers: one array too
 )
 _OF_ITEMS = re.compile(r"^(?:\(.*?\)\s*)?(?:\d-d\s+)?(?:sequence|list|tuple)s?\b.*\bof\b")
 

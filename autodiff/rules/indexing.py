@@ -526,7 +526,7 @@ index_add_p = _scatter(
 def _untake_impl(y, *arrays, index, shape):
     if not arrays and isinstance(y, (np.ndarray, np.generic)):  # basic indexing: no repeats
         out = np.zeros(shape, y.dtype)
-        out[index] = y
+        out[index] += y  # (as the general path adds: 0 + -0.0 is 0.0)
         return out
     return _added_into(np.zeros(shape, y.dtype, like=array_like(y)), y, arrays, index)
 

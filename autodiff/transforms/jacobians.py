@@ -136,7 +136,7 @@ def _by_reverse_mode(out: Any, vjp_fn: Callable, aux: Any, chosen: tuple, argnum
     _no_complex(optree.tree_leaves(chosen), who, "inputs")
     sizes = [math.prod(np.shape(leaf)) for leaf in out_leaves]
     if sizes == [1]:  # one output with one element: one vjp, no vmap level
-        vjp_fn._consume = True
+        vjp_fn._consume = True  # type: ignore[attr-defined]
         cts = vjp_fn(optree.tree_unflatten(out_tree, [np.ones_like(out_leaves[0])]))
         in_leaves, in_tree = optree.tree_flatten(cts)
         per_input = [[ct] for ct in in_leaves]  # the one row of each input
