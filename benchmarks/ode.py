@@ -22,6 +22,7 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one thread, as python -m benchmarks runs (when run alone)
 
+import importlib.util  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -34,6 +35,7 @@ import autodiff.numpy as anp  # noqa: E402
 from benchmarks import _harness as h  # noqa: E402
 from benchmarks.workloads import HAVE  # noqa: E402
 
+HAVE_SCIPY = importlib.util.find_spec("scipy") is not None  # odeint is SciPy's
 TIMES = np.linspace(0.0, 10.0, 41)
 Y0 = np.array([1.0, 1.0])
 RATES = np.array([1.5, 1.0, 3.0, 1.0])  # prey growth, predation, predator growth, death

@@ -205,13 +205,20 @@ def converts(spec: ArrayLikes, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return tuple(new), kwargs
 
 
+def _holds_sequence(x: Any) -> bool:
+    """Whether sequence-of-arrays argument ``x`` has a list or tuple among its items
+    (``stack([x, y])`` has nothing to convert; ``stack([[x, y], z])`` has)."""
+    return x.__class__ in _SEQUENCES and any(item.__class__ in _SEQUENCES for item in x)
+
+
 def _needs(spec: ArrayLikes, args: tuple, kwargs: dict) -> bool:
+    """Whether any argument has something to convert (the wrapper's fast path)."""
     n = len(args)
     for i in spec.positions:
         if i < n and args[i].__class__ in _SEQUENCES:
             return True
     for i in spec.items_at:
-        if i < n and args[i].__class__ in _SEQUENCES:
+        if i < n and _holds_sequence(args[i]):
             return True
     if spec.rest_from is not None and any(
         a.__class__ in _SEQUENCES for a in args[spec.rest_from :]
@@ -219,7 +226,8 @@ def _needs(spec: ArrayLikes, args: tuple, kwargs: dict) -> bool:
         return True
     if kwargs:
         return any(
-            v.__class__ in _SEQUENCES and (k in spec.names or k in spec.item_names)
+            (k in spec.names and v.__class__ in _SEQUENCES)
+            or (k in spec.item_names and _holds_sequence(v))
             for k, v in kwargs.items()
         )
     return False
