@@ -404,6 +404,12 @@ def test_custom_jvp_nondiff_arguments_match_jax():
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     np.testing.assert_allclose(got[0], 0.0)
+    # ... at every order: the rule's own use of scale carries no derivative either
+    second = grad(lambda s: grad(lambda x: ours(anp.sin, s, x).sum())(x).sum())(scale)
+    jax_second = jax.grad(lambda s: jax.grad(lambda x: theirs(jax.numpy.sin, s, x).sum())(x).sum())(
+        scale
+    )
+    np.testing.assert_allclose(second, jax_second, atol=1e-15)
     got = jvp(lambda x: ours(anp.sin, scale, x), (x,), (np.ones(2),))[1]
     want = jax.jvp(lambda x: theirs(jax.numpy.sin, scale, x), (x,), (np.ones(2),))[1]
     np.testing.assert_allclose(got, want, rtol=1e-12)
