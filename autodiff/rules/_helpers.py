@@ -27,6 +27,7 @@ from autodiff.core.arrays import (
 from autodiff.core.graph import ShapedArray
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.errors import ConcretizationError
 
 __all__ = [
     "bring_to_front",
@@ -209,7 +210,8 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
     # With no tracer in the arguments the NumPy implementation is called
     # directly: no transform active means no tracer work at all.  Lists and tuples
     # (array_likes, which may hold traced values) become arrays first, as NumPy's
-    # ufuncs take them; the check is inline, off the path of two tracers.
+    # ufuncs take them: beside a tracer, checked; alone, NumPy itself takes a list of
+    # numbers, and one holding traced values raises ConcretizationError converting it.
     bind, impl = prim.bind, prim.impl
     fn: Callable[..., Any]
     if nargs == 1:
@@ -217,26 +219,25 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
         def fn(x, /):  # type: ignore[misc]
             if isinstance(x, Tracer):
                 return bind(x)
-            if x.__class__ in _SEQUENCES:
-                x = _as_array(x)
-                return bind(x) if isinstance(x, Tracer) else impl(x)
-            return impl(x)
+            try:
+                return impl(x)
+            except ConcretizationError:
+                if x.__class__ not in _SEQUENCES:
+                    raise
+                return bind(_as_array(x))
     elif nargs == 2:
 
         def fn(x1, x2, /):  # type: ignore[misc]
-            if isinstance(x1, Tracer):
-                if x2.__class__ in _SEQUENCES:
-                    x2 = _as_array(x2)
+            if isinstance(x1, Tracer) or isinstance(x2, Tracer):
+                if x1.__class__ in _SEQUENCES or x2.__class__ in _SEQUENCES:
+                    x1, x2 = _as_array(x1), _as_array(x2)
                 return bind(x1, x2)
-            if isinstance(x2, Tracer):
-                if x1.__class__ in _SEQUENCES:
-                    x1 = _as_array(x1)
-                return bind(x1, x2)
-            if x1.__class__ in _SEQUENCES or x2.__class__ in _SEQUENCES:
-                x1, x2 = _as_array(x1), _as_array(x2)
-                if isinstance(x1, Tracer) or isinstance(x2, Tracer):
-                    return bind(x1, x2)
-            return impl(x1, x2)
+            try:
+                return impl(x1, x2)
+            except ConcretizationError:
+                if x1.__class__ not in _SEQUENCES and x2.__class__ not in _SEQUENCES:
+                    raise
+                return bind(_as_array(x1), _as_array(x2))
     else:
 
         def fn(*args):  # type: ignore[misc]
