@@ -210,8 +210,9 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
     # With no tracer in the arguments the NumPy implementation is called
     # directly: no transform active means no tracer work at all.  Lists and tuples
     # (array_likes, which may hold traced values) become arrays first, as NumPy's
-    # ufuncs take them: beside a tracer, checked; alone, NumPy itself takes a list of
-    # numbers, and one holding traced values raises ConcretizationError converting it.
+    # ufuncs take them: beside a tracer, checked; alone, the implementation is tried
+    # first (NumPy takes a list of numbers), and converts them where it cannot (one
+    # holding traced values raises ConcretizationError as NumPy converts it).
     bind, impl = prim.bind, prim.impl
     fn: Callable[..., Any]
     if nargs == 1:
@@ -221,10 +222,11 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
                 return bind(x)
             try:
                 return impl(x)
-            except ConcretizationError:
+            except (ConcretizationError, TypeError):
                 if x.__class__ not in _SEQUENCES:
                     raise
-                return bind(_as_array(x))
+            x = _as_array(x)
+            return bind(x) if isinstance(x, Tracer) else impl(x)
     elif nargs == 2:
 
         def fn(x1, x2, /):  # type: ignore[misc]
@@ -234,10 +236,13 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
                 return bind(x1, x2)
             try:
                 return impl(x1, x2)
-            except ConcretizationError:
+            except (ConcretizationError, TypeError):
                 if x1.__class__ not in _SEQUENCES and x2.__class__ not in _SEQUENCES:
                     raise
-                return bind(_as_array(x1), _as_array(x2))
+            x1, x2 = _as_array(x1), _as_array(x2)
+            if isinstance(x1, Tracer) or isinstance(x2, Tracer):
+                return bind(x1, x2)
+            return impl(x1, x2)
     else:
 
         def fn(*args):  # type: ignore[misc]
