@@ -10,9 +10,11 @@ each the same entrance: a list or tuple in an ``array_like`` position becomes an
 ``anp.mean([x, y])`` is ``anp.mean(anp.asarray([x, y]))`` under every transform.
 
 Which parameters those are is NumPy's own word: its docstrings type every parameter
-(``a : array_like``, ``arrays : sequence of array_like``, ``shape : int or tuple of
-ints``), and ``inspect.signature`` places them.  A ``sequence of array_like`` has
-each item converted; a ufunc's inputs are all ``array_like``.  Where the
+(``a : array_like``, ``arrays : sequence of array_like``, ``x : ndarray``, ``bins : int
+or sequence of scalars``, ``shape : int or tuple of ints``), and ``inspect.signature``
+places them.  A parameter typed as an array or a sequence of numbers is converted
+whole; a sequence of arrays has each item converted; a ufunc's inputs are all arrays;
+``out`` is never converted (it is written into).  Where the
 documentation says nothing (an alias documented by reference, or docstrings stripped
 by ``python -OO``), the first parameter is taken to be the array, as in every NumPy
 function that has one.  The specification is worked out on first use and cached.
@@ -37,7 +39,7 @@ __all__ = [
     "as_array",
     "converts",
     "reads_its_lists",
-    "take_array_likes",
+    "wrap_namespace",
     "takes_array_likes",
     "warn_caller",
 ]
@@ -65,11 +67,6 @@ class ArrayLikes(NamedTuple):
     items_at: tuple[int, ...] = ()
     item_names: frozenset[str] = frozenset()
     rest_from: int | None = None
-
-    def __bool__(self) -> bool:
-        return bool(self.positions or self.names or self.items_at or self.item_names) or (
-            self.rest_from is not None
-        )
 
 
 _PARAMETERS = re.compile(r"^Parameters\n-+\n(.*?)(?=\n[A-Z][A-Za-z ]*\n-+\n|\Z)", re.S | re.M)
@@ -262,7 +259,7 @@ def reads_its_lists(fn: Callable) -> Callable:
     return fn
 
 
-def take_array_likes(namespace: dict[str, Any], reference: Any) -> None:
+def wrap_namespace(namespace: dict[str, Any], reference: Any) -> None:
     """Give every public function of ``namespace`` (a module's globals, which lists
     them in ``__all__``) the entrance of its namesake in module ``reference``, where
     ``register_numpy`` has not (SciPy's functions, which NumPy does not dispatch)."""

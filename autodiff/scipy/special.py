@@ -9,8 +9,8 @@ require_scipy("autodiff.scipy.special")
 
 import scipy.special as _reference  # noqa: E402
 
-from autodiff.core.numpy_args import take_array_likes as _take_array_likes  # noqa: E402
+from autodiff.core.numpy_args import wrap_namespace as _wrap_namespace  # noqa: E402
 from autodiff.rules.special import *  # noqa: E402, F403
 from autodiff.rules.special import __all__ as __all__  # noqa: E402
 
-_take_array_likes(globals(), _reference)  # lists and tuples as SciPy takes them
+_wrap_namespace(globals(), _reference)  # lists and tuples as SciPy takes them
