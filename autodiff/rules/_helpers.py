@@ -27,6 +27,7 @@ from autodiff.core.arrays import (
 from autodiff.core.graph import ShapedArray
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.errors import ConcretizationError
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 
 __all__ = [
@@ -239,16 +240,38 @@ def _broadcast_jvp(rule: Callable) -> Callable:
 
 def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -> Callable:
     # With no tracer in the arguments the NumPy implementation is called
-    # directly: no transform active means no tracer work at all.
+    # directly: no transform active means no tracer work at all.  Lists and tuples
+    # (array_likes, which may hold traced values) become arrays first, as NumPy's
+    # ufuncs take them: beside a tracer, checked; alone, the implementation is tried
+    # first (NumPy takes a list of numbers), and converts them where it cannot (one
+    # holding traced values raises ConcretizationError as NumPy converts it).
     bind, impl = prim.bind, prim.impl
     fn: Callable[..., Any]
     if nargs == 1:
 
         def fn(x, /):  # type: ignore[misc]
+            if isinstance(x, Tracer):
+                return bind(x)
+            try:
+                return impl(x)
+            except (ConcretizationError, TypeError):
+                if x.__class__ not in _SEQUENCES:
+                    raise
+            x = _as_array(x)
             return bind(x) if isinstance(x, Tracer) else impl(x)
     elif nargs == 2:
 
         def fn(x1, x2, /):  # type: ignore[misc]
+            if isinstance(x1, Tracer) or isinstance(x2, Tracer):
+                if x1.__class__ in _SEQUENCES or x2.__class__ in _SEQUENCES:
+                    x1, x2 = _as_array(x1), _as_array(x2)
+                return bind(x1, x2)
+            try:
+                return impl(x1, x2)
+            except (ConcretizationError, TypeError):
+                if x1.__class__ not in _SEQUENCES and x2.__class__ not in _SEQUENCES:
+                    raise
+            x1, x2 = _as_array(x1), _as_array(x2)
             if isinstance(x1, Tracer) or isinstance(x2, Tracer):
                 return bind(x1, x2)
             return impl(x1, x2)
@@ -257,15 +280,24 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
         def fn(*args):  # type: ignore[misc]
             if len(args) != nargs:
                 raise TypeError(f"{prim.name}() takes {nargs} arguments ({len(args)} given)")
-            return bind(*args)
+            return bind(*map(_as_array, args))
 
     fn.__name__ = fn.__qualname__ = prim.name
     fn.__doc__ = doc
     fn.primitive = prim  # type: ignore[attr-defined,union-attr]
+    fn.takes_array_likes = True  # type: ignore[attr-defined,union-attr]
     if nargs == 2:  # ufunc.outer(a, b): every pair, a's axes first
         for ufunc in numpy_funcs:
             register_numpy((ufunc, "outer"))(lambda a, b, fn=fn: fn(_outer_left(a, b), b))
     return register_numpy(*numpy_funcs)(fn)
+
+
+_SEQUENCES = frozenset((list, tuple))
+
+
+def _as_array(x: Any) -> Any:
+    """A list or tuple (which may hold traced values) as an array; else ``x``."""
+    return _cre.asarray(x) if x.__class__ in _SEQUENCES else x
 
 
 def _outer_left(a: Any, b: Any) -> Any:
@@ -371,5 +403,6 @@ def unary(
 # The structural primitives these helpers call are declared with the helpers'
 # own utilities, so they are imported last (a cycle that is safe because
 # neither side uses the other before both modules are complete).
+from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import reductions as _red  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402
