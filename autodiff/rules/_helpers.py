@@ -262,10 +262,10 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
     elif nargs == 2:
 
         def fn(x1, x2, /):  # type: ignore[misc]
-            if isinstance(x1, Tracer) or isinstance(x2, Tracer):
-                if x1.__class__ in _SEQUENCES or x2.__class__ in _SEQUENCES:
-                    x1, x2 = _as_array(x1), _as_array(x2)
-                return bind(x1, x2)
+            if isinstance(x1, Tracer):  # (the hot path: one check of the other argument)
+                return bind(x1, _as_array(x2) if type(x2) in _SEQUENCES else x2)
+            if isinstance(x2, Tracer):
+                return bind(_as_array(x1) if type(x1) in _SEQUENCES else x1, x2)
             try:
                 return impl(x1, x2)
             except (ConcretizationError, TypeError):
