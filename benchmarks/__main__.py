@@ -32,7 +32,7 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
-from benchmarks import control_flow, eager, first_call, fluid, loops, sparse, why  # noqa: E402
+from benchmarks import control_flow, eager, first_call, fluid, loops, ode, sparse, why  # noqa: E402
 from benchmarks import workloads as w  # noqa: E402
 
 REFERENCE = "reference (NumPy by hand)"
@@ -190,6 +190,10 @@ def main() -> None:
     report += lines
     targets += loop_targets
     reasons["L3"] = loops.why
+    if ode.HAVE_SCIPY:  # O1: odeint's gradient against its forward solve
+        ode_lines, ode_targets = ode.report(rounds=rounds)
+        report += ode_lines
+        targets += ode_targets
     lines, control_targets = control_flow.report(rounds=rounds)
     report += lines
     targets += control_targets

@@ -1,6 +1,7 @@
 """checkpoint: the same results as the plain function under every transform,
 and a forward pass that keeps fewer intermediates."""
 
+import functools
 import gc
 import weakref
 
@@ -9,9 +10,10 @@ import optree
 import pytest
 
 import autodiff.numpy as anp
-from autodiff import checkpoint, grad, hessian, jacfwd, jvp, vjp, vmap
+from autodiff import checkpoint, grad, hessian, jacfwd, jit, jvp, scan, vjp, vmap
 from autodiff.interpreters.reverse import GradTensor
 from autodiff.interpreters.tape import reachable
+from tests import crosscheck
 
 rng = np.random.default_rng(4)
 X, Wm = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
@@ -100,3 +102,105 @@ def test_checkpoint_recomputes_during_the_backward_pass():
     g = grad(checkpoint(f))(X)
     np.testing.assert_allclose(g, np.cos(X))
     assert len(runs) == 2  # once forward, once again for the backward pass
+
+
+# --- closures over traced values (issue 23) ------------------------------------------------
+
+
+def _twice(lib, checkpoint_):
+    """The issue's example: a checkpointed block closing over w, applied twice."""
+
+    def f(w):
+        block = checkpoint_(lambda x: lib.sin(w * x))
+        return block(block(1.0))
+
+    return f
+
+
+def _rnn(lib, checkpoint_, scan_):
+    """JAX's standard pattern: scan(checkpoint(cell), ...), the cell closing over weights."""
+
+    def loss(w, xs):
+        cell = checkpoint_(lambda h, x: (lib.tanh(w[0] * h + w[1] * x), lib.sin(h)))
+        h, ys = scan_(cell, 0.3, xs)
+        return h + lib.sum(ys**2)
+
+    return loss
+
+
+def test_a_closure_applied_twice_matches_jax():
+    jax = crosscheck.jax()
+    ours, theirs = _twice(anp, checkpoint), _twice(jax.numpy, jax.checkpoint)
+    assert np.isclose(grad(ours)(0.5), jax.grad(theirs)(0.5), rtol=1e-13)
+    assert np.isclose(grad(grad(ours))(0.5), jax.grad(jax.grad(theirs))(0.5), rtol=1e-12)
+    ws = np.array([0.2, 0.5, 1.5])
+    np.testing.assert_allclose(vmap(grad(ours))(ws), jax.vmap(jax.grad(theirs))(ws), rtol=1e-13)
+    assert np.isclose(jvp(ours, (0.5,), (1.0,))[1], jax.jvp(theirs, (0.5,), (1.0,))[1])
+    assert np.isclose(jit(grad(ours))(0.5), jax.grad(theirs)(0.5), rtol=1e-13)
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["eager", "jit"])
+def test_scan_of_a_checkpointed_cell_matches_jax(staged):
+    jax = crosscheck.jax()
+    ours = _rnn(anp, checkpoint, scan)
+    theirs = _rnn(jax.numpy, jax.checkpoint, jax.lax.scan)
+    w, xs = np.array([0.9, 0.4]), np.linspace(-1.0, 1.0, 60)
+    transform = (lambda f: jit(grad(f))) if staged else grad
+    np.testing.assert_allclose(transform(ours)(w, xs), jax.grad(theirs)(w, xs), rtol=1e-12)
+    np.testing.assert_allclose(
+        transform(ours)(w, xs), grad(_rnn(anp, lambda f: f, scan))(w, xs), rtol=1e-12
+    )
+
+
+def test_scan_of_a_checkpointed_cell_runs_the_cell_linearly_often():
+    """Each step's cell runs a fixed number of times (staged once to find what it closes
+    over, once forward, once recomputed): the count grows with the steps, not faster."""
+    runs = []
+
+    def loss(w, xs):
+        def cell(h, x):
+            runs.append(1)
+            return anp.tanh(w * h + x), h
+
+        return scan(checkpoint(cell), 0.1, xs)[0]
+
+    counts = []
+    for n in (10, 20, 40):
+        runs.clear()
+        grad(loss)(0.7, np.ones(n))
+        counts.append(len(runs))
+    assert counts[1] == 2 * counts[0] and counts[2] == 2 * counts[1], counts
+
+
+def test_a_closure_through_an_object_and_a_partial():
+    class Layer:
+        def __init__(self, w):
+            self.w = w
+
+        def __call__(self, x):
+            return anp.tanh(self.w * x)
+
+    def via_object(w):
+        block = checkpoint(Layer(w))
+        return block(block(0.4))
+
+    def via_method(w):
+        block = checkpoint(Layer(w).__call__)
+        return block(block(0.4))
+
+    def via_partial(w):
+        block = checkpoint(functools.partial(lambda w, x: anp.tanh(w * x), w))
+        return block(block(0.4))
+
+    def plain(w):
+        return anp.tanh(w * anp.tanh(w * 0.4))
+
+    for f in (via_object, via_method, via_partial):
+        assert np.isclose(grad(f)(0.8), grad(plain)(0.8), rtol=1e-13)
+
+
+def test_python_control_flow_with_a_closure_still_runs_without_one():
+    """A function branching on its input's value cannot be staged: with nothing traced
+    closed over, it is checkpointed as before."""
+    block = checkpoint(lambda x: anp.sin(x) if float(x) > 0 else anp.cos(x))
+    assert np.isclose(grad(lambda x: block(block(x)))(0.5), np.cos(np.sin(0.5)) * np.cos(0.5))

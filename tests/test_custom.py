@@ -13,6 +13,7 @@ from autodiff import custom_jvp, custom_vjp, debug_rules, grad, hessian, jacrev,
 from autodiff.errors import AutodiffWarning, MissingRuleError, RuleError
 from autodiff.extend import Primitive
 from autodiff.testing import check_grads, check_vmap
+from tests import crosscheck
 
 rng = np.random.default_rng(8)
 x2 = np.array([0.4, -1.3])
@@ -281,3 +282,140 @@ def test_debug_rules_catches_wrong_rules(kind, run, message):
     f = lambda x: _wrong(kind).bind(x)
     with debug_rules(), pytest.raises(RuleError, match=message):
         run(f)
+
+
+# --- nondiff_argnums: JAX's signature and semantics -------------------------------------------
+# The fixed-point recipe of JAX's documentation ("Custom derivative rules for JAX-transformable
+# Python functions"), written exactly as there with autodiff's spellings of jax's names.
+
+
+def _fixed_point_recipe(custom_vjp, vjp, while_loop, jnp):
+    from functools import partial
+
+    @partial(custom_vjp, nondiff_argnums=(0,))
+    def fixed_point(f, a, x_guess):
+        def cond_fun(carry):
+            x_prev, x = carry
+            return jnp.abs(x_prev - x) > 1e-6
+
+        def body_fun(carry):
+            _, x = carry
+            return x, f(a, x)
+
+        _, x_star = while_loop(cond_fun, body_fun, (x_guess, f(a, x_guess)))
+        return x_star
+
+    def fixed_point_fwd(f, a, x_init):
+        x_star = fixed_point(f, a, x_init)
+        return x_star, (a, x_star)
+
+    def fixed_point_rev(f, res, x_star_bar):
+        a, x_star = res
+        _, vjp_a = vjp(lambda a: f(a, x_star), a)
+        (a_bar,) = vjp_a(fixed_point(partial(rev_iter, f), (a, x_star, x_star_bar), x_star_bar))
+        return a_bar, jnp.zeros_like(x_star)
+
+    def rev_iter(f, packed, u):
+        a, x_star, x_star_bar = packed
+        _, vjp_x = vjp(lambda x: f(a, x), x_star)
+        return x_star_bar + vjp_x(u)[0]
+
+    fixed_point.defvjp(fixed_point_fwd, fixed_point_rev)
+
+    def newton_sqrt(a):
+        update = lambda a, x: 0.5 * (x + a / x)
+        return fixed_point(update, a, a)
+
+    return newton_sqrt
+
+
+def test_jax_fixed_point_recipe_runs_unchanged():
+    import autodiff
+
+    newton_sqrt = _fixed_point_recipe(autodiff.custom_vjp, autodiff.vjp, autodiff.while_loop, anp)
+    a = 2.0
+    assert np.isclose(newton_sqrt(a), np.sqrt(a))
+    assert np.isclose(grad(newton_sqrt)(a), 0.5 / np.sqrt(a), rtol=1e-8)
+    assert np.isclose(grad(grad(newton_sqrt))(a), -0.25 * a**-1.5, rtol=1e-6)
+    np.testing.assert_allclose(vmap(grad(newton_sqrt))(np.array([1.0, 4.0])), [0.5, 0.25])
+    assert np.isclose(autodiff.jit(grad(newton_sqrt))(a), 0.5 / np.sqrt(a), rtol=1e-8)
+    assert np.isclose(jvp(newton_sqrt, (a,), (1.0,))[1], 0.5 / np.sqrt(a), rtol=1e-8)
+
+    jax = crosscheck.jax()
+    reference = _fixed_point_recipe(jax.custom_vjp, jax.vjp, jax.lax.while_loop, jax.numpy)
+    for order in (grad, lambda f: grad(grad(f))):
+        jax_order = jax.grad if order is grad else lambda f: jax.grad(jax.grad(f))
+        assert np.isclose(order(newton_sqrt)(a), jax_order(reference)(a), rtol=1e-7)
+
+
+def _clipped(custom_vjp):
+    def apply(f, x, bound):
+        return f(x)
+
+    def bwd(f, bound, x, ct):  # the non-differentiable arguments first, in order
+        assert f is anp.square
+        return (anp.clip(ct * 2 * x, -bound, bound),)
+
+    clipped = custom_vjp(apply, nondiff_argnums=(0, 2))
+    clipped.defvjp(lambda f, x, bound: (f(x), x), bwd)
+    return clipped
+
+
+def test_custom_vjp_nondiff_arguments_come_first_in_bwd():
+    clipped = _clipped(custom_vjp)
+    x = np.array([0.5, 3.0])
+    np.testing.assert_allclose(grad(lambda x: clipped(anp.square, x, 2.0).sum())(x), [1.0, 2.0])
+    np.testing.assert_allclose(
+        vmap(grad(lambda x: clipped(anp.square, x, 2.0).sum()))(np.stack([x, -x])),
+        [[1.0, 2.0], [-1.0, -2.0]],
+    )
+    # by keyword, matched to positions as in JAX
+    np.testing.assert_allclose(
+        grad(lambda x: clipped(anp.square, bound=2.0, x=x).sum())(x), [1.0, 2.0]
+    )
+    # nondiff_argnames names the same positions
+    by_name = custom_vjp(lambda f, x: f(x), nondiff_argnames=("f",))
+    by_name.defvjp(lambda f, x: (f(x), x), lambda f, x, ct: (ct * 3.0,))
+    assert by_name.nondiff_argnums == (0,)
+    assert grad(lambda x: by_name(anp.sin, x))(0.3) == 3.0
+
+
+def test_custom_jvp_nondiff_arguments_match_jax():
+    jax = crosscheck.jax()
+
+    def make(custom_jvp, np_):
+        def f(fn, scale, x):
+            return scale * fn(x)
+
+        g = custom_jvp(f, nondiff_argnums=(0, 1))
+
+        @g.defjvp
+        def _(fn, scale, primals, tangents):
+            (x,), (t,) = primals, tangents
+            return g(fn, scale, x), scale * np_.cos(x) * t  # fn is sin here
+
+        return g
+
+    ours, theirs = make(custom_jvp, anp), make(jax.custom_jvp, jax.numpy)
+    x, scale = np.array([0.3, 1.1]), np.array([2.0, -1.0])
+    # an array among the non-differentiable arguments, traced: a constant (stop_gradient)
+    got = grad(lambda s, x: ours(anp.sin, s, x).sum(), argnums=(0, 1))(scale, x)
+    want = jax.grad(lambda s, x: theirs(jax.numpy.sin, s, x).sum(), argnums=(0, 1))(scale, x)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    np.testing.assert_allclose(got[0], 0.0)
+    # ... at every order: the rule's own use of scale carries no derivative either
+    second = grad(lambda s: grad(lambda x: ours(anp.sin, s, x).sum())(x).sum())(scale)
+    jax_second = jax.grad(lambda s: jax.grad(lambda x: theirs(jax.numpy.sin, s, x).sum())(x).sum())(
+        scale
+    )
+    np.testing.assert_allclose(second, jax_second, atol=1e-15)
+    got = jvp(lambda x: ours(anp.sin, scale, x), (x,), (np.ones(2),))[1]
+    want = jax.jvp(lambda x: theirs(jax.numpy.sin, scale, x), (x,), (np.ones(2),))[1]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    batch = np.stack([x, 2 * x, -x])
+    got = vmap(grad(lambda x, s: ours(anp.sin, s, x).sum()))(batch, np.stack([scale] * 3))
+    want = jax.vmap(jax.grad(lambda x, s: theirs(jax.numpy.sin, s, x).sum()))(
+        batch, np.stack([scale] * 3)
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -260,3 +260,35 @@ def test_patterns_are_cached_per_signature_and_composes_with_jit():
     aux = jacobian(lambda x: (f(x), x.sum()), has_aux=True, sparsity="auto")(x)
     np.testing.assert_allclose(aux[0].toarray(), want)
     assert aux[1] == pytest.approx(x.sum())
+
+
+# --- the star colouring itself ------------------------------------------------------------
+
+
+def _random_symmetric_graph(rng, n, density):
+    upper = np.triu(rng.random((n, n)) < density, 1)
+    a, b = np.nonzero(upper | upper.T)
+    return [b[a == k].tolist() for k in range(n)]
+
+
+@pytest.mark.parametrize("seed_", range(12))
+def test_greedy_star_colourings_are_star_colourings(seed_):
+    """Proper, and no path on four vertices two-coloured (what makes every entry of
+    the compressed Hessian recoverable directly), before the safety net in
+    star_coloring could replace a wrong one."""
+    from autodiff.transforms.coloring import _orders, _star
+
+    rng = np.random.default_rng(seed_)
+    adj = _random_symmetric_graph(rng, int(rng.integers(5, 40)), float(rng.uniform(0.05, 0.4)))
+    for order in _orders(adj):
+        color = _star(adj, order)
+        for v, neighbours in enumerate(adj):
+            assert all(color[v] != color[w] for w in neighbours)
+            for w in neighbours:  # paths v - w - x - y
+                for x in adj[w]:
+                    if x == v:
+                        continue
+                    for y in adj[x]:
+                        if y not in (v, w):
+                            assert not (color[v] == color[x] and color[w] == color[y]), (
+                                v, w, x, y)  # fmt: skip

@@ -34,12 +34,28 @@ __all__ = [
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
-    """The (logical) shape of an array, tracer or Python scalar."""
+    """The (logical) shape of an array, tracer or Python scalar: under ``vmap`` a
+    traced value has the shape of one example.
+
+    >>> import numpy as np
+    >>> from autodiff import vmap
+    >>> seen = []
+    >>> _ = vmap(lambda x: seen.append(shape_of(x)) or x)(np.zeros((3, 2)))
+    >>> shape_of(2.0), shape_of(np.zeros((3, 2))), seen
+    ((), (3, 2), [(2,)])
+    """
     shape = getattr(x, "shape", None)
     return tuple(shape) if shape is not None else np.shape(x)
 
 
 def ndim_of(x: Any) -> int:
+    """The (logical) number of axes of an array, tracer or Python scalar,
+    ``len(shape_of(x))``.
+
+    >>> import numpy as np
+    >>> ndim_of(2.0), ndim_of(np.zeros((3, 2)))
+    (0, 2)
+    """
     return len(shape_of(x))
 
 
@@ -67,7 +83,11 @@ def batch_size_of(args: Sequence[Any], dims: Sequence[int | None]) -> int:
 
 
 def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    """``axis`` (None, int or tuple; negatives allowed) as sorted non-negative ints."""
+    """``axis`` (None, int or tuple; negatives allowed) as sorted non-negative ints.
+
+    >>> normalize_axes(None, 3), normalize_axes(-1, 3), normalize_axes((2, 0), 3)
+    ((0, 1, 2), (2,), (0, 2))
+    """
     if axis is None:
         return tuple(range(ndim))
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)

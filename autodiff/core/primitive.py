@@ -86,7 +86,15 @@ class Interpreter:
 
 
 def current_interpreters() -> tuple[Interpreter, ...]:
-    """The live interpreters of this thread/task, outermost first."""
+    """The live interpreters of this thread/task, outermost first.
+
+    >>> import numpy as np
+    >>> from autodiff import grad, vmap
+    >>> seen = []
+    >>> _ = vmap(grad(lambda x: seen.append(current_interpreters()) or x))(np.zeros(2))
+    >>> current_interpreters(), [i.transform for i in seen[0]]
+    ((), ['vmap', 'grad'])
+    """
     return _stack.get()
 
 
@@ -96,6 +104,14 @@ def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
 
     The interpreter is marked inactive on exit, also on exceptions: any of its
     tracers that escaped are then detected as leaked on their next use.
+
+    >>> class Plain(Interpreter):
+    ...     transform = "plain"
+    >>> with new_interpreter(Plain()) as interp:
+    ...     print(current_interpreters()[-1] is interp, interp.active)
+    True True
+    >>> interp.active, current_interpreters()
+    (False, ())
     """
     previous = _stack.get()
     _stack.set((*previous, interp))
@@ -112,7 +128,18 @@ def check_live(x: Any) -> Any:
     """``x``, unless it is a tracer whose transform has ended, or one of a transform
     running in another thread or asyncio task that is newer than the innermost one
     here (where a transform unwraps its outputs, it would hide that transform's own
-    tracers from it, and their derivatives would silently be lost)."""
+    tracers from it, and their derivatives would silently be lost).
+
+    >>> import numpy as np
+    >>> from autodiff import vmap
+    >>> leaked = []
+    >>> _ = vmap(lambda x: leaked.append(x) or x)(np.zeros(2))
+    >>> check_live(1.0)
+    1.0
+    >>> check_live(leaked[0])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    autodiff.errors.LeakedTracerError: BatchedTensor of vmap (level ...) used after ...
+    """
     if isinstance(x, Tracer):
         if not x._interp.active:
             raise leaked_error(x)

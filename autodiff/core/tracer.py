@@ -12,6 +12,7 @@ silently treated as a constant.
 from __future__ import annotations
 
 import dis
+import itertools
 import math
 import operator
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.core.numpy_args import takes_array_likes
 from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedFunctionError
 
 __all__ = [
@@ -64,14 +66,31 @@ numpy_overrides: dict[Any, Callable] = _Overrides()
 
 
 def register_numpy(*numpy_funcs: Any) -> Callable[[Callable], Callable]:
-    """Decorator: ``fn`` implements ``numpy_funcs`` when they meet a tracer."""
+    """Decorator: ``fn`` implements ``numpy_funcs`` when they meet a tracer.  It then
+    takes the first one's ``array_like`` arguments as NumPy does (lists and tuples,
+    traced items included: ``core/numpy_args.py``), and that is the function returned.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> float(autodiff.grad(np.sinc)(0.5)) == float(autodiff.grad(anp.sinc)(0.5))  # rules/' sinc
+    True
+    """
 
     def register(fn: Callable) -> Callable:
+        reference = next((f for f in numpy_funcs if _takes_arrays(f)), None)
+        public = fn if reference is None else takes_array_likes(fn, reference)
         for func in numpy_funcs:
-            numpy_overrides[func] = fn
-        return fn
+            numpy_overrides[func] = public
+        return public
 
     return register
+
+
+def _takes_arrays(func: Any) -> bool:
+    """Whether ``func`` is a NumPy function (or ufunc method) whose arguments NumPy
+    converts; not the indexing keys, whose indices are indices."""
+    return isinstance(func, tuple) or (
+        callable(func) and func not in (operator.getitem, operator.setitem)
+    )
 
 
 def leaked_error(tracer: Tracer) -> LeakedTracerError:
@@ -144,6 +163,27 @@ def _conversion_hint(frame: Any) -> str:
         "values where an array is expected, as in np.array([x, y]) or np.sum([x, y]): "
         "combine them with anp.array([...]) or anp.stack first."
     )
+
+
+def _numpy_function(frame: Any) -> tuple[str, str] | None:
+    """``("numpy.mean", "anp.mean")`` when the NumPy code converting a traced value is
+    a public NumPy function that autodiff implements (``np.mean([x, y])``: a list has
+    no ``__array_function__``, so NumPy converts it instead of handing the call over);
+    the outermost of the NumPy frames above ``frame``."""
+    outer = None
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "numpy":
+        outer, frame = frame, frame.f_back
+    if outer is None:
+        return None
+    parts = list(itertools.takewhile(lambda p: not p.startswith("_"),
+                                     outer.f_globals["__name__"].split(".")))  # fmt: skip
+    for n in range(len(parts), 0, -1):  # numpy.linalg._linalg: numpy.linalg, then numpy
+        module = ".".join(parts[:n])
+        func = getattr(sys.modules.get(module), outer.f_code.co_name, None)
+        if func is not None and dict.__contains__(numpy_overrides, func):
+            name = f"{module}.{outer.f_code.co_name}"
+            return name, "anp" + name.removeprefix("numpy")
+    return None
 
 
 def _binary(ufunc: Any) -> tuple[Callable, Callable]:
@@ -412,6 +452,17 @@ class Tracer:
         return numpy_overrides[func](*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
+        caller = _numpy_function(sys._getframe(1))
+        if caller is not None:
+            numpy_name, anp_name = caller
+            raise ConcretizationError(
+                f"{numpy_name} converted a {type(self).__name__} of "
+                f"{self._interp.describe()} to a NumPy array, which a traced value cannot "
+                f"become: NumPy hands a call to autodiff only when an argument it "
+                f"dispatches on is a traced value itself, not a list or tuple holding one. "
+                f"Write {anp_name}(...), which takes traced values wherever NumPy takes "
+                f"arrays, in lists and tuples too."
+            )
         if _numpy_is_storing(1):  # plain_array[i:j] = x: NumPy converts x with asarray
             raise self._store_error()
         hint = _conversion_hint(sys._getframe(1))

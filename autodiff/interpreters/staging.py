@@ -340,26 +340,11 @@ def _as_list(prim: Primitive, out: Any) -> list:
     return list(out) if prim.multiple_results else [out]
 
 
+_no_grad_level = no_grad_below.get  # (read once per equation: bound here)
+
+
 @process.register(StagingInterpreter, Primitive)
 def _stage_equation(interp: StagingInterpreter, prim: Primitive, args: tuple, params: dict):
-    out = _record(interp, prim, args, params)
-    if no_grad_below.get() >= interp.level and prim.differentiable and prim is not no_grad_p:
-        # inside no_grad(): the transforms of this graph take the values as constants
-        if prim.multiple_results:
-            return tuple(_without_grad(interp, o) for o in out)
-        return _without_grad(interp, out)
-    return out
-
-
-def _without_grad(interp: StagingInterpreter, x: StagedTensor) -> StagedTensor:
-    if x.aval.dtype.kind not in "fc":
-        return x
-    var = Var(x.aval)
-    interp.eqns.append(Eqn(no_grad_p, [x._var], [var], {}))
-    return StagedTensor(interp, var)
-
-
-def _record(interp: StagingInterpreter, prim: Primitive, args: tuple, params: dict):
     # The hot path of staging: the common cases inlined.
     invars = [a._var if type(a) is StagedTensor and a._interp is interp else interp.read(a)
               for a in args]  # fmt: skip
@@ -369,7 +354,9 @@ def _record(interp: StagingInterpreter, prim: Primitive, args: tuple, params: di
         out = rule(*avals, **params)
         var = Var(out if type(out) is ShapedArray else _as_avals(prim, out))
         interp.eqns.append(Eqn(prim, invars, [var], params))
-        return StagedTensor(interp, var)
+        if _no_grad_level() < interp.level:  # (not inside no_grad(): the common case)
+            return StagedTensor(interp, var)
+        return _without_grad(interp, prim, StagedTensor(interp, var))
     if prim.traceable:
         graph = traced_impl(prim, avals, params)
         if "captured" in graph.cache:
@@ -383,9 +370,31 @@ def _record(interp: StagingInterpreter, prim: Primitive, args: tuple, params: di
     if prim.multiple_results:
         outvars = [Var(a) for a in out]
         interp.eqns.append(Eqn(prim, invars, outvars, params))
-        return tuple(StagedTensor(interp, v) for v in outvars)
-    var = Var(out)
-    interp.eqns.append(Eqn(prim, invars, [var], params))
+        staged: Any = tuple(StagedTensor(interp, v) for v in outvars)
+    else:
+        var = Var(out)
+        interp.eqns.append(Eqn(prim, invars, [var], params))
+        staged = StagedTensor(interp, var)
+    if _no_grad_level() < interp.level:
+        return staged
+    return _without_grad(interp, prim, staged)
+
+
+def _without_grad(interp: StagingInterpreter, prim: Primitive, out: Any) -> Any:
+    """``prim``'s staged results, recorded inside ``no_grad()``: each marked so that the
+    transforms of this graph take it as a constant (``no_grad_p``)."""
+    if not prim.differentiable or prim is no_grad_p:
+        return out
+    if prim.multiple_results:
+        return tuple(_mark(interp, o) for o in out)
+    return _mark(interp, out)
+
+
+def _mark(interp: StagingInterpreter, x: StagedTensor) -> StagedTensor:
+    if x.aval.dtype.kind not in "fc":
+        return x
+    var = Var(x.aval)
+    interp.eqns.append(Eqn(no_grad_p, [x._var], [var], {}))
     return StagedTensor(interp, var)
 
 

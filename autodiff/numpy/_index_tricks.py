@@ -102,7 +102,7 @@ def _range(item: slice) -> Any:
 
 
 class _RowConcatenator(_Concatenator):
-    """Like numpy.r_: concatenate along the first axis; items may be traced.
+    """Like ``numpy.r_``: concatenate along the first axis; items may be traced.
 
     >>> import numpy as np, autodiff.numpy as anp
     >>> from autodiff import grad
@@ -114,7 +114,7 @@ class _RowConcatenator(_Concatenator):
 
 
 class _ColumnConcatenator(_Concatenator):
-    """Like numpy.c_: 1-d items become columns (concatenated along the last axis).
+    """Like ``numpy.c_``: 1-d items become columns (concatenated along the last axis).
 
     >>> import numpy as np, autodiff.numpy as anp
     >>> anp.c_[np.array([1.0, 2.0]), np.array([3.0, 4.0])].shape

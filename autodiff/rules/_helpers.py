@@ -28,6 +28,7 @@ from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.errors import ConcretizationError
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 
 __all__ = [
@@ -85,7 +86,12 @@ def numpy_impl(func: Callable, impl: Callable | None = None) -> Callable:
 
 
 def unbroadcast(x: Any, shape: tuple[int, ...]) -> Any:
-    """Sum ``x`` down to ``shape``: the VJP of broadcasting to ``x``'s shape."""
+    """Sum ``x`` down to ``shape``: the VJP of broadcasting to ``x``'s shape.
+
+    >>> import numpy as np
+    >>> unbroadcast(np.ones((4, 2, 3)), (1, 3))
+    array([[8., 8., 8.]])
+    """
     x_shape = shape_of(x)
     if x_shape == tuple(shape):
         return x
@@ -99,17 +105,33 @@ def unbroadcast(x: Any, shape: tuple[int, ...]) -> Any:
 
 
 def move_to_front(x: Any, bdim: int) -> Any:
+    """``x`` with its batch axis ``bdim`` moved to the front (axis 0).
+
+    >>> import numpy as np
+    >>> move_to_front(np.zeros((2, 3)), 1).shape
+    (3, 2)
+    """
     return x if bdim == 0 else _shp.moveaxis(x, bdim, 0)
 
 
 def to_front_padded(x: Any, bdim: int, pad: int) -> Any:
-    """Batch axis first, then ``pad`` new unit axes, so ``x`` broadcasts per example."""
+    """Batch axis first, then ``pad`` new unit axes, so ``x`` broadcasts per example.
+
+    >>> import numpy as np
+    >>> to_front_padded(np.zeros(3), 0, 2).shape
+    (3, 1, 1)
+    """
     x = move_to_front(x, bdim)
     return _shp.expand_dims(x, tuple(range(1, 1 + pad))) if pad else x
 
 
 def bring_to_front(x: Any, bdim: int | None, size: int) -> Any:
-    """``x`` with its batch axis first; an unbatched ``x`` is broadcast to ``size``."""
+    """``x`` with its batch axis first; an unbatched ``x`` is broadcast to ``size``.
+
+    >>> import numpy as np
+    >>> bring_to_front(np.zeros((2, 4)), 1, 4).shape, bring_to_front(np.zeros(2), None, 4).shape
+    ((4, 2), (4, 2))
+    """
     if bdim is None:
         return _shp.broadcast_to(_shp.expand_dims(x, 0), (size, *shape_of(x)))
     return move_to_front(x, bdim)
@@ -117,7 +139,17 @@ def bring_to_front(x: Any, bdim: int | None, size: int) -> Any:
 
 def implements(prim: Primitive, *numpy_funcs: Any) -> Callable[[Callable], Callable]:
     """Decorator for the public function that binds ``prim``: it records the
-    primitive on the function and routes ``numpy_funcs`` on traced values to it."""
+    primitive on the function and routes ``numpy_funcs`` on traced values to it.
+
+    >>> import numpy as np
+    >>> from autodiff import grad
+    >>> square_p = Primitive("my_square", np.square, vjp=[lambda ct, ans, x: 2 * x * ct])
+    >>> @implements(square_p)  # then NumPy functions to route here, e.g. np.square
+    ... def square(x):
+    ...     return square_p.bind(x)
+    >>> square.primitive is square_p, float(grad(square)(3.0))
+    (True, 6.0)
+    """
 
     def decorate(fn: Callable) -> Callable:
         fn.primitive = prim  # type: ignore[attr-defined]
@@ -222,16 +254,38 @@ def _broadcast_jvp(rule: Callable) -> Callable:
 
 def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -> Callable:
     # With no tracer in the arguments the NumPy implementation is called
-    # directly: no transform active means no tracer work at all.
+    # directly: no transform active means no tracer work at all.  Lists and tuples
+    # (array_likes, which may hold traced values) become arrays first, as NumPy's
+    # ufuncs take them: beside a tracer, checked; alone, the implementation is tried
+    # first (NumPy takes a list of numbers), and converts them where it cannot (one
+    # holding traced values raises ConcretizationError as NumPy converts it).
     bind, impl = prim.bind, prim.impl
     fn: Callable[..., Any]
     if nargs == 1:
 
         def fn(x, /):  # type: ignore[misc]
+            if isinstance(x, Tracer):
+                return bind(x)
+            try:
+                return impl(x)
+            except (ConcretizationError, TypeError):
+                if x.__class__ not in _SEQUENCES:
+                    raise
+            x = _as_array(x)
             return bind(x) if isinstance(x, Tracer) else impl(x)
     elif nargs == 2:
 
         def fn(x1, x2, /):  # type: ignore[misc]
+            if isinstance(x1, Tracer):  # (the hot path: one check of the other argument)
+                return bind(x1, _as_array(x2) if type(x2) in _SEQUENCES else x2)
+            if isinstance(x2, Tracer):
+                return bind(_as_array(x1) if type(x1) in _SEQUENCES else x1, x2)
+            try:
+                return impl(x1, x2)
+            except (ConcretizationError, TypeError):
+                if x1.__class__ not in _SEQUENCES and x2.__class__ not in _SEQUENCES:
+                    raise
+            x1, x2 = _as_array(x1), _as_array(x2)
             if isinstance(x1, Tracer) or isinstance(x2, Tracer):
                 return bind(x1, x2)
             return impl(x1, x2)
@@ -240,15 +294,24 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
         def fn(*args):  # type: ignore[misc]
             if len(args) != nargs:
                 raise TypeError(f"{prim.name}() takes {nargs} arguments ({len(args)} given)")
-            return bind(*args)
+            return bind(*map(_as_array, args))
 
     fn.__name__ = fn.__qualname__ = prim.name
     fn.__doc__ = doc
     fn.primitive = prim  # type: ignore[attr-defined,union-attr]
+    fn.takes_array_likes = True  # type: ignore[attr-defined,union-attr]
     if nargs == 2:  # ufunc.outer(a, b): every pair, a's axes first
         for ufunc in numpy_funcs:
             register_numpy((ufunc, "outer"))(lambda a, b, fn=fn: fn(_outer_left(a, b), b))
     return register_numpy(*numpy_funcs)(fn)
+
+
+_SEQUENCES = frozenset((list, tuple))
+
+
+def _as_array(x: Any) -> Any:
+    """A list or tuple (which may hold traced values) as an array; else ``x``."""
+    return _cre.asarray(x) if x.__class__ in _SEQUENCES else x
 
 
 def _outer_left(a: Any, b: Any) -> Any:
@@ -287,6 +350,14 @@ def broadcasting(
     ``pairs`` says which arguments interact non-linearly, for Hessian sparsity
     (``[(0, 1)]`` for ``multiply``, ``()`` for ``add``; None, the default: every pair).
     Returns the primitive and its public function: ``hypot_p, hypot = broadcasting(...)``.
+
+    >>> import numpy as np
+    >>> from autodiff import grad
+    >>> hypot_p, hypot = broadcasting(
+    ...     "my_hypot", np.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans
+    ... )
+    >>> [float(d) for d in grad(hypot, argnums=(0, 1))(3.0, 4.0)]
+    [0.6, 0.8]
     """
     nargs = nargs or len(derivs)
     prim = Primitive(name, impl, differentiable=differentiable, vjp_reads=reads)
@@ -325,6 +396,12 @@ def unary(
     or ``()`` (see ``Primitive``'s ``vjp_reads``).  ``linear=True``: its second
     derivative is zero (``negative``, ``real``; also piecewise, ``abs``), which Hessian
     sparsity uses.  Returns the primitive and its public function: ``cosh_p, cosh = unary(...)``.
+
+    >>> import numpy as np
+    >>> from autodiff import grad, vmap
+    >>> cube_p, cube = unary("my_cube", lambda x: x**3, lambda g, ans, x: 3 * x**2 * g)
+    >>> float(grad(cube)(2.0)), vmap(grad(cube))(np.array([0.0, 1.0]))
+    (12.0, array([0., 3.]))
     """
     prim = Primitive(
         name, impl, differentiable=differentiable, vjp_reads=None if reads is None else [reads]
@@ -342,5 +419,6 @@ def unary(
 # The structural primitives these helpers call are declared with the helpers'
 # own utilities, so they are imported last (a cycle that is safe because
 # neither side uses the other before both modules are complete).
+from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import reductions as _red  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402

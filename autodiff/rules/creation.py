@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.core import numpy_args
 from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
 from autodiff.core.lowering import Emitter
 from autodiff.core.primitive import Primitive
@@ -170,6 +171,10 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
             kwargs["device"] = device
         return np.asarray(a, dtype, order, copy=copy, **kwargs)
     return _traced_array(a, dtype, 0)
+
+
+# NumPy's functions convert their array_like arguments with this (core/numpy_args.py).
+numpy_args.as_array = asarray
 
 
 def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):

@@ -1003,6 +1003,19 @@ def astype(x, dtype, /, *, copy=True, device=None):
     return prim.bind(x, dtype=dtype)
 
 
+def cast(x, dtype, casting, name):
+    """``x`` as ``dtype`` where NumPy's ``casting`` rule allows it (``"same_kind"``,
+    ``"safe"``...: what ``np.concatenate(..., dtype=, casting=)`` and ``np.einsum``
+    check), else NumPy's TypeError, naming ``name``."""
+    dtype, source = np.dtype(dtype), dtype_of(x)
+    if not np.can_cast(source, dtype, casting):
+        raise TypeError(
+            f"{name}: cannot cast array data from {source!r} to {dtype!r} according to "
+            f"the rule {casting!r}"
+        )
+    return astype(x, dtype)
+
+
 # Rules here call reductions and shape primitives, which import these helpers.
 from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import reductions as _red  # noqa: E402

@@ -30,13 +30,13 @@ float32/complex64 stay single precision (as NumPy >= 2 does).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from autodiff.core.arrays import array_like, is_complex, ndim_of, normalize_axes, shape_of
+from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements
@@ -280,13 +280,13 @@ _NONE_IN_S = (
 )
 
 
-def _cook(a, s, axes, invreal=False, stacklevel=4):
+def _cook(a, s, axes, invreal=False):
     """NumPy's ``s`` and ``axes`` of an n-d transform, paired: non-negative axes, and a
     length (or None: the 1-D transform's default) per axis."""
     shape = shape_of(a)
     if axes is None:  # all axes; with s alone, the last len(s) axes
         if s is not None:
-            warnings.warn(_S_WITHOUT_AXES, DeprecationWarning, stacklevel=stacklevel)
+            warn_caller(_S_WITHOUT_AXES, DeprecationWarning)
         axes = range(len(shape)) if s is None else range(-len(s), 0)
     axes = [normalize_axes(int(ax), len(shape))[0] for ax in np.atleast_1d(axes)]
     if s is None:
@@ -298,7 +298,7 @@ def _cook(a, s, axes, invreal=False, stacklevel=4):
         if len(s) != len(axes):
             raise ValueError("Shape and axes have different lengths.")
         if any(k is None for k in s):
-            warnings.warn(_NONE_IN_S, DeprecationWarning, stacklevel=stacklevel)
+            warn_caller(_NONE_IN_S, DeprecationWarning)
         s = [shape[ax] if k is not None and int(k) == -1 else k for k, ax in zip(s, axes)]
     return s, axes
 

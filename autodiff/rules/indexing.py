@@ -230,6 +230,8 @@ def _foreign_safe(x: Any, index: tuple, arrays: tuple) -> tuple:
 
 def _getitem_impl(x, *arrays, index):
     if type(x) is np.ndarray:  # the common case, first
+        if not arrays:  # basic indexing: the index as it is
+            return x[index]
         if len(arrays) > 1 and (taken := _merged_take(x, index, arrays)) is not None:
             return taken
         return x[_rebuild(index, arrays)]
@@ -585,6 +587,10 @@ index_add_p.def_lowering(Emitter(_index_add_lowering))
 
 
 def _untake_impl(y, *arrays, index, shape):
+    if not arrays and isinstance(y, (np.ndarray, np.generic)):  # basic indexing: no repeats
+        out = np.zeros(shape, y.dtype)
+        out[index] += y  # (as the general path adds: 0 + -0.0 is 0.0)
+        return out
     return _added_into(np.zeros(shape, y.dtype, like=array_like(y)), y, arrays, index)
 
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from autodiff.core.arrays import array_library, array_like, dtype_of, is_complex, ndim_of, shape_of
+from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import ConcretizationError
@@ -329,7 +329,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
             resids = resids[:0]
         return c, resids, rank, s, rcond
     if deficient:
-        warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning, stacklevel=2)
+        warn_caller("Polyfit may be poorly conditioned", np.exceptions.RankWarning)
     if cov:
         return c, _polyfit_cov(lhs, rhs, scaled, scale, cov, points, order)
     return c

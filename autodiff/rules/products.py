@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import operator
 import string
-import warnings
 from collections import Counter
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from autodiff.core.arrays import dtype_of, eye_like, ndim_of, normalize_axes, shape_of
 from autodiff.core.lowering import Emitter, NotLowered
+from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
@@ -373,7 +373,7 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     else:
         subscripts, ops = _from_sublists(operands)
     if dtype is not None:
-        ops = [_elt.astype(op, dtype) for op in ops]
+        ops = [_elt.cast(op, dtype, casting, "einsum") for op in ops]
     spec, ops = _canonical_einsum(subscripts, ops)
     return einsum_p.bind(*ops, subscripts=spec, optimize=optimize)
 
@@ -634,11 +634,10 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
     if na == 2 or nb == 2:
-        warnings.warn(
+        warn_caller(
             "Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional "
             "vectors instead. (deprecated in NumPy 2.0)",
             DeprecationWarning,
-            stacklevel=2,
         )
         out = _cross_2d(a, b)
         if na == 2 and nb == 2:

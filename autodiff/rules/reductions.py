@@ -16,12 +16,12 @@ give NaN entries derivative 0.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from autodiff.core.arrays import dtype_of, is_complex, ndim_of, normalize_axes, shape_of
 from autodiff.core.lowering import Emitter, NotLowered
+from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements, move_to_front
@@ -171,7 +171,14 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     if dtype is not None:
         a = _elt.astype(a, dtype)
     axis = normalize_axes(axis, ndim_of(a))
-    return sum_p.bind(a, axis=axis, keepdims=bool(keepdims)) if axis or keepdims else a
+    out = sum_p.bind(a, axis=axis, keepdims=bool(keepdims)) if axis or keepdims else a
+    return _in_dtype(out, dtype)
+
+
+def _in_dtype(out, dtype):
+    """A result computed in ``dtype`` is of ``dtype``, as NumPy's (a sum of int32s or of
+    bools is of the default integer type unless ``dtype=`` says otherwise)."""
+    return out if dtype is None else _elt.astype(out, dtype)
 
 
 @register_numpy(np.mean)
@@ -181,7 +188,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     shape = shape_of(a)
     axis = normalize_axes(axis, len(shape))
     count = math.prod(shape[i] for i in axis)
-    return sum(a, axis, dtype=dtype, keepdims=keepdims) / count
+    return _in_dtype(sum(a, axis, dtype=dtype, keepdims=keepdims) / count, dtype)
 
 
 # --- max and min ----------------------------------------------------------------------
@@ -341,7 +348,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     if dtype is not None:
         a = _elt.astype(a, dtype)
     axis = normalize_axes(axis, ndim_of(a))
-    return prod_p.bind(a, axis=axis, keepdims=bool(keepdims)) if axis or keepdims else a
+    out = prod_p.bind(a, axis=axis, keepdims=bool(keepdims)) if axis or keepdims else a
+    return _in_dtype(out, dtype)
 
 
 # --- scans: cumsum (a primitive), cumprod and cumulative max/min (compositions) ------------
@@ -387,7 +395,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
     if dtype is not None:
         a = _elt.astype(a, dtype)
     a, axis = _scan_axis(a, axis)
-    return cumsum_p.bind(a, axis=axis)
+    return _in_dtype(cumsum_p.bind(a, axis=axis), dtype)
 
 
 def _scan(combine, x, axis, pad):
@@ -417,7 +425,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
     if dtype is not None:
         a = _elt.astype(a, dtype)
     a, axis = _scan_axis(a, axis)
-    return _scan(_elt.multiply, a, axis, _cre.ones_like)
+    return _in_dtype(_scan(_elt.multiply, a, axis, _cre.ones_like), dtype)
 
 
 def _cumulative(name, scan, initial, example):
@@ -477,9 +485,16 @@ def _moment_args(name, a, dtype, out, where, mean, ddof, correction):
     if mean is not None:
         raise NotImplementedError(f"{name}(..., mean=...) is not supported on traced values")
     a = _as_array(a)
-    if dtype is not None:
+    if dtype is not None and name.startswith("nan"):
+        _inexact_dtype(a, dtype)
         a = _elt.astype(a, dtype)
     return a, (correction if correction is not None else ddof)
+
+
+def _inexact_dtype(a, dtype):
+    """NumPy's nan-functions compute an inexact ``a`` in an inexact ``dtype`` only."""
+    if dtype_of(a).kind in "fc" and np.dtype(dtype).kind not in "fc":
+        raise TypeError("If a is inexact, then dtype must be inexact")
 
 
 def _squared(centered):
@@ -506,8 +521,10 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     """
     a, ddof = _moment_args("var", a, dtype, out, where, mean, ddof, correction)
     axis = normalize_axes(axis, ndim_of(a))
-    centered = a - sum(a, axis, keepdims=True) / _count(a, axis)
-    return sum(_squared(centered), axis, keepdims=keepdims) / (_count(a, axis) - ddof)
+    # NumPy's steps: the mean and the sum of squares each computed in dtype (when given)
+    mean_in = _in_dtype(sum(a, axis, dtype=dtype, keepdims=True) / _count(a, axis), dtype)
+    total = sum(_squared(a - mean_in), axis, dtype=dtype, keepdims=keepdims)
+    return _in_dtype(total / (_count(a, axis) - ddof), dtype)
 
 
 @register_numpy(np.std)
@@ -522,8 +539,8 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     >>> autodiff.grad(anp.std)(np.array([2.0, 2.0]))
     array([0., 0.])
     """
-    return _root(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                     correction=correction))  # fmt: skip
+    return _in_dtype(_root(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                               correction=correction)), dtype)  # fmt: skip
 
 
 @register_numpy(np.nanvar)
@@ -548,8 +565,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     dof = _shp.reshape(count, shape_of(total)) - ddof
     positive = _elt.greater(dof, 0)
     if not _all_known_true(positive):
-        warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=2)
-    return _elt.where(positive, total / _elt.where(positive, dof, 1.0), np.nan)
+        warn_caller("Degrees of freedom <= 0 for slice.", RuntimeWarning)
+    return _in_dtype(_elt.where(positive, total / _elt.where(positive, dof, 1.0), np.nan), dtype)
 
 
 @register_numpy(np.nanstd)
@@ -561,8 +578,8 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     >>> float(anp.nanstd(np.array([1.0, np.nan, 3.0])))
     1.0
     """
-    return _root(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                        correction=correction))  # fmt: skip
+    return _in_dtype(_root(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                                  correction=correction)), dtype)  # fmt: skip
 
 
 def _all_known_true(mask):
@@ -629,9 +646,11 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     1.5
     """
     _check_supported("nanmean", out, None, where)
+    if dtype is not None:
+        _inexact_dtype(a, dtype)
     present = _elt.logical_not(_elt.isnan(a))
     count = sum(_elt.astype(present, dtype_of(a)), axis, keepdims=keepdims)
-    return nansum(a, axis, dtype=dtype, keepdims=keepdims) / count
+    return _in_dtype(nansum(a, axis, dtype=dtype, keepdims=keepdims) / count, dtype)
 
 
 def _nan_filled(a, fill):
@@ -695,7 +714,7 @@ def _nan_extreme(name, reduce, fill):
         _check_supported(name, out, initial, where)
         result, some_all_nan = _skipping_nans(reduce, a, axis, keepdims, fill, np.nan)
         if some_all_nan:
-            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=2)
+            warn_caller("All-NaN slice encountered", RuntimeWarning)
         return result
 
     extreme.__name__ = extreme.__qualname__ = name

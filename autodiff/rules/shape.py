@@ -373,7 +373,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if axis is None:
         arrays, axis = [ravel(a) for a in arrays], 0
     if dtype is not None:
-        arrays = [a.astype(dtype) if hasattr(a, "astype") else np.asarray(a, dtype) for a in arrays]
+        arrays = [_elt.cast(a, dtype, casting, "concatenate") for a in arrays]
     axis = _axis_param(axis, ndim_of(arrays[0]))
     return arrays[0] if len(arrays) == 1 else concatenate_p.bind(*arrays, axis=axis)
 
@@ -403,7 +403,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if not arrays:
         raise ValueError("need at least one array to stack")
     if dtype is not None:
-        arrays = [a.astype(dtype) if hasattr(a, "astype") else np.asarray(a, dtype) for a in arrays]
+        arrays = [_elt.cast(a, dtype, casting, "stack") for a in arrays]
     shapes = {shape_of(a) for a in arrays}
     if len(shapes) > 1:
         raise ValueError(f"all input arrays must have the same shape, got {sorted(shapes)}")
@@ -654,13 +654,13 @@ def hstack(tup, *, dtype=None, casting="same_kind"):
     """
     arrays = [_atleast(1, [a]) for a in tup]
     axis = 0 if ndim_of(arrays[0]) == 1 else 1
-    return concatenate(arrays, axis=axis, dtype=dtype)
+    return concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
 
 
 @register_numpy(np.vstack)
 def vstack(tup, *, dtype=None, casting="same_kind"):
     """Like numpy.vstack: concatenate along axis 0 after atleast_2d."""
-    return concatenate([_atleast(2, [a]) for a in tup], axis=0, dtype=dtype)
+    return concatenate([_atleast(2, [a]) for a in tup], axis=0, dtype=dtype, casting=casting)
 
 
 @register_numpy(np.dstack)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-import warnings
 from typing import Any
 
 import numpy as np
@@ -46,6 +45,7 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
+from autodiff.core.numpy_args import reads_its_lists, warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import ConcretizationError
@@ -366,6 +366,7 @@ def _as_sample(sample):
 
 
 @register_numpy(np.histogramdd)
+@reads_its_lists  # a list of coordinates, and bins and range per coordinate
 def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     """Like numpy.histogramdd: ``(hist, edges)`` of N points in D dimensions, with
     the derivatives of ``histogram`` (the histogram is float64, as NumPy's).
@@ -427,6 +428,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
 
 
 @register_numpy(np.histogram2d)
+@reads_its_lists  # bins=[edges, 3]: per coordinate
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     """Like numpy.histogram2d: ``(hist, xedges, yedges)``, with the derivatives of
     ``histogram``.
@@ -632,7 +634,7 @@ def _quantiles(a, q, axis, keepdims, method, *, skip_nan, weights=None, scale=1)
             empty = _elt.equal(count, 0)
             known_empty = _known(empty)
             if known_empty is not None and np.any(known_empty):
-                warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+                warn_caller("All-NaN slice encountered", RuntimeWarning)
             result = _elt.where(empty, np.nan, result)
         else:  # a NaN anywhere in a slice makes its quantiles NaN
             last = _idx.take_along_axis(x, order[..., -1:], -1)
@@ -813,6 +815,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     """
     if ddof is not None and ddof != int(ddof):
         raise ValueError("ddof must be integer")
+    if dtype is not None and np.dtype(dtype).kind not in "fc":  # NumPy subtracts the mean in it
+        raise TypeError(
+            f"cov: cannot compute the covariance in {np.dtype(dtype)!r}: NumPy subtracts "
+            f"the mean in dtype (cannot cast ufunc 'subtract' output from float64 with "
+            f"casting rule 'same_kind'); give a floating dtype"
+        )
     if dtype is None:
         operands = (m,) if y is None else (m, y)
         dtype = np.result_type(*(dtype_of(_as_array(v)) for v in operands), np.float64)
@@ -840,13 +848,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = w_sum - ddof * _red.sum(w * aw) / w_sum
     known = _known(fact)
     if known is not None and known <= 0:
-        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        warn_caller("Degrees of freedom <= 0 for slice", RuntimeWarning)
         fact = 0.0
     x = x - avg[:, None]
     x_t = _shp.transpose(x if w is None else x * w, (1, 0))
     c = _prod.dot(x, _elt.conj(x_t))
     c = c * np.true_divide(1, fact) if isinstance(fact, (int, float)) else c * (1 / fact)
-    return _shp.squeeze(c)
+    return _shp.squeeze(_elt.astype(c, dtype))  # in dtype, as NumPy's in-place steps keep it
 
 
 @register_numpy(np.corrcoef)

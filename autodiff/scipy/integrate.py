@@ -31,6 +31,9 @@ a traced value it closes over is refused with an error saying so.
 
 from __future__ import annotations
 
+import contextlib
+import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -39,17 +42,21 @@ from autodiff.scipy._require import require_scipy
 require_scipy("autodiff.scipy.integrate")
 
 import numpy as np  # noqa: E402
+import optree  # noqa: E402
 import scipy.integrate as _si  # noqa: E402
 
 import autodiff.numpy as anp  # noqa: E402
+from autodiff.compiler.replay import compiled  # noqa: E402
 from autodiff.core.args import at_positions  # noqa: E402
 from autodiff.core.arrays import shape_of  # noqa: E402
+from autodiff.core.graph import aval_of  # noqa: E402
 from autodiff.core.primitive import Primitive  # noqa: E402
 from autodiff.core.tracer import Tracer  # noqa: E402
-from autodiff.errors import TransformTypeError  # noqa: E402
+from autodiff.errors import ConcretizationError, TransformTypeError  # noqa: E402
 from autodiff.interpreters.batching import vmap  # noqa: E402
 from autodiff.interpreters.forward import jvp  # noqa: E402
 from autodiff.interpreters.reverse import vjp  # noqa: E402
+from autodiff.interpreters.staging import stage  # noqa: E402
 from autodiff.rules._helpers import bring_to_front  # noqa: E402
 from autodiff.rules._scipy import scipy_impl  # noqa: E402
 
@@ -60,36 +67,82 @@ _OPTIONS = ("rtol", "atol", "tcrit", "h0", "hmax", "hmin", "ixpr", "mxstep", "mx
             "mxordn", "mxords", "printmessg")  # fmt: skip
 
 
-def _solve(fn: Callable, options: dict, y0, t, *args):
-    """SciPy's odeint on plain arrays, for a ``y0`` of any shape."""
+def _solve(fn: Callable, options: dict, staged: bool, y0, t, *args):
+    """SciPy's odeint on plain arrays, for a ``y0`` of any shape; with ``staged``, ``fn``
+    (an augmented system a rule built) runs as its replay (``_replay``)."""
     shape = np.shape(y0)
     times = np.asarray(t)
     if np.size(y0) == 0:
         return np.zeros((len(times), *shape), np.result_type(y0, np.float32))
+    replay = _replay(fn, np.reshape(y0, shape), float(times[0]), args) if staged else None
 
     def rhs(y, tt):
         dy = fn(np.reshape(y, shape), tt, *args)
         if isinstance(dy, Tracer):
             raise TransformTypeError(
-                "odeint: func returned a traced value on plain inputs: it uses a traced "
-                "value it closes over. Pass every value to differentiate or batch in args="
+                "odeint: func returned a traced value when called with plain arrays, so it "
+                "reaches a traced value that is not an array leaf of args=: one it closes "
+                "over, or one inside an object of args that is not a pytree node (a tuple, "
+                "list, dict, None or a registered class). Pass every value to differentiate "
+                "or batch in args= (any pytree of arrays)."
+            )
+        if np.shape(dy) != shape:
+            raise ValueError(
+                f"odeint: func returned {_described(dy)} for a state y of shape {shape}; "
+                f"dy/dt must have y's shape"
             )
         return np.ravel(dy)
 
-    ys = _si.odeint(rhs, np.ravel(y0), times, **options)
+    def replayed(y, tt):  # the staged step checked its shapes once
+        return replay(y.reshape(shape), tt, *args)[0].ravel()  # type: ignore[misc]
+
+    ys = _si.odeint(rhs if replay is None else replayed, np.ravel(y0), times, **options)
     out = np.reshape(ys, (len(times), *shape))
     return out.astype(np.float32) if np.result_type(y0) == np.float32 else out
 
 
-def _odeint_primitive(fn: Callable, options: dict) -> Primitive:
-    """The primitive ``(y0, t, *args) -> y at the times t`` for ``dy/dt = fn(y, t, *args)``."""
+def _described(x: Any) -> str:
+    shape = getattr(x, "shape", None)
+    return f"an array of shape {tuple(shape)}" if shape is not None else f"a {type(x).__name__}"
+
+
+# rhs -> {abstract arguments: its compiled replay, or None where it cannot be staged}
+_replays: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _replay(fn: Callable, y: Any, t: float, args: tuple) -> Callable | None:
+    """``fn`` staged on abstract values like ``(y, t, *args)`` and compiled to a replay of
+    NumPy calls (``compiler/replay.py``), once per function and signature: the augmented
+    dynamics call ``vjp`` or ``jvp`` of ``func`` at every step the solver takes, and
+    recording a transform costs far more than replaying what it records.  A rule builds
+    its function once per call and integrates it segment after segment; under ``jit``
+    once for good.  None where staging cannot see the whole step (Python control flow on
+    the state, a traced value ``func`` closes over): then ``fn`` runs as it is."""
+    key = tuple(aval_of(x) for x in (y, t, *args))
+    cache = _replays.setdefault(fn, {})
+    if key not in cache:
+        try:
+            staged = stage(lambda *xs: [fn(*xs)], key, transform="odeint",
+                           name=getattr(fn, "__name__", "dynamics"))  # fmt: skip
+        except ConcretizationError:
+            cache[key] = None
+        else:
+            out = staged.graph.outvars[0].aval
+            fits = getattr(out, "shape", None) == np.shape(y)
+            cache[key] = compiled(staged.graph) if fits and not staged.captured else None
+    return cache[key]
+
+
+def _odeint_primitive(fn: Callable, options: dict, staged: bool = False) -> Primitive:
+    """The primitive ``(y0, t, *args) -> y at the times t`` for ``dy/dt = fn(y, t, *args)``
+    (``fn`` replayed when ``staged``: the rules' augmented systems are)."""
     prim = Primitive(
         f"odeint({getattr(fn, '__name__', 'func')})",
-        scipy_impl(_si.odeint, lambda y0, t, *args: _solve(fn, options, y0, t, *args)),
+        scipy_impl(_si.odeint, lambda y0, t, *args: _solve(fn, options, staged, y0, t, *args)),
     )
 
     def solve(y0, t, *args, rhs=fn):
-        return _odeint_primitive(rhs, options).bind(y0, t, *args)
+        return _odeint_primitive(rhs, options, staged=rhs is not fn).bind(y0, t, *args)
 
     def jvp_rule(tangents, ans, primals, params):
         y0, t, *args = primals
@@ -118,6 +171,12 @@ def _odeint_primitive(fn: Callable, options: dict) -> Primitive:
     def vjp_rule(ct, ans, primals, params, argnums):
         y0, t, *args = primals
         wanted = [i - 2 for i in argnums if i >= 2]  # the args that need cotangents
+        inputs = sum(int(np.prod(shape_of(primals[i]))) for i in {0, *argnums} - {1})
+        if inputs * int(np.prod(shape_of(y0))) <= SENSITIVITIES_AT_MOST:
+            # (under vmap over the directions: func branching on the state in Python
+            # cannot run there, and the adjoint, which needs no vmap, does instead)
+            with contextlib.suppress(ConcretizationError):
+                return _vjp_by_sensitivities(fn, jvp_rule, ct, ans, primals, argnums)
         shapes = [shape_of(y0), shape_of(y0), *(shape_of(args[i]) for i in wanted)]
         sizes = [int(np.prod(s)) for s in shapes]
 
@@ -186,6 +245,47 @@ def _odeint_primitive(fn: Callable, options: dict) -> Primitive:
     return prim
 
 
+# The VJP integrates the forward sensitivities dy/d(inputs) instead of the adjoint when
+# they have at most this many entries (inputs x state size): see _vjp_by_sensitivities.
+SENSITIVITIES_AT_MOST = 1024
+
+
+def _vjp_by_sensitivities(fn, jvp_rule, ct, ans, primals, argnums):
+    """The VJP as ``ct`` contracted with the Jacobian of the solution in ``y0`` and the
+    args that need cotangents: the JVP rule's forward sensitivities along every input
+    direction at once (under ``vmap``: one system, one run of the solver, given the
+    solution ``ans`` already known).  The adjoint method restarts the solver at every
+    output time, backwards, which costs some 30 evaluations each; with few inputs one run
+    of a larger system costs less.  The times' cotangents follow from the slopes, as in
+    the adjoint method."""
+    y0, t, *args = primals
+    moving = [0, *(i for i in argnums if i >= 2)]  # y0's Jacobian also gives t[0]'s
+    shapes = [shape_of(primals[i]) for i in moving]
+    sizes = [math.prod(shape) for shape in shapes]
+    eye = np.eye(sum(sizes))
+    bounds = np.cumsum([0, *sizes])
+    directions = [
+        np.reshape(eye[:, a:b], (-1, *shape)).astype(anp.result_type(primals[i]), copy=False)
+        for i, a, b, shape in zip(moving, bounds, bounds[1:], shapes)
+    ]
+
+    def along(*direction):  # the solution's derivative along one input direction
+        tangents: list = [None] * len(primals)
+        for i, d in zip(moving, direction):
+            tangents[i] = d
+        return jvp_rule(tuple(tangents), ans, primals, {})
+
+    jacobian = vmap(along)(*directions)  # (inputs, *ans.shape)
+    flat = anp.tensordot(jacobian, ct, axes=anp.ndim(ans))
+    cts = {i: anp.reshape(flat[a:b], shape)
+           for i, a, b, shape in zip(moving, bounds, bounds[1:], shapes)}  # fmt: skip
+    if 1 in argnums:  # moving t[i] moves y[i] along f; y0 is y[0] wherever t[0] is
+        slopes = [anp.sum(ct[i] * fn(ans[i], t[i], *args)) for i in range(1, shape_of(t)[0])]
+        first = -anp.sum((cts[0] - ct[0]) * fn(y0, t[0], *args))
+        cts[1] = anp.stack([first, *slopes])
+    return [_as_dtype_of(cts[i], primals[i]) for i in argnums]
+
+
 def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, tfirst=False, **options):
     """Like scipy.integrate.odeint: ``y`` at the times ``t`` for ``dy/dt = func(y, t, *args)``
     (``func(t, y, *args)`` with ``tfirst=True``), ``y(t[0]) = y0``; shape ``(len(t), *y0.shape)``
@@ -218,27 +318,35 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, tfirst=F
     unknown = set(options) - set(_OPTIONS)
     if unknown:
         raise TypeError(f"odeint: unexpected keyword argument(s) {sorted(unknown)}")
+    if not callable(func):
+        raise TypeError(f"odeint: func must be callable, got {type(func).__name__}")
     if not isinstance(args, tuple):
         args = (args,)
+    t = anp.asarray(t)
     if anp.ndim(t) != 1:
         raise ValueError(f"odeint: t must be a 1-d sequence of times, not of shape {anp.shape(t)}")
-    if any(np.result_type(x).kind == "c" for x in (y0, t)):
+    if not _is_array(y0):  # a number or a list (which may hold traced values), as SciPy's
+        y0 = anp.asarray(y0)
+        y0 = y0 if anp.result_type(y0).kind == "f" else anp.astype(y0, np.float64)
+    if any(anp.result_type(x).kind == "c" for x in (y0, t)):
         raise TypeError("odeint: complex y0 or t are not supported (SciPy's odeint is real)")
-    # the array arguments are the primitive's operands; the rest stays with func
-    traced = [i for i, a in enumerate(args) if _is_array(a)]
+    # args is any pytree (HIPS autograd's and JAX's odeint take one: a list of (W, b) pairs,
+    # a dict): its array leaves are the primitive's operands, the rest stays with func
+    leaves, tree = optree.tree_flatten(args)
+    traced = [i for i, leaf in enumerate(leaves) if _is_array(leaf)]
 
     def fn(y, tt, *values):
-        full = list(args)
+        full = list(leaves)
         for i, v in zip(traced, values):
             full[i] = v
-        return func(tt, y, *full) if tfirst else func(y, tt, *full)
+        rebuilt = optree.tree_unflatten(tree, full)
+        return func(tt, y, *rebuilt) if tfirst else func(y, tt, *rebuilt)
 
     fn.__name__ = getattr(func, "__name__", "func")
-    y0 = y0 if _is_array(y0) else np.asarray(y0, dtype=float)
     if anp.ndim(y0) == 0:  # as in SciPy: a scalar is a state of one component
         y0 = anp.reshape(y0, (1,))
     prim = _odeint_primitive(fn, dict(options))
-    return prim.bind(y0, anp.asarray(t), *(args[i] for i in traced))
+    return prim.bind(y0, t, *(leaves[i] for i in traced))
 
 
 def _as_dtype_of(x, like):

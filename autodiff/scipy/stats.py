@@ -402,6 +402,8 @@ norm = _Continuous(
     logcdf=sc.log_ndtr,
     logsf=lambda z: sc.log_ndtr(-z),
 )
+"""The normal distribution, ``scipy.stats.norm``: ``norm.logpdf(x, loc=0, scale=1)``,
+``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf``."""
 t = _Continuous(
     "t",
     ("df",),
@@ -409,6 +411,9 @@ t = _Continuous(
     lambda z, df: sc.stdtr(df, z),
     lambda z, df: sc.stdtr(df, -z),
 )
+"""Student's t distribution, ``scipy.stats.t``: ``t.logpdf(x, df, loc=0, scale=1)``,
+``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` (``cdf`` and ``sf`` have no derivative
+in ``df``)."""
 beta = _Continuous(
     "beta",
     ("a", "b"),
@@ -418,6 +423,9 @@ beta = _Continuous(
     support=(0.0, 1.0),
     inner=0.5,
 )
+"""The beta distribution, ``scipy.stats.beta``: ``beta.logpdf(x, a, b, loc=0, scale=1)``,
+``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` (``cdf`` and ``sf`` have no derivative
+in ``a``, ``b``)."""
 gamma = _Continuous(
     "gamma",
     ("a",),
@@ -427,6 +435,9 @@ gamma = _Continuous(
     support=(0.0, _INF),
     inner=1.0,
 )
+"""The gamma distribution, ``scipy.stats.gamma``: ``gamma.logpdf(x, a, loc=0, scale=1)``,
+``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` (``cdf`` and ``sf`` have no derivative
+in ``a``)."""
 expon = _Continuous(
     "expon",
     (),
@@ -438,6 +449,8 @@ expon = _Continuous(
     support=(0.0, _INF),
     inner=1.0,
 )
+"""The exponential distribution, ``scipy.stats.expon``: ``expon.logpdf(x, loc=0,
+scale=1)``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf``."""
 laplace = _Continuous(
     "laplace",
     (),
@@ -447,6 +460,8 @@ laplace = _Continuous(
     logcdf=_laplace_logcdf,
     logsf=lambda z: _laplace_logcdf(-z),
 )
+"""The Laplace distribution, ``scipy.stats.laplace``: ``laplace.logpdf(x, loc=0,
+scale=1)``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf``."""
 chi2 = _Continuous(
     "chi2",
     ("df",),
@@ -456,6 +471,9 @@ chi2 = _Continuous(
     support=(0.0, _INF),
     inner=1.0,
 )
+"""The chi-squared distribution, ``scipy.stats.chi2``: ``chi2.logpdf(x, df, loc=0,
+scale=1)``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` (``cdf`` and ``sf`` have no derivative
+in ``df``)."""
 
 # --- the discrete distributions -------------------------------------------------------------
 
@@ -468,6 +486,8 @@ poisson = _Discrete(
     support=(0.0, _INF),
     domains=[_nonnegative],
 )
+"""The Poisson distribution, ``scipy.stats.poisson``: ``poisson.logpmf(k, mu, loc=0)``,
+``pmf``, ``cdf``, ``logcdf``, ``sf``, ``logsf``."""
 bernoulli = _Discrete(
     "bernoulli",
     ("p",),
@@ -477,6 +497,8 @@ bernoulli = _Discrete(
     support=(0.0, 1.0),
     domains=[_unit],
 )
+"""The Bernoulli distribution, ``scipy.stats.bernoulli``: ``bernoulli.logpmf(k, p,
+loc=0)``, ``pmf``, ``cdf``, ``logcdf``, ``sf``, ``logsf``."""
 
 # --- multivariate ------------------------------------------------------------------------------
 

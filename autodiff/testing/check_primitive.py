@@ -24,7 +24,13 @@ __all__ = ["PrimitiveReport", "check_primitive"]
 @dataclasses.dataclass
 class PrimitiveReport:
     """What ``check_primitive`` ran.  ``worst_errors`` maps a check to its largest
-    error as a fraction of its tolerance (above 1.0 the check would have failed)."""
+    error as a fraction of its tolerance (above 1.0 the check would have failed).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> report = check_primitive(anp.sin.primitive, (np.array([0.1, 0.2]),))
+    >>> report.name, report.missing, all(e <= 1.0 for e in report.worst_errors.values())
+    ('sin', [], True)
+    """
 
     name: str
     samples: int = 0

@@ -89,6 +89,16 @@ def check_grads(
     other to ``rtol / 1000``.  Higher orders apply the same checks to the
     functions ``x -> vjp(ct)`` and ``x -> jvp(v)``.  ``eps`` and ``rtol``
     default by dtype: 1e-6 and 1e-6 in float64, 1e-3 and 2e-3 in float32.
+
+    >>> import numpy as np
+    >>> from autodiff.extend import Primitive
+    >>> check_grads(lambda x: np.sin(x) * x, (np.array([0.3, 1.2]),), order=2)
+    >>> wrong_p = Primitive("wrong_sin", np.sin, vjp=[lambda ct, ans, x: ct * np.sin(x)])
+    >>> try:
+    ...     check_grads(wrong_p.bind, (np.array([0.3]),), order=1)
+    ... except AssertionError as e:
+    ...     print(str(e)[:60])
+    check_grads: derivatives of bind disagree (1 order(s) from t
     """
     args = _check_args(f, args, "check_grads")
     check_no_none(args, "check_grads")
@@ -197,6 +207,16 @@ def check_vmap(
     out_dims None must be the same for every example).  Batches of size 1 and
     0 (the first examples of ``args``) are checked too; for size 0 only
     structure, shapes and dtypes can be.
+
+    >>> import numpy as np
+    >>> from autodiff.extend import Primitive
+    >>> check_vmap(lambda x: x - x.mean(), 0, (np.ones((3, 2)),))
+    >>> total_p = Primitive("total", np.sum, batch=lambda args, dims: (np.sum(args[0]), None))
+    >>> try:  # this batching rule sums over the batch axis too
+    ...     check_vmap(total_p.bind, 0, (np.ones((3, 2)),))
+    ... except AssertionError as e:
+    ...     print(str(e)[:45])
+    check_vmap: output 0 of vmap(bind, in_dims=0,
     """
     args = _check_args(f, args, "check_vmap")
     batched = vmap(f, in_dims=in_dims, out_dims=out_dims)  # checks the kinds of the dims

@@ -12,6 +12,7 @@ keeps its residuals): that ``process`` method is registered here, for
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -21,26 +22,21 @@ import optree
 from autodiff.core.args import check_callable
 from autodiff.core.arrays import batch_size_of
 from autodiff.core.primitive import Primitive, process
+from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import vmap
-from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
+from autodiff.interpreters.reverse import (
+    GradInterpreter,
+    GradTensor,
+    recording,
+    stop_gradient,
+    unpack,
+)
 from autodiff.interpreters.tape import Node
 from autodiff.interpreters.transpose import jvp_from_vjp, vjp_from_jvp
 from autodiff.rules._helpers import bring_to_front
 
 __all__ = ["CustomVJPPrimitive", "custom_jvp", "custom_vjp"]
-
-
-def _flat_function(fn: Callable, in_tree: Any, out_cell: list) -> Callable:
-    """``fn`` as a function of flat array leaves returning a tuple of leaves."""
-
-    def flat(*leaves):
-        out = fn(*optree.tree_unflatten(in_tree, list(leaves)))
-        out_leaves, out_tree = optree.tree_flatten(out)
-        out_cell[:] = [out_tree]
-        return tuple(out_leaves)
-
-    return flat
 
 
 def _is_leaf(x: Any) -> bool:
@@ -54,18 +50,75 @@ def _kind(x: Any) -> str:
     return f"a single array of shape {np.shape(x)}" if hasattr(x, "shape") else type(x).__name__
 
 
-def _check_args(name: str, args: tuple, kwargs: dict) -> tuple[list, Any]:
-    if kwargs:
+def _positional(fun: Callable, name: str, args: tuple, kwargs: dict) -> tuple:
+    """``args`` and ``kwargs`` as positional arguments of ``fun`` (as JAX resolves them),
+    defaults filled in where keywords skip over them."""
+    if not kwargs:
+        return args
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except (TypeError, ValueError) as e:
         raise TransformTypeError(
-            f"{name}: functions with custom rules take positional arguments only (got "
-            f"{sorted(kwargs)}); bind keyword arguments with functools.partial first."
+            f"{name}: the arguments could not be matched to the function's parameters "
+            f"({e}); functions with custom rules take their arguments by position."
+        ) from None
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TransformTypeError(
+            f"{name}: functions with custom rules take positional arguments only (keyword "
+            f"arguments {sorted(bound.kwargs)} have no position); bind them with "
+            f"functools.partial first."
         )
+    return tuple(bound.args)
+
+
+def _nondiff_positions(fun: Callable, name: str, nums: Any, names: Any) -> tuple[int, ...]:
+    """``nondiff_argnums`` and the positions of ``nondiff_argnames``, sorted."""
+    nums = (nums,) if isinstance(nums, int) else tuple(nums)
+    names = (names,) if isinstance(names, str) else tuple(names)
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in nums):
+        raise TransformTypeError(
+            f"{name}(fun, nondiff_argnums={nums!r}): nondiff_argnums must be non-negative "
+            f"ints (positions of fun's arguments)"
+        )
+    positions = set(nums)
+    if names:
+        params = list(inspect.signature(fun).parameters)
+        for n in names:
+            if n not in params:
+                raise TransformValueError(
+                    f"{name}(fun, nondiff_argnames=...): fun has no parameter {n!r}"
+                )
+            positions.add(params.index(n))
+    return tuple(sorted(positions))
+
+
+def _split(name: str, args: tuple, nondiff: tuple[int, ...]) -> tuple[dict, tuple]:
+    """The non-differentiable arguments by position, and the others in order."""
+    if nondiff and nondiff[-1] >= len(args):
+        raise TransformValueError(
+            f"{name}: nondiff_argnums {nondiff} names argument {nondiff[-1]}, but it was "
+            f"called with {len(args)} argument(s)"
+        )
+    static = {i: args[i] for i in nondiff}
+    return static, tuple(a for i, a in enumerate(args) if i not in static)
+
+
+def _merged(static: dict, dynamic: Any) -> list:
+    """All the arguments in order: ``static`` at their positions, ``dynamic`` around them."""
+    out, rest = [], iter(dynamic)
+    for i in range(len(static) + len(dynamic)):
+        out.append(static[i] if i in static else next(rest))
+    return out
+
+
+def _check_args(name: str, args: tuple) -> tuple[list, Any]:
     leaves, tree = optree.tree_flatten(args)
     for leaf in leaves:
         if not hasattr(leaf, "shape") and not isinstance(leaf, (int, float, complex)):
             raise TransformTypeError(
                 f"{name}: every argument leaf must be an array, got {type(leaf).__name__}; "
-                f"pass other values through a closure."
+                f"pass other values through a closure or nondiff_argnums."
             )
     return leaves, tree
 
@@ -143,6 +196,13 @@ class custom_vjp:
     transposed at its linearisation at 0); ``vmap`` maps ``f``, ``fwd`` and
     ``bwd``; higher orders differentiate ``bwd``.
 
+    ``nondiff_argnums`` (or ``nondiff_argnames``), as in JAX: arguments that are not
+    differentiated, such as functions.  ``fwd`` takes every argument in order; ``bwd``
+    takes the non-differentiable ones first, ``bwd(*nondiff, residuals, cotangent)``, and
+    returns cotangents for the others only.  They must not hold traced values (make
+    such an argument a differentiable one, whose cotangent ``bwd`` may give as None).
+    Keyword arguments are matched to positions by ``f``'s signature.
+
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> @autodiff.custom_vjp
     ... def clip_gradient(x):
@@ -150,18 +210,33 @@ class custom_vjp:
     >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, ct: (anp.clip(ct, -1.0, 1.0),))
     >>> float(autodiff.grad(lambda x: 5.0 * clip_gradient(x))(2.0))
     1.0
+    >>> from functools import partial
+    >>> @partial(autodiff.custom_vjp, nondiff_argnums=(0,))
+    ... def apply(f, x):
+    ...     return f(x)
+    >>> apply.defvjp(lambda f, x: (f(x), x), lambda f, x, ct: (ct * 2 * x,))
+    >>> float(autodiff.grad(lambda x: apply(anp.square, x))(3.0))
+    6.0
     """
 
-    def __init__(self, fun: Callable) -> None:
+    def __init__(self, fun: Callable, nondiff_argnums: Any = (), nondiff_argnames: Any = ()):
         check_callable(fun, "custom_vjp")
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self.nondiff_argnums = _nondiff_positions(fun, "custom_vjp", nondiff_argnums,
+                                                  nondiff_argnames)  # fmt: skip
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 
-    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
+               optimize_remat: bool = False) -> None:  # fmt: skip
         check_callable(fwd, "custom_vjp.defvjp (fwd)")
         check_callable(bwd, "custom_vjp.defvjp (bwd)")
+        if symbolic_zeros or optimize_remat:
+            raise NotImplementedError(
+                "custom_vjp.defvjp: symbolic_zeros and optimize_remat are not supported; bwd "
+                "gets every cotangent as an array (zeros where the output is unused)"
+            )
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -170,17 +245,31 @@ class custom_vjp:
             raise TransformTypeError(
                 f"custom_vjp function '{name}' has no rule yet: call {name}.defvjp(fwd, bwd)."
             )
-        leaves, in_tree = _check_args(f"custom_vjp function '{name}'", args, kwargs)
+        where = f"custom_vjp function '{name}'"
+        args = _positional(self.fun, where, args, kwargs)
+        static, dynamic = _split(where, args, self.nondiff_argnums)
+        for i, value in static.items():
+            if any(isinstance(leaf, Tracer) for leaf in optree.tree_leaves(value)):
+                raise TransformTypeError(
+                    f"{where}: argument {i} is in nondiff_argnums but holds a traced value; "
+                    f"non-differentiable arguments are for values that cannot be traced "
+                    f"(functions, settings), as in JAX. Make it a regular argument (bwd may "
+                    f"return None as its cotangent)."
+                )
+        leaves, in_tree = _check_args(where, dynamic)
         out_cell: list = []
         fwd, bwd = self.fwd, self.bwd
+        nondiff = [static[i] for i in self.nondiff_argnums]
+
+        def full(flat_args):
+            return _merged(static, optree.tree_unflatten(in_tree, list(flat_args)))
 
         def flat_fwd(*flat_args):
-            pair = fwd(*optree.tree_unflatten(in_tree, list(flat_args)))
+            pair = fwd(*full(flat_args))
             if not (isinstance(pair, tuple) and len(pair) == 2):
                 raise TransformTypeError(
-                    f"custom_vjp function '{name}': fwd must return a pair (output, "
-                    f"residuals), got {_kind(pair)}. Return (output, None) if bwd needs "
-                    f"no residuals."
+                    f"{where}: fwd must return a pair (output, residuals), got {_kind(pair)}. "
+                    f"Return (output, None) if bwd needs no residuals."
                 )
             out, residuals = pair
             out_leaves, out_tree = optree.tree_flatten(out)
@@ -189,17 +278,18 @@ class custom_vjp:
 
         def flat_bwd(residuals, cts):
             cts_tree = optree.tree_unflatten(out_cell[0], list(cts))
-            cts_in = bwd(residuals, cts_tree)
-            if not isinstance(cts_in, tuple) or len(cts_in) != len(args):
+            cts_in = bwd(*nondiff, residuals, cts_tree)
+            if not isinstance(cts_in, tuple) or len(cts_in) != len(dynamic):
+                which = " differentiable" if static else ""
                 raise TransformTypeError(
-                    f"custom_vjp function '{name}': bwd must return a tuple with one "
-                    f"cotangent per argument ({len(args)}), got {type(cts_in).__name__}"
+                    f"{where}: bwd must return a tuple with one cotangent per{which} "
+                    f"argument ({len(dynamic)}), got {type(cts_in).__name__}"
                     + (f" of length {len(cts_in)}" if isinstance(cts_in, tuple) else "")
                 )
             # None is a zero cotangent, for an argument or any part of one
             cts_in = tuple(
                 optree.tree_map(lambda _: None, arg) if ct is None else ct
-                for arg, ct in zip(args, cts_in)
+                for arg, ct in zip(dynamic, cts_in)
             )
             try:
                 leaves = in_tree.flatten_up_to(cts_in)
@@ -207,15 +297,19 @@ class custom_vjp:
                 leaves = [()]  # reported below
             if not all(ct is None or _is_leaf(ct) for ct in leaves):
                 raise TransformValueError(
-                    f"custom_vjp function '{name}': bwd must return cotangents structured "
-                    f"like the arguments ({in_tree}), got {optree.tree_structure(cts_in)}; "
-                    f"use None for a zero cotangent."
+                    f"{where}: bwd must return cotangents structured like the arguments "
+                    f"({in_tree}), got {optree.tree_structure(cts_in)}; use None for a zero "
+                    f"cotangent."
                 )
             return tuple(leaves)
 
-        prim = _make_custom_vjp_primitive(
-            name, _flat_function(self.fun, in_tree, out_cell), flat_fwd, flat_bwd
-        )
+        def flat_fun(*flat_args):
+            out = self.fun(*full(flat_args))
+            out_leaves, out_tree = optree.tree_flatten(out)
+            out_cell[:] = [out_tree]
+            return tuple(out_leaves)
+
+        prim = _make_custom_vjp_primitive(name, flat_fun, flat_fwd, flat_bwd)
         outs = prim.bind(*leaves)
         return optree.tree_unflatten(out_cell[0], list(outs))
 
@@ -242,6 +336,11 @@ class custom_jvp:
     uses it: ``jvp`` directly, ``grad``/``vjp`` by transposing it (exact when it
     is written with ``autodiff.numpy`` functions), ``vmap`` by mapping both.
 
+    ``nondiff_argnums`` (or ``nondiff_argnames``), as in JAX: arguments that are not
+    differentiated (no derivative flows through them: traced values there are taken
+    as constants), passed to the rule first, ``rule(*nondiff, primals, tangents)``,
+    with ``primals`` and ``tangents`` holding the other arguments only.
+
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> @autodiff.custom_jvp
     ... def log1pexp(x):
@@ -254,14 +353,21 @@ class custom_jvp:
     1.0
     """
 
-    def __init__(self, fun: Callable) -> None:
+    def __init__(self, fun: Callable, nondiff_argnums: Any = (), nondiff_argnames: Any = ()):
         check_callable(fun, "custom_jvp")
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self.nondiff_argnums = _nondiff_positions(fun, "custom_jvp", nondiff_argnums,
+                                                  nondiff_argnames)  # fmt: skip
         self.jvp: Callable | None = None
 
-    def defjvp(self, rule: Callable) -> Callable:
+    def defjvp(self, rule: Callable, symbolic_zeros: bool = False) -> Callable:
         check_callable(rule, "custom_jvp.defjvp")
+        if symbolic_zeros:
+            raise NotImplementedError(
+                "custom_jvp.defjvp: symbolic_zeros is not supported; the rule gets every "
+                "tangent as an array (zeros where an argument has none)"
+            )
         self.jvp = rule
         return rule
 
@@ -271,40 +377,61 @@ class custom_jvp:
             raise TransformTypeError(
                 f"custom_jvp function '{name}' has no rule yet: decorate one with @{name}.defjvp."
             )
-        leaves, in_tree = _check_args(f"custom_jvp function '{name}'", args, kwargs)
+        where = f"custom_jvp function '{name}'"
+        args = _positional(self.fun, where, args, kwargs)
+        static, dynamic = _split(where, args, self.nondiff_argnums)
+        # the non-differentiable arguments' arrays are operands too (vmap maps them, a
+        # staging sees them), with their derivatives stopped; their other leaves stay here
+        nd_leaves, nd_tree = optree.tree_flatten([static[i] for i in self.nondiff_argnums])
+        nd_arrays = [i for i, leaf in enumerate(nd_leaves) if hasattr(leaf, "shape")]
+        leaves, in_tree = _check_args(where, dynamic)
+        n = len(leaves)
         out_cell: list = []
         rule = self.jvp
 
+        def nondiff(values):
+            full = list(nd_leaves)
+            for i, v in zip(nd_arrays, values):
+                full[i] = v
+            return optree.tree_unflatten(nd_tree, full)
+
+        def flat_fun(*flat):
+            fixed = dict(zip(self.nondiff_argnums, nondiff(flat[n:])))
+            out = self.fun(*_merged(fixed, optree.tree_unflatten(in_tree, list(flat[:n]))))
+            out_leaves, out_tree = optree.tree_flatten(out)
+            out_cell[:] = [out_tree]
+            return tuple(out_leaves)
+
         def flat_jvp(primals, tangents):
             pair = rule(
-                tuple(optree.tree_unflatten(in_tree, list(primals))),
-                tuple(optree.tree_unflatten(in_tree, list(tangents))),
+                *nondiff(primals[n:]),
+                tuple(optree.tree_unflatten(in_tree, list(primals[:n]))),
+                tuple(optree.tree_unflatten(in_tree, list(tangents[:n]))),
             )
             if not (isinstance(pair, tuple) and len(pair) == 2):
                 raise TransformTypeError(
-                    f"custom_jvp function '{name}': the rule must return a pair (output, "
-                    f"tangent_out), got {_kind(pair)}."
+                    f"{where}: the rule must return a pair (output, tangent_out), got "
+                    f"{_kind(pair)}."
                 )
             out, tangent = pair
             out_leaves, out_tree = optree.tree_flatten(out)
             t_leaves, t_tree = optree.tree_flatten(tangent)
             if t_tree != out_tree:
                 raise TransformValueError(
-                    f"custom_jvp function '{name}': the rule's tangent_out must be "
-                    f"structured like its output ({out_tree}), got {t_tree}."
+                    f"{where}: the rule's tangent_out must be structured like its output "
+                    f"({out_tree}), got {t_tree}."
                 )
             for o, t in zip(out_leaves, t_leaves):
                 if np.shape(o) != np.shape(t):
                     raise TransformValueError(
-                        f"custom_jvp function '{name}': the rule returned a tangent of "
-                        f"shape {np.shape(t)} for an output of shape {np.shape(o)}; each "
-                        f"tangent must have the shape of its output."
+                        f"{where}: the rule returned a tangent of shape {np.shape(t)} for an "
+                        f"output of shape {np.shape(o)}; each tangent must have the shape of "
+                        f"its output."
                     )
             out_cell[:] = [out_tree]
             return tuple(t_leaves)
 
-        prim = _make_custom_jvp_primitive(
-            name, _flat_function(self.fun, in_tree, out_cell), flat_jvp
-        )
-        outs = prim.bind(*leaves)
+        prim = _make_custom_jvp_primitive(name, flat_fun, flat_jvp)
+        constants = [stop_gradient(nd_leaves[i]) for i in nd_arrays]
+        outs = prim.bind(*leaves, *constants)
         return optree.tree_unflatten(out_cell[0], list(outs))
