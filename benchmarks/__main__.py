@@ -32,11 +32,13 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
-from benchmarks import control_flow, eager, first_call, fluid, ode, sparse, why  # noqa: E402
+from benchmarks import control_flow, eager, first_call, fluid, loops, ode, sparse, why  # noqa: E402
 from benchmarks import workloads as w  # noqa: E402
 
 REFERENCE = "reference (NumPy by hand)"
 JIT = w.AUTODIFF_JIT
+COMPILED = w.COMPILED_JIT
+REPLAY = w.REPLAY_JIT
 OUT = pathlib.Path(__file__).with_name("results.md")
 
 
@@ -74,6 +76,11 @@ def main() -> None:
         check(f"{workload} jit", by[JIT] / by[eager], NOISE,
               f"jit x eager ≤ {NOISE} (no slower, within noise; fastest rounds "
               f"{fastest(rows, JIT, eager):.2f})")  # fmt: skip
+        if REPLAY in by:  # the compiling tier (compile="auto", settled) against the replay
+            check(f"{workload} jit", by[JIT] / by[REPLAY], NOISE,
+                  f"jit (compile='auto', after its background compilation) x "
+                  f"jit(compile=False) ≤ {NOISE}: the compiling tier makes it no slower "
+                  f"(fastest rounds {fastest(rows, JIT, REPLAY):.2f})")  # fmt: skip
 
     # W1
     rows = h.interleave(w.w1_grad_systems(), REFERENCE, rounds=rounds, inner=10, rtol=1e-9,
@@ -91,6 +98,10 @@ def main() -> None:
     by1 = {r.system: r.median for r in rows}
     check("W1 jit", by1[JIT] / by1[REFERENCE], 1.3, "jit(grad(f)) x the hand-written forward "
           f"and backward ≤ 1.3 (fastest rounds {fastest(rows, JIT, REFERENCE):.2f})")  # fmt: skip
+    if COMPILED in by1:
+        check("W1 jit", by1[COMPILED] / by1[REFERENCE], 0.15, "jit(grad(f), compile=True) x "
+              f"the hand-written forward and backward ≤ 0.15 (fastest rounds "
+              f"{fastest(rows, COMPILED, REFERENCE):.2f})")  # fmt: skip
     plain = h.interleave(w.w1_plain_systems(), "NumPy", rounds=rounds, inner=20, rtol=1e-12)
     report += ["No transform active (the same chain on ndarrays):", "",
                "| system | µs per primitive | x NumPy |", "|---|---|---|",
@@ -136,6 +147,9 @@ def main() -> None:
     check("W4", rows[1].median * 1e3, 0.5, "ms ≤ 0.5")
     reasons["W4"] = lambda ms=rows[1].median * 1e3: why.w4(ms)
     by4 = {r.system: r.median for r in rows}
+    check("W4 jit", by4[JIT] / by4[REPLAY], NOISE, "jit (compile='auto', after its background "
+          f"compilation) x jit(compile=False) ≤ {NOISE}: the compiling tier makes it no slower "
+          f"(fastest rounds {fastest(rows, JIT, REPLAY):.2f})")  # fmt: skip
     check("W4 jit", by4[JIT] / by4[REFERENCE], 5.0, "jit(hessian(f)) x the analytic formula ≤ 5 "
           f"(fastest rounds {fastest(rows, JIT, REFERENCE):.2f})")  # fmt: skip
 
@@ -172,6 +186,10 @@ def main() -> None:
         check("W7", rows[1].median / rows[0].median, 1.0, "x HIPS autograd ≤ 1.0")
 
     report += memory_section(targets)
+    lines, loop_targets = loops.report(rounds=rounds)
+    report += lines
+    targets += loop_targets
+    reasons["L3"] = loops.why
     if ode.HAVE_SCIPY:  # O1: odeint's gradient against its forward solve
         ode_lines, ode_targets = ode.report(rounds=rounds)
         report += ode_lines

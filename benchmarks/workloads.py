@@ -15,7 +15,20 @@ import numpy as np
 import autodiff
 import autodiff.numpy as anp
 
-AUTODIFF_JIT = "autodiff, jit"  # the row of autodiff.jit of the same transform
+AUTODIFF_JIT = "autodiff, jit"  # the row of autodiff.jit of the same transform (as it comes)
+REPLAY_JIT = "autodiff, jit(compile=False)"  # the replay alone: NumPy calls, no kernels
+COMPILED_JIT = "autodiff, jit(compile=True)"  # kernels compiled with the replay
+
+
+def settled(jitted: Any, *args: Any) -> Any:
+    """``jitted`` (compile="auto", the default) called past ``HOT_CALLS``, its background
+    compilation finished: what a program that calls it often runs."""
+    from autodiff.compiler import numba_tier
+
+    for _ in range(numba_tier.HOT_CALLS + 1):
+        jitted(*args)
+    numba_tier.wait_for_background()
+    return jitted
 
 
 def installed(name: str) -> bool:
@@ -75,11 +88,15 @@ def _chain_reference_grad(x: np.ndarray) -> np.ndarray:
 
 def w1_grad_systems() -> dict[str, Callable[[], Any]]:
     x = np.linspace(0.1, 0.8, 8)
-    ours = autodiff.jit(autodiff.grad(lambda v: anp.sum(chain(anp, v))))
+    loss = autodiff.grad(lambda v: anp.sum(chain(anp, v)))
+    ours = autodiff.jit(loss, compile=False)
+    compiled = autodiff.jit(loss, compile=True)
+    compiled(x), compiled(x)  # staged, then compiled: not timed
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand)": lambda: _chain_reference_grad(x),
         "autodiff": lambda: autodiff.grad(lambda v: anp.sum(chain(anp, v)))(x),
         AUTODIFF_JIT: lambda: ours(x),
+        COMPILED_JIT: lambda: compiled(x),
     }
     if HAVE["autograd"]:
         g = autograd.grad(lambda v: agnp.sum(chain(agnp, v)))
@@ -106,11 +123,14 @@ def w1_grad_systems() -> dict[str, Callable[[], Any]]:
 
 def w1_plain_systems() -> dict[str, Callable[[], Any]]:
     x = np.linspace(0.1, 0.8, 8)
-    ours = autodiff.jit(lambda v: chain(anp, v))
+    ours = autodiff.jit(lambda v: chain(anp, v), compile=False)
+    compiled = autodiff.jit(lambda v: chain(anp, v), compile=True)
+    compiled(x), compiled(x)  # staged, then compiled: not timed
     systems = {
         "NumPy": lambda: chain(np, x),
         "autodiff (anp on ndarrays)": lambda: chain(anp, x),
         AUTODIFF_JIT: lambda: ours(x),
+        COMPILED_JIT: lambda: compiled(x),
     }
     if HAVE["autograd"]:
         systems["HIPS autograd (autograd.numpy)"] = lambda: chain(agnp, x)
@@ -156,11 +176,14 @@ def mlp_reference_jvp(params: tuple, tangents: tuple, X: np.ndarray, Y: np.ndarr
 
 def w2_systems() -> dict[str, Callable[[], Any]]:
     X, Y, params = mlp_data()
-    ours = autodiff.jit(autodiff.grad(lambda p: mlp_loss(anp, p, X, Y)))
+    loss = autodiff.grad(lambda p: mlp_loss(anp, p, X, Y))
+    ours = settled(autodiff.jit(loss), params)
+    replay = autodiff.jit(loss, compile=False)
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand)": lambda: mlp_reference_grad(params, X, Y),
         "autodiff": lambda: autodiff.grad(lambda p: mlp_loss(anp, p, X, Y))(params),
         AUTODIFF_JIT: lambda: ours(params),
+        REPLAY_JIT: lambda: replay(params),
     }
     if HAVE["autograd"]:
         g = autograd.grad(lambda p: mlp_loss(agnp, p, X, Y))
@@ -199,11 +222,13 @@ def w5_systems() -> dict[str, Callable[[], Any]]:
     rng = np.random.default_rng(5)
     tangents = tuple(rng.standard_normal(p.shape) / 30 for p in params)
     f = lambda p: mlp_loss(anp, p, X, Y)
-    ours = autodiff.jit(lambda p, t: autodiff.jvp(f, (p,), (t,)))
+    ours = settled(autodiff.jit(lambda p, t: autodiff.jvp(f, (p,), (t,))), params, tangents)
+    replay = autodiff.jit(lambda p, t: autodiff.jvp(f, (p,), (t,)), compile=False)
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand)": lambda: mlp_reference_jvp(params, tangents, X, Y),
         "autodiff": lambda: autodiff.jvp(f, (params,), (tangents,)),
         AUTODIFF_JIT: lambda: ours(params, tangents),
+        REPLAY_JIT: lambda: replay(params, tangents),
     }
     if HAVE["torch"]:
         Xt, Yt, pt, tt = _t(X), _t(Y), _t(params), _t(tangents)
@@ -261,11 +286,13 @@ def w3_systems() -> dict[str, Callable[[], Any]]:
         grads = [per_sample_reference(params, x[None], y[None]) for x, y in zip(xs, ys)]
         return tuple(np.concatenate(g) for g in zip(*grads))
 
-    ours = autodiff.jit(per_example)
+    ours = settled(autodiff.jit(per_example), params, xs, ys)
+    replay = autodiff.jit(per_example, compile=False)
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand, batched)": lambda: per_sample_reference(params, xs, ys),
         "autodiff vmap(grad)": lambda: per_example(params, xs, ys),
         AUTODIFF_JIT: lambda: ours(params, xs, ys),
+        REPLAY_JIT: lambda: replay(params, xs, ys),
         "autodiff loop of grad": loop,
         "NumPy by hand, loop over examples": numpy_loop,
     }
@@ -296,11 +323,13 @@ def w4_systems() -> dict[str, Callable[[], Any]]:
         return (A.T * (2 * (1 - t * t) * (1 - 3 * t * t))) @ A
 
     f = lambda v: anp.sum(anp.tanh(A @ v) ** 2)
-    ours = autodiff.jit(autodiff.hessian(f))
+    ours = settled(autodiff.jit(autodiff.hessian(f)), x)
+    replay = autodiff.jit(autodiff.hessian(f), compile=False)
     systems: dict[str, Callable[[], Any]] = {
         "reference (NumPy by hand)": reference,
         "autodiff": lambda: autodiff.hessian(f)(x),
         AUTODIFF_JIT: lambda: ours(x),
+        REPLAY_JIT: lambda: replay(x),
     }
     if HAVE["autograd"]:
         h = autograd.hessian(lambda v: agnp.sum(agnp.tanh(agnp.dot(A, v)) ** 2))

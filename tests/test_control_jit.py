@@ -16,6 +16,7 @@ import pytest
 import autodiff.numpy as anp
 from autodiff import (
     cond,
+    custom_vjp,
     fori_loop,
     grad,
     hessian,
@@ -25,6 +26,7 @@ from autodiff import (
     make_graph,
     scan,
     switch,
+    vjp,
     vmap,
     while_loop,
 )
@@ -318,3 +320,48 @@ def test_vmap_inside_jit_of_a_scan_is_one_staged_scan():
         assert names.count("scan") == 1 and len(names) < 8
     _close(jit(push)(0.7, xs[0]), push(0.7, xs[0]), rtol=1e-12)
     _close(jit(hessian(rnn))(0.7, xs[0]), hessian(rnn)(0.7, xs[0]), rtol=1e-10)
+
+
+def test_a_custom_vjp_solving_by_while_loop_differentiates_inside_jit():
+    """JAX's fixed-point recipe: the forward pass iterates to a fixed point, the
+    backward pass solves the adjoint by another; grad differentiates neither loop (the
+    custom_vjp's rule does), so both are staged inside jit(grad(f)), where a loop the
+    grad would have to differentiate raises.  d sum(sqrt(a)) / da = 1 / (2 sqrt(a))."""
+
+    def newton(a, x):
+        return 0.5 * (x + a / x)
+
+    def solve(a, x0):
+        def cond(c):
+            return anp.max(anp.abs(c[0] - c[1])) > 1e-13
+
+        return while_loop(cond, lambda c: (c[1], newton(a, c[1])), (x0, newton(a, x0)))[1]
+
+    root = custom_vjp(solve)
+
+    def bwd(res, z_bar):
+        a, z = res
+        _, vjp_x = vjp(lambda x: newton(a, x), z)
+        u = while_loop(lambda c: anp.max(anp.abs(c[0] - c[1])) > 1e-13,
+                       lambda c: (c[1], vjp_x(c[1])[0] + z_bar),
+                       (z_bar, vjp_x(z_bar)[0] + z_bar))[1]  # fmt: skip
+        return vjp(lambda a: newton(a, z), a)[1](u)[0], None
+
+    def fwd(a, x0):
+        z = solve(a, x0)
+        return z, (a, z)
+
+    root.defvjp(fwd, bwd)
+    loss = lambda a: anp.sum(root(a, a))
+    a = np.linspace(1.0, 4.0, 5)
+    want = 0.5 / np.sqrt(a)
+    for got in (jit(grad(loss))(a), grad(jit(loss))(a), grad(loss)(a)):
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+    graph = make_graph(grad(loss))(a)
+    assert [e.prim.name for e in graph.eqns].count("while_loop") == 2
+
+    def through(a):  # a loop grad must differentiate: still refused inside the jit
+        return anp.sum(while_loop(lambda x: anp.max(x) < 10.0, lambda x: x * 2.0, a))
+
+    with pytest.raises(ConcretizationError, match=r"grad\(jit\(f\)\)"):
+        jit(grad(through))(a)

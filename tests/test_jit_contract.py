@@ -41,7 +41,7 @@ from autodiff import (
 )
 from autodiff.compiler import call as call_module
 from autodiff.compiler import jit as jit_module
-from autodiff.compiler import passes, replay
+from autodiff.compiler import numba_tier, passes, replay
 from autodiff.errors import ConcretizationError, NonFiniteError, TransformValueError
 from autodiff.interpreters import staging
 from tests.jit_contract import assert_exact, check_calls, check_captured
@@ -293,7 +293,9 @@ def _growth(step, warm, measure):
     """Memory allocated by autodiff's code (traced from the start, so that what a full
     cache evicts counts too; other threads' allocations, such as a Dask cluster's left
     from other tests, are not autodiff's) and objects gained over ``measure`` steps,
-    after ``warm`` steps filled the caches."""
+    after ``warm`` steps filled the caches (and the compiling tier's background thread
+    finished what earlier tests gave it)."""
+    numba_tier.wait_for_background()
     mine = [tracemalloc.Filter(True, "*/autodiff/*"), tracemalloc.Filter(True, __file__)]
 
     def memory():

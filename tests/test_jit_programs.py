@@ -6,7 +6,9 @@ torch.func); where ``jit`` is outermost, its whole contract holds
 
 The depths are drawn from the case's seed: ``jit`` around the program itself (depth
 0), around any layer, and around the whole stack, each with probability 1/2 (at
-least one).  The normal suite runs a fixed set of programs; the long run::
+least one).  Each program runs with the compiling tier off (the NumPy replay) and on
+(``compiling(True)``: every region that lowers compiled by numba, the kernels run from
+the first call).  The normal suite runs a fixed set of programs; the long run::
 
     AUTODIFF_RANDOM_PROGRAMS=1000 python -m pytest tests/test_jit_programs.py
 """
@@ -19,6 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 import autodiff
+from autodiff.compiler import numba_tier
+from autodiff.compiler.jit import compiling
 from tests import programs
 from tests.jit_contract import check_calls
 
@@ -57,8 +61,16 @@ def check_with_jit(case):
     np.testing.assert_array_equal(again, got)
 
 
+TIERS = [
+    "replay",
+    pytest.param("compiled", marks=pytest.mark.skipif(not numba_tier.available(),
+                                                      reason=numba_tier.why_not())),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("top", ["forward", *programs.KINDS])
-def test_jit_at_random_depths_changes_nothing(top):
+def test_jit_at_random_depths_changes_nothing(top, tier):
     @settings(
         max_examples=LONG or 15,
         derandomize=not LONG,
@@ -68,7 +80,8 @@ def test_jit_at_random_depths_changes_nothing(top):
     )
     @given(case=programs.cases(top))
     def run(case):
-        check_with_jit(case)
+        with compiling(tier == "compiled"):
+            check_with_jit(case)
 
     if not LONG:
         run = seed(zlib.crc32(f"jit-{top}".encode()))(run)

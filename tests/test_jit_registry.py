@@ -16,9 +16,13 @@ function's name and the sample's position, so the same ones run every time) from
 ``jit(grad)``, ``grad(jit)``, ``vmap(jit)`` and ``jit(vmap)`` with drawn ``in_dims``,
 ``jvp(jit)``, ``jit(jvp)``, ``jit(vmap(grad))``, ``vmap(grad(jit))``: against the same
 stack without ``jit``, which ``tests/test_primitives.py`` checks against finite
-differences and loops.  Expected failures are listed in
-``tests/registry.EXPECTED_FAILURES`` under the test names ``"jit"`` and
-``"jit under transforms"``.
+differences and loops;
+
+and, for a fixed sixteenth of the samples (drawn by a hash of their names), the same two
+checks with the compiling tier on (``compiling(True)``, every equation that lowers a
+kernel of its own, so each primitive's lowering, elementwise or not, meets its samples).
+Expected failures are listed in ``tests/registry.EXPECTED_FAILURES`` under the test
+names ``"jit"`` and ``"jit under transforms"``.
 """
 
 import warnings
@@ -30,6 +34,8 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jit, jvp, make_graph, vmap
+from autodiff.compiler import kernels, numba_tier
+from autodiff.compiler.jit import compiling
 from autodiff.core.graph import Literal
 from autodiff.errors import ConcretizationError, UnsupportedFunctionError
 from tests.backends import CoercionError, StrictArray, strict, unwrap
@@ -252,3 +258,34 @@ def test_jit_on_a_strict_duck_array(op, sample, lib):
             jitted, _, diff_args = _stacks(op, sample, "jit(grad)", (), closed=args)
             _, eager, _ = _stacks(op, sample, "jit(grad)", ())
             assert_same(unwrap(jitted(*strict(diff_args))), eager(*diff_args), rtol=1e-10)
+
+
+# --- the compiling tier on ----------------------------------------------------------------------
+
+
+def _sampled(op, sample, i):
+    """A fixed sixteenth of the samples, and the composition ``_drawn`` gives them."""
+    if zlib.crc32(f"compiled-{op.name}-{i}".encode()) % 16:
+        return None
+    return _drawn(op, sample, i)
+
+
+needs_numba = pytest.mark.skipif(not numba_tier.available(), reason=numba_tier.why_not())
+
+
+@needs_numba
+@pytest.mark.parametrize(
+    ("op", "sample", "lib", "composition", "dims"),
+    _params("jit compiled", ("anp",), extra=_sampled),
+)
+def test_compiled_jit_equals_the_function(op, sample, lib, composition, dims, monkeypatch):
+    """The kernels of ``jit(f)`` and of the sample's drawn composition, on their first
+    (compiled), second and warm calls: ``f``'s results, fresh, as the replay's are."""
+    monkeypatch.setattr(kernels, "MIN_EQUATIONS", 1)  # each equation that lowers compiles
+    monkeypatch.setattr(kernels, "MIN_SCALAR_EQUATIONS", 1)
+    f = op.bound(sample, lib)
+    jitted, eager, args = _stacks(op, sample, composition, dims)
+    with warnings.catch_warnings(), compiling(True):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check_calls(jit(f), f(*sample.args), sample.args)
+        assert_same(jitted(*args), eager(*args), rtol=1e-10)

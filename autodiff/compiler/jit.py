@@ -15,6 +15,13 @@ arrays it runs the compiled replay of the optimised graph (``compiler/passes.py`
 graph's implementations one by one instead (``interpret``): code generation costs
 more than a run, so it waits for the second call, and a function called once with a
 signature never pays for it (``compile_at_once()`` turns that off, for tests).
+
+The compiling tier (``compiler/numba_tier.py``, with numba installed) comes last:
+with ``compile="auto"`` a signature called ``HOT_CALLS`` times has its graph's regions
+compiled in a background thread, and the calls after that run the kernels once they
+are ready (until then, the replay: no call waits for the compiler); ``compile=True``
+compiles them with the replay, on the second call; ``compile=False`` never does.
+``compiling(mode)`` overrides every function's setting (tests).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import optree
 
+from autodiff.compiler import numba_tier
 from autodiff.compiler.call import call_p
 from autodiff.compiler.passes import optimize
 from autodiff.compiler.replay import array_kind, compiled, final_graph, fresh_results, interpret
@@ -44,7 +52,7 @@ from autodiff.debug.rule_checks import checking as checking_rules
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.staging import StagedTensor, eval_graph, innermost_staging, stage
 
-__all__ = ["CacheInfo", "JitFunction", "compile_at_once", "jit", "make_graph"]
+__all__ = ["CacheInfo", "JitFunction", "compile_at_once", "compiling", "jit", "make_graph"]
 
 # Whether a first call compiles its replay at once instead of interpreting the graph.
 _at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("compile_at_once", default=False)
@@ -59,6 +67,32 @@ def compile_at_once():
         yield
     finally:
         _at_once.reset(token)
+
+
+# Overrides every jitted function's compile= setting where set (tests, benchmarks).
+_forced: contextvars.ContextVar[Any] = contextvars.ContextVar("compiling", default=None)
+
+
+@contextlib.contextmanager
+def compiling(mode: Any):
+    """Inside, every jitted function compiles as ``jit(f, compile=mode)`` would
+    (``True``: with its replay, synchronously; ``False``: never; ``"auto"``); the
+    signatures already compiled keep their kernels."""
+    _check_compile(mode)
+    token = _forced.set(mode)
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+def _check_compile(mode: Any) -> None:
+    if not (mode is True or mode is False or (isinstance(mode, str) and mode == "auto")):
+        raise TransformValueError(
+            f"jit(fun, compile={mode!r:.40}): compile must be 'auto' (compile a signature "
+            f"once it is called often, in the background), True (compile with the "
+            f"replay) or False (NumPy calls only)."
+        )
 
 
 DEFAULT_MAXSIZE = 128
@@ -205,8 +239,8 @@ class CacheInfo(NamedTuple):
 
 
 class _Entry:
-    __slots__ = ("effects", "flat_key", "graph", "out_tree", "ran", "replay", "signature",
-                 "single")  # fmt: skip
+    __slots__ = ("calls", "effects", "flat_key", "graph", "out_tree", "ran", "replay",
+                 "signature", "single", "watch")  # fmt: skip
 
     def __init__(self, graph: Graph, out_tree: Any, signature: str, flat_key: Any) -> None:
         self.graph = graph
@@ -214,6 +248,9 @@ class _Entry:
         self.signature = signature
         self.replay: Callable | None = None
         self.ran = False  # whether a call ran it (the first is interpreted)
+        # compile="auto": calls of the replay are counted until HOT_CALLS
+        self.watch = False
+        self.calls = 0
         self.single = out_tree.is_leaf()  # the function returns one array
         # the key of the fast path, when the arguments are positional NumPy arrays only
         self.flat_key = flat_key
@@ -280,9 +317,10 @@ class JitFunction:
     """A jitted function (see :func:`jit`)."""
 
     def __init__(self, fun: Callable, static_argnums: Any, static_argnames: Any,
-                 maxsize: int) -> None:  # fmt: skip
+                 maxsize: int, compile: Any = "auto") -> None:  # fmt: skip
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self._compile = compile
         self._args = _Arguments(fun, static_argnums, static_argnames)
         self._name = getattr(fun, "__name__", "function")
         self._entries: OrderedDict[Any, _Entry] = OrderedDict()
@@ -318,6 +356,8 @@ class JitFunction:
                 if entry is not None and not (entry.effects and current_interpreters()):
                     self._hits += 1
                     out = entry.replay(*args)  # type: ignore[misc]
+                    if entry.watch:
+                        self._count(entry, args)
                     return (
                         out[0] if entry.single else optree.tree_unflatten(entry.out_tree, list(out))
                     )
@@ -348,12 +388,49 @@ class JitFunction:
                     entry.ran = True
                     out = interpret(entry.graph, *leaves)
                     return optree.tree_unflatten(entry.out_tree, list(out))
-                replay = entry.replay = compiled(entry.graph, *kind, fresh=True)
+                replay = entry.replay = self._replay(entry, kind, leaves)
                 if entry.flat_key is not None:
                     with self._lock:
                         self._flat[entry.flat_key] = entry
             out = replay(*leaves)
+            if entry.watch:
+                self._count(entry, leaves)
         return optree.tree_unflatten(entry.out_tree, list(out))
+
+    # --- the compiling tier --------------------------------------------------------------------
+
+    def _mode(self) -> Any:
+        forced = _forced.get()
+        return self._compile if forced is None else forced
+
+    def _replay(self, entry: _Entry, kind: tuple, leaves: list) -> Callable:
+        """The replay a signature's calls run from now: its kernels where ``compile=True``
+        (and there are regions worth compiling), else the NumPy replay, whose calls
+        ``compile="auto"`` counts."""
+        replay = compiled(entry.graph, kind[0], kind[1], fresh=True)
+        mode = self._mode()
+        if kind[0] != "numpy" or mode is False or not numba_tier.available():
+            return replay
+        if mode is True:
+            return numba_tier.fused_replay(entry.graph, fresh=True, args=leaves) or replay
+        entry.watch = True
+        return replay
+
+    def _count(self, entry: _Entry, args: Sequence) -> None:
+        entry.calls += 1
+        if entry.calls >= numba_tier.HOT_CALLS:
+            entry.watch = False
+            # what the kernels are compiled for: the layouts of this call's arrays
+            example = [np.empty((0,) * a.ndim) if type(a) is np.ndarray and a.flags.c_contiguous
+                       else None for a in args]  # fmt: skip
+
+            def compile_then_swap() -> None:
+                kernels = numba_tier.fused_replay(entry.graph, fresh=True, args=example,
+                                                  sync=False)  # fmt: skip
+                if kernels is not None:
+                    entry.replay = kernels  # the next call runs it
+
+            numba_tier.compile_later(compile_then_swap)
 
     def _stage(self, args: tuple, kwargs: dict, leaves: list, treedef: Any, transform: str):
         avals = [_aval(leaf) for leaf in leaves]
@@ -445,10 +522,15 @@ class JitFunction:
         return final_graph(entry.graph, array_kind(leaves)[0])
 
     def source(self, *args: Any, **kwargs: Any) -> str:
-        """The Python source of the replay that calls with these arguments run."""
+        """The Python source of the replay that calls with these arguments run, and of
+        its compiled kernels once the compiling tier made them."""
         key, leaves, treedef, _ = self._signature(args, kwargs)
         entry = self._entries.get(key) or self._fill(key, args, kwargs, leaves, treedef)
-        return compiled(entry.graph, *array_kind(leaves)).source
+        replay: Any = entry.replay
+        if replay is None:
+            replay = compiled(entry.graph, *array_kind(leaves))
+        kernels = getattr(replay, "kernels", ())
+        return "\n".join([replay.source, *(k.source for k in kernels)])
 
     def __repr__(self) -> str:
         return f"<jit of {self.fun!r}>"
@@ -475,6 +557,7 @@ def jit(
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
     maxsize: int = DEFAULT_MAXSIZE,
+    compile: bool | str = "auto",
 ) -> Any:
     """Stage ``fun`` once per input signature and replay it as compiled NumPy calls.
 
@@ -496,6 +579,15 @@ def jit(
     ``maxsize`` bounds the cache (least recently used signatures go first);
     ``f.cache_info()`` tells what it holds, ``f.graph(*args)`` and ``f.source(*args)``
     show the optimised graph and the replayed code.
+
+    ``compile``: with numba installed (``pip install 'autodiff[compile]'``), the
+    regions of the graph that lower (elementwise equations, fused into one loop each;
+    loops whose contents all lower, iterations included) are compiled to machine code.
+    ``"auto"`` (the default) does it for a signature called often, in another process
+    started from a background thread, and swaps the kernels in when they are ready (no
+    call waits for them);
+    ``True`` compiles with the replay, on the second call; ``False`` never compiles.
+    Kernels are kept on disk across processes (``autodiff.compiler.numba_tier``).
 
     The contract: ``jit(fun)(x)`` behaves like ``fun(x)`` in everything a NumPy user
     can observe, except time, on every call (the first, the compiled ones):
@@ -530,12 +622,18 @@ def jit(
     1
     """
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
+        return functools.partial(jit, static_argnums=static_argnums, compile=compile,
                                  static_argnames=static_argnames, maxsize=maxsize)  # fmt: skip
     check_callable(fun, "jit")
     if not isinstance(maxsize, int) or isinstance(maxsize, bool) or maxsize < 1:
         raise TransformValueError(f"jit(fun, maxsize={maxsize!r}): maxsize must be a positive int.")
-    return JitFunction(fun, static_argnums, static_argnames, maxsize)
+    _check_compile(compile)
+    if compile is True and not numba_tier.available():
+        raise TransformValueError(
+            f"jit(fun, compile=True): the compiling tier is not available because "
+            f"{numba_tier.why_not()}; use compile='auto' (compiles where it can) or False."
+        )
+    return JitFunction(fun, static_argnums, static_argnames, maxsize, compile)
 
 
 def make_graph(

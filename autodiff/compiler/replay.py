@@ -70,7 +70,10 @@ def _writes_out(prim: Any) -> bool:
 
 
 def _fresh(prim: Any) -> bool:
-    """A result the replay allocates itself (ufuncs always return a new array)."""
+    """A result the replay allocates itself (ufuncs always return a new array, and so
+    do the compiled kernels of ``numba_tier.py``)."""
+    if getattr(prim, "fresh_results", False):
+        return True
     return isinstance(prim.impl, np.ufunc) and prim.impl.nout == 1 and not prim.multiple_results
 
 

@@ -36,11 +36,14 @@ from autodiff.compiler.graph_transforms import vjp_graphs
 from autodiff.control.common import (
     ControlFlowPrimitive,
     FlatFn,
+    GraphFn,
     bottom,
     check_like,
     check_predicate,
     derivative_where,
+    inline_function,
     leaves_of,
+    lowered_names,
     names_of,
     output_types,
     run_here,
@@ -58,6 +61,7 @@ from autodiff.core.args import a_type, check_callable
 from autodiff.core.arrays import dtype_of, library_of, shape_of
 from autodiff.core.graph import aval_of
 from autodiff.core.index_sets import propagating
+from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive, process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError
@@ -135,6 +139,32 @@ def _takes(index: Any, b: int, n: int) -> Any:
 
 
 cond_p = CondPrimitive("cond", _cond_impl, multiple_results=True)
+
+
+def _cond_lowering(ctx, index, *operands, branches, n_consts=0, **params):
+    """Staged: an ``if``/``elif`` over the branches, each written inline (where
+    everything in them lowers); the index clamped as ``_taken`` clamps it."""
+    if not all(isinstance(b, GraphFn) for b in branches):
+        raise NotLowered("cond's branches are not staged")
+    split = len(operands) - n_consts
+    ops, consts = operands[:split], operands[split:]
+    chosen = ctx.temp("b")
+    ctx.line(f"{chosen} = min(max(int({index}), 0), {len(branches) - 1})")
+    outs = [ctx.temp("r") for _ in ctx.out_avals]
+    for b, branch in enumerate(branches):
+        last = b == len(branches) - 1
+        ctx.line("if True:" if len(branches) == 1 else "else:" if last else
+                 f"{'if' if b == 0 else 'elif'} {chosen} == {b}:")  # fmt: skip
+        with ctx.indented():
+            values = inline_function(ctx, branch, ops, consts)
+            names = lowered_names(ctx, values, ctx.out_avals, "r")
+            for out, name in zip(outs, names, strict=True):
+                ctx.line(f"{out} = {name}")
+    ctx.view = True  # a branch may return an operand
+    return tuple(outs)
+
+
+cond_p.def_lowering(Emitter(_cond_lowering))
 
 
 @cond_p.def_sparsity

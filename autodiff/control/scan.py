@@ -45,9 +45,12 @@ from autodiff.compiler.graph_transforms import batch_graph, vjp_graphs
 from autodiff.control.common import (
     CARRY_HINT,
     ControlFlowPrimitive,
+    GraphFn,
     check_like,
+    inline_function,
     is_static_int,
     leaves_of,
+    lowered_names,
     names_of,
     run_here,
     staged_if_jitting,
@@ -71,6 +74,7 @@ from autodiff.core.args import a_type, check_callable, check_flag
 from autodiff.core.arrays import array_like, dtype_of, is_float, library_of, shape_of
 from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.index_sets import Groups, apply_read, propagating
+from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive, current_interpreters, lift, process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError, TransformValueError
@@ -199,6 +203,40 @@ slices_p = Primitive(
 slices_p.def_sparsity(moves(slices_p.impl, multiple_results=True))
 
 scan_p = ScanPrimitive("scan", _scan_impl, multiple_results=True)
+
+
+def _scan_lowering(ctx, *operands, body, length, reverse, n_consts=0, **params):
+    """Staged: the loop in compiled code, the body written inline (where everything in
+    it lowers); each step's ``y`` written into the stacked result."""
+    if not isinstance(body, GraphFn):
+        raise NotLowered("scan's body is not staged")
+    n, split = body.n_carry, len(operands) - n_consts
+    out_avals = ctx.out_avals
+    carry = lowered_names(ctx, operands[:n], out_avals[:n], "c")
+    xs, consts = operands[n:split], operands[split:]
+    ys = []
+    for aval in out_avals[n:]:
+        ys.append(ctx.temp("y"))
+        ctx.line(f"{ys[-1]} = np.empty({aval.shape!r}, {ctx.dtype(aval.dtype)})")
+    step = ctx.temp("s")
+    steps = f"range({length - 1}, -1, -1)" if reverse else f"range({length})"
+    ctx.line(f"for {step} in {steps}:")
+    with ctx.indented():
+        x_t = []
+        for x in xs:
+            x_t.append(ctx.temp("x"))
+            ctx.line(f"{x_t[-1]} = {x}[{step}]")
+        new = inline_function(ctx, body, [*carry, *x_t], consts)
+        for y, value in zip(ys, new[n:], strict=True):
+            ctx.line(f"{y}[{step}] = {value}")
+        for name, value, aval in zip(carry, new[:n], out_avals[:n], strict=True):
+            ctx.line(f"{name} = {ctx.dtype(aval.dtype)}({value})" if aval.ndim == 0 else
+                     f"{name} = {value}")  # fmt: skip
+    ctx.view = set(range(n))  # the carry may be an operand, passed through; ys are new
+    return (*carry, *ys)
+
+
+scan_p.def_lowering(Emitter(_scan_lowering))
 
 # A staged scan is unrolled for sparsity detection (each step reads its own slice of xs)
 # up to this many equations in all; longer ones take every step's slice as one.

@@ -13,8 +13,11 @@ How each interpreter treats it:
 - jvp inside a jit: one loop a level down carrying the tangents; a carry leaf gains a
   tangent wherever the body gives it one, found by a fixed point before the loop
   (``while_loop_jvp``);
-- grad inside a jit: ``ConcretizationError``, since the trip count is not known while
-  staging, as in JAX's reverse mode (``_decided``).
+- grad inside a jit: where the carry holds nothing that grad differentiates (a
+  ``custom_vjp``'s ``fwd`` solving by iteration, as JAX's fixed-point recipe does), the
+  loop is staged one level down and its result is a constant for the grad
+  (``while_loop_grad``); else ``ConcretizationError``, since the trip count is not known
+  while staging, as in JAX's reverse mode (``_decided``).
 
 ``fori_loop`` with traced bounds is a ``while_loop`` (``fori_loop.py``).
 """
@@ -32,11 +35,14 @@ from autodiff.control.common import (
     CARRY_HINT,
     ControlFlowPrimitive,
     FlatFn,
+    GraphFn,
     bottom,
     check_like,
     check_predicate,
     derivative_where,
+    inline_function,
     leaves_of,
+    lowered_names,
     run_here,
     staged_if_jitting,
 )
@@ -56,11 +62,13 @@ from autodiff.core.args import check_callable
 from autodiff.core.arrays import library_of, shape_of
 from autodiff.core.graph import Graph, aval_of
 from autodiff.core.index_sets import propagating
+from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError, TransformTypeError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
 from autodiff.interpreters.forward import DualTensor, JvpInterpreter
+from autodiff.interpreters.reverse import GradInterpreter, unpack
 from autodiff.interpreters.sparsity import fixed_point
 from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
 from autodiff.rules import creation as _cre
@@ -123,6 +131,32 @@ def _while_impl(*carry: Any, cond_fun: FlatFn, body_fun: FlatFn, tree: Any,
 
 
 while_loop_p = WhileLoopPrimitive("while_loop", _while_impl, multiple_results=True)
+
+
+def _while_lowering(ctx, *operands, cond_fun, body_fun, n_consts=0, **params):
+    """Staged: the loop in compiled code, ``cond_fun`` and ``body_fun`` written inline
+    (where everything in them lowers; else the loop stays Python's)."""
+    if not isinstance(cond_fun, GraphFn) or not isinstance(body_fun, GraphFn):
+        raise NotLowered("while_loop's functions are not staged")
+    split = len(operands) - n_consts
+    carry_avals = ctx.out_avals
+    carry = lowered_names(ctx, operands[:split], carry_avals, "c")
+    consts = operands[split:]
+    ctx.line("while True:")
+    with ctx.indented():
+        (running,) = inline_function(ctx, cond_fun, carry, consts)
+        ctx.line(f"if not {running}:")
+        with ctx.indented():
+            ctx.line("break")
+        new = inline_function(ctx, body_fun, carry, consts)
+        for name, value, aval in zip(carry, new, carry_avals, strict=True):
+            ctx.line(f"{name} = {ctx.dtype(aval.dtype)}({value})" if aval.ndim == 0 else
+                     f"{name} = {value}")  # fmt: skip
+    ctx.view = True  # the carry may be an operand, passed through
+    return tuple(carry)
+
+
+while_loop_p.def_lowering(Emitter(_while_lowering))
 
 
 @while_loop_p.def_sparsity
@@ -196,6 +230,23 @@ def _stage_functions(interp, args, avals, params) -> tuple[dict, list, list]:
         [cond, body],
         joined(list(avals), body.avals()),
     )
+
+
+# --- grad inside a jit: a loop it need not differentiate -------------------------------------
+
+
+@process.register(GradInterpreter, WhileLoopPrimitive)
+def while_loop_grad(interp: GradInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                    params: dict):  # fmt: skip
+    """Inside a jit, a loop whose carry has no derivative at this level (a ``custom_vjp``'s
+    ``fwd``, which the grad does not differentiate) is staged one level down: its result
+    is a constant here.  Where its functions close over values this grad differentiates,
+    the staging hands it back with them as operands, and it runs here (and raises, as
+    the trip count is unknown while staging)."""
+    values, parents, _ = unpack(interp, args)
+    if parents or not staging_below(interp):
+        return run_here(interp, prim, args, params)
+    return prim.bind(*reaching(list(values)), **params)
 
 
 # --- vmap and jvp inside a jit: one staged loop -------------------------------------------------

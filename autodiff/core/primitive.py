@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from autodiff.core.dispatch import DispatchPoint, dispatch
+from autodiff.core.lowering import Lowering
 from autodiff.core.observe import Observer, current_observer
 from autodiff.core.rule_forms import check_arity, normalize_reads, normalized_jvp, normalized_vjp
 from autodiff.core.tracer import Tracer, leaked_error
@@ -220,6 +221,12 @@ class Primitive:
         non-linearly; each operand is its value where it is a constant of the graph,
         else its abstract value.  Without one, every output element depends on every
         input element (safe, never wrong).
+    lowering
+        Optional, for ``jit``'s compiling tier: how the primitive is written as code numba
+        compiles, a ``core.lowering.Elementwise`` (a scalar function applied to each
+        element; equations of one shape fuse into one loop) or ``Emitter`` (source for
+        whole arrays).  Without one, the primitive is a NumPy call between compiled
+        regions (``core/lowering.py``).
 
     >>> import numpy as np
     >>> from autodiff.core.primitive import Primitive
@@ -229,8 +236,8 @@ class Primitive:
     """
 
     __slots__ = ("__weakref__", "_derived_jvp", "_derived_vjp", "batch", "differentiable",
-                 "impl", "jvp", "multiple_results", "name", "shape", "sparsity", "traceable",
-                 "vjp", "vjp_reads")  # fmt: skip
+                 "impl", "jvp", "lowering", "multiple_results", "name", "shape", "sparsity",
+                 "traceable", "vjp", "vjp_reads")  # fmt: skip
     # Effectful primitives (random draws) run at every replay of a staged graph, in
     # order: graph passes never drop, merge or precompute them.
     effectful = False
@@ -249,10 +256,14 @@ class Primitive:
         shape: Callable | None = None,
         traceable: bool = False,
         sparsity: Callable | None = None,
+        lowering: Lowering | None = None,
     ) -> None:
         self.name = name
         self.shape = shape
         self.sparsity = sparsity
+        self.lowering: Lowering | None = None
+        if lowering is not None:
+            self.def_lowering(lowering)
         self.traceable = traceable
         self.vjp_reads = normalize_reads(name, vjp_reads)
         self.impl = impl
@@ -316,6 +327,16 @@ class Primitive:
         element reads, for sparsity detection (see ``sparsity`` above)."""
         self.sparsity = rule
         return rule
+
+    def def_lowering(self, lowering: Lowering) -> Lowering:
+        """How the primitive is written as compiled code (see ``lowering`` above)."""
+        if not isinstance(lowering, Lowering):
+            raise TypeError(
+                f"primitive '{self.name}': a lowering is an Elementwise or an Emitter "
+                f"(autodiff.core.lowering), got {lowering!r:.60}"
+            )
+        self.lowering = lowering
+        return lowering
 
     def bind(self, *args: Any, **params: Any) -> Any:
         # The hot path of the library.  With no tracer among the arguments this

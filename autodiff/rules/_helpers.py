@@ -25,6 +25,7 @@ from autodiff.core.arrays import (
     shape_of,
 )
 from autodiff.core.graph import ShapedArray
+from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import ConcretizationError
@@ -218,6 +219,19 @@ def elementwise_shape(prim: Primitive) -> Callable:
     return shape
 
 
+def ufunc_lowering(impl: Callable) -> Elementwise | None:
+    """The lowering ``unary`` and ``broadcasting`` give a primitive whose implementation
+    is one of NumPy's ufuncs: that ufunc on each element, for float64 (compiled code
+    computes transcendental functions with the C library, NumPy with its own SIMD
+    loops: the two agree to within a unit in the last place, which float32 would show).
+    A block declares more where the function is exact in every dtype (arithmetic,
+    comparisons), and its own function where numba's differs from NumPy's."""
+    if (isinstance(impl, np.ufunc) and impl.nout == 1 and getattr(np, impl.__name__, None) is impl
+            and "d" * impl.nin + "->d" in impl.types):  # fmt: skip
+        return Elementwise(impl, kinds="d")
+    return None
+
+
 def _unbroadcast_vjp(rule: Callable, argnum: int) -> Callable:
     def vjp(ct, ans, *args, **params):
         out = rule(ct, ans, *args, **params)
@@ -352,6 +366,7 @@ def broadcasting(
         prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
     prim.def_batch(_broadcasting_batch(prim))
     prim.def_shape(elementwise_shape(prim))
+    prim.lowering = ufunc_lowering(impl)
     prim.def_sparsity(
         elementwise_sparsity(
             [d is not None for d in derivs] + [False] * (nargs - len(derivs)), pairs
@@ -396,6 +411,7 @@ def unary(
         prim.def_jvp([deriv])
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
     prim.def_shape(elementwise_shape(prim))
+    prim.lowering = ufunc_lowering(impl)
     prim.def_sparsity(elementwise_sparsity([True], () if linear else None))
     return prim, _public(prim, 1, numpy, _doc(name, numpy, differentiable))
 

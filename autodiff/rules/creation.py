@@ -18,6 +18,7 @@ import numpy as np
 
 from autodiff.core import numpy_args
 from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
+from autodiff.core.lowering import Emitter
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 
@@ -35,6 +36,16 @@ def _like(name, numpy_func):
         differentiable=False,
     )
     prim.def_batch(lambda args, dims, *, dtype: (prim.bind(args[0], dtype=dtype), dims[0]))
+    fill = {"zeros_like": 0, "ones_like": 1}.get(name)
+    if fill is not None:
+
+        def lowering(ctx, x, *, dtype):
+            (out,) = ctx.out_avals
+            if out.ndim == 0:
+                return f"{ctx.dtype(out.dtype)}({fill})"
+            return f"np.{'zeros' if fill == 0 else 'ones'}({out.shape!r}, {ctx.dtype(out.dtype)})"
+
+        prim.def_lowering(Emitter(lowering))
 
     def public(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
         if shape is not None:

@@ -36,6 +36,7 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
+from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import TransformValueError
@@ -88,6 +89,7 @@ add_p, add = broadcasting(
     reads=[(), ()],
     pairs=(),
 )
+add_p.def_lowering(Elementwise(np.add, kinds="fiu"))  # correctly rounded: float32 too
 subtract_p, subtract = broadcasting(
     "subtract",
     np.subtract,
@@ -97,6 +99,7 @@ subtract_p, subtract = broadcasting(
     reads=[(), ()],
     pairs=(),
 )
+subtract_p.def_lowering(Elementwise(np.subtract, kinds="fiu"))
 multiply_p, multiply = broadcasting(
     "multiply",
     np.multiply,
@@ -106,6 +109,7 @@ multiply_p, multiply = broadcasting(
     reads=[(1,), (0,)],
     pairs=[(0, 1)],
 )
+multiply_p.def_lowering(Elementwise(np.multiply, kinds="fiu"))
 divide_p, divide = broadcasting(
     "divide",
     np.divide,
@@ -115,20 +119,26 @@ divide_p, divide = broadcasting(
     reads=[(1,), (1, "ans")],
     pairs=[(0, 1), (1, 1)],
 )
+divide_p.def_lowering(Elementwise(np.divide, kinds="fiu"))  # integers divide as float64
 true_divide = divide
 negative_p, negative = unary(
     "negative", np.negative, lambda g, a, x: -g, numpy=[np.negative], reads=(), linear=True
 )
+negative_p.def_lowering(Elementwise(np.negative, kinds="fi"))
 positive_p, positive = unary(
     "positive", np.positive, lambda g, a, x: g, numpy=[np.positive], linear=True
 )
+positive_p.def_lowering(Elementwise(np.positive, kinds="fiu"))
 reciprocal_p, reciprocal = unary(
     "reciprocal", np.reciprocal, lambda g, a, x: -g * a * a, numpy=[np.reciprocal]
 )
+reciprocal_p.def_lowering(Elementwise(np.reciprocal, kinds="f"))
 square_p, square = unary(
     "square", np.square, lambda g, a, x: g * (2 * x), numpy=[np.square], reads=(0,)
 )
+square_p.def_lowering(Elementwise(np.square, kinds="fiu"))
 sqrt_p, sqrt = unary("sqrt", np.sqrt, lambda g, a, x: g / (2 * a), numpy=[np.sqrt], reads=("ans",))
+sqrt_p.def_lowering(Elementwise(np.sqrt, kinds="f"))  # correctly rounded
 cbrt_p, cbrt = unary("cbrt", np.cbrt, lambda g, a, x: g / (3 * a * a), numpy=[np.cbrt])
 
 
@@ -195,12 +205,14 @@ def _abs_vjp(ct, ans, x):
 
 
 absolute_p, absolute = unary("absolute", np.absolute, _abs_jvp, vjp=_abs_vjp, numpy=[np.absolute])
+absolute_p.def_lowering(Elementwise(np.absolute, kinds="f"))
 # piecewise linear for real numbers; a complex modulus, sqrt(re**2 + im**2), is not
 absolute_p.def_sparsity(
     lambda x: (_linear if getattr(x, "dtype", np.dtype(float)).kind != "c" else _nonlinear)(x)
 )
 abs = absolute
 fabs_p, fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fabs], linear=True)
+fabs_p.def_lowering(Elementwise(np.fabs, kinds="f"))
 
 # --- exponentials and logarithms ----------------------------------------------------------
 _LN2, _LN10 = math.log(2), math.log(10)  # Python floats: they keep float32 float32
@@ -459,6 +471,17 @@ def _won_ignoring_nan(g, x, y):
     return where(isnan(y), where(isnan(x), 0.0, g), where(isnan(x), 0.0, _won(g, x, y)))
 
 
+def _maximum_scalar(x, y):
+    """NumPy's maximum of two numbers, for compiled code: a NaN wins; on a tie (0.0 and
+    -0.0 among them), ``y``."""
+    return x if x > y or x != x else y
+
+
+def _minimum_scalar(x, y):
+    """NumPy's minimum of two numbers (a NaN wins; on a tie, ``y``)."""
+    return x if x < y or x != x else y
+
+
 maximum_p, maximum = broadcasting(
     "maximum",
     np.maximum,
@@ -467,6 +490,7 @@ maximum_p, maximum = broadcasting(
     numpy=[np.maximum],
     pairs=(),  # piecewise linear
 )
+maximum_p.def_lowering(Elementwise(_maximum_scalar, kinds="fbiu"))
 minimum_p, minimum = broadcasting(
     "minimum",
     np.minimum,
@@ -475,6 +499,7 @@ minimum_p, minimum = broadcasting(
     numpy=[np.minimum],
     pairs=(),  # piecewise linear
 )
+minimum_p.def_lowering(Elementwise(_minimum_scalar, kinds="fbiu"))
 fmax_p, fmax = broadcasting(
     "fmax",
     np.fmax,
@@ -483,6 +508,7 @@ fmax_p, fmax = broadcasting(
     numpy=[np.fmax],
     pairs=(),  # piecewise linear
 )
+fmax_p.lowering = None  # NumPy's own sign of a tied zero depends on the array's length
 fmin_p, fmin = broadcasting(
     "fmin",
     np.fmin,
@@ -491,6 +517,7 @@ fmin_p, fmin = broadcasting(
     numpy=[np.fmin],
     pairs=(),  # piecewise linear
 )
+fmin_p.lowering = None  # as fmax
 
 
 @register_numpy(np.clip)
@@ -540,6 +567,7 @@ where_p, where = broadcasting(
     numpy=[np.where],
     pairs=(),
 )
+where_p.def_lowering(Elementwise(lambda c, x, y: x if c else y, kinds="fbiu"))
 copysign_p, copysign = broadcasting(
     "copysign",
     np.copysign,
@@ -548,6 +576,7 @@ copysign_p, copysign = broadcasting(
     numpy=[np.copysign],
     pairs=(),
 )
+copysign_p.def_lowering(Elementwise(np.copysign, kinds="f"))
 
 _nan_to_num_p = Primitive(
     "nan_to_num",
@@ -728,6 +757,26 @@ right_shift_p, right_shift = _nondiff("right_shift", np.right_shift, 2, np.right
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 bitwise_count_p, bitwise_count = _nondiff("bitwise_count", np.bitwise_count, 1, np.bitwise_count)
 
+# Exact in every dtype: comparisons, logic, classification, rounding to integers.
+for _p in (equal_p, not_equal_p, less_p, less_equal_p, greater_p, greater_equal_p,
+           logical_and_p, logical_or_p, logical_xor_p, logical_not_p):  # fmt: skip
+    _p.def_lowering(Elementwise(_p.impl, kinds="fbiu"))
+for _p in (isnan_p, isinf_p, isfinite_p, signbit_p, floor_p, ceil_p, rint_p, trunc_p):
+    _p.def_lowering(Elementwise(_p.impl, kinds="f"))
+# numba's floor division, remainder and spacing differ from NumPy's at the edges (signs
+# of zeros, infinities); numba has no heaviside
+for _p in (floor_divide_p, remainder_p, spacing_p, heaviside_p):
+    _p.lowering = None
+
+
+def _sign_scalar(x):
+    """NumPy's sign, for compiled code: 0.0 for either zero, NaN for NaN (numba's gives
+    -0.0 for -0.0)."""
+    return 1.0 if x > 0 else (-1.0 if x < 0 else (0.0 if x == 0 else x))
+
+
+sign_p.def_lowering(Elementwise(_sign_scalar, kinds="fi"))
+
 # The array API standard's names for functions above (in NumPy 2 the same ufuncs).
 acos, asin, atan, atan2 = arccos, arcsin, arctan, arctan2
 acosh, asinh, atanh, pow = arccosh, arcsinh, arctanh, power
@@ -861,6 +910,7 @@ def array_equiv(a1, a2):
 
 
 stop_gradient_p, stop_gradient = unary("stop_gradient", lambda x: x, differentiable=False)
+stop_gradient_p.def_lowering(Elementwise(lambda x: x, kinds="fbiu"))
 stop_gradient.__doc__ = "``x`` as a constant for every derivative; values and batching still flow."
 
 _round_p = Primitive(
@@ -908,13 +958,28 @@ astype_p = Primitive(
     jvp=[lambda t, ans, x, *, dtype: _cast_like(t, dtype)],
     batch=lambda args, dims, *, dtype: (astype_p.bind(args[0], dtype=dtype), dims[0]),
     sparsity=elementwise_sparsity([True], ()),
+    lowering=Elementwise(lambda x: x, kinds="fbiu"),  # the cast to the result's dtype
 )
+
+
+def _casts_as_numpy(avals, out):
+    """Casts compiled code makes as NumPy does: to bool, between integers, and from
+    floats to signed integers of 32 or 64 bits (out of range, both raise the processor's
+    invalid flag, and NumPy then warns); not from floats to unsigned or small integers."""
+    return (
+        out.dtype.kind == "b"
+        or avals[0].dtype.kind in "biu"
+        or (out.dtype.kind == "i" and out.dtype.itemsize >= 4)
+    )
+
+
 # Casting to an integer or bool type rounds: no derivative flows through it.
 astype_discrete_p = Primitive(
     "astype_discrete",
     _astype_impl,
     differentiable=False,
     batch=lambda args, dims, *, dtype: (astype_discrete_p.bind(args[0], dtype=dtype), dims[0]),
+    lowering=Elementwise(lambda x: x, kinds="fbiu", when=_casts_as_numpy),
 )
 
 

@@ -29,6 +29,7 @@ from autodiff.core.arrays import (
     shape_of,
 )
 from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity
+from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
 from autodiff.errors import ConcretizationError
@@ -262,6 +263,23 @@ getitem_p = Primitive(
     batch=_getitem_batch,
     sparsity=moves(_getitem_impl),
 )
+
+
+def _basic(ctx, arrays, index):
+    """A static index as source (``NotLowered`` for integer arrays, masks, or an index
+    of a scalar)."""
+    if arrays or ctx.in_avals[0].ndim == 0:
+        raise NotLowered("indexing with arrays")
+    return ctx.index(index)
+
+
+def _getitem_lowering(ctx, x, *arrays, index):
+    at = _basic(ctx, arrays, index)
+    ctx.view = True
+    return f"{x}[{at}]"
+
+
+getitem_p.def_lowering(Emitter(_getitem_lowering))
 
 
 @implements(getitem_p, operator.getitem)
@@ -537,6 +555,14 @@ def _added_into(out, y, arrays, index):
     return out if _flat_add(out, y, arrays, index) else _add_into(out, y, *arrays, index=index)
 
 
+def _index_add_lowering(ctx, x, y, *arrays, index):
+    at = _basic(ctx, arrays, index)
+    out = ctx.temp("v")
+    ctx.line(f"{out} = {x}.copy()")
+    ctx.line(f"{out}[{at}] += {y}")
+    return out
+
+
 index_add_p = _scatter(
     "index_add",
     _add_write,
@@ -552,6 +578,7 @@ index_add_p = _scatter(
     ],
     impl=_index_add_impl,
 )
+index_add_p.def_lowering(Emitter(_index_add_lowering))
 
 
 # The VJP of x[index]: the cotangent added into zeros of x's shape.  A primitive of its
@@ -582,6 +609,19 @@ untake_p = Primitive(
     ],
     batch=_untake_batch,
 )
+
+
+def _untake_lowering(ctx, y, *arrays, index, shape):
+    if arrays or not shape:
+        raise NotLowered("untake with arrays")
+    at = ctx.index(index)
+    out = ctx.temp("v")
+    ctx.line(f"{out} = np.zeros({tuple(shape)!r}, {ctx.dtype(ctx.out_avals[0].dtype)})")
+    ctx.line(f"{out}[{at}] += {y}")  # added, as the implementation does (0.0 + -0.0 = 0.0)
+    return out
+
+
+untake_p.def_lowering(Emitter(_untake_lowering))
 
 
 @untake_p.def_sparsity

@@ -49,6 +49,8 @@ them (such as ``V diag(w) V^H`` or ``abs(V)``) for complex ones.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import math
 import operator
 from typing import Any
@@ -65,6 +67,7 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
+from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.rules._helpers import (
@@ -280,6 +283,22 @@ solve_p = Primitive(
 solve_p.def_sparsity(
     lambda a, b: stacked([2, 1 if len(shape_of_operand(b)) == 1 else 2], [(0, 0), (0, 1)])(a, b)
 )  # linear in b
+
+
+def _solve_lowering(ctx, a, b):
+    """numba's solve (LAPACK, through SciPy's bindings) for one system."""
+    (x, y) = ctx.in_avals
+    if x.ndim != 2 or y.ndim > 2 or x.dtype != y.dtype or x.dtype.kind != "f" or not _have_scipy():
+        raise NotLowered("a stack of systems, mixed dtypes, or no SciPy for numba's LAPACK")
+    return f"np.linalg.solve(np.ascontiguousarray({a}), np.ascontiguousarray({b}))"
+
+
+@functools.cache
+def _have_scipy() -> bool:
+    return importlib.util.find_spec("scipy") is not None
+
+
+solve_p.def_lowering(Emitter(_solve_lowering))
 
 
 @implements(solve_p, np.linalg.solve)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import dtype_of, eye_like, ndim_of, normalize_axes, shape_of
+from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
@@ -106,6 +107,17 @@ matmul_p = Primitive(
     batch=_matmul_batch,
     vjp_reads=[(1,), (0,)],  # each cotangent reads the other operand (and shapes)
 )
+
+
+def _matmul_lowering(ctx, a, b):
+    """numba's dot (BLAS) for vectors and matrices of one floating dtype."""
+    (x, y) = ctx.in_avals
+    if x.dtype != y.dtype or x.dtype.kind != "f" or not (1 <= x.ndim <= 2 and 1 <= y.ndim <= 2):
+        raise NotLowered("matmul of stacks, of integers or of mixed dtypes")
+    return f"np.dot(np.ascontiguousarray({a}), np.ascontiguousarray({b}))"
+
+
+matmul_p.def_lowering(Emitter(_matmul_lowering))
 
 
 @matmul_p.def_sparsity

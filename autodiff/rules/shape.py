@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import array_like, ndim_of, normalize_axes, shape_of
+from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.rules._helpers import (
@@ -65,6 +66,21 @@ reshape_p = Primitive(
     batch=_reshape_batch,
 )
 reshape_p.def_sparsity(moves(reshape_p.impl))
+
+
+def _reshape_lowering(ctx, x, **params):
+    """A new shape for ``x`` (reshape, expand_dims, squeeze: the result's shape says it):
+    a view where ``x`` is contiguous; 0-d values are scalars in compiled code."""
+    (aval,), (out,) = ctx.in_avals, ctx.out_avals
+    if aval.ndim == 0:
+        return f"np.full({out.shape!r}, {x})"
+    if out.ndim == 0:
+        return f"np.ascontiguousarray({x}).reshape(({aval.size},))[0]"
+    ctx.view = True
+    return f"np.ascontiguousarray({x}).reshape({out.shape!r})"
+
+
+reshape_p.def_lowering(Emitter(_reshape_lowering))
 
 
 def _resolve_shape(shape: Any, size: int) -> tuple[int, ...]:
@@ -115,6 +131,14 @@ transpose_p = Primitive(
     batch=_transpose_batch,
 )
 transpose_p.def_sparsity(moves(transpose_p.impl))
+
+
+def _transpose_lowering(ctx, x, *, axes):
+    ctx.view = True
+    return f"np.transpose({x}, {tuple(int(a) for a in axes)!r})"
+
+
+transpose_p.def_lowering(Emitter(_transpose_lowering))
 
 
 @implements(transpose_p, np.transpose, np.permute_dims)
@@ -211,6 +235,19 @@ broadcast_to_p = Primitive(
 broadcast_to_p.def_sparsity(moves(broadcast_to_p.impl))
 
 
+def _broadcast_to_lowering(ctx, x, *, shape):
+    (aval,), (out,) = ctx.in_avals, ctx.out_avals
+    if out.ndim == 0:
+        return x
+    if aval.ndim == 0:
+        return f"np.full({out.shape!r}, {x})"
+    ctx.view = True
+    return f"np.broadcast_to({x}, {out.shape!r})"
+
+
+broadcast_to_p.def_lowering(Emitter(_broadcast_to_lowering))
+
+
 @implements(broadcast_to_p, np.broadcast_to)
 def broadcast_to(array, shape, subok=False):
     """Like numpy.broadcast_to (the result is a read-only view for NumPy arrays)."""
@@ -244,6 +281,7 @@ expand_dims_p = Primitive(
 )
 expand_dims_p.def_batch(_shifted_batch(expand_dims_p))
 expand_dims_p.def_sparsity(moves(expand_dims_p.impl))
+expand_dims_p.def_lowering(Emitter(_reshape_lowering))
 
 
 @implements(expand_dims_p, np.expand_dims)
@@ -262,6 +300,7 @@ squeeze_p = Primitive(
 )
 squeeze_p.def_batch(_shifted_batch(squeeze_p))
 squeeze_p.def_sparsity(moves(squeeze_p.impl))
+squeeze_p.def_lowering(Emitter(_reshape_lowering))
 
 
 @implements(squeeze_p, np.squeeze)
@@ -308,6 +347,15 @@ concatenate_p = Primitive(
 )
 concatenate_p.def_batch(_joining_batch(concatenate_p))
 concatenate_p.def_sparsity(moves(concatenate_p.impl, data=None))
+
+
+def _concatenate_lowering(ctx, *xs, axis):
+    if len({a.dtype for a in ctx.in_avals}) != 1 or any(a.ndim == 0 for a in ctx.in_avals):
+        raise NotLowered("concatenate of mixed dtypes")
+    return f"np.concatenate(({''.join(x + ', ' for x in xs)}), axis={int(axis)})"
+
+
+concatenate_p.def_lowering(Emitter(_concatenate_lowering))
 
 
 def _check_no_out(name: str, out: Any) -> None:

@@ -1,0 +1,420 @@
+"""Loops and small programs against JAX jit: where compiled code is the limit.
+
+    python -m benchmarks.loops          # these tables alone: results-loops.md
+    python -m benchmarks.loops --quick  # fewer rounds
+
+``python -m benchmarks`` runs them too, into results.md.  Each program is written once
+per library; the systems run in one process, interleaved round by round, on one core:
+
+- L1: a fixed point by ``while_loop`` (Newton's square root of 16 numbers, to 1e-12)
+  with its gradient by the implicit function theorem, a ``custom_vjp`` whose backward
+  pass is another fixed point (JAX's documented recipe), ``jit(grad(f))``;
+- L2: a Lagrangian double pendulum: the accelerations from the ``hessian`` of the
+  Lagrangian in the velocities, ``jacfwd(grad)`` for the mixed term and ``solve``, in an
+  RK4 ``scan`` of 100 steps, ``jit(f)``;
+- L3: the gradient of a tanh RNN (hidden 32, batch 8, 100 steps) through
+  ``scan(checkpoint=True)`` (``jax.checkpoint`` of the step in JAX), ``jit(grad(f))``;
+- L4: ``vmap`` of a Newton ``while_loop`` (Kepler's equation for 256 anomalies), ``jit``.
+
+Rows: JAX jit (the reference), autodiff's replay (``jit(f, compile=False)``: NumPy calls,
+the loop in Python) and its compiling tier (``jit(f, compile=True)``: numba kernels).
+The first-call table gives each system's first and second calls, and the compile times:
+autodiff's kernels with an empty cache on disk and loaded from it, against JAX's
+``jit(f).lower(x).compile()``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one thread, as python -m benchmarks runs (when run alone)
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import contextlib  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import pathlib  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import autodiff  # noqa: E402
+import autodiff.numpy as anp  # noqa: E402
+from autodiff.compiler import numba_tier  # noqa: E402
+from benchmarks import _harness as h  # noqa: E402
+from benchmarks.workloads import HAVE  # noqa: E402
+
+if HAVE["jax"]:
+    import jax
+    import jax.numpy as jnp
+
+JAX = "JAX jit"
+REPLAY = "autodiff jit, replay (compile=False)"
+COMPILED = "autodiff jit, compiled (compile=True)"
+LIMIT = 1.5  # the issue's target: compiled x JAX jit
+OUT = pathlib.Path(__file__).with_name("results-loops.md")
+
+
+# --- the programs, written once per library ----------------------------------------------------
+
+
+def fixed_point_loss(lib: Any, custom_vjp: Callable, while_loop: Callable, vjp: Callable):
+    """L1: sum(sqrt(a)) by Newton's fixed point, its gradient by the implicit function
+    theorem (JAX's custom_vjp recipe, the backward pass another fixed point)."""
+
+    def newton(a, x):
+        return 0.5 * (x + a / x)
+
+    def solve(a, x0):
+        def cond(c):
+            return lib.max(lib.abs(c[0] - c[1])) > 1e-12
+
+        return while_loop(cond, lambda c: (c[1], newton(a, c[1])), (x0, newton(a, x0)))[1]
+
+    fixed_point = custom_vjp(solve)
+
+    def fwd(a, x0):
+        z = solve(a, x0)
+        return z, (a, z)
+
+    def bwd(res, z_bar):
+        a, z = res
+        _, vjp_x = vjp(lambda x: newton(a, x), z)
+
+        def cond(c):
+            return lib.max(lib.abs(c[0] - c[1])) > 1e-12
+
+        def body(c):
+            return c[1], vjp_x(c[1])[0] + z_bar
+
+        u = while_loop(cond, body, (z_bar, vjp_x(z_bar)[0] + z_bar))[1]
+        _, vjp_a = vjp(lambda a: newton(a, z), a)
+        return vjp_a(u)[0], lib.zeros_like(z)
+
+    fixed_point.defvjp(fwd, bwd)
+    return lambda a: lib.sum(fixed_point(a, a))
+
+
+def pendulum(lib: Any, hessian: Callable, grad: Callable, jacfwd: Callable, scan: Callable,
+             solve: Callable, steps: int = 100, dt: float = 0.01) -> Callable:  # fmt: skip
+    """L2: a double pendulum's path from its Lagrangian (the equations of motion of
+    Lagrangian neural networks: q_tt = H^-1 (dL/dq - d2L/dq_t dq q_t)), RK4 steps."""
+
+    def lagrangian(q, q_t, m1=1.0, m2=1.0, l1=1.0, l2=1.0, g=9.8):
+        t1, t2, w1, w2 = q[0], q[1], q_t[0], q_t[1]
+        kinetic = 0.5 * m1 * (l1 * w1) ** 2 + 0.5 * m2 * (
+            (l1 * w1) ** 2 + (l2 * w2) ** 2 + 2 * l1 * l2 * w1 * w2 * lib.cos(t1 - t2)
+        )
+        y1 = -l1 * lib.cos(t1)
+        potential = m1 * g * y1 + m2 * g * (y1 - l2 * lib.cos(t2))
+        return kinetic - potential
+
+    def field(state):
+        q, q_t = state[:2], state[2:]
+        mass = hessian(lagrangian, 1)(q, q_t)
+        mixed = jacfwd(grad(lagrangian, 1), 0)(q, q_t)
+        q_tt = solve(mass, grad(lagrangian, 0)(q, q_t) - mixed @ q_t)
+        return lib.concatenate([q_t, q_tt])
+
+    def rk4(state, _):
+        k1 = field(state)
+        k2 = field(state + dt / 2 * k1)
+        k3 = field(state + dt / 2 * k2)
+        k4 = field(state + dt * k3)
+        new = state + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return new, new
+
+    return lambda s0: scan(rk4, s0, None, steps)[1]
+
+
+RNN = {"hidden": 32, "batch": 8, "steps": 100, "input": 8}
+
+
+def rnn_data(seed: int = 0) -> tuple:
+    rng = np.random.default_rng(seed)
+    n, b, s, i = RNN["hidden"], RNN["batch"], RNN["steps"], RNN["input"]
+    params = (rng.standard_normal((i, n)) / 4, rng.standard_normal((n, n)) / 8, np.zeros(n))
+    return params, rng.standard_normal((s, b, i))
+
+
+def rnn_loss(lib: Any, scan: Callable) -> Callable:
+    """L3: a tanh RNN's loss; ``scan(step, h0, xs)`` recomputes the steps backwards."""
+
+    def loss(params, xs):
+        wx, wh, b = params
+        h, _ = scan(lambda h, x: (lib.tanh(x @ wx + h @ wh + b), None),
+                    lib.zeros((RNN["batch"], RNN["hidden"])), xs)  # fmt: skip
+        return lib.sum(h**2)
+
+    return loss
+
+
+def kepler(lib: Any, while_loop: Callable, vmap: Callable, e: float = 0.6) -> Callable:
+    """L4: the eccentric anomaly E - e sin E = M by Newton's method, per anomaly M."""
+
+    def solve(m):
+        def body(c):
+            step = (c[0] - e * lib.sin(c[0]) - m) / (1 - e * lib.cos(c[0]))
+            return c[0] - step, step
+
+        return while_loop(lambda c: lib.abs(c[1]) > 1e-12, body, (m, lib.ones_like(m)))[0]
+
+    return vmap(solve)
+
+
+def programs() -> dict[str, dict]:
+    """Per program: its title, its arguments and, per system, a maker of the function."""
+    params, xs = rnn_data()
+    ours: dict[str, dict] = {
+        "L1": {"title": "fixed point (while_loop) with an implicit custom_vjp gradient, "
+                        "16 numbers, jit(grad(f))",
+               "args": (np.linspace(1.0, 4.0, 16),),
+               "autodiff": lambda: autodiff.grad(fixed_point_loss(
+                   anp, autodiff.custom_vjp, autodiff.while_loop, autodiff.vjp))},
+        "L2": {"title": "Lagrangian double pendulum: hessian in an RK4 scan, 100 steps",
+               "args": (np.array([np.pi / 2, np.pi / 3, 0.0, 0.0]),),
+               "autodiff": lambda: pendulum(anp, autodiff.hessian, autodiff.grad,
+                                            autodiff.jacfwd,
+                                            lambda f, c, x, n: autodiff.scan(f, c, x, n),
+                                            anp.linalg.solve)},
+        "L3": {"title": f"RNN scan gradient, checkpoint=True (hidden {RNN['hidden']}, batch "
+                        f"{RNN['batch']}, {RNN['steps']} steps), jit(grad(f))",
+               "args": (params, xs),
+               "autodiff": lambda: autodiff.grad(rnn_loss(
+                   anp, lambda f, c, x: autodiff.scan(f, c, x, checkpoint=True)))},
+        "L4": {"title": "vmap of a Newton while_loop (Kepler's equation, 256 anomalies)",
+               "args": (np.linspace(0.1, 6.0, 256),),
+               "autodiff": lambda: kepler(anp, autodiff.while_loop, autodiff.vmap)},
+    }  # fmt: skip
+    if HAVE["jax"]:
+        jwhile = lambda c, b, i: jax.lax.while_loop(c, b, i)
+        ours["L1"]["jax"] = lambda: jax.grad(fixed_point_loss(jnp, jax.custom_vjp, jwhile,
+                                                              jax.vjp))  # fmt: skip
+        ours["L2"]["jax"] = lambda: pendulum(
+            jnp, jax.hessian, jax.grad, jax.jacfwd,
+            lambda f, c, x, n: jax.lax.scan(f, c, x, length=n), jnp.linalg.solve)  # fmt: skip
+        ours["L3"]["jax"] = lambda: jax.grad(rnn_loss(
+            jnp, lambda f, c, x: jax.lax.scan(jax.checkpoint(f), c, x)))  # fmt: skip
+        ours["L4"]["jax"] = lambda: kepler(jnp, jwhile, jax.vmap)
+    return ours
+
+
+def _jax_args(args: tuple) -> Any:
+    return jax.tree_util.tree_map(jnp.asarray, args)
+
+
+def systems(program: dict) -> dict[str, Callable[[], Any]]:
+    args = program["args"]
+    replay = autodiff.jit(program["autodiff"](), compile=False)
+    compiled = autodiff.jit(program["autodiff"](), compile=True)
+    for jitted in (replay, compiled):  # staged, then replayed (and compiled): not timed
+        jitted(*args)
+        jitted(*args)
+    out: dict[str, Callable[[], Any]] = {}
+    if "jax" in program:
+        jitted, jargs = jax.jit(program["jax"]()), _jax_args(args)
+        out[JAX] = lambda: jitted(*jargs)
+    out[REPLAY] = lambda: replay(*args)
+    out[COMPILED] = lambda: compiled(*args)
+    return out
+
+
+# --- first calls and compile times --------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _cache_in(folder: str) -> Iterator[None]:
+    before = os.environ.get("AUTODIFF_CACHE_DIR")
+    os.environ["AUTODIFF_CACHE_DIR"] = folder
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["AUTODIFF_CACHE_DIR"]
+        else:
+            os.environ["AUTODIFF_CACHE_DIR"] = before
+
+
+def _seconds(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def first_calls(name: str) -> dict[str, float]:
+    """Seconds, each in a fresh process (``python -m benchmarks.loops first NAME DIR``):
+    autodiff's first call (staging, the graph interpreted) and second with
+    compile=True (passes, replay, kernels) with an empty kernel cache, then again in
+    another process with the kernels on disk; JAX's first call (tracing, compiling, a
+    run) and its compile time (lower, compile)."""
+    with tempfile.TemporaryDirectory() as folder:
+        cold = _in_a_process(name, folder)
+        warm = _in_a_process(name, folder)
+    return {"first": cold["first"], "second, cold cache": cold["second"],
+            "second, kernels on disk": warm["second"], "numba start": cold["numba start"],
+            **{k: v for k, v in cold.items() if k.startswith("jax")}}  # fmt: skip
+
+
+def _in_a_process(name: str, folder: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "benchmarks.loops", "first", name, folder],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _first_calls_here(name: str, folder: str) -> None:
+    start = _warm_up()  # numba's own start, apart
+    program = programs()[name]
+    args = program["args"]
+    times = {"numba start": start}
+    with _cache_in(folder):
+        f = autodiff.jit(program["autodiff"](), compile=True)
+        times["first"] = _seconds(lambda: f(*args))
+        times["second"] = _seconds(lambda: f(*args))
+    if "jax" in program:
+        jargs = _jax_args(args)
+        fresh = jax.jit(program["jax"]())
+        times["jax first"] = _seconds(lambda: jax.block_until_ready(fresh(*jargs)))
+        times["jax compile"] = _seconds(lambda: jax.jit(program["jax"]()).lower(*jargs).compile())
+    print(json.dumps(times))
+
+
+def _warm_up() -> float:
+    """numba's one-time start (import, first compilation), before anything is timed."""
+    with tempfile.TemporaryDirectory() as folder, _cache_in(folder):
+        f = autodiff.jit(lambda v: anp.sin(v) * 2.0 + 1.0, compile=True)
+        return _seconds(lambda: (f(np.ones(3)), f(np.ones(3))))
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]]]:
+    """Markdown lines and (workload, target, value, verdict) rows."""
+    lines: list[str] = []
+    targets: list[tuple[str, str, float, str]] = []
+    if not numba_tier.available():
+        return [f"## L1-L4: not run ({numba_tier.why_not()})", ""], targets
+    firsts = {}
+    for name, program in programs().items():
+        rows = h.interleave(systems(program), JAX if HAVE["jax"] else REPLAY, rounds=rounds,
+                            inner=_inner(name), rtol=1e-9)  # fmt: skip
+        by = {r.system: r.median for r in rows}
+        lines += [f"## {name}: {program['title']}", "",
+                  *h.table(rows, JAX if HAVE["jax"] else REPLAY, "ms", 1e3), ""]  # fmt: skip
+        if HAVE["jax"]:
+            ratio = by[COMPILED] / by[JAX]
+            targets.append((name, f"compiled x JAX jit ≤ {LIMIT}", ratio,
+                            "reached" if ratio <= LIMIT else "**missed**"))  # fmt: skip
+        firsts[name] = first_calls(name)
+    starts = [t["numba start"] for t in firsts.values()]
+    lines += ["## First calls and compile times", "",
+              "Seconds, each program in a fresh process (twice: with an empty kernel cache, "
+              "then with the kernels the first left on disk), after numba's one-time start "
+              f"there (import, a first kernel: {min(starts):.2f}-{max(starts):.2f} s). "
+              "autodiff: the first call stages and interprets the graph; the second, with "
+              "compile=True, runs the passes, writes the replay and compiles the kernels (or "
+              "loads them). With the default compile='auto' no call waits for that: a "
+              "signature's kernels are compiled in a background thread once it is called "
+              "often, and swapped in when ready. JAX: the first call (tracing, compiling, one "
+              "run) and `jit(f).lower(x).compile()`.", "",
+              "| program | first call | second, empty cache | second, kernels on disk | "
+              "JAX first call | JAX compile |",
+              "|---|---|---|---|---|---|"]  # fmt: skip
+    for name, t in firsts.items():
+        jax_cols = (f"{t['jax first']:.2f} | {t['jax compile']:.2f}" if "jax first" in t
+                    else "- | -")  # fmt: skip
+        lines.append(f"| {name} | {t['first']:.3f} | {t['second, cold cache']:.2f} | "
+                     f"{t['second, kernels on disk']:.3f} | {jax_cols} |")  # fmt: skip
+    return [*lines, ""], targets
+
+
+def why() -> list[str]:
+    """Where L3's compiled time goes: its kernel against the same kernel with ``tanh``
+    taken out (numba calls the C library's scalar tanh; NumPy and XLA use SIMD loops)."""
+    import timeit
+
+    import numba
+
+    program = programs()["L3"]
+    args = program["args"]
+    f = autodiff.jit(program["autodiff"](), compile=True)
+    f(*args), f(*args)
+    entry = next(iter(f._entries.values()))
+    (kernel,) = entry.replay.kernels
+    graph = entry.replay.fused_graph
+    env = dict(zip(graph.invars, [*args[0], args[1]], strict=True))
+    env.update(zip(graph.constvars, graph.consts, strict=True))
+    inputs = [env[v] for v in graph.eqns[0].invars]
+
+    def time_of(source: str) -> float:
+        namespace = dict(kernel.dispatcher.py_func.__globals__)
+        exec(source, namespace)
+        compiled = numba.njit(error_model="numpy")(namespace["kernel"])
+        compiled(*inputs)
+        return min(timeit.repeat(lambda: compiled(*inputs), number=10, repeat=5)) / 10
+
+    whole, without = time_of(kernel.source), time_of(kernel.source.replace("np.tanh(", "("))
+    steps, size = RNN["steps"], RNN["batch"] * RNN["hidden"]
+    count = 2 * steps * size  # forward, and recomputed backwards (checkpoint=True)
+    return [
+        "### L3: where the compiled RNN's time goes",
+        "",
+        f"Its kernel (the whole jit(grad(f)): two loops of {steps} steps) takes "
+        f"{whole * 1e3:.2f} ms, and {without * 1e3:.2f} ms with `tanh` taken out: the "
+        f"{count:,} tanh of the forward pass and its recomputation take "
+        f"{(whole - without) / count * 1e9:.1f} ns each. numba compiles `tanh` to a call of "
+        "the C library's scalar function; NumPy's loop (AVX-512 here) and XLA's vectorised "
+        "approximation take 1-2 ns. The rest (the matrix products through BLAS, the fused "
+        "loops) is within JAX's time. Vectorised transcendental functions in the kernels "
+        "(a vector math library numba can call, or polynomial approximations written as "
+        "arithmetic LLVM vectorises, exact to an ulp) would close it.",
+        "",
+    ]
+
+
+def _inner(name: str) -> int:
+    return {"L1": 200, "L2": 2, "L3": 2, "L4": 50}[name]
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    started = time.perf_counter()
+    lines, targets = report(rounds=5 if quick else 15)
+    text = [
+        "# Benchmarks: loops and small programs against JAX jit",
+        "",
+        f"`python -m benchmarks.loops`, {datetime.date.today().isoformat()}. One thread; the "
+        "systems of a table run in the same process, interleaved round by round; times are "
+        "medians (and min-max), ratios to JAX jit's median; every system's result is checked "
+        "against JAX's first.",
+        "",
+        *h.environment(),
+        "",
+        *lines,
+        "## Targets",
+        "",
+        "| workload | target | measured | verdict |",
+        "|---|---|---|---|",
+        *[f"| {w} | {t} | {v:.3g} | {verdict} |" for w, t, v, verdict in targets],
+        "",
+        f"Run time: {time.perf_counter() - started:.0f} s.",
+        "",
+    ]
+    OUT.write_text("\n".join(text))
+    print("\n".join(text))
+
+
+if __name__ == "__main__":
+    if hasattr(os, "sched_setaffinity"):  # one core, as python -m benchmarks runs
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    if sys.argv[1:2] == ["first"]:
+        _first_calls_here(sys.argv[2], sys.argv[3])
+    else:
+        main()
