@@ -611,3 +611,14 @@ def test_a_lowering_is_declared_as_one():
     with pytest.raises(TypeError, match="a lowering is an Elementwise or an Emitter"):
         Primitive("p", np.sin, lowering=np.sin)
     assert isinstance(autodiff.numpy.sin.primitive.lowering, Elementwise)
+
+
+def test_a_kernels_key_holds_the_values_of_the_globals_its_functions_read(monkeypatch):
+    """numba freezes the globals a scalar function reads: a kernel cached on disk must
+    not outlive a change of their values (a library upgrade changing a coefficient)."""
+    from autodiff.compiler.numba_tier import _fingerprint
+    from autodiff.rules import elementwise
+
+    before = _fingerprint(elementwise._tanh_scalar)
+    monkeypatch.setattr(elementwise, "_TANH_P", (1.0, 2.0, 3.0))
+    assert _fingerprint(elementwise._tanh_scalar) != before

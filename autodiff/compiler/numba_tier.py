@@ -193,8 +193,11 @@ def _fingerprint(fn: Callable) -> bytes | None:
     code = getattr(fn, "__code__", None)
     if code is None or getattr(fn, "__closure__", None):
         return None
+    # numba freezes the globals a function reads: their values are part of what it computes
+    read = {name: fn.__globals__[name] for name in code.co_names if name in fn.__globals__}
+    frozen = {k: v for k, v in read.items() if isinstance(v, (int, float, complex, bool, tuple))}
     try:
-        return marshal.dumps(code)
+        return marshal.dumps(code) + repr(sorted(frozen.items())).encode()
     except ValueError:
         return None
 

@@ -282,6 +282,29 @@ _LARGE = 1 << 18  # bytes: NumPy's own threshold for reusing a temporary's buffe
 
 
 tanh_p, tanh = unary("tanh", np.tanh, _tanh_deriv, numpy=[np.tanh], reads=("ans",))
+
+# tanh in compiled code: the C library's tanh costs about 12 ns an element where its exp
+# costs 4 and NumPy's SIMD tanh 1 (a recurrent network is mostly tanh). Near 0, an odd
+# rational function (the coefficients of Cephes' tanh, relative error below 1e-16);
+# elsewhere 1 - 2 / (exp(2|x|) + 1) with x's sign. Within 4e-16 relative of NumPy's,
+# signed zeros, infinities and NaN as NumPy's (tests/test_compiled.py checks them).
+_TANH_P = (-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3)
+_TANH_Q = (1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3)
+
+
+def _tanh_scalar(x):
+    """NumPy's tanh of one float64 (see above)."""
+    a = math.fabs(x)
+    if a < 0.625:
+        z = x * x
+        p0, p1, p2 = _TANH_P
+        q0, q1, q2 = _TANH_Q
+        return x * (1.0 + z * ((p0 * z + p1) * z + p2) / (((z + q0) * z + q1) * z + q2))
+    t = 1.0 - 2.0 / (math.exp(2.0 * a) + 1.0)
+    return t if x > 0 else -t
+
+
+tanh_p.def_lowering(Elementwise(_tanh_scalar, kinds="d"))
 arcsinh_p, arcsinh = unary(
     "arcsinh", np.arcsinh, lambda g, a, x: g / sqrt(x * x + 1), numpy=[np.arcsinh]
 )
