@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import threading
 import tracemalloc
 import warnings
@@ -293,8 +294,10 @@ def _growth(step, warm, measure):
     """Memory allocated by autodiff's code (traced from the start, so that what a full
     cache evicts counts too; other threads' allocations, such as a Dask cluster's left
     from other tests, are not autodiff's) and objects gained over ``measure`` steps,
-    after ``warm`` steps filled the caches: the lesser of two such windows (a leak grows
+    after ``warm`` steps filled the caches (and the compiling tier's background thread
+    finished what earlier tests gave it): the lesser of two such windows (a leak grows
     in both; a one-off, such as a dict doubling, in one)."""
+    numba_tier.wait_for_background()
     mine = [tracemalloc.Filter(True, "*/autodiff/*"), tracemalloc.Filter(True, __file__)]
 
     def memory():
@@ -311,7 +314,7 @@ def _growth(step, warm, measure):
             for i in range(warm + window * measure, warm + (window + 1) * measure):
                 step(i)
             marks.append(memory())
-        grown = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(marks, marks[1:])]
+        grown = [(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(marks)]
         return min(g[0] for g in grown), min(g[1] for g in grown)
     finally:
         tracemalloc.stop()
