@@ -201,10 +201,7 @@ def main() -> None:
     lines, sparse_targets = sparse.report(rounds=rounds)
     report += lines
     targets += sparse_targets
-    report += ["## Targets", "", "| workload | target | measured | verdict |", "|---|---|---|---|",
-               *[f"| {wl} | {t} | {v:.3g} | {verdict} |".replace("| nan |", "| - |")
-                 for wl, t, v, verdict in targets],
-               ""]  # fmt: skip
+    report += h.targets_table(targets)
     missed = sorted({wl for wl, _, _, verdict in targets if "missed" in verdict})
     if missed:
         report += ["## Why targets are missed", ""]

@@ -124,6 +124,13 @@ def settled(name: str, run: Callable[[], Any]) -> Callable[[], Any]:
     return lambda: jax.block_until_ready(run())
 
 
+def targets_table(targets: list[tuple[str, str, float, str]]) -> list[str]:
+    """A report's targets section: one row per (workload, target, measured, verdict)."""
+    return ["## Targets", "", "| workload | target | measured | verdict |", "|---|---|---|---|",
+            *[f"| {wl} | {t} | {'-' if v != v else f'{v:.3g}'} | {verdict} |"
+              for wl, t, v, verdict in targets], ""]  # fmt: skip
+
+
 def environment() -> list[str]:
     """Machine, versions and BLAS, for the report."""
     lines = [

@@ -142,12 +142,7 @@ def main() -> None:
         *h.environment(),
         "",
         *lines,
-        "## Targets",
-        "",
-        "| workload | target | measured | verdict |",
-        "|---|---|---|---|",
-        *[f"| {wl} | {t} | {v:.3g} | {verdict} |" for wl, t, v, verdict in targets],
-        "",
+        *h.targets_table(targets),
         f"Run time: {time.perf_counter() - started:.0f} s.",
         "",
     ]

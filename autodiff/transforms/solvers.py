@@ -21,7 +21,7 @@ solves example by example.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -143,17 +143,7 @@ def _linear_solve_vjp(cts, ans, primals, params, argnums):
         ct_b = _transposed_solve(cts, p, params)
     out: list = []
     wanted_p = [i - n_b for i in argnums if i >= n_b]
-    grads_p: dict = {}
-    if wanted_p:
-
-        def along(*chosen):
-            full = list(p)
-            for i, c in zip(wanted_p, chosen):
-                full[i] = c
-            return tuple(matvec.call(ans, full))
-
-        _, pull = vjp(along, *(p[i] for i in wanted_p))
-        grads_p = dict(zip(wanted_p, pull(tuple(-c for c in ct_b))))
+    grads_p = _pulled_back(matvec.call, ans, p, wanted_p, ct_b)
     for i in argnums:
         out.append(ct_b[i] if i < n_b else grads_p[i - n_b])
     return out
@@ -326,18 +316,25 @@ def _root_vjp(cts, ans, primals, params, argnums):
                             lambda g, r: tangent_solve(g, r),
                             transpose_solve=lambda g, r: tangent_solve(g, r))  # fmt: skip
     wanted = [i - n_x for i in argnums if i >= n_x]
-    grads: dict = {}
-    if wanted:
-
-        def along(*chosen):
-            full = list(p)
-            for i, c in zip(wanted, chosen):
-                full[i] = c
-            return tuple(f.call(x, full))
-
-        _, pull = vjp(along, *(p[i] for i in wanted))
-        grads = dict(zip(wanted, pull(tuple(-leaf for leaf in optree.tree_leaves(y)))))
+    grads = _pulled_back(f.call, x, p, wanted, optree.tree_leaves(y))
     return [grads[i - n_x] if i >= n_x else None for i in argnums]
+
+
+def _pulled_back(call: Callable, at: Any, p: Sequence, wanted: list, ct: Sequence) -> dict:
+    """The cotangents of the closed-over values ``p[i]`` (``i`` in ``wanted``) of
+    ``call(at, p)``, pulled back from ``-ct``: the implicit function theorem's second
+    step, after the transposed solve gave ``ct``."""
+    if not wanted:
+        return {}
+
+    def along(*chosen):
+        full = list(p)
+        for i, c in zip(wanted, chosen):
+            full[i] = c
+        return tuple(call(at, full))
+
+    _, pull = vjp(along, *(p[i] for i in wanted))
+    return dict(zip(wanted, pull(tuple(-c for c in ct))))
 
 
 root_p.vjp = _root_vjp
