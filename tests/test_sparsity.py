@@ -292,3 +292,13 @@ def test_greedy_star_colourings_are_star_colourings(seed_):
                         if y not in (v, w):
                             assert not (color[v] == color[x] and color[w] == color[y]), (
                                 v, w, x, y)  # fmt: skip
+
+
+def test_a_staged_no_grad_mark_keeps_the_pattern_elementwise():
+    def h(x):
+        with autodiff.no_grad():
+            c = x**2
+        return x - c
+
+    pattern = jacobian_sparsity(h)(np.ones(4))
+    np.testing.assert_array_equal(pattern.toarray(), np.eye(4, dtype=bool))

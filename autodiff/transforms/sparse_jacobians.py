@@ -183,6 +183,18 @@ def _read(compressed: Any, where: np.ndarray) -> Any:
     return _shp.reshape(compressed, (-1,))[where]
 
 
+def _differentiated(func: Callable, argnums: Any, args: tuple, kwargs: dict, who: str) -> tuple:
+    """The differentiated arguments' positions, ``func`` of them alone, the arguments
+    (Python numbers made arrays), their leaves and structure, and their total size."""
+    positions = normalize_argnums(argnums, len(args), who)
+    selected = at_positions(func, args, positions, kwargs)
+    in_leaves, in_tree = optree.tree_flatten(tuple(args[i] for i in positions))
+    in_leaves = [np.asarray(x) if isinstance(x, (int, float)) else x for x in in_leaves]
+    chosen = tuple(optree.tree_unflatten(in_tree, in_leaves))
+    n = sum(math.prod(np.shape(x)) for x in in_leaves)
+    return positions, selected, chosen, in_leaves, in_tree, n
+
+
 def sparse_jacobian(func: Callable, argnums: Any, has_aux: bool, sparsity: Any,
                     mode: str) -> Callable:  # fmt: skip
     """``jacobian(func, argnums, has_aux, sparsity=sparsity, mode=mode)``."""
@@ -191,13 +203,10 @@ def sparse_jacobian(func: Callable, argnums: Any, has_aux: bool, sparsity: Any,
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        positions = normalize_argnums(argnums, len(args), "jacobian")
-        chosen = tuple(args[i] for i in positions)
-        selected = at_positions(func, args, positions, kwargs)
-        in_leaves, in_tree = optree.tree_flatten(chosen)
-        in_leaves = [np.asarray(x) if isinstance(x, (int, float)) else x for x in in_leaves]
-        chosen = tuple(optree.tree_unflatten(in_tree, in_leaves))
-        plan = plans.get(args, kwargs, sum(math.prod(np.shape(x)) for x in in_leaves))
+        positions, selected, chosen, in_leaves, in_tree, n = _differentiated(
+            func, argnums, args, kwargs, "jacobian"
+        )
+        plan = plans.get(args, kwargs, n)
         if plan.mode == "forward":
             compressed, aux = _forward(selected, chosen, in_leaves, in_tree, plan, has_aux)
             plans.check(plan, np.shape(compressed)[0], 0)
@@ -247,13 +256,9 @@ def sparse_hessian(func: Callable, argnums: Any, sparsity: Any) -> Callable:
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        positions = normalize_argnums(argnums, len(args), "hessian")
-        chosen = tuple(args[i] for i in positions)
-        selected = at_positions(func, args, positions, kwargs)
-        in_leaves, in_tree = optree.tree_flatten(chosen)
-        in_leaves = [np.asarray(x) if isinstance(x, (int, float)) else x for x in in_leaves]
-        chosen = tuple(optree.tree_unflatten(in_tree, in_leaves))
-        n = sum(math.prod(np.shape(x)) for x in in_leaves)
+        _, selected, chosen, in_leaves, in_tree, n = _differentiated(
+            func, argnums, args, kwargs, "hessian"
+        )
         plan = plans.get(args, kwargs, n)
         gradient = grad(selected, argnums=tuple(range(len(chosen))))
 
