@@ -289,9 +289,8 @@ def _columns(x, first: int, out: Sequence[int], window: Sequence[int], dilation:
     by_position, pieces = _cut(x, first, out, window, dilation, strides)
     if by_position:
         return np.stack(pieces, axis=first + d)
-    k = math.prod(window)
-    cols = np.stack([np.reshape(p, (*lead, k, *trail)) for p in pieces], axis=first)
-    return np.reshape(cols, lead + tuple(out) + (k,) + trail)
+    cols = np.stack(pieces, axis=first)  # lead + (positions,) + window + trail: one copy
+    return np.reshape(cols, (*lead, *out, math.prod(window), *trail))
 
 
 # --- conv_general_dilated -------------------------------------------------------------------
@@ -766,7 +765,7 @@ def _chosen(x, kind: str, **window):
         best, chosen = values[0], np.zeros(out, np.int64, like=array_like(x))
         for k, value in enumerate(values[1:], 1):
             better = value > best if kind == "max" else value < best  # ties: the first stays
-            best, chosen = np.where(better, value, best), np.where(better, k, chosen)
+            best, chosen = _UFUNCS[kind](best, value), np.where(better, k, chosen)
         return chosen
     k = math.prod(window["window_dimensions"])
     rows = np.stack([np.reshape(v, (k,)) for v in values])
@@ -800,10 +799,12 @@ def _window_scatter_impl(ct, x, *, kind, **window):
     if 0 in out:
         pass
     elif math.prod(sizes) <= math.prod(out):  # each window position, added where it was chosen
+        disjoint = all(s >= _dilated(k, r) for k, r, s in zip(sizes, dilation, strides))
         for k, at in enumerate(np.ndindex(*sizes)):
             where = tuple(slice(i * r, i * r + (o - 1) * s + 1, s)
                           for i, r, o, s in zip(at, dilation, out, strides))  # fmt: skip
-            y[where] = y[where] + np.where(chosen == k, ct, 0)
+            mine = np.where(chosen == k, ct, 0)
+            y[where] = mine if disjoint else y[where] + mine  # (windows that do not overlap)
     else:  # each window, its cotangent at its chosen element
         which = np.arange(math.prod(sizes), like=array_like(ct))
         flat_ct, flat_chosen = np.reshape(ct, (-1,)), np.reshape(chosen, (-1,))
