@@ -37,7 +37,6 @@ import numpy as np
 import autodiff
 import autodiff.numpy as anp
 from autodiff import grad, lax, vmap
-
 from benchmarks import _harness as h
 
 SIZES = [(100_000, 50), (2_000, 2_000), (1_000, 10)]
