@@ -272,3 +272,28 @@ def test_bad_arguments_raise_naming_the_argument(call, match):
     x, w = np.ones((1, 2, 3, 5)), np.ones((1, 2, 3, 2))
     with pytest.raises((ValueError, TypeError, NotImplementedError), match=match):
         call(x, w)
+
+
+def test_hips_autograds_convolve_spelling_keeps_scipys():
+    """``autodiff.scipy.signal.convolve`` takes autograd's ``axes``/``dot_axes`` (by keyword
+    or in its positions) and SciPy's ``mode``/``method`` as before."""
+    sig = pytest.importorskip("autodiff.scipy.signal")
+    from tests.registry.signal import _autograd_form
+
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((4, 2, 6, 5)), rng.standard_normal((2, 3, 3, 2))
+    spec = dict(axes=([2, 3], [2, 3]), dot_axes=([1], [0]))
+    want = _autograd_form(a, b, mode="valid", **spec)
+    close(sig.convolve(a, b, mode="valid", **spec), want)
+    full = _autograd_form(a, b, mode="full", **spec)
+    close(sig.convolve(a, b, spec["axes"], spec["dot_axes"]), full)  # in autograd's positions
+    for mode in ("full", "same", "valid"):
+        close(sig.convolve(a[0, 0], b[0, 0], mode), __import__("scipy.signal").signal.convolve(
+            a[0, 0], b[0, 0], mode))  # fmt: skip
+    with pytest.raises(ValueError, match="equal sizes"):
+        sig.convolve(a, b, axes=([2, 3], [2, 3]), dot_axes=([1], [1]))
+    with pytest.raises(ValueError, match="mode flags"):
+        sig.convolve(a, b, axes=([2], [2]), mode="circular")
+    ag = pytest.importorskip("autograd.scipy.signal", reason="HIPS autograd is not installed")
+    for mode in ("full", "same", "valid"):
+        close(sig.convolve(a, b, mode=mode, **spec), ag.convolve(a, b, mode=mode, **spec))
