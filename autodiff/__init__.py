@@ -26,7 +26,9 @@ from autodiff.interpreters.reverse import (
     value_and_grad,
     vjp,
 )
+from autodiff.transforms import checkpoint_policies
 from autodiff.transforms.checkpoint import checkpoint
+from autodiff.transforms.checkpoint_policies import checkpoint_name
 from autodiff.transforms.custom import custom_jvp, custom_vjp
 from autodiff.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
 from autodiff.transforms.linearize import linearize
@@ -42,6 +44,8 @@ __all__ = [
     "SparseMatrix",
     "SparsityPattern",
     "checkpoint",
+    "checkpoint_name",
+    "checkpoint_policies",
     "cond",
     "custom_jvp",
     "custom_linear_solve",

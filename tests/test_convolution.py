@@ -236,16 +236,47 @@ def test_jit_of_the_family_behaves_like_the_function():
     assert [e.prim.name for e in graph.eqns] == ["conv_general_dilated", "reduce_window_max"]
 
 
-def test_precision_is_checked_and_changes_nothing():
-    rng = np.random.default_rng(6)
-    x, w = rng.standard_normal((1, 1, 5)), rng.standard_normal((1, 1, 2))
-    want = lax.conv(x, w, (1,), "VALID")
-    for precision in ("highest", lax.Precision.HIGH, ("default", "bfloat16"), "F64_F64_F64"):
-        np.testing.assert_array_equal(lax.conv(x, w, (1,), "VALID", precision=precision), want)
-    with pytest.raises(ValueError, match="precision='hihgest'"):
-        lax.conv(x, w, (1,), "VALID", precision="hihgest")
-    out = lax.conv(x, w, (1,), "VALID", preferred_element_type=np.float32)
+PRODUCTS = {
+    "conv": lambda x, w, **kw: lax.conv(x[None, None], w[None, None], (1,), "VALID", **kw),
+    "dot": lambda x, w, **kw: anp.dot(x, w, **kw),
+    "matmul": lambda x, w, **kw: anp.matmul(x, w, **kw),
+    "einsum": lambda x, w, **kw: anp.einsum("i,i->", x, w, **kw),
+    "tensordot": lambda x, w, **kw: anp.tensordot(x, w, 1, **kw),
+    "vdot": lambda x, w, **kw: anp.vdot(x, w, **kw),
+    "inner": lambda x, w, **kw: anp.inner(x, w, **kw),
+}
+
+
+@pytest.mark.parametrize("name", PRODUCTS)
+def test_precision_is_checked_and_changes_nothing(name):
+    """JAX's ``precision=`` on every product: each value JAX takes gives the same result
+    (NumPy computes float64 as float64), a misspelt one raises as in JAX, under ``grad``
+    too; ``preferred_element_type`` is the result's dtype."""
+    f, rng = PRODUCTS[name], np.random.default_rng(6)
+    x, w = rng.standard_normal(5), rng.standard_normal(5)
+    want = f(x, w)
+    for precision in (
+        "highest",
+        "float32",
+        lax.Precision.HIGH,
+        ("default", "bfloat16"),
+        [lax.Precision.DEFAULT, lax.Precision.HIGHEST],
+        "F64_F64_F64",
+        None,
+    ):
+        np.testing.assert_array_equal(f(x, w, precision=precision), want)  # fmt: skip
+    close(
+        grad(lambda x: anp.sum(f(x, w, precision="highest")))(x),
+        grad(lambda x: anp.sum(f(x, w)))(x),
+    )
+    for bad in ("hihgest", 3, ("highest",), ("high", "nope")):
+        with pytest.raises(ValueError, match="precision must be None, a Precision"):
+            f(x, w, precision=bad)
+        with pytest.raises(ValueError, match="precision"):
+            grad(lambda x, bad=bad: anp.sum(f(x, w, precision=bad)))(x)
+    out = f(x, w, preferred_element_type=np.float32)
     assert out.dtype == np.float32
+    close(out, want, 1e-6)
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ LAYERS = ["core", "debug", "rules", "interpreters", "compiler", "control", "tran
 FOLDERS = {"core": "core", "debug": "debug", "rules": "rules", "interpreters": "interpreters",
            "compiler": "compiler", "control": "control", "transforms": "transforms",
            "testing": "testing", "numpy": "namespaces", "scipy": "namespaces",
-           "lax": "namespaces"}  # fmt: skip
+           "lax": "namespaces", "compat": "namespaces"}  # fmt: skip
 TOP_LEVEL = {"errors": "core", "": "public", "__main__": "public", "extend": "public"}
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from autodiff.core.arrays import dtype_of, eye_like, ndim_of, normalize_axes, shape_of
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.numpy_args import warn_caller
+from autodiff.core.precision import check_precision
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
@@ -131,22 +132,40 @@ def _matmul_sparsity(a, b):
     return contraction([a_term, b_term], out, [a_shape, b_shape])
 
 
+def _jax_options(out, name: str, precision: Any, preferred_element_type: Any):
+    """JAX's keywords of its products: ``precision`` checked (NumPy computes in the
+    operands' dtype whatever it says), ``preferred_element_type`` the result's dtype."""
+    check_precision(precision, name)
+    return out if preferred_element_type is None else _elt.astype(out, preferred_element_type)
+
+
 @implements(matmul_p, np.matmul)
-def matmul(x1, x2, /):
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     """Like numpy.matmul (``@``): matrix products with broadcasting over stacks;
-    1-D operands act as row/column vectors."""
+    1-D operands act as row/column vectors.  ``precision`` and
+    ``preferred_element_type`` as in jax.numpy.matmul (the first changes nothing)."""
     for x in (x1, x2):
         if ndim_of(x) == 0:
             raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array)")
-    return matmul_p.bind(x1, x2)
+    return _jax_options(matmul_p.bind(x1, x2), "matmul", precision, preferred_element_type)
 
 
 @register_numpy(np.dot)
-def dot(a, b, out=None):
+def dot(a, b, out=None, *, precision=None, preferred_element_type=None):
     """Like numpy.dot: products over the last axis of ``a`` and the
-    second-to-last of ``b`` (the last, if ``b`` is 1-D)."""
+    second-to-last of ``b`` (the last, if ``b`` is 1-D).  ``precision`` and
+    ``preferred_element_type`` as in jax.numpy.dot (the first changes nothing).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.dot(np.ones(3), np.arange(3.0), precision="highest")
+    np.float64(3.0)
+    """
     if out is not None:
         raise NotImplementedError("dot(..., out=...) is not supported; use the returned value")
+    return _jax_options(_dot(a, b), "dot", precision, preferred_element_type)
+
+
+def _dot(a, b):
     a_nd, b_nd = ndim_of(a), ndim_of(b)
     if a_nd == 0 or b_nd == 0:
         return _elt.multiply(a, b)
@@ -350,10 +369,12 @@ def _canonical_einsum(subscripts: str, operands: list) -> tuple[str, list]:
 
 
 @implements(einsum_p, np.einsum)
-def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe"):
+def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe",
+           precision=None, preferred_element_type=None):  # fmt: skip
     """Like numpy.einsum: any subscripts (``...`` broadcasting, repeated indices such
     as ``'ii->i'``, implicit output), any number of operands, or the sublist form
-    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.  ``precision`` and
+    ``preferred_element_type`` as in jax.numpy.einsum (the first changes nothing).
 
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> a = np.arange(4.0).reshape(2, 2)
@@ -375,15 +396,17 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     if dtype is not None:
         ops = [_elt.cast(op, dtype, casting, "einsum") for op in ops]
     spec, ops = _canonical_einsum(subscripts, ops)
-    return einsum_p.bind(*ops, subscripts=spec, optimize=optimize)
+    out = einsum_p.bind(*ops, subscripts=spec, optimize=optimize)
+    return _jax_options(out, "einsum", precision, preferred_element_type)
 
 
 # --- compositions: vdot, inner, outer, tensordot, kron --------------------------------
 
 
 @register_numpy(np.vdot)
-def vdot(a, b, /):
-    """Like numpy.vdot: the dot product of the flattened arrays, conjugating ``a``.
+def vdot(a, b, /, *, precision=None, preferred_element_type=None):
+    """Like numpy.vdot: the dot product of the flattened arrays, conjugating ``a``
+    (``precision``, ``preferred_element_type``: as in jax.numpy.vdot).
 
     >>> import numpy as np, autodiff.numpy as anp
     >>> complex(anp.vdot(np.array([1j, 2.0]), np.array([1j, 3.0])))
@@ -394,7 +417,7 @@ def vdot(a, b, /):
         raise ValueError("vdot: vectors have different lengths")
     if dtype_of(a).kind == "c":
         a = _elt.conj(a)
-    return matmul(a, b)
+    return matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
 
 
 @register_numpy(np.vecdot)
@@ -448,9 +471,10 @@ def vecmat(x1, x2, /):
 
 
 @register_numpy(np.inner)
-def inner(a, b, /):
+def inner(a, b, /, *, precision=None, preferred_element_type=None):
     """Like numpy.inner: sums of products over the last axes of ``a`` and ``b``
-    (the result has ``a``'s other axes, then ``b``'s).
+    (the result has ``a``'s other axes, then ``b``'s; ``precision``,
+    ``preferred_element_type``: as in jax.numpy.inner).
 
     >>> import numpy as np, autodiff.numpy as anp
     >>> anp.inner(np.ones((2, 3)), np.arange(3.0)).tolist()
@@ -458,13 +482,14 @@ def inner(a, b, /):
     """
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:
-        return _elt.multiply(a, b)
+        return _jax_options(_elt.multiply(a, b), "inner", precision, preferred_element_type)
     if shape_of(a)[-1] != shape_of(b)[-1]:
         raise ValueError(
             f"inner: shapes {shape_of(a)} and {shape_of(b)} not aligned in the last axis"
         )
     la, lb, c = _LABELS[: na - 1], _LABELS[na - 1 : na + nb - 2], _LABELS[na + nb - 2]
-    return einsum(f"{la}{c},{lb}{c}->{la}{lb}", a, b)
+    return einsum(f"{la}{c},{lb}{c}->{la}{lb}", a, b, precision=precision,
+                  preferred_element_type=preferred_element_type)  # fmt: skip
 
 
 @register_numpy(np.outer)
@@ -494,9 +519,10 @@ def _axes_list(axes: Any, ndim: int) -> list[int]:
 
 
 @register_numpy(np.tensordot)
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Like numpy.tensordot: ``axes=N`` sums over ``a``'s last N and ``b``'s first N
-    axes; ``axes=(axes_a, axes_b)`` names the summed axes pairwise.
+    axes; ``axes=(axes_a, axes_b)`` names the summed axes pairwise.  ``precision`` and
+    ``preferred_element_type`` as in jax.numpy.tensordot (the first changes nothing).
 
     >>> import numpy as np, autodiff.numpy as anp
     >>> anp.tensordot(np.ones((2, 3, 4)), np.ones((3, 4, 5))).shape
@@ -524,7 +550,8 @@ def tensordot(a, b, axes=2):
     lb = "".join(la[axes_a[axes_b.index(j)]] if j in axes_b else next(extra) for j in range(nb))
     out = "".join(c for i, c in enumerate(la) if i not in axes_a)
     out += "".join(c for j, c in enumerate(lb) if j not in axes_b)
-    return einsum(f"{la},{lb}->{out}", a, b)
+    return einsum(f"{la},{lb}->{out}", a, b, precision=precision,
+                  preferred_element_type=preferred_element_type)  # fmt: skip
 
 
 @register_numpy(np.kron)
