@@ -83,6 +83,8 @@ DASK_LIMITS: dict[str, str] = {
     # Dask's linear algebra takes single 2-D matrices only
     "linalg.inv": r"Dimension must be 2 to perform lu decomposition",
     "linalg.solve": r"Dimension must be 2 to perform lu decomposition|b must be 1 or 2 dim",
+    "scipy.linalg.solve": r"Dimension must be 2 to perform lu decomposition|All chunks must be "
+    r"a square matrix to perform lu decomposition",
     "linalg.matrix_power": r"Dimension must be 2 to perform lu decomposition",
     "linalg.tensorsolve": r"Dimension must be 2 to perform lu decomposition",
     "linalg.tensorinv": r"Dimension must be 2 to perform lu decomposition",
