@@ -7,7 +7,7 @@
 (4, 3)
 """
 
-from autodiff import errors, numpy
+from autodiff import debug, errors, lax, numpy
 from autodiff.compiler.jit import jit, make_graph
 from autodiff.control.cond import cond, switch
 from autodiff.control.fori_loop import fori_loop
@@ -51,6 +51,7 @@ __all__ = [
     "custom_linear_solve",
     "custom_root",
     "custom_vjp",
+    "debug",
     "debug_nans",
     "debug_rules",
     "errors",
@@ -66,6 +67,7 @@ __all__ = [
     "jacrev",
     "jit",
     "jvp",
+    "lax",
     "linearize",
     "make_graph",
     "no_grad",
