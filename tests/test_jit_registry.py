@@ -35,7 +35,7 @@ import pytest
 import autodiff.numpy as anp
 from autodiff import grad, jit, jvp, make_graph, vmap
 from autodiff.compiler import kernels, numba_tier
-from autodiff.compiler.jit import compiling
+from autodiff.compiler.tiers import compiling
 from autodiff.core.graph import Literal
 from autodiff.errors import ConcretizationError, UnsupportedFunctionError
 from tests.backends import CoercionError, StrictArray, strict, unwrap
