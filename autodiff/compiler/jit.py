@@ -28,6 +28,7 @@ import optree
 
 from autodiff.compiler import tiers
 from autodiff.compiler.call import call_p
+from autodiff.compiler.claims import Claim, wait_for
 from autodiff.compiler.passes import optimize
 from autodiff.compiler.replay import array_kind, fresh_results, interpret
 from autodiff.compiler.signature import Arguments, describe, leaf_aval, leaf_key
@@ -58,43 +59,6 @@ class CacheInfo(NamedTuple):
     signatures: list
 
 
-class _Claim:
-    """A signature being staged by one thread: the others wait for it, unless waiting
-    would close a cycle of threads waiting for each other (mutually recursive jitted
-    functions staged from two threads): then they stage it themselves."""
-
-    __slots__ = ("done", "entry", "owner")
-
-    def __init__(self) -> None:
-        self.owner = threading.get_ident()
-        self.done = threading.Event()
-        self.entry: tiers.Entry | None = None
-
-
-# thread -> the thread whose staging it waits for; read and written under _waits_lock only
-_waits: dict[int, int] = {}
-_waits_lock = threading.Lock()
-
-
-def _wait_for(claim: _Claim) -> bool:
-    """Wait until ``claim``'s staging ends, unless its thread waits (transitively) for
-    this one, or is this one; whether it waited."""
-    me = threading.get_ident()
-    with _waits_lock:
-        other: int | None = claim.owner
-        while other is not None:
-            if other == me:
-                return False
-            other = _waits.get(other)
-        _waits[me] = claim.owner
-    try:
-        claim.done.wait()
-    finally:
-        with _waits_lock:
-            del _waits[me]
-    return True
-
-
 def _debugging() -> bool:
     """Under ``debug_nans()`` or ``debug_rules()``: what they check runs in ``fun`` itself
     (rules, each primitive's values), which a replay skips."""
@@ -113,7 +77,7 @@ class JitFunction:
         self._name = getattr(fun, "__name__", "function")
         self._entries: OrderedDict[Any, tiers.Entry] = OrderedDict()
         self._flat: dict[Any, tiers.Entry] = {}  # the fast path's view of the same entries
-        self._claims: dict[Any, _Claim] = {}  # signatures being staged now
+        self._claims: dict[Any, Claim] = {}  # signatures being staged now
         # guards the dictionaries above; never held while user code runs (staging)
         self._lock = threading.Lock()
         self._maxsize = maxsize
@@ -223,10 +187,10 @@ class JitFunction:
                     return entry
                 claim = self._claims.get(key)
                 if claim is None:
-                    claim = self._claims[key] = _Claim()
+                    claim = self._claims[key] = Claim()
                     break
-            if not _wait_for(claim):
-                claim = _Claim()  # a cycle of waiting threads: stage it here as well
+            if not wait_for(claim):
+                claim = Claim()  # a cycle of waiting threads: stage it here as well
                 break
             if claim.entry is not None:
                 return claim.entry
@@ -277,13 +241,17 @@ class JitFunction:
 
         >>> import numpy as np, autodiff, autodiff.numpy as anp
         >>> f = autodiff.jit(lambda x: anp.cumsum(anp.tanh(x) * 2.0 + 1.0) * x)
-        >>> x = np.linspace(0.0, 1.0, 4)
-        >>> lowered = f.trace(x).lower()
-        >>> [eqn.prim.name for eqn in lowered.numpy_calls]  # doctest: +SKIP
-        ['cumsum']
-        >>> compiled = lowered.compile()
-        >>> bool(np.allclose(compiled(x), f(x)))
-        True
+        >>> traced = f.trace(np.linspace(0.0, 1.0, 4))
+        >>> print(traced.as_text())
+        { lambda a:f64[4] . let
+            b:f64[4] = tanh a
+            c:f64[4] = multiply b 2.0
+            d:f64[4] = add c 1.0
+            e:f64[4] = cumsum[axis=0] d
+            f:f64[4] = multiply e a
+          in (f,) }
+        >>> [eqn.prim.name for eqn in traced.lower().numpy_calls]  # the rest: one kernel
+        ['cumsum', 'multiply']
         """
         entry, leaves, key = self._entry(args, kwargs)
         kind, like = array_kind(leaves)

@@ -18,27 +18,13 @@ cache                      each result once per graph       ``derived.py``; kern
 =========================  ===============================  =====================================
 
 ``jit`` takes the steps as a signature's calls come (``tiers.py``: the first call
-interprets the staged graph, the second replays it, a hot one compiles); the stage
-values are public, after JAX's ``jax.stages``: ``jit(f).trace(*args)`` is a
-``Traced``, ``.lower()`` a ``Lowered`` (which equations compile and which stay NumPy
-calls, each kernel's source, ``cost_analysis()``), ``.compile()`` a ``Compiled`` (a
-callable, with ``compile_time``):
-
->>> import numpy as np, autodiff, autodiff.numpy as anp
->>> f = autodiff.jit(lambda x: anp.cumsum(anp.sin(x) * 2.0) * x)
->>> x = np.linspace(0.0, 1.0, 5)
->>> lowered = f.trace(x).lower()
->>> print(lowered.as_text())  # doctest: +SKIP
-{ lambda a:f64[5] . let
-    b:f64[5] = sin a                       # kernel 0
-    c:f64[5] = multiply b 2.0              # kernel 0
-    d:f64[5] = cumsum[axis=0 dtype=None] c  # NumPy
-    e:f64[5] = multiply d a                # NumPy
-  in (e,) }
-...
->>> compiled = lowered.compile()
->>> bool(np.allclose(compiled(x), f(x)))
-True
+interprets the staged graph, the second replays it, a hot one compiles).  The stage
+values are public (``autodiff.stages``, after JAX's ``jax.stages``):
+``jit(f).trace(*args)`` is a ``Traced``, ``.lower()`` a ``Lowered`` (which equations
+compile and which stay NumPy calls, each kernel's source, ``cost_analysis()``),
+``.compile()`` a ``Compiled`` (a callable, with its ``compile_time``).  Each is a frozen
+value; what a graph's stages made is kept on the graph (``derived.py``), never the
+values it closed over (``Traced.captured``).
 """
 
 from __future__ import annotations
@@ -362,11 +348,18 @@ def _text(graph: Graph, regions: Sequence[Any], texts: Sequence[str], backend: s
     where = {id(e): f"kernel {k}" for k, r in enumerate(regions) for e in r.eqns}
     notes = {id(e): where.get(id(e), "NumPy") for e in graph.eqns}
     costs = cost_of(graph, regions)
-    head = (f"# {costs['compiled_equations']} of {costs['equations']} equations compiled "
-            f"by {backend} in {costs['kernels']} kernel(s); {costs['numpy_calls']} NumPy "
-            f"call(s) per run") if backend else f"# {note}"  # fmt: skip
+    head = f"# {note}"
+    if backend:
+        head = (f"# {backend} compiles {costs['compiled_equations']} of {costs['equations']} "
+                f"equations into {_count(costs['kernels'], 'kernel')}; "
+                f"{_count(costs['numpy_calls'], 'NumPy call')} per run")  # fmt: skip
     lines = [head, graph.text(notes)]
     for k, (region, text) in enumerate(zip(regions, texts)):
         names = ", ".join(dict.fromkeys(e.prim.name for e in region.eqns))
-        lines += ["", f"# kernel {k}: {len(region.eqns)} equation(s): {names}", text.rstrip()]
+        lines += ["", f"# kernel {k}: {_count(len(region.eqns), 'equation')} ({names})",
+                  text.rstrip()]  # fmt: skip
     return "\n".join(lines)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
