@@ -30,7 +30,14 @@ class LoweredRegion:
     """One region of a graph as a backend lowered it: ``region`` (its equations, in
     order, the variables it reads, ``inputs``, and those read after it, ``outputs``),
     ``text`` (the kernel as the backend wrote it: numba's is Python source) and
-    ``detail`` (what the backend keeps to compile it)."""
+    ``detail`` (what the backend keeps to compile it).
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> f = autodiff.jit(lambda x: anp.exp(-x * x) / 2.0)
+    >>> (region,) = f.trace(np.ones(4)).lower().regions
+    >>> region.primitives, len(region.eqns), region.text.splitlines()[0]
+    (['negative', 'multiply', 'exp', 'divide'], 4, 'def kernel(a0):')
+    """
 
     region: Region
     text: str

@@ -188,7 +188,18 @@ class Traced:
     """A function staged for one signature (``jit(f).trace(*args)``): ``graph`` as
     staged, the tracers of outer transforms it closed over (``captured``, the graph's
     last inputs, passed by the caller), the pytree structures of its arguments and
-    results, the ``signature`` as text.  ``lower()`` goes on."""
+    results, the ``signature`` as text.  ``lower()`` goes on.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> traced = autodiff.jit(lambda x, n: anp.sin(x) * n).trace(np.ones(3), 2)
+    >>> print(traced.signature)
+    (f64[3], i64[] (Python scalar))
+    >>> print(traced.as_text())
+    { lambda a:f64[3] b:i64[] . let
+        c:f64[3] = sin a
+        d:f64[3] = multiply c b
+      in (d,) }
+    """
 
     graph: Graph
     captured: tuple = ()
@@ -222,7 +233,14 @@ class Lowered:
     """The optimised ``graph`` a call runs and the ``regions`` of it that compile
     (``LoweredRegion``: equations, inputs, outputs and the kernel's ``text``); the other
     equations are NumPy calls (``numpy_calls``).  ``note`` says why nothing compiles,
-    where nothing does.  ``compile()`` goes on."""
+    where nothing does.  ``compile()`` goes on.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> f = autodiff.jit(lambda x: anp.cumsum(anp.sin(x) * 2.0) * x)
+    >>> lowered = f.trace(np.linspace(0.0, 1.0, 5)).lower()
+    >>> lowered.cost_analysis()["numpy_calls"], [r.primitives for r in lowered.regions]
+    (2, [['sin', 'multiply']])
+    """
 
     graph: Graph
     regions: tuple[LoweredRegion, ...]
@@ -284,7 +302,17 @@ class Compiled:
     the replay, calling ``kernels`` between NumPy calls), ``graph`` (what ``run`` runs:
     each kernel one equation) and ``compile_time`` (seconds, compiling or loading the
     kernels from the cache on disk, and writing the replay).  Called with the traced
-    call's arguments, it returns what the jitted function returns."""
+    call's arguments, it returns what the jitted function returns.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> f = autodiff.jit(lambda x: anp.cumsum(anp.sin(x) * 2.0) * x)
+    >>> x = np.linspace(0.0, 1.0, 5)
+    >>> compiled = f.trace(x).lower().compile()
+    >>> [eqn.prim.name for eqn in compiled.graph.eqns]  # each kernel one equation
+    ['kernel', 'cumsum', 'multiply']
+    >>> bool(np.allclose(compiled(x), np.cumsum(np.sin(x) * 2.0) * x))
+    True
+    """
 
     lowered: Lowered
     run: Callable
