@@ -20,10 +20,14 @@ jit's whole contract with the tier on is checked by ``tests/test_jit_programs.py
 ``tests/test_jit_registry.py`` (a compiled variant of each).
 """
 
+import contextlib
 import math
+import os
+import pathlib
 import subprocess
 import sys
 import textwrap
+import time
 import warnings
 
 import numpy as np
@@ -441,6 +445,43 @@ def test_auto_compiles_in_another_process_that_no_call_waits_for(tmp_path, monke
     (kernel,) = kernels_of(jitted)
     loaded = kernel.dispatcher.stats
     assert sum(loaded.cache_hits.values()) == 1 and not sum(loaded.cache_misses.values())
+
+
+@needs_numba
+@pytest.mark.skipif(not pathlib.Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_a_compile_process_never_outlives_the_users(tmp_path):
+    """A process that exits while its kernels compile in another process ends that one."""
+    script = textwrap.dedent("""
+        import time, numpy as np, autodiff, autodiff.numpy as anp
+        f = autodiff.jit(lambda x: anp.sin(x) * 1.25 + anp.cos(x) * 0.375)
+        for _ in range(9):  # past HOT_CALLS: compiling elsewhere, in the background
+            f(np.ones(3))
+        time.sleep(1.0)  # the other process starts
+    """)
+    slow = tmp_path / "site"  # the compiling process takes its time starting
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(
+        "import sys, time\nif any(a.endswith('.json') for a in sys.argv):\n    time.sleep(60)\n"
+    )
+    root = pathlib.Path(__file__).resolve().parents[1]  # (this checkout's autodiff)
+    env = {"AUTODIFF_CACHE_DIR": str(tmp_path), "PATH": "",
+           "PYTHONPATH": os.pathsep.join([str(slow), str(root)])}  # fmt: skip
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+
+    def compiling():
+        found = []
+        for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):
+                if str(tmp_path).encode() in cmdline.read_bytes():
+                    found.append(cmdline)
+        return found
+
+    for _ in range(10):  # (a process being killed may linger a moment; compiling takes s)
+        if not compiling():
+            break
+        time.sleep(0.05)
+    assert not compiling()
+    assert list(tmp_path.glob("k*.py")), "no kernel went to the other process"
 
 
 def test_what_another_process_can_compile():

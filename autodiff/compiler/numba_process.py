@@ -8,7 +8,8 @@ then loads them (a few ms).  What goes across is plain data: each kernel's sourc
 code of the scalar functions it calls (where another process can rebuild them:
 ``portable``) and its argument types as lists (``numba_type`` makes them in either
 process).  A kernel that cannot go is compiled here; a failure there only means the
-kernels compile here too.
+kernels compile here too.  The other process never outlives this one: it is killed at
+exit, and stops by itself between kernels where this one died unannounced.
 
 ``kernel_module`` is the module a kernel's source runs in, in this process and in the
 other one alike (numba finds a cached kernel's globals through ``sys.modules``).
@@ -16,6 +17,7 @@ other one alike (numba finds a cached kernel's globals through ``sys.modules``).
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import contextlib
 import dis
@@ -118,8 +120,16 @@ def compile_elsewhere(plans: list) -> None:
         fd, spec = tempfile.mkstemp(dir=folder, suffix=".json")
         with os.fdopen(fd, "w") as f:
             json.dump(specs, f)
-        subprocess.run([sys.executable, "-m", "autodiff.compiler.numba_process", spec], env=env,
-                       capture_output=True, timeout=1800, check=False)  # fmt: skip
+        command = [sys.executable, "-m", "autodiff.compiler.numba_process", spec, str(os.getpid())]
+        with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) as child:  # fmt: skip
+            _children.add(child)
+            try:
+                child.wait(timeout=1800)
+            except subprocess.TimeoutExpired:
+                child.kill()
+            finally:
+                _children.discard(child)
     except (OSError, subprocess.SubprocessError):
         pass
     finally:
@@ -127,12 +137,27 @@ def compile_elsewhere(plans: list) -> None:
             os.unlink(spec)
 
 
-def _compile_specs(spec_file: str) -> None:
-    """The other process's side of ``compile_elsewhere``."""
+# The compiling processes running now: ended when this one exits (a compile process
+# never outlives the user's; the child also stops if this process dies unannounced).
+_children: set = set()
+
+
+@atexit.register
+def _end_children() -> None:
+    for child in list(_children):
+        with contextlib.suppress(OSError):
+            child.kill()
+
+
+def _compile_specs(spec_file: str, parent: int) -> None:
+    """The other process's side of ``compile_elsewhere``: it stops between kernels once
+    ``parent`` (the process that asked) is gone."""
     nb = numba()
     with open(spec_file) as f:
         specs = json.load(f)
     for spec in specs:
+        if os.getppid() != parent:
+            return
         functions = {
             name: types.FunctionType(marshal.loads(bytes.fromhex(code)),
                                      {**_PORTABLE_GLOBALS, "__builtins__": builtins}, name)
@@ -144,5 +169,5 @@ def _compile_specs(spec_file: str) -> None:
         dispatcher.compile(tuple(numba_type(d) for d in spec["signature"]))
 
 
-if __name__ == "__main__":  # python -m autodiff.compiler.numba_process SPEC: compile_elsewhere's
-    _compile_specs(sys.argv[1])
+if __name__ == "__main__":  # python -m autodiff.compiler.numba_process SPEC PID
+    _compile_specs(sys.argv[1], int(sys.argv[2]))
