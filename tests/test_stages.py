@@ -50,6 +50,7 @@ def test_traced_is_the_graph_the_calls_stage():
     assert jitted.cache_info().traces == 1  # one staging: the calls' and trace's
     jitted.trace(X[:3])
     assert jitted.cache_info().traces == 2
+    assert str(jitted.lower(X).graph) == str(traced.lower().graph)  # jit(f).lower(x), as JAX's
 
 
 @needs_numba

@@ -32,7 +32,7 @@ from autodiff.compiler.claims import Claim, wait_for
 from autodiff.compiler.passes import optimize
 from autodiff.compiler.replay import array_kind, fresh_results, interpret
 from autodiff.compiler.signature import Arguments, describe, leaf_aval, leaf_key
-from autodiff.compiler.stages import Traced, default_backend, optimized, replay
+from autodiff.compiler.stages import Lowered, Traced, default_backend, optimized, replay
 from autodiff.core.args import check_callable
 from autodiff.core.arrays import library_of
 from autodiff.core.graph import Graph
@@ -258,6 +258,16 @@ class JitFunction:
         layouts = tuple(type(a) is np.ndarray and a.flags.c_contiguous for a in leaves)
         check = functools.partial(self._check, entry.traced.signature, key)
         return dataclasses.replace(entry.traced, kind=kind, like=like, layouts=layouts, check=check)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """``self.trace(*args, **kwargs).lower()``, as JAX's ``jit(f).lower(x)``.
+
+        >>> import numpy as np, autodiff, autodiff.numpy as anp
+        >>> lowered = autodiff.jit(lambda x: anp.exp(-x * x) * 2.0).lower(np.ones(4))
+        >>> [r.primitives for r in lowered.regions], lowered.numpy_calls  # each name once
+        ([['negative', 'multiply', 'exp']], [])
+        """
+        return self.trace(*args, **kwargs).lower()
 
     def _check(self, signature: str, key: Any, args: tuple, kwargs: dict) -> list:
         """The leaves of ``args``, where they have the signature ``key``."""
