@@ -1,14 +1,16 @@
-"""jit's paths before and after a change: W1's chain jitted (the replay, and the kernels of
-``compile=True``) and the first two calls of a fresh ``jit``, timed with the code of another
-git revision (default ``main``) and with this checkout, in alternating fresh processes.
+"""W1 (eager and jitted) and a fresh jit's first two calls before and after a change, with
+the code of another git revision (default ``main``) and with this checkout, in alternating
+fresh processes; and the same on a program written apart from W1 (a small network's
+gradient), so that a figure is not only the tuned program's.
 
     python -m benchmarks.jit_before_after [REV]
 
 As ``benchmarks/eager.py`` does for the eager path (whose export it shares): two versions
 of one package cannot share a process, so before and after alternate by process
-(``ROUNDS`` each); each process reports its fastest round of the steady calls (the least
-disturbed by other processes) and the median of five fresh ``jit``s for the first and
-second calls; the report gives medians over processes and after / before.
+(``ROUNDS`` each).  Times are the process's CPU time (``time.process_time``), which
+other processes on a shared machine disturb far less than the wall clock; each process
+reports its fastest round of the steady calls and the median of fresh ``jit``s for the
+first and second calls; the report gives medians over processes and after / before.
 """
 
 from __future__ import annotations
@@ -24,11 +26,17 @@ from benchmarks.eager import ROOT, _export
 
 ROUNDS = 7
 KEYS = {
+    "plain": "W1 eager, no transform, µs per primitive",
+    "grad": "W1 eager, under grad, µs per primitive",
     "replay": "W1 jit(grad), replay (compile=False), µs per call",
     "kernels": "W1 jit(grad), kernels (compile=True), µs per call",
-    "plain": "W1 jit, no transform, replay, µs per call",
+    "jit plain": "W1 jit, no transform, replay, µs per call",
     "first": "first call of a fresh jit(grad(W1)), ms",
-    "second": "second call (passes, code generation), ms",
+    "second": "its second call (passes, code generation), ms",
+    "net eager": "fresh program: grad of a small network, eager, µs per call",
+    "net replay": "fresh program: its jit(grad), replay, µs per call",
+    "net first": "fresh program: first call of a fresh jit(grad), ms",
+    "net second": "fresh program: its second call, ms",
 }
 
 _PROBE = r"""
@@ -36,6 +44,7 @@ import json, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 import autodiff, autodiff.numpy as anp
+clock = time.process_time
 N_OPS = 200
 def chain(lib, x):  # benchmarks/workloads.py's W1
     for _ in range(N_OPS // 4):
@@ -44,30 +53,47 @@ def chain(lib, x):  # benchmarks/workloads.py's W1
         x = lib.tanh(x)
         x = x + 0.1
     return x
-x = np.linspace(0.1, 0.8, 8)
-loss = lambda v: anp.sum(chain(anp, v))
 def steady(fn, inner):
-    fn(), fn()  # staged, then compiled: not timed
+    fn(), fn()  # (jitted: staged, then compiled; not timed)
     times = []
     for _ in range(15):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(inner):
             fn()
-        times.append((time.perf_counter() - start) / inner * 1e6)
+        times.append((clock() - start) / inner * 1e6)
     return min(times)  # the round least disturbed by other processes
+def calls(make, args, n=11):
+    first, second = [], []
+    for _ in range(n):
+        f = make()
+        start = clock(); f(*args); first.append((clock() - start) * 1e3)
+        start = clock(); f(*args); second.append((clock() - start) * 1e3)
+    return statistics.median(first), statistics.median(second)
+x = np.linspace(0.1, 0.8, 8)
+loss = lambda v: anp.sum(chain(anp, v))
+g = autodiff.grad(loss)
 replay = autodiff.jit(autodiff.grad(loss), compile=False)
 kernels = autodiff.jit(autodiff.grad(loss), compile=True)
 plain = autodiff.jit(lambda v: chain(anp, v), compile=False)
-out = {"replay": steady(lambda: replay(x), 50), "kernels": steady(lambda: kernels(x), 200),
-       "plain": steady(lambda: plain(x), 100)}
+out = {"plain": steady(lambda: chain(anp, x), 50) / N_OPS,
+       "grad": steady(lambda: g(x), 10) / N_OPS,
+       "replay": steady(lambda: replay(x), 50), "kernels": steady(lambda: kernels(x), 200),
+       "jit plain": steady(lambda: plain(x), 100)}
 autodiff.jit(lambda v: anp.sum(anp.tanh(v) * 2.0))(np.ones(3))  # warm-up, as first_call.py
-first, second = [], []
-for _ in range(5):
-    f = autodiff.jit(autodiff.grad(loss), compile=False)
-    start = time.perf_counter(); f(x); first.append((time.perf_counter() - start) * 1e3)
-    start = time.perf_counter(); f(x); second.append((time.perf_counter() - start) * 1e3)
-out.update(first=statistics.median(first), second=statistics.median(second),
-           file=autodiff.__file__)
+out["first"], out["second"] = calls(lambda: autodiff.jit(autodiff.grad(loss), compile=False), (x,))
+rng = np.random.default_rng(0)  # the fresh program: a small network's loss
+X, Y = rng.normal(size=(32, 6)), rng.normal(size=(32, 3))
+W1, W2 = rng.normal(size=(6, 16)), rng.normal(size=(16, 3))
+def net(w1, w2):
+    h = anp.tanh(X @ w1) * anp.exp(-0.1 * anp.abs(X @ w1))
+    return anp.mean((anp.logaddexp(h @ w2, 0.0) - Y) ** 2) + 1e-3 * anp.sum(w1 * w1)
+gn = autodiff.grad(net, argnums=(0, 1))
+jn = autodiff.jit(autodiff.grad(net, argnums=(0, 1)), compile=False)
+out["net eager"] = steady(lambda: gn(W1, W2), 20)
+out["net replay"] = steady(lambda: jn(W1, W2), 50)
+out["net first"], out["net second"] = calls(
+    lambda: autodiff.jit(autodiff.grad(net, argnums=(0, 1)), compile=False), (W1, W2))
+out["file"] = autodiff.__file__
 print(json.dumps(out))
 """
 
