@@ -572,18 +572,15 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
         text = f"np.ascontiguousarray(np.transpose({name}, {tuple(spec)!r}))"
         return f"{text}.reshape({(*moved[:2], 1, *moved[2:]) if d == 1 else tuple(moved)!r})"
 
-    one = lambda values, fill: tuple(values) if d == 2 else (fill, *values)  # noqa: E731
-    (sh, sw), (dh, dw), (rh, rw) = (
-        one(window_strides, 1),
-        one(lhs_dilation, 1),
-        one(rhs_dilation, 1),
-    )
-    (ph, pw) = one([lo for lo, _ in padding], 0)
+    def one(values, fill):  # 1-D as 2-D with a first spatial axis of one element
+        return tuple(values) if d == 2 else (fill, *values)
+
     spatial = [out.shape[a] for a in out_spec[2:]]
-    (oh, ow) = one(spatial, 1)
+    numbers = (*one(window_strides, 1), *one([lo for lo, _ in padding], 0),
+               *one(lhs_dilation, 1), *one(rhs_dilation, 1), feature_group_count,
+               *one(spatial, 1))  # fmt: skip
     result = ctx.call(_direct_conv2d, canonical(lhs, lhs_spec, x.shape),
-                      canonical(rhs, rhs_spec, w.shape),
-                      *map(str, (sh, sw, ph, pw, dh, dw, rh, rw, feature_group_count, oh, ow)))  # fmt: skip
+                      canonical(rhs, rhs_spec, w.shape), *map(str, numbers))  # fmt: skip
     logical = (out.shape[out_spec[0]], out.shape[out_spec[1]], *spatial)
     perm = [0] * (d + 2)
     for j, axis in enumerate(out_spec):
