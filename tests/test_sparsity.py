@@ -80,6 +80,7 @@ LOOSER = {
     "cross": "output i reads every element but the operands' i-th; the rule reads them all",
     "linalg.cross": "output i reads every element but the operands' i-th; the rule reads all",
     "linalg.solve": "column j of the solution reads column j of b only; the rule reads all of b",
+    "scipy.linalg.solve": "linalg.solve's: column j of the solution reads column j of b only",
     "linalg.slogdet": "the sign's derivative is zero; the rule reads the matrix for it too",
     "linalg.cholesky": TRIANGLE,
     "scipy.linalg.cholesky": TRIANGLE,
