@@ -314,6 +314,9 @@ def _conv_out_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dilati
     return tuple(out)
 
 
+_COLUMNS = 1 << 20  # elements of im2col columns built at once (8 MB of float64)
+
+
 def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                dimension_numbers, feature_group_count, batch_group_count):  # fmt: skip
     lhs_spec, rhs_spec, out_spec = dimension_numbers
@@ -333,17 +336,24 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     x = _padded(lhs, 0, lhs_dilation, padding, lhs_spec[2:],
                 order=(lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))  # fmt: skip
     x = np.reshape(x, (batches, n, *x.shape[1 : d + 1], groups, i))
-    cols = _columns(x, 2, out, kernel, rhs_dilation, window_strides)  # (b, n, *out, k, g, i)
-    rows, k = n * math.prod(out), math.prod(kernel)
-    cols = np.reshape(cols, (batches, rows, k, groups, i))
-    if groups > 1:
-        cols = np.transpose(cols, (0, 3, 1, 2, 4))
-    cols = np.reshape(cols, (batches * groups, rows, k * i))
+    k, per = math.prod(kernel), o // (batches * groups)
     w = np.transpose(rhs, (rhs_spec[0], *rhs_spec[2:], rhs_spec[1]))  # (o, *kernel, i)
-    w = np.reshape(w, (batches * groups, o // (batches * groups), k * i))
-    res = np.matmul(cols, np.swapaxes(w, 1, 2))  # (groups, rows, o per group)
-    res = np.reshape(res, (batches * groups, n, *out, o // (batches * groups)))
-    res = np.reshape(np.moveaxis(res, 0, -2), (n, *out, o))  # features last: group-major
+    w = np.swapaxes(np.reshape(w, (batches * groups, per, k * i)), 1, 2)
+    # the examples a few at a time: the columns of all of them at once can be gigabytes
+    # (25 per pixel for a 5x5 kernel), and ones that stay in cache multiply faster
+    chunk = max(1, _COLUMNS // (batches * math.prod(out) * k * groups * i))
+    parts = []
+    for start in range(0, n, chunk):
+        part = x[:, start : start + chunk]
+        cols = _columns(part, 2, out, kernel, rhs_dilation, window_strides)  # (b, n, *out, k, g, i)
+        rows = part.shape[1] * math.prod(out)
+        cols = np.reshape(cols, (batches, rows, k, groups, i))
+        if groups > 1:
+            cols = np.transpose(cols, (0, 3, 1, 2, 4))
+        res = np.matmul(np.reshape(cols, (batches * groups, rows, k * i)), w)  # per group
+        res = np.reshape(res, (batches * groups, part.shape[1], *out, per))
+        parts.append(np.reshape(np.moveaxis(res, 0, -2), (part.shape[1], *out, o)))
+    res = parts[0] if len(parts) == 1 else np.concatenate(parts)  # features last, group-major
     where = [0, d + 1, *range(1, d + 1)]  # (batch, feature, spatial) in res
     perm = [0] * (d + 2)
     for j, axis in enumerate(out_spec):
