@@ -30,6 +30,13 @@ def test_readme_demo_command_runs_the_tour():
     assert command.endswith("python -m autodiff")
 
 
+def test_each_readme_command_starts_from_a_fresh_environment():
+    # --clear empties .venv first: the second command does not inherit the first's install.
+    for marker in ("# 1. install and take the tour", "# 2. install and run the whole test suite"):
+        command = _readme_command(marker)
+        assert command.startswith("python3 -m venv --clear .venv && "), command
+
+
 def test_tour_runs_in_under_30_seconds():
     result = subprocess.run(
         [sys.executable, "-m", "autodiff"],

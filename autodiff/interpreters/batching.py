@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import types
 import warnings
 import weakref
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import optree
 
+from autodiff.core import conversions, tracer
 from autodiff.core.args import (
     a_type,
     as_output,
@@ -39,6 +41,7 @@ from autodiff.core.primitive import (
     owned,
     process,
 )
+from autodiff.core.reach import global_names, refers_to
 from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, checking_nans
 from autodiff.debug.rule_checks import checking, validate_batch
@@ -86,14 +89,38 @@ class BatchedTensor(Tracer):
             return shape
         return shape[: self.bdim] + shape[self.bdim + 1 :]
 
-    def _concrete(self, what):
+    def _fields(self):
+        return [f"value={self.value!r}", f"bdim={self.bdim}"]
+
+    def _refuse(self, what, kind, frame):
+        self._concrete(conversions.describe(frame, what, kind), kind)
+
+    def _concrete(self, what, kind="read"):
+        # The first sentence names the fix for what the code does with the value.
         raise ConcretizationError(
-            f"{what} needs a concrete value, but this value is batched by "
-            f"{self._interp.describe()} and differs across the batch. Python control "
-            f"flow (if/while/and/or, float(), int(), .item(), np.asarray()) cannot "
-            f"depend on a batched value: use anp.where(cond, x, y) to choose "
-            f"elementwise, or compute the condition outside vmap."
+            f"{what} needs one {_NEEDS.get(kind, 'value')}, but it is batched by "
+            f"{self._interp.describe()}: {_batched_fix(what, kind)}. "
+            f"Python control flow (if/while/and/or, float(), int(), .item(), np.asarray()) "
+            f"cannot depend on a batched value: anp.where(cond, x, y) chooses elementwise, "
+            f"and autodiff.cond, switch, while_loop, fori_loop and scan run control flow "
+            f"per example."
         )
+
+
+_NEEDS = {"condition": "truth value", "array": "array"}
+
+
+def _batched_fix(what: str, kind: str) -> str:
+    if kind == "condition":
+        return (
+            "choose per example with anp.where(pred, a, b) or autodiff.cond(pred, "
+            "true_fun, false_fun, x)"
+        )
+    if kind == "array":
+        return f"{conversions.array_fix(what, tracer.array_namespace)}, which batches"
+    if kind == "value":
+        return "keep it an array (each example sees its own), or compute it outside vmap"
+    return "compute it outside vmap, or pass what it depends on unbatched (in_dims=None)"
 
 
 @lift.register(BatchInterpreter, object)
@@ -228,16 +255,14 @@ def _flatten_inputs(args: tuple, in_dims: Any):
     flat, tree = optree.tree_flatten(args)
     paths = leaf_paths(args)
     out_dims: list[int | None] = []
-    for leaf, dim, path in zip(flat, dims, paths):
+    tops = [i for i, arg in enumerate(args) for _ in optree.tree_leaves(arg)]
+    for leaf, dim, path, top in zip(flat, dims, paths, tops):
         check_live(leaf)  # a leaked tracer raises here, even if func never uses it
         if dim is None:
             out_dims.append(None)
             continue
         if not is_array(leaf):
-            raise TransformValueError(
-                f"vmap: {path} is {a_type(leaf)} but in_dims maps it over "
-                f"axis {dim}; only arrays can be batched. Use in_dims=None for it."
-            )
+            raise TransformValueError(_unmappable(leaf, dim, path, top, args))
         ndim = len(leaf.shape)
         if ndim == 0:
             raise TransformValueError(
@@ -253,6 +278,30 @@ def _flatten_inputs(args: tuple, in_dims: Any):
             )
         out_dims.append(int(dim) % ndim)
     return flat, out_dims, tree, paths
+
+
+def _unmappable(leaf: Any, dim: int, path: str, top: int, args: tuple) -> str:
+    """The message for a mapped input that is not an array: a list of numbers (JAX and
+    torch users pass one where they mean an array) or a Python number or object."""
+    arg = args[top]
+    if isinstance(arg, (list, tuple)) and arg and all(map(_is_number, arg)):
+        kind = type(arg).__name__
+        return (
+            f"vmap: argument {top} is {a_type(arg)} of {len(arg)} numbers, not an array: "
+            f"pass np.asarray(...) of it to map over its elements. A {kind} is a pytree of "
+            f"inputs to vmap, each mapped over its own axis {dim}, and a number has none; "
+            f"in_dims=None would pass the whole {kind} to every example."
+        )
+    spelled = tuple(None if i == top else 0 for i in range(len(args)))
+    return (
+        f"vmap: {path} is {a_type(leaf)}, which has no axis {dim} to map over: give it "
+        f"in_dims=None (e.g. in_dims={spelled}) to pass it to every example, or pass an "
+        f"array. Only arrays are batched."
+    )
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (bool, int, float, complex, np.generic))
 
 
 def _batch_size(flat: list, dims: list, paths: list) -> int:
@@ -287,7 +336,8 @@ def _unbatch_output(interp: BatchInterpreter, leaf: Any, out_dim: int | None, i:
                 f"the batched inputs; give it an integer out_dim."
             )
         return value
-    value = number_as_array(value)
+    # A Python bool too (a flag the function returns): JAX broadcasts it like a number.
+    value = np.asarray(value) if isinstance(value, bool) else number_as_array(value)
     if not is_array(value):
         raise TransformTypeError(
             f"vmap: output {i} of func is {a_type(value)}, not an array; "
@@ -320,9 +370,12 @@ class _Call(NamedTuple):
 
 def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
     interp = BatchInterpreter(size, call.randomness)
+    unseen = _unseen_generators(call) if call.randomness == "error" else ()
     with new_interpreter(interp):
-        leaves = [x if d is None else BatchedTensor(interp, x, d) for x, d in zip(flat, dims)]
+        leaves = [_leaf(interp, x, d) for x, d in zip(flat, dims)]
         out = call.func(*optree.tree_unflatten(call.tree, leaves), **call.kwargs)
+        for rng, state in unseen:
+            _check_not_drawn(rng, state, interp)
         out_flat, out_tree = optree.tree_flatten(out)
         dims_out = _out_dims_for(out, call.out_dims)
         results = [
@@ -330,6 +383,108 @@ def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
             for i, (leaf, d) in enumerate(zip(out_flat, dims_out))
         ]
     return optree.tree_unflatten(out_tree, results)
+
+
+def _leaf(interp: BatchInterpreter, x: Any, bdim: int | None) -> Any:
+    if bdim is not None:
+        return BatchedTensor(interp, x, bdim)
+    if isinstance(x, np.random.Generator) and tracer.array_namespace is not None:
+        # A Generator argument: its draws follow randomness, like anp.random's.
+        return tracer.array_namespace.random.vmapped_generator(x)
+    return x
+
+
+# NumPy's Generators (and RandomStates) that func closes over, or names as globals, are
+# not arguments: vmap cannot make their draws follow randomness.  Under randomness="error"
+# (where no draw is right) it checks after the call that their streams did not advance:
+# a draw there gave every example the same value.  NumPy's global functions
+# (np.random.normal, ...) are checked too where func's code names one: reading the global
+# state costs about a vmap call, so not for every function.  A generator reached only
+# through other objects' attributes is not seen (the documentation says so).
+_LOOK_AT_MOST = 64  # objects visited per call, through closures and the globals code names
+_GLOBAL_DRAWS = frozenset(n for n in dir(np.random.RandomState) if not n.startswith("_")) - {
+    "get_state", "set_state", "seed",
+}  # fmt: skip
+
+
+class _GlobalState:
+    """NumPy's global random state (``np.random.seed``), as a stream vmap watches."""
+
+    def __repr__(self) -> str:
+        return "numpy.random's global state"
+
+
+def _state(source: Any) -> Any:
+    if isinstance(source, np.random.Generator):
+        return source.bit_generator.state
+    if isinstance(source, np.random.RandomState):
+        return source.get_state(legacy=False)
+    return np.random.get_state(legacy=False)  # (one read: about a vmap call's time)
+
+
+_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # func -> its sources
+
+
+def _unseen_generators(call: _Call) -> list[tuple[Any, Any]]:
+    """The random streams func reaches outside its arguments, with their states now."""
+    try:
+        sources = _sources.get(call.func)
+    except TypeError:  # not weakly referable (a ufunc): nothing of its own to find
+        return []
+    if sources is None:
+        sources = _sources[call.func] = _find_sources(call.func)
+    return [(source, _state(source)) for source in sources]
+
+
+def _find_sources(func: Callable) -> tuple[Any, ...]:
+    """Looked for once per function (the search walks what it refers to)."""
+    found: dict[int, Any] = {}
+    names: set[str] = set()
+    todo, seen = [func], set()
+    while todo and len(seen) < _LOOK_AT_MOST:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (np.random.Generator, np.random.RandomState)):
+            found[id(obj)] = obj
+            continue
+        if isinstance(obj, types.BuiltinMethodType):  # rng.normal itself
+            todo.append(obj.__self__)
+        if isinstance(obj, types.FunctionType):
+            names.update(global_names(obj.__code__))
+        todo += refers_to(obj)
+    if "random" in names and names & _GLOBAL_DRAWS:  # np.random.normal(...) in func's code
+        found[0] = _GlobalState()
+    return tuple(found.values())
+
+
+def _check_not_drawn(source: Any, state: Any, interp: BatchInterpreter) -> None:
+    if _same_state(_state(source), state):
+        return
+    if isinstance(source, np.random.Generator):
+        fix = "pass the Generator as an argument with in_dims=None, and its draws follow randomness"
+        what = "a numpy.random.Generator it closes over"
+    elif isinstance(source, np.random.RandomState):
+        fix = "draw from a Generator passed as an argument (in_dims=None), which follows randomness"
+        what = "a numpy.random.RandomState it closes over"
+    else:
+        fix = "write anp.random.normal(...) (any np.random name), which follows randomness"
+        what = "NumPy's global random functions (np.random.normal, ...)"
+    raise TransformValueError(
+        f"vmap: func drew from {what}, one draw for the whole batch: {fix}. NumPy drew once "
+        f"({source!r}), so every example of {interp.describe()} got the same value. With "
+        f"randomness='different' each example gets its own draws (anp.random.normal(rng, "
+        f"shape) too); randomness='same' says one shared draw is meant."
+    )
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+        )
+    return bool(np.array_equal(a, b))
 
 
 def _take(x: Any, dim: int, index: Any) -> Any:

@@ -56,6 +56,13 @@ class DualTensor(Tracer):
     def _inner(self):
         return self.primal
 
+    def _fields(self):
+        return [f"primal={self.primal!r}", f"tangent={self.tangent!r}"]
+
+    def _refuse(self, what, kind, frame):  # noqa: ARG002  (every kind drops it)
+        if self.tangent is not None:  # converting drops the tangent
+            raise self._derivative_error(what, frame)
+
 
 @lift.register(JvpInterpreter, object)
 def _lift_dual(interp: JvpInterpreter, x: Any):

@@ -99,6 +99,12 @@ class GradTensor(Tracer):
     def _inner(self):
         return self.value
 
+    def _refuse(self, what, kind, frame):  # noqa: ARG002  (every kind drops it)
+        # Converting drops the derivative unless no_grad() covers this level (the user
+        # stopped it on purpose) or the value is a constant at it.
+        if self.node is not None and recording(self._interp):
+            raise self._derivative_error(what, frame)
+
 
 @lift.register(GradInterpreter, object)
 def _lift_grad(interp: GradInterpreter, x: Any):

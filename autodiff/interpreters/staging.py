@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from autodiff.core import tracer
+from autodiff.core import conversions, tracer
 from autodiff.core.caches import LRUCache
 from autodiff.core.graph import Eqn, Graph, Literal, OpaqueAval, ShapedArray, Var, aval_of
 from autodiff.core.primitive import (
@@ -155,13 +155,21 @@ class StagedTensor(Tracer):
     def dtype(self) -> np.dtype:
         return self._var.aval.dtype
 
-    def _concrete(self, what: str) -> Any:
+    def _refuse(self, what: str, kind: str, frame: Any) -> None:
+        self._concrete(conversions.describe(frame, what, kind), kind)
+
+    def _concrete(self, what: str, kind: str = "read") -> Any:
+        fix = (
+            conversions.array_fix(what, tracer.array_namespace)
+            if kind == "array"
+            else "mark the argument static (jit(f, static_argnums=...)) or use autodiff.cond "
+            "or anp.where"
+        )
         raise ConcretizationError(
-            f"{what} needs a concrete value, but this value is staged by "
-            f"{self._interp.describe()}: it stands for every value of shape "
-            f"{self.aval.str_short()} the function may be called with, so Python control "
-            f"flow (if/while/and/or, float(), int(), .item(), np.asarray()) cannot depend "
-            f"on it. To fix it, {CONTROL_FLOW_HINT}."
+            f"{what} needs a concrete value, but it is staged by {self._interp.describe()}, "
+            f"standing for any {self.aval.str_short()} value: {fix}. Python control flow "
+            f"(if/while/and/or, float(), int(), .item(), np.asarray()) cannot depend on a "
+            f"staged value; the ways out: {CONTROL_FLOW_HINT}."
         )
 
     def __getattr__(self, name: str) -> Any:

@@ -149,11 +149,10 @@ def _batch_levels(name: str) -> list[BatchInterpreter]:
             continue
         if interp.randomness == "error":
             raise TransformValueError(
-                f"anp.random.{name} was called inside {interp.describe()}, whose "
-                f"randomness is 'error' (the default): it cannot tell whether the "
-                f"examples should get their own draws or share one. Pass "
-                f'randomness="different" (independent draws per example) or '
-                f'randomness="same" (one draw shared by the batch) to that vmap.'
+                f"anp.random.{name} (or a Generator argument's {name}) inside "
+                f"{interp.describe()} with randomness='error' (the default): pass "
+                f"randomness='different' for a draw per example, or 'same' for one shared "
+                f"draw. vmap cannot tell which is meant."
             )
         if interp.randomness == "different":
             levels.append(interp)

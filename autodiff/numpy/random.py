@@ -217,14 +217,47 @@ def generator_method(rng: Any, name: str) -> Any:
     return staged_draw
 
 
+class _VmappedGenerator(np.random.Generator):
+    """A ``numpy.random.Generator`` argument of ``vmap``, as the function sees it: the
+    same stream (the same bit generator), whose draws follow the vmap's ``randomness``
+    like ``anp.random``'s, as a Generator argument of a jitted function does."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        super().__init__(rng.bit_generator)
+        self._rng = rng
+
+    def __repr__(self) -> str:
+        return f"{self._rng!r} (under vmap: its draws follow randomness)"
+
+
+def _vmapped_draw(name: str) -> Callable:
+    def method(self, *args, **kwargs):
+        return generator_method(self._rng, name)(*args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = getattr(np.random.Generator, name).__doc__
+    return method
+
+
+for _name in dir(np.random.Generator):
+    if not _name.startswith("_") and _name not in _NOT_GENERATOR_DRAWS:
+        setattr(_VmappedGenerator, _name, _vmapped_draw(_name))
+
+
+def vmapped_generator(rng: np.random.Generator) -> np.random.Generator:
+    """``rng`` as a function under ``vmap`` gets it (``interpreters/batching.py``)."""
+    return rng if isinstance(rng, _VmappedGenerator) else _VmappedGenerator(rng)
+
+
 _plain_normal, _plain_uniform = _legacy("normal"), _legacy("uniform")
 for _name in np.random.__all__:
     if _name not in _NOT_DRAWS:
         globals()[_name] = _legacy(_name)
 
 _own = frozenset(["bernoulli", "normal", "uniform", *(set(np.random.__all__) - _NOT_DRAWS)])
-# generator_method is reached through staged Generators (interpreters/staging.py), not
-# a NumPy name: it is not in __all__.
+# generator_method and vmapped_generator are reached through staged Generators
+# (interpreters/staging.py) and vmap's (interpreters/batching.py), not NumPy names: they
+# are not in __all__.
 # Seeding, state and generator classes: NumPy's own (see autodiff/numpy/_borrow.py).
 _borrowed, __getattr__ = _borrow(globals(), np.random)
 __all__ = sorted(_own | set(_borrowed))
