@@ -201,14 +201,15 @@ def main(argv: list[str] | None = None) -> None:
 
     print("\njit: staged once per input signature, then replayed as straight-line NumPy")
     loss = lambda w, v: anp.sum(anp.tanh(v @ w) ** 2)
-    w, v = rng.normal(size=3), rng.normal(size=(2, 3))
+    weights, inputs = rng.normal(size=3), rng.normal(size=(2, 3))
     fast = jit(grad(loss), compile=False)  # (compile=True: numba kernels, on the 2nd call)
-    _show("jit(grad(loss))(w, x) == grad(loss)(w, x)", fast(w, v), grad(loss)(w, v))
+    _show("jit(grad(loss))(w, x) == grad(loss)(w, x)", fast(weights, inputs),
+          grad(loss)(weights, inputs))  # fmt: skip
     print("    the program it replays, print(make_graph(grad(loss))(w, x)), begins:")
-    print(textwrap.indent("\n".join(str(make_graph(grad(loss))(w, v)).splitlines()[:5]), "      "))
-    print("      ...")
+    graph = str(make_graph(grad(loss))(weights, inputs)).splitlines()
+    print(textwrap.indent("\n".join([*graph[:5], "..."]), "      "))
     if timing:
-        _jit_speedup(loss, fast, w, v)
+        _jit_speedup(loss, fast, weights, inputs)
 
     print("\nexplain: every primitive call of vmap(grad(loss)), and who handled it")
     small = explain(vmap(grad(lambda w, v: anp.sum(anp.sin(v @ w))), in_dims=(None, 0)))

@@ -11,6 +11,7 @@ would drop a derivative or a batch); this module says it.
 
 from __future__ import annotations
 
+import ast
 import dis
 import itertools
 import linecache
@@ -18,6 +19,8 @@ import re
 import sys
 from types import FrameType
 from typing import Any
+
+import numpy as np
 
 __all__ = [
     "anp_spelling",
@@ -110,7 +113,8 @@ _CATALOGUE = (
 
 def array_fix(what: str, namespace: Any) -> str:
     """What to write instead of NumPy code that converts a traced value to an array."""
-    return f"write {anp_spelling(what, namespace) or 'anp.asarray(x)'}"
+    twin = anp_spelling(what, namespace)
+    return f"write {twin or 'anp.asarray(x) (anp.array([...]) for a list)'}"
 
 
 def derivative_message(what: str, holder: str, frame: FrameType, namespace: Any) -> str:
@@ -156,8 +160,8 @@ def list_message(caller: tuple[str, str], holder: str, frame: FrameType, namespa
     NumPy code that converts its items (``np.r_[x, y]``, ``np.vectorize(f)(x)``)."""
     numpy_name, anp_name = caller
     expr = expression(frame)
-    did = expr or f"{numpy_name}(...)"
-    twin = anp_spelling(expr, namespace) or f"{anp_name}(...)"
+    did = expr or numpy_name
+    twin = anp_spelling(expr, namespace) or anp_name
     return (
         f"{did} converts a value traced by {holder} to a NumPy array: write {twin}, which "
         f"takes it. NumPy hands autodiff a call only for an argument that is a traced "
@@ -171,12 +175,26 @@ def store_message(holder: str, reason: str, frame: FrameType) -> str:
     target = expression(frame) or ""
     match = re.fullmatch(r"(?P<array>[\w.]+)\[(?P<index>.+)\]", target)
     array, index = (match["array"], match["index"]) if match else ("out", "i")
+    value = _stored_value(frame) or "x"
     return (
-        f"{array}[{index}] = x writes a value traced by {holder} into a plain NumPy array, "
-        f"which {reason}: write {array} = anp.at({array})[{index}].set(x). Or build the "
-        f"result functionally: anp.array([...]) or anp.stack([...]) of the pieces, "
-        f"anp.where(mask, x, {array}). {_CATALOGUE}"
+        f"{array}[{index}] = {value} writes a value traced by {holder} into a plain NumPy "
+        f"array, which {reason}: write {array} = anp.at({array})[{index}].set({value}). "
+        f"Or build the result functionally: anp.array([...]) or anp.stack([...]) of the "
+        f"pieces, anp.where(mask, x, {array}). {_CATALOGUE}"
     )
+
+
+def _stored_value(frame: FrameType) -> str | None:
+    """The source of the value a one-line ``a[i] = value`` stores, where it is short."""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    try:
+        (statement,) = ast.parse(line).body
+    except (SyntaxError, ValueError):
+        return None
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return None
+    text = ast.get_source_segment(line, statement.value)
+    return text if text and len(text) <= _LONGEST_QUOTE // 2 else None
 
 
 # NumPy's vectorize converts its arguments to arrays in these methods.
@@ -184,7 +202,7 @@ _VECTORIZE_CALLS = {"_get_ufunc_and_otypes", "_vectorize_call", "_vectorize_call
 
 
 def numpy_function(frame: FrameType | None, overrides: dict) -> tuple[str, str] | None:
-    """``("numpy.mean", "anp.mean")`` when the NumPy code converting a traced value is
+    """``("numpy.mean(...)", "anp.mean(...)")`` when the NumPy code converting a traced value is
     a public NumPy function that autodiff implements (``np.mean([x, y])``: a list has
     no ``__array_function__``, so NumPy converts it instead of handing the call over),
     ``np.r_``/``np.c_`` (which call ``np.array`` on their items) or ``np.vectorize``; the
@@ -193,11 +211,12 @@ def numpy_function(frame: FrameType | None, overrides: dict) -> tuple[str, str] 
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "numpy":
         code = frame.f_code
         if code.co_filename.endswith("_index_tricks_impl.py"):
-            return "numpy.r_", "anp.r_"
+            name = "c_" if frame.f_locals.get("self") is np.c_ else "r_"
+            return f"numpy.{name}[...]", f"anp.{name}[...]"
         if code.co_filename.endswith("_function_base_impl.py") and (
             code.co_name in _VECTORIZE_CALLS
         ):
-            return "numpy.vectorize", "anp.vectorize"
+            return "numpy.vectorize(f)(...)", "anp.vectorize(f)(...)"
         outer, frame = frame, frame.f_back
     if outer is None:
         return None
@@ -208,5 +227,5 @@ def numpy_function(frame: FrameType | None, overrides: dict) -> tuple[str, str] 
         func = getattr(sys.modules.get(module), outer.f_code.co_name, None)
         if func is not None and dict.__contains__(overrides, func):
             name = f"{module}.{outer.f_code.co_name}"
-            return name, "anp" + name.removeprefix("numpy")
+            return f"{name}(...)", "anp" + name.removeprefix("numpy") + "(...)"
     return None

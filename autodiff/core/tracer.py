@@ -150,6 +150,19 @@ def _method(func: Any) -> Callable:
     return method
 
 
+# torch's and JAX's spellings a traced value does not have, and autodiff's for them.
+_THEIR_SPELLINGS = {
+    "detach": "torch's x.detach() is autodiff.stop_gradient(x)",
+    "requires_grad": "the inputs a transform differentiates are its argnums (grad(f, argnums=1))",
+    "requires_grad_": "the inputs a transform differentiates are its argnums (grad(f, argnums=1))",
+    "backward": "write autodiff.grad(f)(x) (or vjp) around the function: it returns the gradient",
+    "grad": "write autodiff.grad(f)(x) around the function: it returns the gradient",
+    "numpy": "a traced value has no NumPy array (it would drop the derivative or the batch); "
+    "return it from the function, or convert autodiff.stop_gradient(x) for a constant",
+    "block_until_ready": "autodiff computes eagerly: a result is ready when it is returned",
+}
+
+
 def _copy_slots(source: Tracer, target: Tracer) -> None:
     for cls in type(source).__mro__:
         for slot in getattr(cls, "__slots__", ()):
@@ -236,6 +249,14 @@ class Tracer:
     @property
     def T(self):
         return numpy_overrides[np.transpose](self)
+
+    def __getattr__(self, name: str) -> Any:
+        # (only for names no class attribute has) torch's and JAX's name autodiff's spelling
+        hint = _THEIR_SPELLINGS.get(name)
+        raise AttributeError(
+            f"'{type(self).__name__}' object has no attribute '{name}'"
+            + (f": {hint}." if hint else "")
+        )
 
     def __len__(self) -> int:
         if not self.shape:

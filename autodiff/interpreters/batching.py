@@ -295,7 +295,7 @@ def _unmappable(leaf: Any, dim: int, path: str, top: int, args: tuple) -> str:
     spelled = tuple(None if i == top else 0 for i in range(len(args)))
     return (
         f"vmap: {path} is {a_type(leaf)}, which has no axis {dim} to map over: give it "
-        f"in_dims=None (e.g. in_dims={spelled}) to pass it to every example, or pass an "
+        f"in_dims=None (in_dims={spelled} here) to pass it to every example, or pass an "
         f"array. Only arrays are batched."
     )
 
@@ -440,7 +440,8 @@ def _find_sources(func: Callable) -> tuple[Any, ...]:
     """Looked for once per function (the search walks what it refers to)."""
     found: dict[int, Any] = {}
     names: set[str] = set()
-    todo, seen = [func], set()
+    todo: list[Any] = [func]
+    seen: set[int] = set()
     while todo and len(seen) < _LOOK_AT_MOST:
         obj = todo.pop()
         if id(obj) in seen:

@@ -180,7 +180,7 @@ class StagedTensor(Tracer):
             namespace = tracer.array_namespace
             if namespace is not None and not name.startswith("_"):
                 return namespace.random.generator_method(self, name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return Tracer.__getattr__(self, name)
 
     def __repr__(self) -> str:
         return f"StagedTensor({self.aval.str_short()}, {self._interp.describe()})"

@@ -217,19 +217,6 @@ def generator_method(rng: Any, name: str) -> Any:
     return staged_draw
 
 
-class _VmappedGenerator(np.random.Generator):
-    """A ``numpy.random.Generator`` argument of ``vmap``, as the function sees it: the
-    same stream (the same bit generator), whose draws follow the vmap's ``randomness``
-    like ``anp.random``'s, as a Generator argument of a jitted function does."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        super().__init__(rng.bit_generator)
-        self._rng = rng
-
-    def __repr__(self) -> str:
-        return f"{self._rng!r} (under vmap: its draws follow randomness)"
-
-
 def _vmapped_draw(name: str) -> Callable:
     def method(self, *args, **kwargs):
         return generator_method(self._rng, name)(*args, **kwargs)
@@ -240,13 +227,13 @@ def _vmapped_draw(name: str) -> Callable:
 
 
 for _name in dir(np.random.Generator):
-    if not _name.startswith("_") and _name not in _NOT_GENERATOR_DRAWS:
-        setattr(_VmappedGenerator, _name, _vmapped_draw(_name))
+    if not _name.startswith("_") and _name not in _NOT_GENERATOR_DRAWS:  # its draws
+        setattr(_draws.VmappedGenerator, _name, _vmapped_draw(_name))
 
 
 def vmapped_generator(rng: np.random.Generator) -> np.random.Generator:
     """``rng`` as a function under ``vmap`` gets it (``interpreters/batching.py``)."""
-    return rng if isinstance(rng, _VmappedGenerator) else _VmappedGenerator(rng)
+    return rng if isinstance(rng, _draws.VmappedGenerator) else _draws.VmappedGenerator(rng)
 
 
 _plain_normal, _plain_uniform = _legacy("normal"), _legacy("uniform")
