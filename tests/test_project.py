@@ -49,6 +49,33 @@ def test_tour_runs_in_under_30_seconds():
     assert result.returncode == 0, result.stderr
     assert "MISMATCH" not in result.stdout
     assert "tour finished" in result.stdout
+    lines = result.stdout.splitlines()
+    wide = [line for line in lines if len(line) > 100]
+    assert not wide, f"the tour is wider than 100 columns: {wide}"
+    assert "\njit: " in result.stdout and "jit(grad(loss))(w, x) == grad(loss)(w, x)" in (
+        result.stdout
+    )
+    # it ends saying where to go next, naming pages that exist
+    end = result.stdout[result.stdout.index("where to go next") :].splitlines()[1:]
+    assert len(end) >= 4
+    for line in end:
+        target = line.split()[0]
+        assert target.startswith("help(") or (ROOT / target).exists(), line
+
+
+def test_tour_help_prints_help_and_runs_nothing():
+    result = subprocess.run(
+        [sys.executable, "-m", "autodiff", "--help"],
+        capture_output=True, text=True, timeout=30, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python -m autodiff")
+    assert "--no-timing" in result.stdout and "tour finished" not in result.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "autodiff", "--bogus"],
+        capture_output=True, text=True, timeout=30, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
 
 
 def test_public_api_is_explicit_and_documented_with_examples():

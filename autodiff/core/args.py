@@ -27,6 +27,7 @@ __all__ = [
     "at_positions",
     "number_as_array",
     "leaf_paths",
+    "is_list_of_numbers",
     "note_list_inputs",
     "numbers_for_array",
 ]
@@ -223,7 +224,7 @@ def numbers_for_array(given: Any, expected: Any, what: str) -> str | None:
     except (ValueError, TypeError):
         return None
     for i, part in enumerate(parts):
-        if isinstance(part, (list, tuple)) and part and all(map(_is_number, part)):
+        if is_list_of_numbers(part):
             return (
                 f"{what} {i} is {'a list' if isinstance(part, list) else 'a tuple'} of "
                 f"{len(part)} numbers where an array goes: pass np.asarray(...) of it."
@@ -238,7 +239,7 @@ def note_list_inputs(error: BaseException, args: tuple, transform: str) -> None:
     if not isinstance(error, TypeError) or not hasattr(error, "add_note"):  # (3.11+)
         return
     for i, arg in enumerate(args):
-        if isinstance(arg, (list, tuple)) and arg and all(map(_is_number, arg)):
+        if is_list_of_numbers(arg):
             error.add_note(
                 f"{transform}: argument {i} is {'a list' if isinstance(arg, list) else 'a tuple'}"
                 f" of {len(arg)} numbers, which {transform} takes for {len(arg)} separate "
@@ -248,8 +249,14 @@ def note_list_inputs(error: BaseException, args: tuple, transform: str) -> None:
             return
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (bool, int, float, complex, np.generic))
+def is_list_of_numbers(x: Any) -> bool:
+    """A non-empty list or tuple of Python or NumPy numbers: where a JAX or torch user
+    passes one, they mean an array."""
+    return (
+        isinstance(x, (list, tuple))
+        and bool(x)
+        and all(isinstance(v, (bool, int, float, complex, np.generic)) for v in x)
+    )
 
 
 def split_aux(out: Any, transform: str) -> tuple[Any, Any]:

@@ -28,6 +28,7 @@ from autodiff.core.args import (
     check_chunk_size,
     check_randomness,
     is_array,
+    is_list_of_numbers,
     leaf_paths,
     number_as_array,
 )
@@ -284,7 +285,7 @@ def _unmappable(leaf: Any, dim: int, path: str, top: int, args: tuple) -> str:
     """The message for a mapped input that is not an array: a list of numbers (JAX and
     torch users pass one where they mean an array) or a Python number or object."""
     arg = args[top]
-    if isinstance(arg, (list, tuple)) and arg and all(map(_is_number, arg)):
+    if is_list_of_numbers(arg):
         kind = type(arg).__name__
         return (
             f"vmap: argument {top} is {a_type(arg)} of {len(arg)} numbers, not an array: "
@@ -298,10 +299,6 @@ def _unmappable(leaf: Any, dim: int, path: str, top: int, args: tuple) -> str:
         f"in_dims=None (in_dims={spelled} here) to pass it to every example, or pass an "
         f"array. Only arrays are batched."
     )
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (bool, int, float, complex, np.generic))
 
 
 def _batch_size(flat: list, dims: list, paths: list) -> int:
@@ -571,10 +568,17 @@ def vmap(
     that does not depend on the batch, or a pytree prefix).  An output that
     ignores the batched inputs is broadcast along the batch.
 
-    ``randomness`` says what ``autodiff.numpy.random`` functions do inside:
-    ``"error"`` raises, ``"different"`` draws independently for each example
-    (for one random call, exactly the draws a Python loop over the batch
-    makes, in order), ``"same"`` draws once for the whole batch.
+    ``randomness`` says what ``autodiff.numpy.random`` functions, and the draws of a
+    ``numpy.random.Generator`` passed as an argument (``in_dims=None`` for it), do
+    inside: ``"error"`` raises, ``"different"`` draws independently for each example
+    (for one random call, exactly the draws a Python loop over the batch makes, in
+    order), ``"same"`` draws once for the whole batch.  **NumPy's draws that vmap does
+    not see** (a Generator the function closes over, ``np.random.normal()``) **draw
+    once for the whole batch**: every example gets the same value.  Under
+    ``randomness="error"`` vmap raises after the call if the generators the function
+    closes over or names (or NumPy's global functions its code names) drew; one reached
+    only through another object or module is not seen.  Write ``anp.random.normal(...)``
+    or pass the Generator as an argument.
     ``chunk_size=k`` runs ``k`` examples at a time with the same result;
     ``chunk_size=1`` is a plain Python loop (data-dependent control flow
     works, and random functions draw as in a loop).
@@ -586,6 +590,9 @@ def vmap(
     >>> from autodiff import vmap
     >>> vmap(lambda row: row.sum())(np.arange(6.0).reshape(2, 3))
     array([ 3., 12.])
+    >>> noisy = vmap(lambda x, rng: x + rng.normal(), (0, None), randomness="different")
+    >>> noisy(np.zeros(3), np.random.default_rng(0)).round(2)  # a draw per example
+    array([ 0.13, -0.13,  0.64])
     """
     check_callable(func, "vmap")
     _check_dims_spec(in_dims, "in_dims")

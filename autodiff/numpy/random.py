@@ -14,8 +14,19 @@ Every public name of ``numpy.random`` exists.  Two ways to draw:
 Inside ``vmap`` every draw follows that vmap's ``randomness``: ``"error"`` (the
 default) raises, ``"same"`` draws once for the whole batch, ``"different"`` gives
 each example its own draws (for one random call per example exactly what a Python
-loop over the batch draws, in order).  ``seed``, ``get_state``, ``default_rng``,
-``Generator`` and the bit generators are NumPy's own.
+loop over the batch draws, in order).  So do the draws of a ``numpy.random.Generator``
+passed to the vmapped function as an argument (``rng.normal(...)``, with ``in_dims=None``
+for it).  ``seed``, ``get_state``, ``default_rng``, ``Generator`` and the bit generators
+are NumPy's own.
+
+**NumPy's own draws that vmap does not see draw once for the whole batch**: a Generator
+the function closes over (``rng.normal()``) and ``np.random.normal()`` give every
+example the same value, whatever ``randomness`` says.  Under ``randomness="error"``
+vmap checks after the call that the generators the function closes over or names (and
+NumPy's global functions its code names) did not draw, and raises if they did; a
+generator reached only through another object's attributes or another module's
+function is not seen.  Write ``anp.random.normal(...)`` for NumPy's global functions,
+and pass a Generator as an argument.
 
 >>> import numpy as np, autodiff.numpy as anp
 >>> from autodiff import vmap
