@@ -32,6 +32,9 @@ TARGET = re.compile(r'id="([^"]+)"')
 FIGURE = re.compile(r'<img [^>]*src="([^"]+\.(?:png|svg))"')
 
 
+STATUS = {}  # git status before and after the build
+
+
 def _work_tree_status():
     return subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=all"],
@@ -54,7 +57,7 @@ def site(tmp_path_factory):
     )
     print(f"site built in {time.perf_counter() - start:.1f} s")
     assert done.returncode == 0, f"the site does not build:\n{done.stderr[-6000:]}"
-    out.status_before, out.status_after = status, _work_tree_status()  # type: ignore[attr-defined]
+    STATUS.update(before=status, after=_work_tree_status())
     return out
 
 
@@ -63,7 +66,7 @@ def test_the_build_writes_nothing_outside_its_folder(site):
     # output folder: for the README's "... . site" that is the work tree's root.
     assert not (site.parent / "jupyter_execute").exists()
     assert any((site / ".doctrees" / "jupyter_execute").iterdir())
-    assert site.status_after == site.status_before, "the build changed git status"
+    assert STATUS["after"] == STATUS["before"], "the build changed git status"
 
 
 def test_formulas_are_mathml_with_no_script(site):
