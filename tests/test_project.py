@@ -107,3 +107,27 @@ def test_rules_readme_block_style_matches_the_code():
     text = (ROOT / "autodiff" / "rules" / "README.md").read_text()
     assert re.search(r"vjp_i\(ct, ans, \*primals, \*\*params\)", text)
     assert "def_vjp" in (ROOT / "autodiff" / "core/primitive.py").read_text()
+
+
+def test_import_autodiff_leaves_the_heavy_modules_for_first_use():
+    # SciPy, numba, plum (with beartype), Dask, matplotlib: imported where first used
+    # (benchmarks/import_time.py measures the import against NumPy's and JAX's).
+    code = (
+        "import sys, autodiff, autodiff.numpy, autodiff.extend, autodiff.testing\n"
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    heavy = {"scipy", "numba", "llvmlite", "plum", "beartype", "dask", "distributed",
+             "matplotlib", "networkx", "jax", "torch", "sympy"}  # fmt: skip
+    assert not heavy & set(loaded), f"import autodiff imports {sorted(heavy & set(loaded))}"
+    # ... and each arrives when used
+    code = (
+        "import sys, numpy as np, autodiff, scipy.special as sp\n"
+        "assert 'plum' not in sys.modules\n"
+        "g = autodiff.grad(sp.erf)(0.5)\n"  # scipy.special's rules, registered on first use
+        "assert 'plum' in sys.modules and abs(g - 2 / np.pi**0.5 * np.exp(-0.25)) < 1e-12\n"
+        "import autodiff.scipy.linalg; assert 'scipy.linalg' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -27,6 +27,7 @@ from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedF
 
 __all__ = [
     "INDEX_UPDATE",
+    "lazy_rules",
     "SET_ITEM",
     "Tracer",
     "leaked_error",
@@ -45,10 +46,19 @@ def _function_name(func: Any) -> str:
     return f"{module}.{getattr(func, '__name__', func)}"
 
 
+# Rules registered when first needed: each is called with a NumPy function that has no
+# entry yet, loads the rules it may have and says whether it did (rules/__init__.py:
+# scipy.special's, once SciPy is imported).
+lazy_rules: list[Callable[[Any], bool]] = []
+
+
 class _Overrides(dict):
     """NumPy function -> autodiff implementation; a missing key is an error."""
 
     def __missing__(self, func: Any) -> Callable:
+        for load in lazy_rules:
+            if load(func) and dict.__contains__(self, func):
+                return dict.__getitem__(self, func)
         if isinstance(func, np.ufunc) and all(set(t) <= set("O->") for t in func.types):
             raise UnsupportedFunctionError(
                 f"numpy.frompyfunc's ufunc {func.__name__!r} computes on object arrays, "
