@@ -134,7 +134,7 @@ class DispatchPoint:
         return method(*args)
 
     def __repr__(self) -> str:
-        return f"<dispatch point {self.name}: {len(self.methods)} method(s)>"
+        return f"<dispatch point {self.name}: {len(self._registered)} method(s)>"
 
 
 class _Dispatcher:
