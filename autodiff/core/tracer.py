@@ -27,6 +27,7 @@ from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedF
 
 __all__ = [
     "INDEX_UPDATE",
+    "THEIR_SPELLINGS",
     "lazy_rules",
     "SET_ITEM",
     "Tracer",
@@ -161,7 +162,7 @@ def _method(func: Any) -> Callable:
 
 
 # torch's and JAX's spellings a traced value does not have, and autodiff's for them.
-_THEIR_SPELLINGS = {
+THEIR_SPELLINGS = {
     "detach": "torch's x.detach() is autodiff.stop_gradient(x)",
     "requires_grad": "the inputs a transform differentiates are its argnums (grad(f, argnums=1))",
     "requires_grad_": "the inputs a transform differentiates are its argnums (grad(f, argnums=1))",
@@ -171,6 +172,17 @@ _THEIR_SPELLINGS = {
     "return it from the function, or convert autodiff.stop_gradient(x) for a constant",
     "block_until_ready": "autodiff computes eagerly: a result is ready when it is returned",
 }
+
+
+def _their_spelling(name: str, hint: str) -> property:
+    """A property that raises as a missing attribute does (``hasattr`` is False), naming
+    autodiff's spelling: a class attribute, so that looking up the others costs nothing
+    more (a ``__getattr__`` would slow every attribute access of a tracer)."""
+
+    def missing(self: Tracer) -> Any:
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}': {hint}.")
+
+    return property(missing, doc=f"Not an attribute of traced values: {hint}.")
 
 
 def _copy_slots(source: Tracer, target: Tracer) -> None:
@@ -247,6 +259,9 @@ class Tracer:
             conversions.derivative_message(what, self._interp.describe(), frame, array_namespace)
         )
 
+    # torch's and JAX's spellings, which name autodiff's (x.detach(): stop_gradient(x))
+    locals().update({name: _their_spelling(name, hint) for name, hint in THEIR_SPELLINGS.items()})
+
     # --- array attributes -----------------------------------------------------
     @property
     def ndim(self) -> int:
@@ -259,14 +274,6 @@ class Tracer:
     @property
     def T(self):
         return numpy_overrides[np.transpose](self)
-
-    def __getattr__(self, name: str) -> Any:
-        # (only for names no class attribute has) torch's and JAX's name autodiff's spelling
-        hint = _THEIR_SPELLINGS.get(name)
-        raise AttributeError(
-            f"'{type(self).__name__}' object has no attribute '{name}'"
-            + (f": {hint}." if hint else "")
-        )
 
     def __len__(self) -> int:
         if not self.shape:

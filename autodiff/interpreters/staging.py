@@ -180,7 +180,11 @@ class StagedTensor(Tracer):
             namespace = tracer.array_namespace
             if namespace is not None and not name.startswith("_"):
                 return namespace.random.generator_method(self, name)
-        return Tracer.__getattr__(self, name)
+        hint = tracer.THEIR_SPELLINGS.get(name)  # (its property raised and led here)
+        raise AttributeError(
+            f"'{type(self).__name__}' object has no attribute '{name}'"
+            + (f": {hint}." if hint else "")
+        )
 
     def __repr__(self) -> str:
         return f"StagedTensor({self.aval.str_short()}, {self._interp.describe()})"
