@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "Described",
     "anp_spelling",
     "array_fix",
     "derivative_message",
@@ -94,6 +95,22 @@ def describe(frame: FrameType, fallback: str, kind: str) -> str:
     if kind == "condition" and not _is_call(frame):
         return f"the condition {expr}"
     return expr
+
+
+class Described:
+    """:func:`describe`'s text, spelled only when a message is written (``bool(x)`` under
+    ``grad`` is Python control flow: it must not read source files)."""
+
+    __slots__ = ("fallback", "frame", "kind")
+
+    def __init__(self, frame: FrameType, fallback: str, kind: str) -> None:
+        self.frame, self.fallback, self.kind = frame, fallback, kind
+
+    def __str__(self) -> str:
+        return describe(self.frame, self.fallback, self.kind)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 def _is_call(frame: FrameType) -> bool:

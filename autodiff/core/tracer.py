@@ -223,7 +223,7 @@ class Tracer:
         inner = self._inner
         return inner.dtype if hasattr(inner, "dtype") else np.result_type(inner)
 
-    def _concrete(self, what: str, kind: str = "read") -> Any:
+    def _concrete(self, what: str | conversions.Described, kind: str = "read") -> Any:
         """The concrete value, for ``what`` (a description: ``"float(s)"``).  ``kind``
         says what the value is for: ``"read"`` (the library reads it), ``"condition"``
         (Python control flow), ``"value"`` (a Python number), ``"array"`` (NumPy's);
@@ -231,7 +231,7 @@ class Tracer:
         inner = self._inner
         return inner._concrete_value(what, kind) if isinstance(inner, Tracer) else inner
 
-    def _concrete_value(self, what: str, kind: str = "read") -> Any:
+    def _concrete_value(self, what: str | conversions.Described, kind: str = "read") -> Any:
         """The value a library function reads where that is right (a size, a position,
         a Python branch under ``grad``): derivatives are not dropped silently by this,
         the caller decides.  Batched and staged values have none and raise."""
@@ -512,8 +512,8 @@ class Tracer:
         try:
             if conversions.is_storing(frame):  # plain_array[i] = x: NumPy converts x
                 raise self._store_error(frame)
-            if kind == "condition":
-                return self._concrete_value(conversions.describe(frame, what, kind), kind)
+            if kind == "condition":  # (spelled out only if it raises)
+                return self._concrete_value(conversions.Described(frame, what, kind), kind)
             return self._convert(what, kind, frame)
         except (ConcretizationError, LeakedTracerError) as error:
             surface(error, frame)

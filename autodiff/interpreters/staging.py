@@ -158,7 +158,7 @@ class StagedTensor(Tracer):
     def _refuse(self, what: str, kind: str, frame: Any) -> None:
         self._concrete(conversions.describe(frame, what, kind), kind)
 
-    def _concrete(self, what: str, kind: str = "read") -> Any:
+    def _concrete(self, what: str | conversions.Described, kind: str = "read") -> Any:
         fix = (
             conversions.array_fix(what, tracer.array_namespace)
             if kind == "array"
