@@ -118,7 +118,7 @@ def _batched_fix(what: str, kind: str) -> str:
             "true_fun, false_fun, x)"
         )
     if kind == "array":
-        return f"{conversions.array_fix(what, tracer.array_namespace)}, which batches"
+        return f"{conversions.array_fix(str(what), tracer.array_namespace)}, which batches"
     if kind == "value":
         return "keep it an array (each example sees its own), or compute it outside vmap"
     return "compute it outside vmap, or pass what it depends on unbatched (in_dims=None)"

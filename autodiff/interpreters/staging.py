@@ -160,7 +160,7 @@ class StagedTensor(Tracer):
 
     def _concrete(self, what: str | conversions.Described, kind: str = "read") -> Any:
         fix = (
-            conversions.array_fix(what, tracer.array_namespace)
+            conversions.array_fix(str(what), tracer.array_namespace)
             if kind == "array"
             else "mark the argument static (jit(f, static_argnums=...)) or use autodiff.cond "
             "or anp.where"
