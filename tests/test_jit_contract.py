@@ -44,7 +44,7 @@ from autodiff.compiler import call as call_module
 from autodiff.compiler import jit as jit_module
 from autodiff.compiler import numba_tier, passes, replay
 from autodiff.errors import ConcretizationError, NonFiniteError, TransformValueError
-from autodiff.interpreters import batching, staging
+from autodiff.interpreters import staging, unseen_draws
 from tests.jit_contract import assert_exact, check_calls, check_captured
 
 monkeypatch_context = pytest.MonkeyPatch.context
@@ -461,7 +461,7 @@ def test_the_harness_fails_where_a_jitted_draw_ignores_vmap(monkeypatch):
     draw()
     monkeypatch.setattr(draw._entries[next(iter(draw._entries))], "effects", False)
     # (vmap's own check of NumPy's global state, which would catch it, is off here)
-    monkeypatch.setattr(batching, "_find_sources", lambda func: ())
+    monkeypatch.setattr(unseen_draws, "_find_sources", lambda func: ())
     out = vmap(lambda x: x + draw())(np.zeros(3))  # no error: one draw shared silently
     assert len(set(out.tolist())) == 1
 

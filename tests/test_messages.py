@@ -132,7 +132,10 @@ CASES = [
 
 
 def _first_sentence(message):
-    return re.split(r"(?<=[.!?])\s", message, maxsplit=1)[0]
+    """The first sentence, its transform levels written with 3 digits (a level counts the
+    transforms the process ran, so its width depends on what ran before)."""
+    first = re.split(r"(?<=[.!?])\s", message, maxsplit=1)[0]
+    return re.sub(r"\(level \d+\)", "(level 999)", first)
 
 
 def _raised(mistake):
@@ -156,7 +159,7 @@ def test_the_first_sentence_says_what_was_done_and_the_fix(mistake, did, fix, fi
 def test_the_last_line_of_the_traceback_is_ours(mistake, did, fix, fix_310):
     error = _raised(mistake)
     last = traceback.format_exception_only(type(error), error)[-1]
-    assert _first_sentence(str(error)) in last
+    assert re.split(r"(?<=[.!?])\s", str(error), maxsplit=1)[0] in last
 
 
 def test_the_catalogue_follows_the_first_sentence():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import re
-import types
 import warnings
 import weakref
 from collections.abc import Callable
@@ -42,7 +41,6 @@ from autodiff.core.primitive import (
     owned,
     process,
 )
-from autodiff.core.reach import global_names, refers_to
 from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, checking_nans
 from autodiff.debug.rule_checks import checking, validate_batch
@@ -52,6 +50,7 @@ from autodiff.errors import (
     TransformTypeError,
     TransformValueError,
 )
+from autodiff.interpreters.unseen_draws import check_not_drawn, unseen_sources
 from autodiff.rules import reductions as _reductions
 from autodiff.rules import shape as _shape_rules
 from autodiff.rules._helpers import bring_to_front
@@ -367,12 +366,12 @@ class _Call(NamedTuple):
 
 def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
     interp = BatchInterpreter(size, call.randomness)
-    unseen = _unseen_generators(call) if call.randomness == "error" else ()
+    unseen = unseen_sources(call.func) if call.randomness == "error" else ()
     with new_interpreter(interp):
         leaves = [_leaf(interp, x, d) for x, d in zip(flat, dims)]
         out = call.func(*optree.tree_unflatten(call.tree, leaves), **call.kwargs)
         for rng, state in unseen:
-            _check_not_drawn(rng, state, interp)
+            check_not_drawn(rng, state, interp.describe())
         out_flat, out_tree = optree.tree_flatten(out)
         dims_out = _out_dims_for(out, call.out_dims)
         results = [
@@ -389,100 +388,6 @@ def _leaf(interp: BatchInterpreter, x: Any, bdim: int | None) -> Any:
         # A Generator argument: its draws follow randomness, like anp.random's.
         return tracer.array_namespace.random.vmapped_generator(x)
     return x
-
-
-# NumPy's Generators (and RandomStates) that func closes over, or names as globals, are
-# not arguments: vmap cannot make their draws follow randomness.  Under randomness="error"
-# (where no draw is right) it checks after the call that their streams did not advance:
-# a draw there gave every example the same value.  NumPy's global functions
-# (np.random.normal, ...) are checked too where func's code names one: reading the global
-# state costs about a vmap call, so not for every function.  A generator reached only
-# through other objects' attributes is not seen (the documentation says so).
-_LOOK_AT_MOST = 64  # objects visited per call, through closures and the globals code names
-_GLOBAL_DRAWS = frozenset(n for n in dir(np.random.RandomState) if not n.startswith("_")) - {
-    "get_state", "set_state", "seed",
-}  # fmt: skip
-
-
-class _GlobalState:
-    """NumPy's global random state (``np.random.seed``), as a stream vmap watches."""
-
-    def __repr__(self) -> str:
-        return "numpy.random's global state"
-
-
-def _state(source: Any) -> Any:
-    if isinstance(source, np.random.Generator):
-        return source.bit_generator.state
-    if isinstance(source, np.random.RandomState):
-        return source.get_state(legacy=False)
-    return np.random.get_state(legacy=False)  # (one read: about a vmap call's time)
-
-
-_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # func -> its sources
-
-
-def _unseen_generators(call: _Call) -> list[tuple[Any, Any]]:
-    """The random streams func reaches outside its arguments, with their states now."""
-    try:
-        sources = _sources.get(call.func)
-    except TypeError:  # not weakly referable (a ufunc): nothing of its own to find
-        return []
-    if sources is None:
-        sources = _sources[call.func] = _find_sources(call.func)
-    return [(source, _state(source)) for source in sources]
-
-
-def _find_sources(func: Callable) -> tuple[Any, ...]:
-    """Looked for once per function (the search walks what it refers to)."""
-    found: dict[int, Any] = {}
-    names: set[str] = set()
-    todo: list[Any] = [func]
-    seen: set[int] = set()
-    while todo and len(seen) < _LOOK_AT_MOST:
-        obj = todo.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, (np.random.Generator, np.random.RandomState)):
-            found[id(obj)] = obj
-            continue
-        if isinstance(obj, types.BuiltinMethodType):  # rng.normal itself
-            todo.append(obj.__self__)
-        if isinstance(obj, types.FunctionType):
-            names.update(global_names(obj.__code__))
-        todo += refers_to(obj)
-    if "random" in names and names & _GLOBAL_DRAWS:  # np.random.normal(...) in func's code
-        found[0] = _GlobalState()
-    return tuple(found.values())
-
-
-def _check_not_drawn(source: Any, state: Any, interp: BatchInterpreter) -> None:
-    if _same_state(_state(source), state):
-        return
-    if isinstance(source, np.random.Generator):
-        fix = "pass the Generator as an argument with in_dims=None, and its draws follow randomness"
-        what = "a numpy.random.Generator it closes over"
-    elif isinstance(source, np.random.RandomState):
-        fix = "draw from a Generator passed as an argument (in_dims=None), which follows randomness"
-        what = "a numpy.random.RandomState it closes over"
-    else:
-        fix = "write anp.random.normal(...) (any np.random name), which follows randomness"
-        what = "NumPy's global random functions (np.random.normal, ...)"
-    raise TransformValueError(
-        f"vmap: func drew from {what}, one draw for the whole batch: {fix}. NumPy drew once "
-        f"({source!r}), so every example of {interp.describe()} got the same value. With "
-        f"randomness='different' each example gets its own draws (anp.random.normal(rng, "
-        f"shape) too); randomness='same' says one shared draw is meant."
-    )
-
-
-def _same_state(a: Any, b: Any) -> bool:
-    if isinstance(a, dict):
-        return (
-            isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
-        )
-    return bool(np.array_equal(a, b))
 
 
 def _take(x: Any, dim: int, index: Any) -> Any:

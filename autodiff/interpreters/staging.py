@@ -166,10 +166,11 @@ class StagedTensor(Tracer):
             "or anp.where"
         )
         raise ConcretizationError(
-            f"{what} needs a concrete value, but it is staged by {self._interp.describe()}, "
-            f"standing for any {self.aval.str_short()} value: {fix}. Python control flow "
-            f"(if/while/and/or, float(), int(), .item(), np.asarray()) cannot depend on a "
-            f"staged value; the ways out: {CONTROL_FLOW_HINT}."
+            f"{what} needs a concrete value, but it is staged by {self._interp.describe()}: "
+            f"{fix}. A staged value stands for any {self.aval.str_short()} value the "
+            f"function may be called with: Python control flow (if/while/and/or, float(), "
+            f"int(), .item(), np.asarray()) cannot depend on it; the ways out: "
+            f"{CONTROL_FLOW_HINT}."
         )
 
     def __getattr__(self, name: str) -> Any:
