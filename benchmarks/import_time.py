@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import pathlib
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,7 @@ STATEMENTS = {
         "import autodiff.scipy.special",
     ),
 }
+ROOT = pathlib.Path(__file__).resolve().parents[1]  # the checkout measured (python -c: cwd)
 HEAVY = ("scipy", "numba", "llvmlite", "plum", "beartype", "dask", "matplotlib", "networkx")
 
 
@@ -48,8 +50,9 @@ def _child(statement: str | tuple[str, str]) -> str:
 
 def _run(code: str) -> float:
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+        cwd=ROOT,
+    )  # fmt: skip
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -75,7 +78,9 @@ def heavy_modules_after_import() -> list[str]:
         "import sys, autodiff\n"
         f"print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     return out.stdout.split()
 
 
