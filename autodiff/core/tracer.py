@@ -259,9 +259,6 @@ class Tracer:
             conversions.derivative_message(what, self._interp.describe(), frame, array_namespace)
         )
 
-    # torch's and JAX's spellings, which name autodiff's (x.detach(): stop_gradient(x))
-    locals().update({name: _their_spelling(name, hint) for name, hint in THEIR_SPELLINGS.items()})
-
     # --- array attributes -----------------------------------------------------
     @property
     def ndim(self) -> int:
@@ -460,7 +457,8 @@ class Tracer:
                     numpy_function, self._interp.describe(), caller, array_namespace
                 )
             )
-        return self._python_value("np.asarray(x)", "array", caller)
+        value = self._python_value("np.asarray(x)", "array", caller)  # (a constant here)
+        return np.array(value, dtype=dtype, copy=True) if copy else np.asarray(value, dtype)
 
     def _store_error(self, frame: FrameType) -> ConcretizationError:
         """The error for ``plain_array[i] = x``, where NumPy converts ``x`` itself."""
@@ -547,3 +545,8 @@ class Tracer:
 
     def tolist(self):
         return self._python_value("x.tolist()", "value", sys._getframe(1)).tolist()
+
+
+# torch's and JAX's spellings, which name autodiff's (x.detach(): stop_gradient(x))
+for _name, _hint in THEIR_SPELLINGS.items():
+    setattr(Tracer, _name, _their_spelling(_name, _hint))
