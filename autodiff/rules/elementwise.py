@@ -531,7 +531,7 @@ fmax_p, fmax = broadcasting(
     numpy=[np.fmax],
     pairs=(),  # piecewise linear
 )
-fmax_p.lowering = None  # NumPy's own sign of a tied zero depends on the array's length
+fmax_p.def_lowering(None)  # NumPy's own sign of a tied zero depends on the array's length
 fmin_p, fmin = broadcasting(
     "fmin",
     np.fmin,
@@ -540,7 +540,7 @@ fmin_p, fmin = broadcasting(
     numpy=[np.fmin],
     pairs=(),  # piecewise linear
 )
-fmin_p.lowering = None  # as fmax
+fmin_p.def_lowering(None)  # as fmax
 
 
 @register_numpy(np.clip)
@@ -789,7 +789,7 @@ for _p in (isnan_p, isinf_p, isfinite_p, signbit_p, floor_p, ceil_p, rint_p, tru
 # numba's floor division, remainder and spacing differ from NumPy's at the edges (signs
 # of zeros, infinities); numba has no heaviside
 for _p in (floor_divide_p, remainder_p, spacing_p, heaviside_p):
-    _p.lowering = None
+    _p.def_lowering(None)
 
 
 def _sign_scalar(x):
