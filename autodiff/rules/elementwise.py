@@ -381,8 +381,9 @@ def _i1_deriv(g, ans, x):
     return g * where(at_zero, 0.5, i0(x) - ans / safe)
 
 
-_i1_p, _i1 = unary("i1", _i1_impl, _i1_deriv)
-i0_p, _i0 = unary("i0", numpy_impl(np.i0), lambda g, a, x: g * _i1(x), reads=(0,))
+# Named apart from SciPy's i0 and i1 (rules/special.py), which are primitives too.
+_i1_p, _i1 = unary("numpy_i1", _i1_impl, _i1_deriv)
+i0_p, _i0 = unary("numpy_i0", numpy_impl(np.i0), lambda g, a, x: g * _i1(x), reads=(0,))
 
 
 @implements(i0_p, np.i0)
