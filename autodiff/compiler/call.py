@@ -20,6 +20,12 @@ batched, so ``grad(jit(f))`` replays compiled code too:
   inlined into the caller's graph, so the passes see (and simplify across) the whole
   program and the replay stays one flat function.
 
+A graph holding control flow decided by values (a ``cond``'s branch, a
+``while_loop``'s trip count, also inside a ``scan``'s body: ``runs_at_level``) is
+evaluated at the transform's own level instead, where those values exist, so its loops
+and branches are transformed as they are eagerly; a ``scan`` alone is transformed with
+the graph (its staged regime, ``control/scan.py``).
+
 ``explain`` evaluates the graph at its own level, so it lists the primitives a jitted
 function runs, as it does for the function itself.  Under any other interpreter (a
 user's transform) the call is a primitive like any other, whose JVP and VJP rules are
