@@ -107,6 +107,10 @@ def normalize_reads(name: str, reads: Any) -> tuple[frozenset, ...] | None:
     return out
 
 
+# Attributes that make a function's signature other than its code's (functools.wraps).
+_SIGNED = {"__wrapped__", "__signature__"}
+
+
 def _arity(fn: Callable) -> tuple[int, int] | None:
     """How many positional arguments ``fn`` takes: (required, at most), or None
     if that varies (``*args``) or cannot be read."""
@@ -114,7 +118,8 @@ def _arity(fn: Callable) -> tuple[int, int] | None:
     if isinstance(nin, int):
         return nin, nin
     code = getattr(fn, "__code__", None)
-    if type(fn) is types.FunctionType and code is not None and "__wrapped__" not in vars(fn):
+    plain = type(fn) is types.FunctionType and not _SIGNED & vars(fn).keys()
+    if plain and code is not None:
         # from the code object: a rule made per call (custom_vjp's) is checked in a
         # microsecond, where inspect.signature takes tens
         if code.co_flags & inspect.CO_VARARGS:
