@@ -43,8 +43,10 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.compiler.derived import derived_of
 from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
-from autodiff.compiler.replay import array_kind, compiled
+from autodiff.compiler.replay import array_kind
+from autodiff.compiler.stages import replay
 from autodiff.core.arrays import library_of
 from autodiff.core.caches import LRUCache
 from autodiff.core.graph import Eqn, Graph, Literal, Var, aval_of
@@ -66,7 +68,7 @@ class CallPrimitive(Primitive):
 
 
 def _call_impl(*args: Any, graph: Graph, name: str) -> tuple:
-    return compiled(graph, *array_kind(args))(*args)
+    return replay(graph, *array_kind(args))(*args)
 
 
 call_p = CallPrimitive("jit_call", _call_impl, multiple_results=True)
@@ -79,10 +81,13 @@ DERIVED_MAXSIZE = 64
 
 def _derived(graph: Graph, key: tuple, make: Any) -> Any:
     """``make()``, cached on ``graph`` under ``key`` (staged once per key while kept)."""
-    cache = graph.cache.get("derived")
+    store = derived_of(graph)
+    cache = store.transformed
     if cache is None:
         with graph.lock:
-            cache = graph.cache.setdefault("derived", LRUCache(DERIVED_MAXSIZE))
+            if store.transformed is None:
+                store.transformed = LRUCache(DERIVED_MAXSIZE)
+            cache = store.transformed
     return cache.get_or_make(key, make)
 
 
@@ -98,9 +103,10 @@ def runs_at_level(graph: Graph) -> bool:
     branches are differentiated and batched as they are eagerly.  A ``scan``'s trip
     count is static: the transformed graph holds the transformed scan (its staged
     regime, ``control/scan.py``)."""
-    found = graph.cache.get("runs_at_level")
+    store = derived_of(graph)
+    found = store.runs_at_level
     if found is None:
-        found = graph.cache["runs_at_level"] = any(map(decided_by_values, graph.eqns))
+        found = store.runs_at_level = any(map(decided_by_values, graph.eqns))
     return found
 
 
