@@ -35,6 +35,7 @@ from autodiff.core.primitive import Primitive
 from autodiff.interpreters.staging import traced_impl
 
 __all__ = [
+    "PairLimit",
     "Pairs",
     "collecting_pairs",
     "dense_sets",
@@ -50,16 +51,26 @@ __all__ = [
 MAX_PASSES = 64
 
 
+class PairLimit(Exception):
+    """More pairs than ``collecting_pairs(limit=...)`` allows: the Hessian is too dense
+    to be worth detecting (a caller choosing a method by cost gives up early)."""
+
+
 class Pairs:
     """The input pairs found so far (rows and columns, merged now and then)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.count = 0
+        self.seen = 0  # pairs added, repeats included
+        self.limit = limit
 
     def add(self, rows: np.ndarray, cols: np.ndarray) -> None:
         if not len(rows):
             return
+        self.seen += len(rows)
+        if self.limit is not None and self.seen > self.limit:
+            raise PairLimit(f"more than {self.limit} pairs")
         self.parts.append((rows, cols))
         self.count += len(rows)
         if self.count > 1 << 22 and len(self.parts) > 1:  # bound the memory: merge
@@ -83,9 +94,10 @@ _pairs: contextvars.ContextVar[Pairs | None] = contextvars.ContextVar("sparsity_
 
 
 @contextlib.contextmanager
-def collecting_pairs() -> Iterator[Pairs]:
-    """Inside, ``propagate`` also collects the Hessian's pairs into the ``Pairs`` yielded."""
-    pairs = Pairs()
+def collecting_pairs(limit: int | None = None) -> Iterator[Pairs]:
+    """Inside, ``propagate`` also collects the Hessian's pairs into the ``Pairs`` yielded;
+    past ``limit`` pairs (repeats included) it raises ``PairLimit``."""
+    pairs = Pairs(limit)
     token = _pairs.set(pairs)
     try:
         yield pairs
