@@ -8,7 +8,7 @@ leaves of the pytrees passed in.  Each module holds its primitive's method for e
 interpreter that treats it specially; this one holds what they share:
 
 - **Eagerly every transform runs it at its own level** (``run_here``, registered here
-  for grad, jvp, vmap and explain): the chosen branch, or the loop, runs on the
+  for grad, jvp, vmap, explain and Taylor mode): the chosen branch, or the loop, runs on the
   transform's own tracers, so whatever the functions compute, and whatever they close
   over (traced values of any transform included), is recorded, pushed forward or
   batched as if written inline.  That is why reverse mode differentiates a
@@ -49,6 +49,7 @@ from autodiff.interpreters.staging import (
     eval_graph,
     innermost_staging,
 )
+from autodiff.interpreters.taylor import JetInterpreter, JetTensor
 from autodiff.rules.elementwise import stop_gradient, where
 
 __all__ = [
@@ -113,13 +114,15 @@ def _unlifted(x: Any) -> Any:
         return x.value
     if isinstance(x, DualTensor) and x.tangent is None:
         return x.primal
+    if isinstance(x, JetTensor) and all(c is None for c in x.series):
+        return x.primal
     return x
 
 
 # A control-flow primitive with no method of its own for an interpreter runs here, at
 # that interpreter's level (the staging included: one with no stager is unrolled).
 for _interpreter in (GradInterpreter, JvpInterpreter, BatchInterpreter, ExplainInterpreter,
-                     StagingInterpreter):  # fmt: skip
+                     StagingInterpreter, JetInterpreter):  # fmt: skip
     process.register(_interpreter, ControlFlowPrimitive)(run_here)
 
 

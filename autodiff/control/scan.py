@@ -76,6 +76,7 @@ from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.index_sets import Groups, apply_read, propagating
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive, current_interpreters, lift, process
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
@@ -201,6 +202,7 @@ slices_p = Primitive(
 )
 
 slices_p.def_sparsity(moves(slices_p.impl, multiple_results=True))
+slices_p.def_taylor(linear_taylor(slices_p))
 
 scan_p = ScanPrimitive("scan", _scan_impl, multiple_results=True)
 

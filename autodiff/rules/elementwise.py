@@ -38,7 +38,7 @@ from autodiff.core.arrays import (
 )
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
-from autodiff.core.rule_forms import multilinear_taylor
+from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import TransformValueError
 from autodiff.rules._helpers import broadcasting, implements, numpy_impl, unary
@@ -1067,6 +1067,11 @@ def cast(x, dtype, casting, name):
             f"the rule {casting!r}"
         )
     return astype(x, dtype)
+
+
+# Taylor mode: casts between floating types, nan_to_num and real_if_close are linear.
+for _p in (astype_p, _nan_to_num_p, real_if_p):
+    _p.def_taylor(linear_taylor(_p))
 
 
 # Rules here call reductions and shape primitives, which import these helpers.
