@@ -224,7 +224,7 @@ def taylor_from_jvp(prim: Primitive, primals: tuple, series: tuple, params: dict
         xs, tangents = flat[:n], [None] * n
         for i, t in zip(moving, flat[n:]):
             tangents[i] = t
-        out = jvp(tuple(tangents), prim.bind(*xs, **params), xs, params)
+        out = jvp(tuple(tangents), _derived_bind(prim, xs, params), xs, params)
         return out if prim.multiple_results else (out,)
 
     # x'(t) = x1 + 2 x2 t + 3 x3 t^2 + ...: order K-1
@@ -238,6 +238,23 @@ def taylor_from_jvp(prim: Primitive, primals: tuple, series: tuple, params: dict
         z = [first, *(rest or [None] * (order - 1))]
         out.append([None if c is None else c / (k + 1) for k, c in enumerate(z)])
     return ans, tuple(out) if prim.multiple_results else out[0]
+
+
+def _derived_bind(prim: Primitive, xs: tuple, params: dict) -> Any:
+    """``prim.bind(*xs)`` under the innermost Taylor mode, with coefficients derived from
+    the JVP rule all the way down (never the primitive's own Taylor rule: what
+    ``check_primitive`` compares that rule with must not use it)."""
+    interp = current_interpreters()[-1]
+    if not any(isinstance(x, JetTensor) and x._interp is interp for x in xs):
+        return prim.bind(*xs, **params)
+    primals = tuple(x.primal if isinstance(x, JetTensor) and x._interp is interp else x
+                    for x in xs)  # fmt: skip
+    series = tuple(x.series if isinstance(x, JetTensor) and x._interp is interp
+                   else (None,) * interp.order for x in xs)  # fmt: skip
+    ans, out = taylor_from_jvp(prim, primals, series, params)
+    if prim.multiple_results:
+        return tuple(_wrap(interp, a, c) for a, c in zip(ans, out))
+    return _wrap(interp, ans, out)
 
 
 def _derivative_series(series: Sequence) -> tuple:
