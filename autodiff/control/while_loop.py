@@ -13,6 +13,8 @@ How each interpreter treats it:
 - jvp inside a jit: one loop a level down carrying the tangents; a carry leaf gains a
   tangent wherever the body gives it one, found by a fixed point before the loop
   (``while_loop_jvp``);
+- Taylor mode inside a jit: one loop a level down carrying every floating carry's
+  coefficients, the body pushed through Taylor mode at each step (``while_loop_jet``);
 - grad inside a jit: where the carry holds nothing that grad differentiates (a
   ``custom_vjp``'s ``fwd`` solving by iteration, as JAX's fixed-point recipe does), the
   loop is staged one level down and its result is a constant for the grad
@@ -59,7 +61,7 @@ from autodiff.control.subgraphs import (
     unzip,
 )
 from autodiff.core.args import check_callable
-from autodiff.core.arrays import library_of, shape_of
+from autodiff.core.arrays import is_float, library_of, shape_of
 from autodiff.core.graph import Graph, aval_of
 from autodiff.core.index_sets import propagating
 from autodiff.core.lowering import Emitter, NotLowered
@@ -71,6 +73,7 @@ from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import GradInterpreter, unpack
 from autodiff.interpreters.sparsity import fixed_point
 from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
+from autodiff.interpreters.taylor import JetInterpreter, JetTensor, jet_parts, push_series
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import reductions as _red
@@ -361,3 +364,57 @@ def while_loop_jvp(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple
     assert len(outs) == n + k
     return tuple(DualTensor(interp, o, next(moving)) if h else o
                  for o, h in zip(outs[:n], has, strict=True))  # fmt: skip
+
+
+# --- Taylor mode inside a jit: one staged loop carrying the coefficients ------------------------
+
+
+@process.register(JetInterpreter, WhileLoopPrimitive)
+def while_loop_jet(interp: JetInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                   params: dict):  # fmt: skip
+    """Inside a jit: one loop a level down carrying each floating carry's K coefficients
+    (zeros where it has none yet), its body pushed through Taylor mode at every step."""
+    if not staging_below(interp):
+        return run_here(interp, prim, args, params)
+    if interp.collapse is not None:
+        raise ConcretizationError(
+            f"{params['who']}: its condition is staged by jit, under a differential operator "
+            f"running inside the jit (collapsed Taylor mode), whose directions a staged loop "
+            f"cannot carry. Put the jit inside the operator (laplacian(jit(f))), or loop a "
+            f"fixed number of times with fori_loop(0, n, ...) or scan."
+        )
+    args, params = unclosed(args, params)
+    who, n, order = params["who"], len(args), interp.order
+    primals, series = unzip(jet_parts(interp, a) for a in args)
+    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, tuple(primals),
+                                                              library_of(primals))  # fmt: skip
+    cond_consts = [jet_parts(interp, c)[0] for c in cond_c]
+    body_pairs = [jet_parts(interp, c) for c in body_c]
+    moving = [i for i, p in enumerate(primals) if is_float(p)]
+    none = (None,) * order
+
+    def filled(values: Any, coefficients: Any) -> list:
+        return [c if c is not None else _cre.zeros_like(values)
+                for c in (coefficients or none)]  # fmt: skip
+
+    def cond(*vals: Any) -> Any:
+        return eval_graph(cond_graph, *vals[:n], *cond_consts)[0]
+
+    def body(*vals: Any) -> tuple:
+        carried = [none] * n
+        for j, i in enumerate(moving):
+            carried[i] = tuple(vals[n + j * order : n + (j + 1) * order])
+        outs, out_series = push_series(
+            lambda *xs: tuple(eval_graph(body_graph, *xs)),
+            [*vals[:n], *(p for p, _ in body_pairs)],
+            [*carried, *(s or none for _, s in body_pairs)],
+            order,
+        )
+        return (*outs, *(c for i in moving for c in filled(outs[i], out_series[i])))
+
+    carry = [*primals, *(c for i in moving for c in filled(primals[i], series[i]))]
+    outs = _lowered(who, cond, body, carry)
+    result = list(outs[:n])
+    for j, i in enumerate(moving):
+        result[i] = JetTensor(interp, outs[i], tuple(outs[n + j * order : n + (j + 1) * order]))
+    return tuple(result)

@@ -60,6 +60,7 @@ __all__ = [
     "JetInterpreter",
     "JetTensor",
     "jet",
+    "jet_parts",
     "push_collapsed",
     "push_series",
     "taylor_rule",
@@ -104,6 +105,13 @@ def _lift_jet(interp: JetInterpreter, x: Any):
 
 def is_zero(series: Sequence) -> bool:
     return all(c is None for c in series)
+
+
+def jet_parts(interp: JetInterpreter, x: Any) -> tuple[Any, Any]:
+    """``x``'s primal and series under ``interp`` (None: a constant there)."""
+    if isinstance(x, JetTensor) and x._interp is interp:
+        return x.primal, x.series
+    return x, None
 
 
 @process.register(JetInterpreter, Primitive)
