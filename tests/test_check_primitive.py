@@ -515,7 +515,9 @@ def test_a_taylor_rule_is_checked_against_the_jvp_rule_pushed_through():
 def test_a_taylor_rule_must_give_coefficients_shaped_like_the_output():
     p = cube()
     p.def_taylor(lambda primals, series: (primals[0] ** 3, [primals[0][:1]] * 3))
-    with pytest.raises(AssertionError, match=r"Taylor rule returned shape \(1,\) for coefficient 1"):
+    with pytest.raises(
+        AssertionError, match=r"Taylor rule returned shape \(1,\) for coefficient 1"
+    ):
         check_primitive(p, (X,))
 
 

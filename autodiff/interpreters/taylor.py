@@ -186,7 +186,7 @@ def _summed(interp: JetInterpreter, value: Any) -> Any:
         return None
     directions = interp.collapse
     if isinstance(value, Tracer) and value._interp is directions:
-        v, axis = value.value, value.bdim
+        v, axis = value._inner, value.bdim  # type: ignore[attr-defined]
         if interp.weights is None:
             return _sum(v, axis=axis)
         w = _reshape(interp.weights, [-1 if i == axis else 1 for i in range(len(shape_of(v)))])
@@ -252,7 +252,7 @@ def _derived_bind(prim: Primitive, xs: tuple, params: dict) -> Any:
     """``prim.bind(*xs)`` under the innermost Taylor mode, with coefficients derived from
     the JVP rule all the way down (never the primitive's own Taylor rule: what
     ``check_primitive`` compares that rule with must not use it)."""
-    interp = current_interpreters()[-1]
+    interp: Any = current_interpreters()[-1]
     if not any(isinstance(x, JetTensor) and x._interp is interp for x in xs):
         return prim.bind(*xs, **params)
     primals = tuple(x.primal if isinstance(x, JetTensor) and x._interp is interp else x

@@ -80,14 +80,16 @@ def _check_method(method: Any, who: str, allowed: dict[str, str | None]) -> None
     raise TransformValueError(f"{who}: method must be one of {ok}; got {method!r:.40}.")
 
 
-def _check_random(method: str, samples: Any, seed: Any, probes: str, who: str) -> None:
+def _check_random(method: str, samples: Any, seed: Any, probes: str, who: str) -> int:
+    """The number of probes of a random method (0 for the others)."""
     _est.check_seed(seed, who)
     if probes not in _est.PROBES:
         raise TransformValueError(
             f"{who}: probes must be 'rademacher' or 'gaussian', got {probes!r:.40}."
         )
     if method in _RANDOM:
-        _est.check_samples(samples, who, method, 3 if method == "hutch++" else 1)
+        return _est.check_samples(samples, who, method, 3 if method == "hutch++" else 1)
+    return 0
 
 
 def _weights(count: int, value: float, dtype: Any) -> np.ndarray:
@@ -141,7 +143,7 @@ def laplacian(func: Callable, argnums: int = 0, *, method: str = "auto", sigma: 
     who = "laplacian"
     _check_method(method, who, {m: None for m in (
         "auto", "collapsed", "sparse", "taylor", "hvp", *_RANDOM)})  # fmt: skip
-    _check_random(method, samples, seed, probes, who)
+    m = _check_random(method, samples, seed, probes, who)
     if sigma is not None and method == "sparse":
         raise TransformValueError(
             "laplacian: method='sparse' colours unit vectors; with sigma the directions are "
@@ -172,13 +174,13 @@ def laplacian(func: Callable, argnums: int = 0, *, method: str = "auto", sigma: 
             V = lift(np.eye(k, dtype=dtype))
             outs = [_red.sum(V * hvps(p, V, chosen))]
         elif chosen == "hutchinson":
-            Z = _est.probes(probes, seed, (samples, k), dtype, who, chosen)
-            outs = collapsed(p, lift(Z), 2, _weights(samples, 1.0 / samples, dtype))
+            Z = _est.probes(probes, seed, (m, k), dtype, who, chosen)
+            outs = collapsed(p, lift(Z), 2, _weights(m, 1.0 / m, dtype))
         elif chosen == "stde":
-            C = _est.coordinates(seed, samples, k, dtype, who, chosen)
-            outs = collapsed(p, lift(C), 2, _weights(samples, k / samples, dtype))
+            C = _est.coordinates(seed, m, k, dtype, who, chosen)
+            outs = collapsed(p, lift(C), 2, _weights(m, k / m, dtype))
         else:  # hutch++
-            V, w = _sketch(p, samples, seed, probes, k, who,
+            V, w = _sketch(p, m, seed, probes, k, who,
                            lambda V: _lower(hvps(p, V, chosen), S), lift)  # fmt: skip
             outs = collapsed(p, lift(V), 2, w)
         return p.unflatten(outs)
@@ -226,7 +228,7 @@ def hessian_diag(func: Callable, argnums: int = 0, *, method: str = "auto",
     _check_method(method, who, {"auto": None, "taylor": None, "hvp": None, "sparse": None,
                                 "hutchinson": None, "stde": None, "collapsed": not_a_sum,
                                 "hutch++": "estimates traces only; use 'hutchinson'."})  # fmt: skip
-    _check_random(method, samples, seed, probes, who)
+    m = _check_random(method, samples, seed, probes, who)
     detections = Detections(func, argnums, hessian=True)
 
     def compute(p: Problem, args: tuple, kwargs: dict) -> Any:
@@ -242,12 +244,12 @@ def hessian_diag(func: Callable, argnums: int = 0, *, method: str = "auto",
             V = identity(p) if V is None else V
             diagonal = _red.sum(V * hvps(p, V, chosen), axis=0)
         elif chosen == "hutchinson":
-            Z = _est.probes(probes, seed, (samples, p.n), dtype, who, chosen)
-            diagonal = _red.sum(Z * hvps(p, Z, chosen), axis=0) / samples
+            Z = _est.probes(probes, seed, (m, p.n), dtype, who, chosen)
+            diagonal = _red.sum(Z * hvps(p, Z, chosen), axis=0) / m
         else:  # stde: the sampled coordinates' second derivatives
-            C = _est.coordinates(seed, samples, p.n, dtype, who, chosen)
+            C = _est.coordinates(seed, m, p.n, dtype, who, chosen)
             (d,) = _scalar_outputs(p, per_direction(p, C, 2), chosen)
-            diagonal = _red.sum(C * _shp.reshape(d, (samples, 1)), axis=0) * (p.n / samples)
+            diagonal = _red.sum(C * _shp.reshape(d, (m, 1)), axis=0) * (p.n / m)
         return p.as_argument(diagonal)
 
     return operator_wrapper(func, argnums, who, compute)
@@ -287,7 +289,7 @@ def divergence(func: Callable, argnums: int = 0, *, method: str = "auto",
     _check_method(method, who, {"auto": None, "jvp": None, "sparse": None, "hutchinson": None,
                                 "hutch++": None, "stde": None, "collapsed": first,
                                 "taylor": first, "hvp": first})  # fmt: skip
-    _check_random(method, samples, seed, probes, who)
+    m = _check_random(method, samples, seed, probes, who)
     detections = Detections(func, argnums, hessian=False)
 
     def compute(p: Problem, args: tuple, kwargs: dict) -> Any:
@@ -309,12 +311,12 @@ def divergence(func: Callable, argnums: int = 0, *, method: str = "auto",
         if chosen in ("jvp", "sparse"):
             return quadratic(identity(p) if V is None else V)
         if chosen == "hutchinson":
-            Z = _est.probes(probes, seed, (samples, p.n), dtype, who, chosen)
-            return quadratic(Z, _weights(samples, 1.0 / samples, dtype))
+            Z = _est.probes(probes, seed, (m, p.n), dtype, who, chosen)
+            return quadratic(Z, _weights(m, 1.0 / m, dtype))
         if chosen == "stde":
-            C = _est.coordinates(seed, samples, p.n, dtype, who, chosen)
-            return quadratic(C, _weights(samples, p.n / samples, dtype))
-        V, w = _sketch(p, samples, seed, probes, p.n, who, lambda V: jvps(p, V))
+            C = _est.coordinates(seed, m, p.n, dtype, who, chosen)
+            return quadratic(C, _weights(m, p.n / m, dtype))
+        V, w = _sketch(p, m, seed, probes, p.n, who, lambda V: jvps(p, V))
         return quadratic(V, w)
 
     return operator_wrapper(func, argnums, who, compute)
@@ -356,7 +358,7 @@ def differential_operator(func: Callable, directions: Any, *, order: int, weight
         )
     _check_order(order, who)
     _check_method(method, who, {"auto": None, "collapsed": None, "taylor": None, "stde": None})
-    _check_random(method, samples, seed, "rademacher", who)
+    m = _check_random(method, samples, seed, "rademacher", who)
     D = _cre.asarray(directions)
     if len(shape_of(D)) < 2:
         raise TransformValueError(
@@ -372,7 +374,7 @@ def differential_operator(func: Callable, directions: Any, *, order: int, weight
         )
 
     def compute(p: Problem, args: tuple, kwargs: dict) -> Any:
-        return p.unflatten(_directional_sum(p, D, W, order, method, samples, seed, who))
+        return p.unflatten(_directional_sum(p, D, W, order, method, m, seed, who))
 
     return operator_wrapper(func, argnums, who, compute)
 
@@ -386,7 +388,7 @@ def _check_order(order: Any, who: str) -> None:
         )
 
 
-def _directional_sum(p: Problem, D: Any, W: Any, order: int, method: str, samples: Any,
+def _directional_sum(p: Problem, D: Any, W: Any, order: int, method: str, samples: int,
                      seed: Any, who: str) -> list:  # fmt: skip
     R = shape_of(D)[0]
     V = _shp.reshape(D, (R, -1))
@@ -435,13 +437,13 @@ def biharmonic(func: Callable, argnums: int = 0, *, method: str = "auto",
     """
     who = "biharmonic"
     _check_method(method, who, {"auto": None, "collapsed": None, "taylor": None, "stde": None})
-    _check_random(method, samples, seed, "rademacher", who)
+    m = _check_random(method, samples, seed, "rademacher", who)
 
     def compute(p: Problem, args: tuple, kwargs: dict) -> Any:
         D, W = biharmonic_directions(p.n)
         dtype = p.leaves[0].dtype
         return p.unflatten(_directional_sum(p, D.astype(dtype), W.astype(dtype), 4, method,
-                                            samples, seed, who))  # fmt: skip
+                                            m, seed, who))  # fmt: skip
 
     return operator_wrapper(func, argnums, who, compute)
 
