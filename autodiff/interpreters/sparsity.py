@@ -65,12 +65,15 @@ class Pairs:
         self.seen = 0  # pairs added, repeats included
         self.limit = limit
 
+    def expect(self, count: int) -> None:
+        """Count ``count`` more pairs before they are made (``PairLimit`` past the limit)."""
+        self.seen += count
+        if self.limit is not None and self.seen > self.limit:
+            raise PairLimit(f"more than {self.limit} pairs")
+
     def add(self, rows: np.ndarray, cols: np.ndarray) -> None:
         if not len(rows):
             return
-        self.seen += len(rows)
-        if self.limit is not None and self.seen > self.limit:
-            raise PairLimit(f"more than {self.limit} pairs")
         self.parts.append((rows, cols))
         self.count += len(rows)
         if self.count > 1 << 22 and len(self.parts) > 1:  # bound the memory: merge
@@ -123,6 +126,7 @@ def dense_sets(sets: Sequence[IndexSets | None], sizes: Sequence[int],
     every = np.unique(np.concatenate(present))
     pairs = _pairs.get()
     if pairs is not None and nonlinear:
+        pairs.expect(len(every) ** 2)
         pairs.add(np.repeat(every, len(every)), np.tile(every, len(every)))
     n = len(every)
     return [IndexSets(np.arange(size + 1, dtype=np.int64) * n, np.tile(every, size))
@@ -163,6 +167,7 @@ def _apply(eqn: Eqn, sets: list, consts: dict) -> list:
                 if k not in cache:
                     cache[k] = apply_read(term_reads[k], sets[k], n_terms)
             if cache[i] is not None and cache[j] is not None:
+                pairs.expect(int(np.dot(cache[i].lengths, cache[j].lengths)))
                 pairs.add(*cross_pairs(cache[i], cache[j]))
     return outs
 

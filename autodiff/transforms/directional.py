@@ -137,8 +137,50 @@ def check_argnums(argnums: Any, who: str) -> None:
 
 def collapsed(p: Problem, V: Any, order: int, weights: Any = None) -> list:
     """``sum_r w_r D^K f[v_r]`` per output leaf (collapsed Taylor mode)."""
-    _, tops = push_collapsed(p.fn, p.leaves, p.directions(V), order, weights)
+    directions = p.directions(V)
+    if len(directions) == 1 and len(np.shape(p.leaves[0])) == 1:
+        directions = [UnitRows.of(directions[0])]
+    _, tops = push_collapsed(p.fn, p.leaves, directions, order, weights)
     return [t * math.factorial(order) for t in tops]
+
+
+class UnitRows(np.ndarray):
+    """Directions that are unit vectors, row ``r`` being ``e_(picks[r])`` (the identity
+    of a dense Laplacian, STDE's sampled coordinates): a product with a matrix is then a
+    gather of its rows, not a matrix product (a network's first layer, ``I @ W``, is
+    ``W``: at d = 1,024 inputs the product would cost more than the rest of the
+    Laplacian).  Only the array made by ``of`` knows its picks; whatever NumPy derives
+    from it (a view, a reshape, a transpose) is computed as from a plain array."""
+
+    picks: Any = None
+
+    @staticmethod
+    def of(V: Any) -> Any:
+        """``V`` as ``UnitRows`` where it is a plain 2-D array of unit rows, else ``V``."""
+        if type(V) is not np.ndarray or V.ndim != 2 or V.dtype.kind != "f" or not V.size:
+            return V
+        picks = np.argmax(V, axis=1)
+        rows = np.arange(V.shape[0])
+        if not (np.all(V[rows, picks] == 1) and np.count_nonzero(V) == V.shape[0]):
+            return V
+        out = V.view(UnitRows)
+        out.picks = picks
+        return out
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.picks = None
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if (ufunc is np.matmul and method == "__call__" and not kwargs and len(inputs) == 2
+                and inputs[0] is self and self.picks is not None
+                and type(inputs[1]) is np.ndarray and inputs[1].ndim == 2
+                and inputs[1].shape[0] == self.shape[1]):  # fmt: skip
+            return inputs[1][self.picks]
+        plain = tuple(x.view(np.ndarray) if isinstance(x, UnitRows) else x for x in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(x.view(np.ndarray) if isinstance(x, UnitRows) else x
+                                  for x in kwargs["out"])  # fmt: skip
+        return getattr(ufunc, method)(*plain, **kwargs)
 
 
 def per_direction(p: Problem, V: Any, order: int) -> list:
