@@ -418,6 +418,7 @@ def unary(
         prim.def_vjp([vjp or deriv])
         prim.def_jvp([deriv])
         prim.def_taylor(linear_taylor(prim) if linear else jvp_taylor(prim))
+        prim.taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed mode)
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
     prim.def_shape(elementwise_shape(prim))
     prim.lowering = ufunc_lowering(impl)

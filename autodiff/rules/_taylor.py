@@ -70,6 +70,7 @@ def by_recurrence(fn: Callable, recurrence: Callable) -> Callable:
         y = recurrence([x0, *xs], fn(x0))
         return y[0], y[1:]
 
+    taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
     return taylor
 
 
