@@ -34,7 +34,7 @@ from autodiff.core import tracer as _tracer
 from autodiff.core.primitive import current_interpreters
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import BatchInterpreter
-from autodiff.interpreters.staging import StagingInterpreter
+from autodiff.interpreters.staging import innermost_staging
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
@@ -71,12 +71,10 @@ def check_samples(samples: Any, who: str, method: str, least: int = 1) -> int:
 def _random_module(seed: Any, who: str, method: str) -> Any:
     """``autodiff.numpy.random`` (handed down to the core), after checking that no live
     ``vmap`` leaves the choice of randomness open."""
-    stack = current_interpreters()
-    for k in range(len(stack) - 1, -1, -1):
-        if isinstance(stack[k], StagingInterpreter):
-            stack = stack[k + 1 :]
-            break
-    for interp in stack:
+    staging = innermost_staging()  # the vmaps below it batch the staged graph instead
+    for interp in current_interpreters():
+        if staging is not None and interp.level < staging.level:
+            continue
         if isinstance(interp, BatchInterpreter) and interp.randomness == "error":
             source = "NumPy's global state" if seed is None else "the Generator given"
             raise TransformValueError(
