@@ -372,7 +372,10 @@ def test_collapsed_mode_composes_every_elementwise_function(order):
 
     def f(x):
         z = 0.3 + x @ A  # in (0, 1): every function's domain
-        return anp.stack([anp.sum(getattr(anp, name)(z) * (k + 1)) for k, name in enumerate(UNARY)])
+        # each function, then sin of it: the outer function sees every coefficient the inner
+        # one gives, not only the top
+        return anp.stack([anp.sum(anp.sin(getattr(anp, name)(z) * 0.5) * (k + 1))
+                          for k, name in enumerate(UNARY)])  # fmt: skip
 
     x = RNG.uniform(0.1, 0.9, 3)
     V, w = RNG.normal(size=(4, 3)), RNG.normal(size=4)
