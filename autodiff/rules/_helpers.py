@@ -417,8 +417,9 @@ def unary(
     if differentiable:
         prim.def_vjp([vjp or deriv])
         prim.def_jvp([deriv])
-        prim.def_taylor(linear_taylor(prim) if linear else jvp_taylor(prim))
-        prim.taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed mode)
+        taylor = linear_taylor(prim) if linear else jvp_taylor(prim)
+        taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode)
+        prim.def_taylor(taylor)
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
     prim.def_shape(elementwise_shape(prim))
     prim.lowering = ufunc_lowering(impl)
