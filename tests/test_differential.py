@@ -22,6 +22,7 @@ from autodiff import (
     vmap,
 )
 from autodiff.errors import ConcretizationError, TransformTypeError, TransformValueError
+from autodiff.testing import check_grads
 from autodiff.transforms import directional
 
 RNG = np.random.default_rng(1)
@@ -381,3 +382,21 @@ def test_collapsed_mode_composes_every_elementwise_function(order):
     V, w = RNG.normal(size=(4, 3)), RNG.normal(size=4)
     op = lambda method: differential_operator(f, V, order=order, weights=w, method=method)(x)
     assert np.allclose(op("collapsed"), op("taylor"), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda f: hessian_diag(f),
+        lambda f: hessian_diag(f, method="hvp"),
+        lambda f: divergence(lambda x: anp.sin(x) * f(x)),
+        lambda f: differential_operator(f, np.eye(D)[:3] + 0.5, order=3, weights=[1.0, -2.0, 0.5]),
+        lambda f: biharmonic(lambda x: f(x[:D])),
+        lambda f: laplacian(f, method="stde", samples=4, seed=0),
+    ],
+)
+def test_every_operator_is_differentiable_in_the_parameters(make):
+    def g(w3):
+        return anp.sum(make(lambda x: mlp(x, w3))(X) ** 2)
+
+    check_grads(g, (W3,), order=1, modes=("fwd", "rev"))
