@@ -15,7 +15,8 @@ import autodiff.numpy as anp
 from autodiff import cond, fori_loop, grad, jet, jit, jvp, scan, switch, vmap, while_loop
 from autodiff.core.primitive import Primitive
 from autodiff.errors import AutodiffWarning, TransformTypeError, TransformValueError
-from autodiff.interpreters.taylor import push_collapsed, push_series
+from autodiff.interpreters.collapsed import push_collapsed
+from autodiff.interpreters.taylor import push_series
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")

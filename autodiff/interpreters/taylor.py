@@ -16,13 +16,13 @@ primitive.  ``custom_jvp`` functions and ``odeint`` use it on purpose (their JVP
 is the one to respect), without a warning (``rule_forms.jvp_taylor``).
 
 ``jet`` is JAX's ``jax.experimental.jet`` (derivative-scaled coefficients by default).
+Collapsed Taylor mode, a mode of this interpreter that carries only the sum over many
+directions of the highest coefficient, is in ``collapsed.py``.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import operator
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
@@ -54,36 +54,29 @@ from autodiff.core.primitive import (
 from autodiff.core.rule_forms import by_output, derivations
 from autodiff.core.tracer import Tracer
 from autodiff.errors import AutodiffWarning, TransformTypeError, TransformValueError
-from autodiff.interpreters.batching import vmap
-from autodiff.rules.creation import ones_like as _ones_like
-from autodiff.rules.reductions import sum as _sum
-from autodiff.rules.shape import reshape as _reshape
 
 __all__ = [
     "JetInterpreter",
     "JetTensor",
     "jet",
     "jet_parts",
-    "push_collapsed",
+    "wrap",
     "push_series",
     "taylor_rule",
 ]
 
 
 class JetInterpreter(Interpreter):
-    """Taylor mode of ``order``.  ``collapse`` (collapsed Taylor mode, Dangel et al.
-    2025): the ``vmap`` over directions that batches coefficients 1..K-1, whose
-    sum of the K-th coefficients (weighted by ``weights``, None: 1) is what is carried,
-    unbatched; see ``_push_collapsed``."""
+    """Taylor mode of ``order``.  ``collapse``: None, or collapsed Taylor mode's
+    ``Collapse`` (``collapsed.py``), which then pushes each primitive."""
 
-    __slots__ = ("collapse", "order", "weights")
+    __slots__ = ("collapse", "order")
     transform = "jet"
 
-    def __init__(self, order: int, collapse: Any = None, weights: Any = None) -> None:
+    def __init__(self, order: int, collapse: Any = None) -> None:
         super().__init__()
         self.order = order
         self.collapse = collapse
-        self.weights = weights
 
 
 class JetTensor(Tracer):
@@ -125,15 +118,16 @@ def _push(interp: JetInterpreter, prim: Primitive, args: tuple, params: dict):
         return prim.bind(*primals, **params)  # constants (or no derivative): a constant
     if prim.jvp is None and prim.vjp is None and prim.taylor is None:
         raise prim.missing("JVP", interp)
-    if interp.collapse is not None:
-        return _push_collapsed(interp, prim, primals, series, params)
+    if interp.collapse is not None:  # collapsed Taylor mode (collapsed.py)
+        return interp.collapse.push(interp, prim, primals, series, params)
     ans, out = taylor_rule(prim)(primals, series, **params)
     if prim.multiple_results:
-        return tuple(_wrap(interp, a, s) for a, s in zip(ans, out))
-    return _wrap(interp, ans, out)
+        return tuple(wrap(interp, a, s) for a, s in zip(ans, out))
+    return wrap(interp, ans, out)
 
 
-def _wrap(interp: JetInterpreter, ans: Any, series: Any) -> Any:
+def wrap(interp: JetInterpreter, ans: Any, series: Any) -> Any:
+    """``ans`` with its coefficients (a constant where they are all zero)."""
     if series is None or is_zero(series):
         return ans
     if len(series) != interp.order:
@@ -142,101 +136,6 @@ def _wrap(interp: JetInterpreter, ans: Any, series: Any) -> Any:
             f"carries {interp.order}"
         )
     return JetTensor(interp, ans, tuple(series))
-
-
-# --- collapsed Taylor mode ----------------------------------------------------------------------
-# For a sum over directions v_r of K-th directional derivatives (a Laplacian: K = 2, v_r
-# the unit vectors), coefficients 1..K-1 differ per direction (they are batched by the
-# vmap ``interp.collapse``), but the K-th enters each primitive's K-th coefficient
-# linearly, through the JVP at the primal point: ``y_K = f'(x0) x_K + g(x0, x1..x_(K-1))``.
-# So only the sum over directions of ``y_K`` is carried: the rule runs with ``x_K = 0``
-# for ``g`` on the batched lower coefficients, whose sum over directions is taken at once,
-# and the JVP maps the carried sum.  The forward Laplacian (Li et al. 2024) is this with
-# K = 2.
-
-
-def _push_collapsed(interp: JetInterpreter, prim: Primitive, primals: tuple, series: tuple,
-                    params: dict):  # fmt: skip
-    lower = tuple((*s[:-1], None) for s in series)
-    tops = tuple(s[-1] for s in series)
-    if all(is_zero(s) for s in lower):
-        ans, out = prim.bind(*primals, **params), None
-    else:
-        rule = taylor_rule(prim)
-        if getattr(rule, "elementwise", False) and len(primals) == 1:
-            return _collapsed_elementwise(interp, rule, primals[0], series[0], params)
-        ans, out = rule(primals, lower, **params)
-    outs = ans if prim.multiple_results else (ans,)
-    if out is None:
-        out = tuple([None] * interp.order for _ in outs)
-    elif not prim.multiple_results:
-        out = (out,)
-    moved = None
-    if any(t is not None for t in tops):
-        moved = prim.jvp_rule()(tops, ans, primals, params)
-        moved = moved if prim.multiple_results else (moved,)
-    wrapped = []
-    for j, (a, coefficients) in enumerate(zip(outs, out)):
-        coefficients = list(coefficients or [None] * interp.order)
-        top = _summed(interp, coefficients[-1])
-        if moved is not None and moved[j] is not None:
-            top = moved[j] if top is None else top + moved[j]
-        coefficients[-1] = top
-        wrapped.append(_wrap(interp, a, coefficients))
-    return tuple(wrapped) if prim.multiple_results else wrapped[0]
-
-
-def _collapsed_elementwise(interp: JetInterpreter, rule: Callable, x0: Any, series: tuple,
-                           params: dict) -> Any:  # fmt: skip
-    """An elementwise function of one argument in collapsed mode, by composition:
-    ``f(x0 + d(t)) = sum_j c_j d(t)^j`` with ``c_j = f^(j)(x0) / j!`` from the rule along
-    ``x0 + t`` (unbatched: no direction in it).  The powers of ``d`` need only the batched
-    lower coefficients, and each one's top coefficient is summed over the directions
-    before its ``c_j`` multiplies it: for a Laplacian (K = 2) the top is
-    ``c_1 x_2 + c_2 sum_r (x_1^(r))^2``, two batched operations instead of the rule's
-    half dozen."""
-    order = interp.order
-    ans, c = rule((x0,), ((_ones_like(x0), *(None,) * (order - 1)),), **params)
-    c = [ans, *c]
-    delta = [None, *series[:-1], None]  # d's coefficients 0..K (the top joins linearly)
-    out = [_times(c[1], d) for d in delta[1:-1]]
-    top = _times(c[1], series[-1])
-    power = delta
-    for j in range(2, order + 1):
-        power = [_convolved(power, delta, k) for k in range(order + 1)]
-        for k in range(j, order):
-            out[k - 1] = _plus(out[k - 1], _times(c[j], power[k]))
-        top = _plus(top, _times(c[j], _summed(interp, power[order])))
-    return _wrap(interp, ans, [*out, top])
-
-
-def _convolved(a: list, b: list, k: int) -> Any:
-    """Coefficient ``k`` of the product of two series (None: zero)."""
-    terms = [a[i] * b[k - i] for i in range(k + 1) if a[i] is not None and b[k - i] is not None]
-    return None if not terms else functools.reduce(operator.add, terms)
-
-
-def _times(c: Any, x: Any) -> Any:
-    return None if c is None or x is None else c * x
-
-
-def _plus(a: Any, b: Any) -> Any:
-    return b if a is None else a if b is None else a + b
-
-
-def _summed(interp: JetInterpreter, value: Any) -> Any:
-    """The (weighted) sum over the directions of a coefficient batched by them."""
-    if value is None:
-        return None
-    directions = interp.collapse
-    if isinstance(value, Tracer) and value._interp is directions:
-        v, axis = value._inner, value.bdim  # type: ignore[attr-defined]
-        if interp.weights is None:
-            return _sum(v, axis=axis)
-        w = _reshape(interp.weights, [-1 if i == axis else 1 for i in range(len(shape_of(v)))])
-        return _sum(v * w, axis=axis)
-    # the same in every direction
-    return value * (directions.size if interp.weights is None else _sum(interp.weights))
 
 
 # --- a primitive without a Taylor rule ----------------------------------------------------------
@@ -305,8 +204,8 @@ def _derived_bind(prim: Primitive, xs: tuple, params: dict) -> Any:
                    else (None,) * interp.order for x in xs)  # fmt: skip
     ans, out = taylor_from_jvp(prim, primals, series, params)
     if prim.multiple_results:
-        return tuple(_wrap(interp, a, c) for a, c in zip(ans, out))
-    return _wrap(interp, ans, out)
+        return tuple(wrap(interp, a, c) for a, c in zip(ans, out))
+    return wrap(interp, ans, out)
 
 
 def _derivative_series(series: Sequence) -> tuple:
@@ -335,36 +234,6 @@ def push_series(fn: Callable, primals: Sequence, series: Sequence, order: int) -
             primals_out.append(leaf if mine is None else mine.primal)
             series_out.append(None if mine is None else list(mine.series))
     return primals_out, series_out
-
-
-def push_collapsed(fn: Callable, primals: Sequence, directions: Sequence, order: int,
-                   weights: Any = None) -> tuple:  # fmt: skip
-    """``fn(*primals)`` (a tuple of leaves) and, per output leaf, ``sum_r w_r y_K^(r)``: the
-    weighted sum over the directions ``v_r`` of the normalised coefficient ``K = order``
-    of ``fn(x + v_r t)`` (``D^K fn[v_r, ..., v_r] / K!``), by collapsed Taylor mode.
-    ``directions`` holds one array per primal with the directions along a leading axis
-    (None: the primal does not move).  A zero is returned where an output does not
-    depend on the directions."""
-    if order < 2:
-        raise TransformValueError(f"collapsed Taylor mode needs order >= 2, got {order}")
-    moving = [i for i, v in enumerate(directions) if v is not None]
-
-    def per_direction(*vs):
-        interp = JetInterpreter(order, collapse=current_interpreters()[-1], weights=weights)
-        ins = list(primals)
-        with new_interpreter(interp):
-            for i, v in zip(moving, vs):
-                ins[i] = JetTensor(interp, primals[i], (v, *(None,) * (order - 1)))
-            primals_out, tops = [], []
-            for leaf in fn(*ins):
-                mine = owned(interp, leaf)
-                primal = leaf if mine is None else mine.primal
-                top = None if mine is None else mine.series[-1]
-                primals_out.append(primal)
-                tops.append(np.zeros_like(primal) if top is None else top)
-        return tuple(primals_out), tuple(tops)
-
-    return vmap(per_direction, out_dims=None)(*(directions[i] for i in moving))
 
 
 # --- jet ----------------------------------------------------------------------------------------

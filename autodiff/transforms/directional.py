@@ -39,11 +39,12 @@ from autodiff.core.index_sets import IndexSets
 from autodiff.core.tracer import Tracer
 from autodiff.errors import AutodiffError, TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import vmap
+from autodiff.interpreters.collapsed import push_collapsed
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import grad
 from autodiff.interpreters.sparsity import PairLimit, collecting_pairs, propagate
 from autodiff.interpreters.staging import stage
-from autodiff.interpreters.taylor import push_collapsed, push_series
+from autodiff.interpreters.taylor import push_series
 from autodiff.rules import creation as _cre
 from autodiff.rules import reductions as _red
 from autodiff.rules import shape as _shp
