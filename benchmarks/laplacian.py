@@ -180,8 +180,8 @@ def _jax_laplacians(net: Callable, params: list, points: int) -> dict[str, Calla
 
 def l1_rows(d: int, depth: int, points: int, rounds: int, fresh: bool = False) -> dict:
     systems, randoms, first = l1_systems(d, depth, points, fresh)
-    rows = h.interleave(systems, HESSIAN, rounds=rounds, rtol=1e-8)
-    random_rows = h.interleave(randoms, next(iter(randoms)), rounds=rounds, rtol=1e9)
+    rows = h.interleave(systems, HESSIAN, rounds=rounds, rtol=1e-8, shuffle=True)
+    random_rows = h.interleave(randoms, next(iter(randoms)), rounds=rounds, rtol=1e9, shuffle=True)
     memory = {name: _peak_mb(run) for name, run in systems.items()
               if name.startswith("autodiff")}  # fmt: skip
     firsts = {name: _first_call(make) for name, make in first.items()}
@@ -245,7 +245,7 @@ def l2_row(name: str, f: Callable, x: np.ndarray, rounds: int) -> dict:
         SPARSE: (lambda op: lambda: op(x))(autodiff.laplacian(f, method="sparse")),
         "autodiff laplacian (auto)": (lambda op: lambda: op(x))(autodiff.laplacian(f)),
     }
-    rows = h.interleave(systems, HESSIAN, rounds=rounds, rtol=1e-8)
+    rows = h.interleave(systems, HESSIAN, rounds=rounds, rtol=1e-8, shuffle=True)
     detect = _first_call(lambda: (lambda op: lambda: op(x))(autodiff.laplacian(f, method="sparse")))
     memory = {name: _peak_mb(run) for name, run in systems.items()}
     return dict(name=name, d=x.size, rows=rows, detect=detect, memory=memory)
@@ -380,7 +380,8 @@ def report(
     for d in (10, 100):
         systems = pinn_systems(d)
         rows = h.interleave(systems, next(iter(systems)), rounds=max(5, rounds // 2), rtol=1e-8,
-                            info=tuple(s for s in systems if s.startswith("JAX")))  # fmt: skip
+                            info=tuple(s for s in systems if s.startswith("JAX")),
+                            shuffle=True)  # fmt: skip
         lines += [f"### d = {d}", "", *h.table(rows, next(iter(systems)), "ms", 1e3), ""]
     return lines, targets
 
