@@ -542,7 +542,7 @@ def check_primitive(
         report.missing.append("batching rule (transforms loop over the batch)")
     has_derivative = prim.vjp is not None or prim.jvp is not None
     if prim.differentiable and has_derivative and not _own_taylor_rule(prim):
-        report.derived.append("Taylor rule (Taylor mode derives it from the JVP rule)")
+        report.derived.append("Taylor rule (from the JVP rule)")
     for index, sample in enumerate(samples):
         args = [np.asarray(a) for a in sample]
         single = precision(args) > 1e-10
