@@ -74,9 +74,11 @@ def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
         outs, coefficients = push_series(fn, primals, series, order)
         return tuple(outs), tuple([None] * order if c is None else c for c in coefficients)
 
-    prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
-    prim.taylor = taylor_rule
-    prim.sparsity = through_impl(prim)  # its derivative is its implementation's
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_batch(batch_rule)
+    prim.def_taylor(taylor_rule)
+    prim.def_sparsity(through_impl(prim))  # its derivative is its implementation's
     return prim
 
 
