@@ -51,6 +51,7 @@ from autodiff.core.index_sets import Edges, Sparsity
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.precision import check_precision
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
@@ -495,6 +496,7 @@ conv_general_dilated_p = Primitive(
     shape=_conv_shape,
     vjp_reads=[(1,), (0,)],  # each cotangent reads the other operand
 )
+conv_general_dilated_p.def_taylor(multilinear_taylor(conv_general_dilated_p))  # bilinear
 
 
 @conv_general_dilated_p.def_sparsity
@@ -815,6 +817,7 @@ reduce_window_sum_p = Primitive(
     vjp_reads=[()],
 )
 reduce_window_sum_p.def_batch(_window_batch(reduce_window_sum_p))
+reduce_window_sum_p.def_taylor(linear_taylor(reduce_window_sum_p))
 
 
 def _chosen(x, kind: str, **window):
@@ -905,6 +908,7 @@ window_gather_p = Primitive(
     vjp_reads=[(1,), ()],
 )
 window_gather_p.def_batch(_window_batch(window_gather_p, operands=2))
+window_gather_p.def_taylor(linear_taylor(window_gather_p))
 window_scatter_p = Primitive(
     "window_scatter",
     _window_scatter_impl,
@@ -915,6 +919,7 @@ window_scatter_p = Primitive(
     vjp_reads=[(1,), ()],
 )
 window_scatter_p.def_batch(_window_batch(window_scatter_p, operands=2))
+window_scatter_p.def_taylor(linear_taylor(window_scatter_p))
 
 
 def _chooser(kind: str) -> Primitive:
@@ -928,6 +933,7 @@ def _chooser(kind: str) -> Primitive:
         vjp_reads=[(0,)],
     )
     prim.def_batch(_window_batch(prim))
+    prim.def_taylor(linear_taylor(prim))  # piecewise linear: the chosen elements' series
     return prim
 
 

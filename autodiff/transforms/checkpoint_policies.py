@@ -32,11 +32,13 @@ import optree
 from autodiff.core.args import at_positions
 from autodiff.core.graph import Graph, Literal, Var, aval_of
 from autodiff.core.primitive import Primitive, current_interpreters
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import JvpInterpreter, jvp
 from autodiff.interpreters.reverse import GradInterpreter, vjp
 from autodiff.interpreters.sparsity import through_impl
 from autodiff.interpreters.staging import stage
+from autodiff.interpreters.taylor import push_series
 from autodiff.rules._sparsity import moves
 from autodiff.rules.convolution import conv_general_dilated_p
 from autodiff.rules.products import einsum_p, matmul_p
@@ -66,6 +68,7 @@ checkpoint_name_p = Primitive(
     sparsity=moves(lambda x, *, name: x),
     vjp_reads=[()],
 )
+checkpoint_name_p.def_taylor(linear_taylor(checkpoint_name_p))
 
 
 def checkpoint_name(x: Any, name: str) -> Any:
@@ -298,8 +301,21 @@ def policy_checkpoint(name: str, fn: Callable, operands: list, policy: Callable
 
     prim = Primitive(f"checkpoint({name})", forward, multiple_results=True, traceable=True)
     prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
+    prim.def_taylor(taylor_through(forward))  # Taylor mode keeps nothing: nothing to replay
     prim.sparsity = through_impl(prim)
     return prim, [*operands, *staged.captured], nout + len(kept)
+
+
+def taylor_through(fn: Callable) -> Callable:
+    """The Taylor rule of a checkpoint of ``fn``: the series pushed through ``fn`` itself
+    (Taylor mode has no backward pass, so there is nothing to recompute)."""
+
+    def taylor(primals, series):
+        order = len(series[0])
+        outs, coefficients = push_series(fn, primals, series, order)
+        return tuple(outs), tuple([None] * order if c is None else c for c in coefficients)
+
+    return taylor
 
 
 def _evaluate_keeping(graph: Graph, args: tuple, kept: list[int]) -> list:
