@@ -27,6 +27,3 @@ else:
     # scipy_linalg and signal (whose SciPy functions cannot meet a traced value) are
     # imported with autodiff.scipy.linalg and .signal (scipy.signal takes a second to import)
     from autodiff.rules import special  # noqa: F401
-
-# Shape rules for staging, for the primitives no elementwise helper declared.
-from autodiff.rules import _shapes  # noqa: F401

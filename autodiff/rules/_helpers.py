@@ -35,9 +35,12 @@ __all__ = [
     "bring_to_front",
     "broadcasting",
     "elementwise_shape",
+    "evaluated_shape",
+    "example_dtype",
     "implements",
     "move_to_front",
     "numpy_impl",
+    "shaped_like",
     "to_front_padded",
     "unary",
     "unbroadcast",
@@ -217,6 +220,53 @@ def elementwise_shape(prim: Primitive) -> Callable:
         return ShapedArray(broadcast_shapes(*(a.shape for a in avals)), dtype)
 
     return shape
+
+
+_examples: dict = {}
+
+
+def example_dtype(fn: Any, *dtypes: np.dtype, ndim: int = 1, **params: Any) -> np.dtype:
+    """The dtype of ``fn`` on one-element arrays (of ``ndim`` axes) of ``dtypes``, cached:
+    for a shape rule where the dtype is NumPy's business (a sum of int8, an FFT of float32).
+
+    >>> example_dtype(np.sum, np.dtype(np.int8), axis=0)
+    dtype('int64')
+    """
+    key = (fn, dtypes, ndim, tuple(params.items()))
+    found = _examples.get(key)
+    if found is None:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*(np.ones((1,) * ndim, d) for d in dtypes), **params)
+        found = _examples[key] = np.result_type(out)
+    return found
+
+
+def shaped_like(x: Any, shape: Any = None, dtype: Any = None) -> ShapedArray:
+    """A shape rule's result: abstract value ``x`` with its shape or dtype replaced."""
+    return ShapedArray(x.shape if shape is None else shape, x.dtype if dtype is None else dtype)
+
+
+def evaluated_shape(prim: Primitive) -> Callable:
+    """A shape rule that runs ``prim``'s implementation on placeholders (read-only
+    zero-strided views: indexing them costs nothing), letting its errors (an index out of
+    range) through as they are."""
+
+    def rule(*avals, **params):
+        args = [
+            {"f": 0.0, "c": 0j}.get(a.dtype.kind, 0)
+            if a.weak_type
+            else np.broadcast_to(np.zeros((), a.dtype), a.shape)
+            for a in avals
+        ]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = prim.impl(*args, **params)
+        if prim.multiple_results:
+            return tuple(ShapedArray(np.shape(o), np.result_type(o)) for o in out)
+        return ShapedArray(np.shape(out), np.result_type(out))
+
+    return rule
 
 
 def ufunc_lowering(impl: Callable) -> Elementwise | None:

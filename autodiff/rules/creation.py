@@ -18,6 +18,7 @@ import numpy as np
 
 from autodiff.core import numpy_args
 from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
+from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
@@ -36,6 +37,7 @@ def _like(name, numpy_func):
         differentiable=False,
     )
     prim.def_batch(lambda args, dims, *, dtype: (prim.bind(args[0], dtype=dtype), dims[0]))
+    prim.def_shape(lambda x, *, dtype: ShapedArray(x.shape, x.dtype if dtype is None else dtype))
     fill = {"zeros_like": 0, "ones_like": 1}.get(name)
     if fill is not None:
 

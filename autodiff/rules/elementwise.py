@@ -40,7 +40,14 @@ from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import TransformValueError
-from autodiff.rules._helpers import broadcasting, implements, numpy_impl, unary
+from autodiff.rules._helpers import (
+    broadcasting,
+    evaluated_shape,
+    implements,
+    numpy_impl,
+    shaped_like,
+    unary,
+)
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 
 __all__ = [
@@ -612,6 +619,7 @@ _nan_to_num_p = Primitive(
     batch=lambda args, dims, **p: (_nan_to_num_p.bind(args[0], **p), dims[0]),
     sparsity=elementwise_sparsity([True], ()),
 )
+_nan_to_num_p.def_shape(evaluated_shape(_nan_to_num_p))
 
 
 @implements(_nan_to_num_p, np.nan_to_num)
@@ -942,6 +950,7 @@ _round_p = Primitive(
     differentiable=False,
     batch=lambda args, dims, *, decimals: (_round_p.bind(args[0], decimals=decimals), dims[0]),
 )
+_round_p.def_shape(evaluated_shape(_round_p))
 
 
 @implements(_round_p, np.round, np.around)
@@ -980,6 +989,7 @@ astype_p = Primitive(
     vjp=[lambda ct, ans, x, *, dtype: _cast_like(ct, dtype_of(x))],
     jvp=[lambda t, ans, x, *, dtype: _cast_like(t, dtype)],
     batch=lambda args, dims, *, dtype: (astype_p.bind(args[0], dtype=dtype), dims[0]),
+    shape=lambda x, *, dtype: shaped_like(x, dtype=dtype),
     sparsity=elementwise_sparsity([True], ()),
     lowering=Elementwise(lambda x: x, kinds="fbiu"),  # the cast to the result's dtype
 )
@@ -1002,6 +1012,7 @@ astype_discrete_p = Primitive(
     _astype_impl,
     differentiable=False,
     batch=lambda args, dims, *, dtype: (astype_discrete_p.bind(args[0], dtype=dtype), dims[0]),
+    shape=lambda x, *, dtype: shaped_like(x, dtype=dtype),
     lowering=Elementwise(lambda x: x, kinds="fbiu", when=_casts_as_numpy),
 )
 

@@ -36,10 +36,11 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import array_like, is_complex, ndim_of, normalize_axes, shape_of
+from autodiff.core.graph import ShapedArray
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
-from autodiff.rules._helpers import implements
+from autodiff.rules._helpers import example_dtype, implements, shaped_like
 from autodiff.rules._sparsity import along_axes, moves
 from autodiff.rules.elementwise import conj, real
 from autodiff.rules.indexing import getitem
@@ -103,6 +104,7 @@ fft_resize_p = Primitive(
     ),
 )
 fft_resize_p.def_sparsity(moves(_resize_impl))
+fft_resize_p.def_shape(lambda x, *, axis, n: shaped_like(x, _with_length(x.shape, axis, n)))
 
 
 def _resize(x: Any, axis: int, n: int | None) -> Any:
@@ -142,6 +144,14 @@ fft_c2c_p = Primitive(
 fft_c2c_p.def_sparsity(along_axes(lambda shape, *, axes, **p: axes, pairs=()))
 
 
+def _complex(dtype: np.dtype) -> np.dtype:
+    """The dtype of a transform of ``dtype`` (NumPy's business: complex128 for float32)."""
+    return example_dtype(np.fft.fft, dtype)
+
+
+fft_c2c_p.def_shape(lambda x, *, axes, inverse, norm: shaped_like(x, dtype=_complex(x.dtype)))
+
+
 # --- real-to-complex and complex-to-real along one axis -----------------------------------
 
 
@@ -165,6 +175,11 @@ rfft_p.def_sparsity(
         lambda shape, *, axis, **p: [axis],
         lambda shape, *, axis, **p: _with_length(shape, axis, shape[axis] // 2 + 1),
         (),
+    )
+)
+rfft_p.def_shape(
+    lambda x, *, axis, norm: ShapedArray(
+        _with_length(x.shape, axis, x.shape[axis] // 2 + 1), _complex(x.dtype)
     )
 )
 
@@ -207,6 +222,11 @@ irfft_p.def_sparsity(
         (),
     )
 )
+irfft_p.def_shape(
+    lambda z, *, axis, n, norm: ShapedArray(
+        _with_length(z.shape, axis, n), example_dtype(np.fft.irfft, _complex(z.dtype), n=1)
+    )
+)
 
 
 # --- roll (fftshift) ---------------------------------------------------------------------
@@ -226,6 +246,7 @@ fftshift_p = Primitive(
     ),
 )
 fftshift_p.def_sparsity(moves(fftshift_p.impl))
+fftshift_p.def_shape(lambda x, *, shifts, axes: shaped_like(x))
 
 
 # --- parameter normalisation ---------------------------------------------------------------

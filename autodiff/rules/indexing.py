@@ -33,7 +33,14 @@ from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
 from autodiff.errors import ConcretizationError
-from autodiff.rules._helpers import bring_to_front, implements, move_to_front, to_front_padded
+from autodiff.rules._helpers import (
+    bring_to_front,
+    evaluated_shape,
+    implements,
+    move_to_front,
+    shaped_like,
+    to_front_padded,
+)
 from autodiff.rules._sparsity import is_known, moves, numbered, shape_of_operand
 
 __all__ = [
@@ -280,6 +287,7 @@ def _getitem_lowering(ctx, x, *arrays, index):
 
 
 getitem_p.def_lowering(Emitter(_getitem_lowering))
+getitem_p.def_shape(evaluated_shape(getitem_p))  # its errors (out of range) as they are
 
 
 @implements(getitem_p, operator.getitem)
@@ -395,6 +403,7 @@ def _scatter(name, write, vjp, jvp, impl=None):
     prim = Primitive(name, impl or _scatter_impl(write), vjp=vjp, jvp=jvp)
     prim.def_batch(_scatter_batch(prim))
     prim.def_sparsity(_scatter_sparsity(name.removeprefix("index_")))
+    prim.def_shape(lambda x, y, *arrays, index: shaped_like(x))  # a copy of x, updated
     return prim
 
 

@@ -60,6 +60,7 @@ from numpy.linalg._linalg import EighResult, EigResult, QRResult, SlogdetResult,
 
 from autodiff.core.arrays import (
     array_like,
+    broadcast_shapes,
     dtype_of,
     eye_like,
     is_complex,
@@ -67,13 +68,16 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
+from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.errors import ConcretizationError
 from autodiff.rules._helpers import (
     implements,
     move_to_front,
     numpy_impl,
+    shaped_like,
     to_front_padded,
     unbroadcast,
 )
@@ -115,6 +119,21 @@ __all__ = [
 ]
 
 LinAlgError = np.linalg.LinAlgError
+
+
+# --- shape rules: NumPy computes in float64, float32 or complex --------------------------
+
+
+def _la(dtype: np.dtype) -> np.dtype:
+    return dtype if dtype.kind in "fc" and dtype.itemsize >= 4 else np.dtype(np.float64)
+
+
+def _la_real(dtype: np.dtype) -> np.dtype:
+    return np.finfo(_la(dtype)).dtype
+
+
+def _stack_of(a, *tail):
+    return (*a.shape[:-2], *tail)
 
 
 # --- helpers (written with primitives) --------------------------------------------------
@@ -301,6 +320,14 @@ def _have_scipy() -> bool:
 solve_p.def_lowering(Emitter(_solve_lowering))
 
 
+@solve_p.def_shape
+def _solve_shape(a, b):
+    dtype = np.result_type(_la(a.dtype), _la(b.dtype))
+    if b.ndim == 1:
+        return ShapedArray(a.shape[:-1], dtype)
+    return ShapedArray((*broadcast_shapes(a.shape[:-2], b.shape[:-2]), *b.shape[-2:]), dtype)
+
+
 @implements(solve_p, np.linalg.solve)
 def solve(a, b):
     """Like numpy.linalg.solve: ``x`` with ``a @ x == b``, for stacks too.
@@ -332,6 +359,7 @@ inv_p = Primitive(
 )
 inv_p.def_sparsity(stacked([2]))
 inv_p.def_batch(_stack_batch(inv_p))
+inv_p.def_shape(lambda a: shaped_like(a, dtype=_la(a.dtype)))
 
 
 @implements(inv_p, np.linalg.inv)
@@ -363,6 +391,7 @@ det_p = Primitive(
 )
 det_p.def_sparsity(stacked([2]))
 det_p.def_batch(_stack_batch(det_p))
+det_p.def_shape(lambda a: ShapedArray(a.shape[:-2], _la(a.dtype)))
 
 
 @implements(det_p, np.linalg.det)
@@ -405,6 +434,12 @@ slogdet_p = Primitive(
 )
 slogdet_p.def_sparsity(stacked([2], outputs=2))
 slogdet_p.def_batch(_stack_batch(slogdet_p))
+slogdet_p.def_shape(
+    lambda a: (
+        ShapedArray(a.shape[:-2], _la(a.dtype)),
+        ShapedArray(a.shape[:-2], _la_real(a.dtype)),
+    )
+)
 
 
 @implements(slogdet_p, np.linalg.slogdet)
@@ -457,6 +492,7 @@ cholesky_p = Primitive(
 )
 cholesky_p.def_sparsity(stacked([2]))
 cholesky_p.def_batch(_stack_batch(cholesky_p))
+cholesky_p.def_shape(lambda a, *, upper: shaped_like(a, dtype=_la(a.dtype)))
 
 
 @implements(cholesky_p, np.linalg.cholesky)
@@ -505,6 +541,12 @@ eigh_p = Primitive(
 )
 eigh_p.def_sparsity(stacked([2], outputs=2))
 eigh_p.def_batch(_stack_batch(eigh_p))
+eigh_p.def_shape(
+    lambda a, *, UPLO: (
+        ShapedArray(a.shape[:-1], _la_real(a.dtype)),
+        shaped_like(a, dtype=_la(a.dtype)),
+    )
+)
 
 
 @implements(eigh_p, np.linalg.eigh)
@@ -607,6 +649,20 @@ eig_p.def_sparsity(stacked([2], outputs=2))
 eig_p.def_batch(_stack_batch(eig_p))
 
 
+@eig_p.def_shape
+def _eig_shape(a):
+    # Staging knows shapes and dtypes, not values: it refuses, saying what to do instead,
+    # rather than guess a dtype the replay may not give.
+    if a.dtype.kind != "c":
+        raise ConcretizationError(
+            "linalg.eig and linalg.eigvals of a real matrix are real where every eigenvalue "
+            "is real and complex otherwise: their dtype depends on the values, which jit does "
+            "not know. Pass a complex matrix (a.astype(complex)) to get complex results "
+            "always, or call it outside jit."
+        )
+    return shaped_like(a, a.shape[:-1]), shaped_like(a)
+
+
 @implements(eig_p, np.linalg.eig)
 def eig(a):
     """Like numpy.linalg.eig: ``EigResult(eigenvalues, eigenvectors)`` of a square
@@ -647,6 +703,7 @@ eigvals_p = Primitive(
 )
 eigvals_p.def_sparsity(stacked([2]))
 eigvals_p.def_batch(_stack_batch(eigvals_p))
+eigvals_p.def_shape(lambda a: _eig_shape(a)[0])
 
 
 @implements(eigvals_p, np.linalg.eigvals)
@@ -780,6 +837,17 @@ svd_p.def_sparsity(stacked([2], outputs=3))
 svd_p.def_batch(_stack_batch(svd_p))
 
 
+@svd_p.def_shape
+def _svd_shape(a, *, full_matrices, hermitian):
+    *stack, m, n = a.shape
+    k = min(m, n)
+    u = (m, m) if full_matrices else (m, k)
+    vh = (n, n) if full_matrices else (k, n)
+    d = _la(a.dtype)
+    return (ShapedArray((*stack, *u), d), ShapedArray((*stack, k), _la_real(a.dtype)),
+            ShapedArray((*stack, *vh), d))  # fmt: skip
+
+
 def _svdvals_jvp(t, ans, a, *, hermitian):
     u, _, vh = svd_p.bind(a, full_matrices=False, hermitian=hermitian)
     if hermitian:
@@ -804,6 +872,9 @@ svdvals_p = Primitive(
 )
 svdvals_p.def_sparsity(stacked([2]))
 svdvals_p.def_batch(_stack_batch(svdvals_p))
+svdvals_p.def_shape(
+    lambda a, *, hermitian: ShapedArray(_stack_of(a, min(a.shape[-2:])), _la_real(a.dtype))
+)
 
 
 @implements(svd_p, np.linalg.svd)
@@ -928,6 +999,15 @@ qr_p.def_sparsity(stacked([2], outputs=2))
 qr_p.def_batch(_stack_batch(qr_p))
 
 
+@qr_p.def_shape
+def _qr_shape(a, *, mode):
+    *stack, m, n = a.shape
+    k = min(m, n)
+    q, r = ((m, m), (m, n)) if mode == "complete" else ((m, k), (k, n))
+    d = _la(a.dtype)
+    return ShapedArray((*stack, *q), d), ShapedArray((*stack, *r), d)
+
+
 @implements(qr_p, np.linalg.qr)
 def qr(a, mode="reduced"):
     """Like numpy.linalg.qr: ``QRResult(Q, R)`` (``mode='reduced'`` or
@@ -987,6 +1067,11 @@ pinv_p = Primitive(
 )
 pinv_p.def_sparsity(stacked([2]))
 pinv_p.def_batch(_stack_batch(pinv_p))
+pinv_p.def_shape(
+    lambda a, *, hermitian, options: ShapedArray(
+        _stack_of(a, a.shape[-1], a.shape[-2]), _la(a.dtype)
+    )
+)
 
 _UNSET: Any = object()
 
@@ -1039,6 +1124,9 @@ lstsq_residuals_p = Primitive(
     jvp=[lambda t, ans, r, rank, *, n: lstsq_residuals_p.bind(t, rank, n=n), None],
     batch=_residuals_batch,
 )
+# NumPy gives residuals only for full column rank: staging assumes it (a rank-deficient
+# problem then gives an empty array, as NumPy does, which the staged code expected full).
+lstsq_residuals_p.def_shape(lambda r, rank, *, n: shaped_like(r))
 
 
 @register_numpy(np.linalg.lstsq)
@@ -1625,6 +1713,16 @@ roots_p = Primitive(
     jvp=[_roots_jvp],
     batch=_roots_batch,
 )
+
+
+@roots_p.def_shape
+def _roots_shape(p):
+    raise ConcretizationError(
+        "roots under jit: how many roots there are (NumPy strips leading and trailing zero "
+        "coefficients) and whether they are real depend on the values, which jit does not "
+        "know. Compute the eigenvalues of the companion matrix of a complex polynomial with "
+        "anp.linalg.eigvals, or call roots outside jit."
+    )
 
 
 @implements(roots_p, np.roots)

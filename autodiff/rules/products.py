@@ -21,7 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.core.arrays import dtype_of, eye_like, ndim_of, normalize_axes, shape_of
+from autodiff.core.arrays import (
+    broadcast_shapes,
+    dtype_of,
+    eye_like,
+    ndim_of,
+    normalize_axes,
+    shape_of,
+)
+from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
@@ -118,6 +126,24 @@ def _matmul_lowering(ctx, a, b):
 
 
 matmul_p.def_lowering(Emitter(_matmul_lowering))
+
+
+@matmul_p.def_shape
+def _matmul_shape(a, b):
+    a_shape = a.shape if a.ndim > 1 else (1, *a.shape)
+    b_shape = b.shape if b.ndim > 1 else (*b.shape, 1)
+    if a_shape[-1] != b_shape[-2]:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            f"signature (n?,k),(k,m?)->(n?,m?) (size {b_shape[-2]} is different from "
+            f"{a_shape[-1]})"
+        )
+    shape = (*broadcast_shapes(a_shape[:-2], b_shape[:-2]), a_shape[-2], b_shape[-1])
+    if a.ndim == 1:
+        shape = shape[:-2] + shape[-1:]
+    if b.ndim == 1:
+        shape = shape[:-1]
+    return ShapedArray(shape, np.result_type(a.dtype, b.dtype))
 
 
 @matmul_p.def_sparsity
@@ -262,6 +288,31 @@ einsum_p = Primitive(
         *_split(subscripts), [shape_of_operand(x) for x in operands]
     ),
 )
+
+
+@einsum_p.def_shape
+def _einsum_shape(*operands, subscripts, optimize):
+    terms, out = subscripts.split("->")
+    sizes: dict[str, int] = {}
+    ellipsis: list[tuple] = []
+    for term, x in zip(terms.split(","), operands):
+        shape = x.shape
+        if "..." in term:
+            left, right = term.split("...")
+            ellipsis.append(shape[len(left) : len(shape) - len(right)])
+            term, shape = left + right, shape[: len(left)] + shape[len(shape) - len(right) :]
+        for label, n in zip(term, shape):
+            if sizes.get(label, 1) not in (1, n) and n != 1:
+                raise ValueError(f"einsum: operands could not be broadcast for label {label!r}")
+            sizes[label] = n if sizes.get(label, 1) == 1 else sizes[label]
+    middle = broadcast_shapes(*ellipsis) if ellipsis else ()
+    left, _, right = out.partition("...")
+    shape = (
+        tuple(sizes[c] for c in left)
+        + (middle if "..." in out else ())
+        + tuple(sizes[c] for c in right)
+    )
+    return ShapedArray(shape, np.result_type(*(x.dtype for x in operands)))
 
 
 def _from_sublists(args: tuple) -> tuple[str, list]:

@@ -20,11 +20,12 @@ import math
 import numpy as np
 
 from autodiff.core.arrays import dtype_of, is_complex, ndim_of, normalize_axes, shape_of
+from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
-from autodiff.rules._helpers import implements, move_to_front
+from autodiff.rules._helpers import example_dtype, implements, move_to_front, shaped_like
 from autodiff.rules._sparsity import reduction, running
 
 __all__ = [
@@ -50,6 +51,22 @@ def _reduction_batch(prim):
 def _expand_reduced(x, axis, keepdims):
     """Undo the removal of reduced axes (so ``x`` broadcasts against the input)."""
     return x if keepdims else _shp.expand_dims(x, axis)
+
+
+def _reduced_shape(x, axis, keepdims):
+    if keepdims:
+        return tuple(1 if i in axis else n for i, n in enumerate(x.shape))
+    return tuple(n for i, n in enumerate(x.shape) if i not in axis)
+
+
+def _reduction_shape(numpy_fn):
+    """The shape rule of a reduction: its dtype is NumPy's (a sum of int8 is int64)."""
+
+    def rule(x, *, axis, keepdims):
+        dtype = example_dtype(numpy_fn, x.dtype, axis=0)
+        return ShapedArray(_reduced_shape(x, axis, keepdims), dtype)
+
+    return rule
 
 
 def _check_supported(name, out=None, initial=None, where=None):
@@ -160,6 +177,7 @@ sum_p = Primitive(
 )
 sum_p.def_batch(_reduction_batch(sum_p))
 sum_p.def_sparsity(reduction(linear=True))
+sum_p.def_shape(_reduction_shape(np.sum))
 # in order (NumPy sums long rows pairwise: the two agree to about 1e-15)
 sum_p.def_lowering(_rows_lowering(_sum_rows, columns=_sum_columns))
 
@@ -224,6 +242,8 @@ max_p = _chooser("max", lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdi
 min_p = _chooser("min", lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims))
 max_p.def_lowering(_rows_lowering(_max_rows, nonempty=True))
 min_p.def_lowering(_rows_lowering(_min_rows, nonempty=True))
+max_p.def_shape(_reduction_shape(np.max))
+min_p.def_shape(_reduction_shape(np.min))
 
 
 @implements(max_p, np.max, np.amax)
@@ -275,6 +295,16 @@ argmin_p = Primitive(
     differentiable=False,
 )
 argmin_p.def_batch(_arg_batch(argmin_p))
+
+
+def _arg_shape(x, *, axis, keepdims):
+    if axis is not None:
+        return ShapedArray(_reduced_shape(x, (axis,), keepdims), np.intp)
+    return ShapedArray((1,) * x.ndim if keepdims else (), np.intp)
+
+
+argmax_p.def_shape(_arg_shape)
+argmin_p.def_shape(_arg_shape)
 
 
 def _arg_axis(a, axis):
@@ -334,6 +364,7 @@ prod_p = Primitive(
 )
 prod_p.def_batch(_reduction_batch(prod_p))
 prod_p.def_sparsity(reduction(linear=False))
+prod_p.def_shape(_reduction_shape(np.prod))
 
 
 @implements(prod_p, np.prod)
@@ -374,6 +405,9 @@ cumsum_p = Primitive(
 )
 cumsum_p.def_batch(_scan_batch(cumsum_p))
 cumsum_p.def_sparsity(running)
+cumsum_p.def_shape(
+    lambda x, *, axis: shaped_like(x, dtype=example_dtype(np.cumsum, x.dtype, axis=0))
+)
 
 
 def _scan_axis(a, axis):
@@ -839,6 +873,8 @@ all_p, all = _logical_reduction("all", np.all)
 any_p, any = _logical_reduction("any", np.any)
 all_p.def_lowering(_rows_lowering(_all_rows, same_dtype=False))
 any_p.def_lowering(_rows_lowering(_any_rows, same_dtype=False))
+all_p.def_shape(_reduction_shape(np.all))
+any_p.def_shape(_reduction_shape(np.any))
 
 
 # --- NumPy's ufunc methods: np.add.reduce(x), np.maximum.accumulate(x), ... ---------------------

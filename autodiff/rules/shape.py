@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import array_like, ndim_of, normalize_axes, shape_of
+from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
@@ -28,6 +29,7 @@ from autodiff.rules._helpers import (
     implements,
     move_to_front,
     numpy_impl,
+    shaped_like,
     to_front_padded,
     unbroadcast,
 )
@@ -81,6 +83,7 @@ def _reshape_lowering(ctx, x, **params):
 
 
 reshape_p.def_lowering(Emitter(_reshape_lowering))
+reshape_p.def_shape(lambda x, *, shape: shaped_like(x, shape))
 
 
 def _resolve_shape(shape: Any, size: int) -> tuple[int, ...]:
@@ -139,6 +142,7 @@ def _transpose_lowering(ctx, x, *, axes):
 
 
 transpose_p.def_lowering(Emitter(_transpose_lowering))
+transpose_p.def_shape(lambda x, *, axes: shaped_like(x, tuple(x.shape[a] for a in axes)))
 
 
 @implements(transpose_p, np.transpose, np.permute_dims)
@@ -246,6 +250,7 @@ def _broadcast_to_lowering(ctx, x, *, shape):
 
 
 broadcast_to_p.def_lowering(Emitter(_broadcast_to_lowering))
+broadcast_to_p.def_shape(lambda x, *, shape: shaped_like(x, shape))
 
 
 @implements(broadcast_to_p, np.broadcast_to)
@@ -284,6 +289,14 @@ expand_dims_p.def_sparsity(moves(expand_dims_p.impl))
 expand_dims_p.def_lowering(Emitter(_reshape_lowering))
 
 
+@expand_dims_p.def_shape
+def _expand_dims_shape(x, *, axis):
+    shape = list(x.shape)
+    for a in sorted(axis):
+        shape.insert(a, 1)
+    return shaped_like(x, tuple(shape))
+
+
 @implements(expand_dims_p, np.expand_dims)
 def expand_dims(a, axis):
     """Like numpy.expand_dims: insert unit axes at ``axis`` (int or tuple)."""
@@ -301,6 +314,9 @@ squeeze_p = Primitive(
 squeeze_p.def_batch(_shifted_batch(squeeze_p))
 squeeze_p.def_sparsity(moves(squeeze_p.impl))
 squeeze_p.def_lowering(Emitter(_reshape_lowering))
+squeeze_p.def_shape(
+    lambda x, *, axis: shaped_like(x, tuple(n for i, n in enumerate(x.shape) if i not in axis))
+)
 
 
 @implements(squeeze_p, np.squeeze)
@@ -358,6 +374,17 @@ def _concatenate_lowering(ctx, *xs, axis):
 concatenate_p.def_lowering(Emitter(_concatenate_lowering))
 
 
+def _joined(xs: tuple) -> np.dtype:
+    return np.result_type(*(x.dtype for x in xs))
+
+
+@concatenate_p.def_shape
+def _concatenate_shape(*xs, axis):
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    return ShapedArray(tuple(shape), _joined(xs))
+
+
 def _check_no_out(name: str, out: Any) -> None:
     if out is not None:
         raise NotImplementedError(f"{name}(..., out=...) is not supported; use the returned value")
@@ -390,6 +417,13 @@ stack_p = Primitive(
 )
 stack_p.def_batch(_joining_batch(stack_p))
 stack_p.def_sparsity(moves(stack_p.impl, data=None))
+
+
+@stack_p.def_shape
+def _stack_shape(*xs, axis):
+    shape = list(xs[0].shape)
+    shape.insert(axis, len(xs))
+    return ShapedArray(tuple(shape), _joined(xs))
 
 
 concat = concatenate  # the array API's name
@@ -437,6 +471,11 @@ pad_p = Primitive(
     batch=_pad_batch,
 )
 pad_p.def_sparsity(moves(pad_p.impl, params=lambda **p: {**p, "constant_values": 0}))
+pad_p.def_shape(
+    lambda x, *, pad_width, constant_values: shaped_like(
+        x, tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, pad_width))
+    )
+)
 
 
 @implements(pad_p, np.pad)

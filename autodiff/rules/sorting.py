@@ -15,7 +15,13 @@ import numpy as np
 from autodiff.core.arrays import batch_size_of, ndim_of, normalize_axes, shape_of
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import register_numpy
-from autodiff.rules._helpers import bring_to_front, implements, move_to_front, numpy_impl
+from autodiff.rules._helpers import (
+    bring_to_front,
+    implements,
+    move_to_front,
+    numpy_impl,
+    shaped_like,
+)
 
 __all__ = [
     "argsort", "searchsorted", "sort", "argpartition", "partition", "lexsort", "sort_complex",
@@ -37,6 +43,7 @@ argsort_p = Primitive(
     ),
     differentiable=False,
     batch=_argsort_batch,
+    shape=lambda x, *, axis, stable: shaped_like(x, dtype=np.intp),
 )
 
 
@@ -205,6 +212,7 @@ searchsorted_p = Primitive(
     lambda a, v, *, side: np.searchsorted(a, v, side=side),
     differentiable=False,
     batch=_searchsorted_batch,
+    shape=lambda a, v, *, side: shaped_like(v, dtype=np.intp),
 )
 
 
