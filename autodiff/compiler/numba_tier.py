@@ -117,7 +117,7 @@ def why_not() -> str:
 
 @functools.cache
 def _numba() -> Any:
-    import numba
+    import numba  # optional, and seconds to import: only when a kernel is first compiled
 
     return numba
 

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from autodiff.core import tracer
+from autodiff.core import tracer as _tracer
 from autodiff.core.caches import LRUCache
 from autodiff.core.graph import Eqn, Graph, Literal, OpaqueAval, ShapedArray, Var, aval_of
 from autodiff.core.primitive import (
@@ -169,7 +169,7 @@ class StagedTensor(Tracer):
         # the Generator does: rng.normal(size=3) is anp.random's normal draw from it
         aval = object.__getattribute__(self, "_var").aval
         if isinstance(aval, OpaqueAval) and issubclass(aval.type, np.random.Generator):
-            namespace = tracer.array_namespace
+            namespace = _tracer.array_namespace
             if namespace is not None and not name.startswith("_"):
                 return namespace.random.generator_method(self, name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")

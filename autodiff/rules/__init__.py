@@ -1,10 +1,11 @@
 """Primitive families: each module declares its primitives, one block each
-(implementation + VJP + JVP + batching rule), and the public functions that
-``autodiff.numpy`` re-exports.  See ``README.md`` in this folder."""
+(implementation and every rule), and the public functions that bind them, which
+``autodiff.numpy`` re-exports; ``compositions`` holds the few compositions the rules
+call.  See ``README.md`` in this folder."""
 
 from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
+    compositions,
     creation,
-    dtypes,
     elementwise,
     fft,
     indexing,

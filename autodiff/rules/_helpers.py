@@ -32,19 +32,10 @@ from autodiff.errors import ConcretizationError
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 
 __all__ = [
-    "bring_to_front",
-    "broadcasting",
-    "elementwise_shape",
-    "evaluated_shape",
-    "example_dtype",
-    "implements",
-    "move_to_front",
-    "numpy_impl",
-    "shaped_like",
-    "to_front_padded",
-    "unary",
+    "bring_to_front", "broadcasting", "elementwise_shape", "evaluated_shape", "example_dtype",
+    "implements", "move_to_front", "numpy_impl", "shaped_like", "to_front_padded", "unary",
     "unbroadcast",
-]
+]  # fmt: skip
 
 
 @functools.cache
@@ -52,7 +43,7 @@ def _dask_lacks(func: Callable) -> bool:
     """Whether Dask lacks NumPy function ``func``: Dask would compute its operands into
     NumPy arrays instead (with a FutureWarning).  Looked up the way Dask's
     ``__array_function__`` looks it up: the same name in the same submodule of dask.array."""
-    import dask.array
+    import dask.array  # optional: only asked for Dask's arrays, which imported it already
 
     module: Any = dask.array
     for submodule in func.__module__.split(".")[1:]:  # numpy.linalg -> dask.array.linalg
@@ -114,7 +105,7 @@ def move_to_front(x: Any, bdim: int) -> Any:
     >>> move_to_front(np.zeros((2, 3)), 1).shape
     (3, 2)
     """
-    return x if bdim == 0 else _shp.moveaxis(x, bdim, 0)
+    return x if bdim == 0 else _comp.moveaxis(x, bdim, 0)
 
 
 def to_front_padded(x: Any, bdim: int, pad: int) -> Any:
@@ -361,7 +352,7 @@ _SEQUENCES = frozenset((list, tuple))
 
 def _as_array(x: Any) -> Any:
     """A list or tuple (which may hold traced values) as an array; else ``x``."""
-    return _cre.asarray(x) if x.__class__ in _SEQUENCES else x
+    return _comp.asarray(x) if x.__class__ in _SEQUENCES else x
 
 
 def _outer_left(a: Any, b: Any) -> Any:
@@ -469,6 +460,6 @@ def unary(
 # The structural primitives these helpers call are declared with the helpers'
 # own utilities, so they are imported last (a cycle that is safe because
 # neither side uses the other before both modules are complete).
-from autodiff.rules import creation as _cre  # noqa: E402
+from autodiff.rules import compositions as _comp  # noqa: E402
 from autodiff.rules import reductions as _red  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402
