@@ -32,10 +32,19 @@ from autodiff.errors import ConcretizationError
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 
 __all__ = [
-    "bring_to_front", "broadcasting", "elementwise_shape", "evaluated_shape", "example_dtype",
-    "implements", "move_to_front", "numpy_impl", "shaped_like", "to_front_padded", "unary",
+    "bring_to_front",
+    "broadcasting",
+    "elementwise_shape",
+    "evaluated_shape",
+    "example_dtype",
+    "implements",
+    "move_to_front",
+    "numpy_impl",
+    "shaped_like",
+    "to_front_padded",
+    "unary",
     "unbroadcast",
-]  # fmt: skip
+]
 
 
 @functools.cache

@@ -34,9 +34,17 @@ from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import ALL, Edges, Gather, Groups, Sparsity
 
 __all__ = [
-    "along_axes", "contraction", "elementwise", "is_known", "moves", "numbered", "reduction",
-    "running", "shape_of_operand", "stacked",
-]  # fmt: skip
+    "along_axes",
+    "contraction",
+    "elementwise",
+    "is_known",
+    "moves",
+    "numbered",
+    "reduction",
+    "running",
+    "shape_of_operand",
+    "stacked",
+]
 
 
 def is_known(x: Any) -> bool:

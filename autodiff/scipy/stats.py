@@ -50,9 +50,18 @@ from autodiff.core.tracer import Tracer  # noqa: E402
 from autodiff.rules import special as sc  # noqa: E402
 
 __all__ = [
-    "norm", "t", "beta", "gamma", "expon", "laplace", "chi2", "poisson", "bernoulli",
-    "multivariate_normal", "dirichlet",
-]  # fmt: skip
+    "norm",
+    "t",
+    "beta",
+    "gamma",
+    "expon",
+    "laplace",
+    "chi2",
+    "poisson",
+    "bernoulli",
+    "multivariate_normal",
+    "dirichlet",
+]
 
 _LOG_SQRT_TWO_PI = 0.5 * math.log(2.0 * math.pi)
 _LOG2 = math.log(2.0)
