@@ -31,9 +31,12 @@ TOP_LEVEL = {"errors": "core", "": "public", "__main__": "public", "extend": "pu
 CIRCLE = {"rules._helpers", "rules.compositions", "rules.elementwise", "rules.indexing",
           "rules.reductions", "rules.shape"}  # fmt: skip
 
-# Optional dependencies, heavy to import and absent without their extra: imported inside
-# the function that needs them, on first use.  Every other import is at the top.
-LAZY = {"scipy", "numba", "dask", "networkx", "matplotlib"}
+# Dependencies imported inside the function that needs them, on first use, because they
+# are slow to import (``import autodiff`` imports none of them): the optional SciPy,
+# numba, Dask, networkx and matplotlib, and plum, which only resolving a new (interpreter,
+# primitive) pair needs.  A module of the package that imports one at its top (the SciPy
+# rule families) may be imported on first use too.  Every other import is at the top.
+LAZY = {"scipy", "numba", "dask", "networkx", "matplotlib", "plum"}
 
 # The layers between the primitives and the namespaces, which may call the compositions
 # of rules/compositions.py but not those of numpy/ and scipy/.
@@ -146,16 +149,33 @@ def test_outside_the_circle_imports_are_at_the_top():
     """No import inside a function (except an optional heavy dependency, LAZY) and no
     module-level import after the first definition: a reader sees what a module needs
     where it starts, and a deferred import cannot hide a circle."""
+    modules = _modules()
+    trees = {name: ast.parse(path.read_text()) for name, path in modules.items()}
+
+    def targets(node: ast.Import | ast.ImportFrom) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        return [f"{node.module}.{a.name}" if f"{node.module}.{a.name}"[9:] in modules
+                else node.module or "" for a in node.names]  # fmt: skip
+
+    def lazy(target: str) -> bool:
+        if target.split(".")[0] in LAZY:
+            return True
+        name = target.removeprefix("autodiff").removeprefix(".")
+        tops = [n for n in trees.get(name, ()) and trees[name].body
+                if isinstance(n, (ast.Import, ast.ImportFrom))]  # fmt: skip
+        # a module of ours that imports one at its top
+        return any(t.split(".")[0] in LAZY for n in tops for t in targets(n))
+
     late = []
-    for name, path in sorted(_modules().items()):
+    for name, tree in sorted(trees.items()):
         if name in CIRCLE:
             continue
-        tree = ast.parse(path.read_text())
         for node, inside in _enclosing_functions(tree).items():
-            roots = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""])  # fmt: skip
-            if inside and not all(r.split(".")[0] in LAZY for r in roots):
-                late.append(f"autodiff.{name}:{node.lineno} imports {roots} inside a function")
+            if inside and not all(lazy(t) for t in targets(node)):
+                late.append(
+                    f"autodiff.{name}:{node.lineno} imports {targets(node)} inside a function"
+                )
         first_def = min((n.lineno for n in tree.body if isinstance(
             n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))), default=None)  # fmt: skip
         late += [f"autodiff.{name}:{node.lineno} imports after a definition"

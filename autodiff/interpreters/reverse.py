@@ -31,7 +31,9 @@ from autodiff.core.args import (
     is_array,
     leaf_paths,
     normalize_argnums,
+    note_list_inputs,
     number_as_array,
+    numbers_for_array,
     split_aux,
 )
 from autodiff.core.arrays import is_complex, shape_of
@@ -98,6 +100,12 @@ class GradTensor(Tracer):
     @property
     def _inner(self):
         return self.value
+
+    def _refuse(self, what, kind, frame):  # noqa: ARG002  (every kind drops it)
+        # Converting drops the derivative unless no_grad() covers this level (the user
+        # stopped it on purpose) or the value is a constant at it.
+        if self.node is not None and recording(self._interp):
+            raise self._derivative_error(what, frame)
 
 
 @lift.register(GradInterpreter, object)
@@ -183,8 +191,10 @@ class _VJPFunction:
             )
         flat, tree = optree.tree_flatten(args[0])
         if tree != self._out_tree:
+            listed = numbers_for_array((args[0],), _one(self._out_tree), "vjp_fn: cotangent")
             raise TransformValueError(
-                f"vjp_fn: the cotangent structure {tree} does not match the structure "
+                (f"{listed} " if listed else "")
+                + f"vjp_fn: the cotangent structure {tree} does not match the structure "
                 f"of the function's output {self._out_tree}; pass one cotangent per "
                 f"output, in the same containers."
             )
@@ -212,6 +222,11 @@ class _VJPFunction:
         return optree.tree_unflatten(self._in_tree, grads)
 
 
+def _one(tree: Any) -> Any:
+    """The treespec of ``(x,)`` for ``x`` structured as ``tree``."""
+    return optree.tree_structure((optree.tree_unflatten(tree, [0] * tree.num_leaves),))
+
+
 def _vjp(
     func: Callable,
     primals: tuple,
@@ -230,7 +245,11 @@ def _vjp(
     with new_interpreter(interp):
         in_nodes = [Node(None, {}, (), None, ()) for _ in flat]
         tracers = [GradTensor(interp, x, node) for x, node in zip(flat, in_nodes)]
-        out = func(*optree.tree_unflatten(in_tree, tracers))
+        try:
+            out = func(*optree.tree_unflatten(in_tree, tracers))
+        except TypeError as e:  # a list for an array: list ** 2 fails in func
+            note_list_inputs(e, primals, transform)
+            raise
         aux = None
         if has_aux:
             out, aux = split_aux(out, transform)

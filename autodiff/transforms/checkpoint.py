@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +21,7 @@ import optree
 from autodiff.core.args import at_positions, check_callable, is_array
 from autodiff.core.graph import aval_of
 from autodiff.core.primitive import Primitive, current_interpreters
+from autodiff.core.reach import refers_to
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
 from autodiff.interpreters.batching import vmap
@@ -92,33 +92,7 @@ def _reaches_tracer(obj: Any, depth: int = 4) -> bool:
     is one more run of its Python code)."""
     if isinstance(obj, Tracer):
         return True
-    if depth == 0 or isinstance(obj, (str, bytes, int, float, complex, np.ndarray, type)):
-        return False
-    parts: Any = ()
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        parts = obj
-    elif isinstance(obj, dict):
-        parts = obj.values()
-    elif isinstance(obj, functools.partial):
-        parts = (obj.func, *obj.args, *obj.keywords.values())
-    elif isinstance(obj, types.MethodType):
-        parts = (obj.__func__, obj.__self__)
-    elif isinstance(obj, types.FunctionType):
-        cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
-        named = [obj.__globals__[n] for n in obj.__code__.co_names if n in obj.__globals__]
-        parts = (*cells, *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
-                 *(v for v in named if not isinstance(v, types.ModuleType)))  # fmt: skip
-    elif not isinstance(obj, types.ModuleType) and hasattr(obj, "__dict__"):
-        parts = vars(obj).values()
-    return any(_reaches_tracer(part, depth - 1) for part in parts)
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018  (an empty cell raises)
-    except ValueError:
-        return False
-    return True
+    return depth > 0 and any(_reaches_tracer(part, depth - 1) for part in refers_to(obj))
 
 
 def checkpoint(func: Callable) -> Callable:
