@@ -42,6 +42,7 @@ from autodiff.core.primitive import (
     Primitive,
     current_interpreters,
     lift,
+    live_again,
     new_interpreter,
     owned,
     process,
@@ -116,6 +117,27 @@ def _lift_grad(interp: GradInterpreter, x: Any):
 def recording(interp: GradInterpreter) -> bool:
     """Whether ``interp`` records: not inside a ``no_grad()`` entered at or above its level."""
     return interp.level > no_grad_below.get()
+
+
+def no_grad_level() -> int:
+    """What ``no_grad()`` covers now (the grad levels at or below it record nothing): kept
+    by work that records again later (``recording_again``)."""
+    return no_grad_below.get()
+
+
+@contextlib.contextmanager
+def recording_again(interp: GradInterpreter, no_grad: int) -> Iterator[None]:
+    """``interp`` recording again after its transform ended, as when it ran: live again
+    (``core.primitive.live_again``) and ``no_grad()`` covering ``no_grad`` (what
+    ``no_grad_level()`` returned then).  The backward pass of ``scan(...,
+    checkpoint=True)`` recomputes each step so, on a tape of its own that reaches the
+    nodes the values the step closes over had in the forward pass."""
+    with live_again(interp):
+        token = no_grad_below.set(no_grad)
+        try:
+            yield
+        finally:
+            no_grad_below.reset(token)
 
 
 def unpack(interp: GradInterpreter, args: tuple) -> tuple[list, list, bool]:

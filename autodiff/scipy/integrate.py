@@ -241,7 +241,9 @@ def _odeint_primitive(fn: Callable, options: dict, staged: bool = False) -> Prim
             outs.append(y0)
         return anp.stack(outs, axis=1), 0
 
-    prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_batch(batch_rule)
     return prim
 
 

@@ -67,8 +67,10 @@ def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
 
     prim = CheckpointPrimitive(f"checkpoint({name})", fn, multiple_results=True, traceable=True)
     prim.base_name = name
-    prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
-    prim.sparsity = through_impl(prim)  # its derivative is its implementation's
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_batch(batch_rule)
+    prim.def_sparsity(through_impl(prim))  # its derivative is its implementation's
     return prim
 
 

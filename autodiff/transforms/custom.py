@@ -174,11 +174,13 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
                 )
         return [cts_in[i] for i in argnums]
 
-    prim.vjp = vjp_rule
-    prim.jvp = jvp_from_vjp(vjp_rule)
-    prim.batch = _batched(
-        lambda: _make_custom_vjp_primitive(
-            name, vmap(fun), vmap(fwd), vmap(lambda res, cts: bwd(res, cts))
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_from_vjp(vjp_rule), packed=True)
+    prim.def_batch(
+        _batched(
+            lambda: _make_custom_vjp_primitive(
+                name, vmap(fun), vmap(fwd), vmap(lambda res, cts: bwd(res, cts))
+            )
         )
     )
     return prim
@@ -322,9 +324,9 @@ def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> P
         tangents = tuple(np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals))
         return jvp_fun(primals, tangents)
 
-    prim.jvp = jvp_rule
-    prim.vjp = vjp_from_jvp(jvp_rule)
-    prim.batch = _batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun)))
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_vjp(vjp_from_jvp(jvp_rule), packed=True)
+    prim.def_batch(_batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun))))
     return prim
 
 

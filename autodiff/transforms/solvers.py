@@ -174,8 +174,8 @@ linear_solve_p = Primitive(
     multiple_results=True,
     shape=lambda *avals, n_b, **params: tuple(avals[:n_b]),
 )
-linear_solve_p.jvp = _linear_solve_jvp
-linear_solve_p.vjp = _linear_solve_vjp
+linear_solve_p.def_jvp(_linear_solve_jvp, packed=True)
+linear_solve_p.def_vjp(_linear_solve_vjp, packed=True)
 linear_solve_p.def_batch(_loop_batch(linear_solve_p))
 
 
@@ -297,7 +297,7 @@ root_p = Primitive(
         else tuple(avals[:n_x])
     ),
 )
-root_p.jvp = _root_jvp
+root_p.def_jvp(_root_jvp, packed=True)
 
 
 def _root_vjp(cts, ans, primals, params, argnums):
@@ -337,7 +337,7 @@ def _pulled_back(call: Callable, at: Any, p: Sequence, wanted: list, ct: Sequenc
     return dict(zip(wanted, pull(tuple(-c for c in ct))))
 
 
-root_p.vjp = _root_vjp
+root_p.def_vjp(_root_vjp, packed=True)
 root_p.def_batch(_loop_batch(root_p))
 
 
