@@ -21,7 +21,7 @@ from autodiff.core.tracer import register_numpy
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
-from autodiff.rules.products import _LABELS, einsum, matmul
+from autodiff.rules.products import LABELS, einsum, matmul
 
 __all__ = ["dot", "inner", "kron", "outer", "tensordot", "vdot", "vecdot", "matvec", "vecmat"]
 
@@ -130,7 +130,7 @@ def inner(a, b, /):
         raise ValueError(
             f"inner: shapes {shape_of(a)} and {shape_of(b)} not aligned in the last axis"
         )
-    la, lb, c = _LABELS[: na - 1], _LABELS[na - 1 : na + nb - 2], _LABELS[na + nb - 2]
+    la, lb, c = LABELS[: na - 1], LABELS[na - 1 : na + nb - 2], LABELS[na + nb - 2]
     return einsum(f"{la}{c},{lb}{c}->{la}{lb}", a, b)
 
 
@@ -186,8 +186,8 @@ def tensordot(a, b, axes=2):
         shape_of(a)[i] != shape_of(b)[j] for i, j in zip(axes_a, axes_b)
     ):
         raise ValueError("shape-mismatch for sum")
-    la = _LABELS[:na]
-    extra = iter(_LABELS[na:])
+    la = LABELS[:na]
+    extra = iter(LABELS[na:])
     lb = "".join(la[axes_a[axes_b.index(j)]] if j in axes_b else next(extra) for j in range(nb))
     out = "".join(c for i, c in enumerate(la) if i not in axes_a)
     out += "".join(c for j, c in enumerate(lb) if j not in axes_b)

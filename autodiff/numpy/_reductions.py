@@ -23,7 +23,6 @@ from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import indexing as _idx
 from autodiff.rules import shape as _shp
-from autodiff.rules import statistics as _stats
 from autodiff.rules.compositions import _scan, cumprod
 from autodiff.rules.reductions import (
     _check_supported,
@@ -39,6 +38,8 @@ from autodiff.rules.reductions import (
     prod,
     sum,
 )
+from autodiff.rules.shape import _along
+from autodiff.rules.statistics import _known
 
 __all__ = [
     "average", "count_nonzero", "mean", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
@@ -216,7 +217,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 
 def _all_known_true(mask):
     """False only where ``mask`` has known values (see statistics._known) not all true."""
-    known = _stats._known(mask)
+    known = _known(mask)
     return known is None or bool(np.all(known))
 
 
@@ -412,8 +413,8 @@ def count_nonzero(a, axis=None, *, keepdims=False):
 def _neighbours_sum(x, axis, sign):
     """``x[i + 1] + sign * x[i]`` along ``axis``."""
     n, nd = shape_of(x)[axis], ndim_of(x)
-    after = _idx.getitem(x, _shp._along(axis, nd, slice(1, n)))
-    before = _idx.getitem(x, _shp._along(axis, nd, slice(0, n - 1)))
+    after = _idx.getitem(x, _along(axis, nd, slice(1, n)))
+    before = _idx.getitem(x, _along(axis, nd, slice(0, n - 1)))
     return after + before if sign > 0 else after - before
 
 

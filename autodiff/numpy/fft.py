@@ -18,7 +18,7 @@ from autodiff.core.tracer import register_numpy
 from autodiff.numpy._borrow import borrow as _borrow
 from autodiff.rules.elementwise import conj
 from autodiff.rules.fft import *  # noqa: F403
-from autodiff.rules.fft import _DUAL, _axis, _c2c_nd, _check_no_out, _cook, _norm, irfft, rfft
+from autodiff.rules.fft import DUAL, _axis, _c2c_nd, _check_no_out, _cook, _norm, irfft, rfft
 from autodiff.rules.fft import __all__ as _primitives
 
 _compositions = ["rfft2", "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq"]
@@ -109,7 +109,7 @@ def hfft(a, n=None, axis=-1, norm=None, out=None):
     axis = _axis(a, axis)
     if n is None:
         n = 2 * (shape_of(a)[axis] - 1)
-    return irfft(conj(a), n, axis, _DUAL[_norm(norm)])
+    return irfft(conj(a), n, axis, DUAL[_norm(norm)])
 
 
 @register_numpy(np.fft.ihfft)
@@ -122,7 +122,7 @@ def ihfft(a, n=None, axis=-1, norm=None, out=None):
     array([1.-0.j, 0.-0.j, 0.-0.j])
     """
     _check_no_out("ihfft", out)
-    return conj(rfft(a, n, axis, _DUAL[_norm(norm)]))
+    return conj(rfft(a, n, axis, DUAL[_norm(norm)]))
 
 
 # --- sample frequencies ----------------------------------------------------------------

@@ -53,7 +53,7 @@ __all__ = [
 
 _NORMS = ("backward", "ortho", "forward")
 # The norm whose scale is the same as the given one's for the opposite direction.
-_DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
 def _physical(axis: int, bdim: int) -> int:
@@ -185,7 +185,7 @@ def _double_paired_bins(z: Any, axis: int, n: int) -> Any:
 def _irfft_vjp(ct, ans, z, *, axis, n, norm):
     if is_complex(ct):  # the output is real, so is its cotangent
         ct = real(ct)
-    spectrum = conj(rfft_p.bind(ct, axis=axis, norm=_DUAL[norm]))
+    spectrum = conj(rfft_p.bind(ct, axis=axis, norm=DUAL[norm]))
     return _double_paired_bins(spectrum, axis, n)
 
 

@@ -144,7 +144,7 @@ def _matmul_shape(a, b):
 @matmul_p.def_sparsity
 def _matmul_sparsity(a, b):
     a_shape, b_shape = shape_of_operand(a), shape_of_operand(b)
-    stack = "".join(_LABELS[: max(len(a_shape), len(b_shape), 2) - 2])
+    stack = "".join(LABELS[: max(len(a_shape), len(b_shape), 2) - 2])
     a_term = "k" if len(a_shape) == 1 else stack[len(stack) - len(a_shape) + 2 :] + "mk"
     b_term = "k" if len(b_shape) == 1 else stack[len(stack) - len(b_shape) + 2 :] + "kn"
     out = stack[: max(len(a_term), len(b_term)) - 2] if len(a_shape) > 1 or len(b_shape) > 1 else ""
@@ -168,8 +168,8 @@ def matmul(x1, x2, /):
 # '...', no spaces), and no broadcasting of unit axes (the public function
 # squeezes them away), so every index has one size across the operands.
 
-# The labels np.einsum accepts; in the sublist form, integer k is _LABELS[k].
-_LABELS = string.ascii_uppercase + string.ascii_lowercase
+# The labels np.einsum accepts; in the sublist form, integer k is LABELS[k].
+LABELS = string.ascii_uppercase + string.ascii_lowercase
 _MAX_OPERANDS = 64  # NumPy's limit on the number of einsum operands
 
 
@@ -181,7 +181,7 @@ def _split(subscripts: str) -> tuple[list[str], str]:
 
 def _fresh(used: str, count: int = 1) -> str:
     """``count`` labels that do not occur in ``used``."""
-    free = [c for c in _LABELS if c not in used]
+    free = [c for c in LABELS if c not in used]
     if len(free) < count:
         raise ValueError("einsum: too many distinct indices (NumPy allows 52 letters)")
     return "".join(free[:count])
@@ -299,8 +299,8 @@ def _from_sublists(args: tuple) -> tuple[str, list]:
         for s in sub:
             if s is Ellipsis:
                 out += "..."
-            elif 0 <= int(s) < len(_LABELS):
-                out += _LABELS[int(s)]
+            elif 0 <= int(s) < len(LABELS):
+                out += LABELS[int(s)]
             else:
                 raise ValueError(f"einsum: subscript {s} is not within the valid range [0, 52)")
         return out
@@ -322,7 +322,7 @@ def _canonical_einsum(subscripts: str, operands: list) -> tuple[str, list]:
             f"but {len(operands)} were given"
         )
     for t in [*terms, out]:
-        bad = [c for c in t.replace("...", "", 1) if c not in _LABELS]
+        bad = [c for c in t.replace("...", "", 1) if c not in LABELS]
         if bad:
             raise ValueError(f"einsum: invalid subscript {bad[0]!r} in '{subscripts}'")
     shapes = [shape_of(op) for op in operands]
@@ -444,7 +444,7 @@ cross_p = Primitive(
 def _cross_sparsity(a, b):
     # each component of the product reads the whole vectors at its stack position
     a_shape, b_shape = shape_of_operand(a), shape_of_operand(b)
-    stack = _LABELS[: max(len(a_shape), len(b_shape)) - 1]
+    stack = LABELS[: max(len(a_shape), len(b_shape)) - 1]
     a_term, b_term = (
         stack[len(stack) - len(a_shape) + 1 :] + "i",
         stack[len(stack) - len(b_shape) + 1 :] + "j",

@@ -211,12 +211,12 @@ def _last_axis_batch(prim: Primitive):
     return batch
 
 
-_pivots_to_permutation_p = Primitive(
+pivots_to_permutation_p = Primitive(
     "lu_pivots_to_permutation",
     scipy_impl(_pivots_to_permutation_impl, name="scipy.linalg.lu_solve"),
     differentiable=False,
 )
-_pivots_to_permutation_p.def_batch(_last_axis_batch(_pivots_to_permutation_p))
+pivots_to_permutation_p.def_batch(_last_axis_batch(pivots_to_permutation_p))
 
 
 def _rows(x, perm):
@@ -233,7 +233,7 @@ def _unit_lower(lu):
 
 def _lu_jvp(tangents, ans, a):
     lu, piv = ans
-    pt = _rows(tangents[0], _pivots_to_permutation_p.bind(piv))  # P^T da
+    pt = _rows(tangents[0], pivots_to_permutation_p.bind(piv))  # P^T da
     x = solve_triangular_p.bind(lu, pt, trans=0, lower=True, unit_diagonal=True)  # L^-1 P^T da
     f = _T(solve_triangular_p.bind(lu, _T(x), trans=1, lower=False, unit_diagonal=False))
     d_lu = _mm(_unit_lower(lu), _comp.tril(f, -1)) + _mm(_comp.triu(f), _comp.triu(lu))
@@ -248,7 +248,7 @@ def _lu_vjp(cts, ans, a):
     )
     y = solve_triangular_p.bind(lu, ct_f, trans=1, lower=True, unit_diagonal=True)  # L^-T ct_f
     ct_pt = _T(solve_triangular_p.bind(lu, _T(y), trans=0, lower=False, unit_diagonal=False))
-    inverse = _srt.argsort(_pivots_to_permutation_p.bind(piv), axis=-1)
+    inverse = _srt.argsort(pivots_to_permutation_p.bind(piv), axis=-1)
     return [_rows(ct_pt, inverse)]  # P ct_pt
 
 

@@ -29,9 +29,9 @@ from autodiff.rules.scipy_linalg import __all__ as _primitives  # noqa: E402
 from autodiff.rules.scipy_linalg import (  # noqa: E402
     _check_rhs,
     _matrix_rhs,
-    _pivots_to_permutation_p,
     _rows,
     _trans,
+    pivots_to_permutation_p,
     solve_triangular,
 )
 
@@ -106,7 +106,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     _check_square(lu, "lu_solve")
     _check_rhs(lu, b, "lu_solve")
     b, vec = _matrix_rhs(b)
-    perm = _pivots_to_permutation_p.bind(piv)
+    perm = pivots_to_permutation_p.bind(piv)
     upper = {"lower": False, "unit_diagonal": False}
     unit_lower = {"lower": True, "unit_diagonal": True}
     if trans == 0:  # a = P L U
