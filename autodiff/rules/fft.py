@@ -41,6 +41,7 @@ from autodiff.core.arrays import is_complex, ndim_of, normalize_axes, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.rules._helpers import example_dtype, implements, shaped_like
 from autodiff.rules._sparsity import along_axes, moves
 from autodiff.rules.elementwise import conj, real
@@ -464,3 +465,8 @@ def ifftshift(x, axes=None):
     array([ 0.,  1.,  2., -2., -1.])
     """
     return _shift(x, axes, -1)
+
+
+# Taylor mode: Fourier transforms, their resizing and shifts are linear.
+for _p in (fft_c2c_p, fft_resize_p, rfft_p, irfft_p, fftshift_p):
+    _p.def_taylor(linear_taylor(_p))

@@ -32,6 +32,7 @@ from autodiff.core.arrays import (
 from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
 from autodiff.rules._helpers import (
@@ -738,6 +739,15 @@ def operand(x: Any) -> Any:
 
 
 from autodiff.rules import compositions as _comp  # noqa: E402
+
+# Taylor mode: reading, writing and adding elements is linear in the data, and the
+# choosers (index_min, index_max) are piecewise linear; index_mul multiplies by 1 where
+# nothing is written, so its coefficients come from its JVP.
+for _p in (getitem_p, index_set_p, index_add_p, untake_p, index_min_p, index_max_p):
+    _p.def_taylor(linear_taylor(_p))
+index_mul_p.def_taylor(jvp_taylor(index_mul_p))
+
+
 from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import elementwise as _elt  # noqa: E402
 from autodiff.rules import reductions as _red  # noqa: E402

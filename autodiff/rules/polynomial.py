@@ -13,6 +13,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from autodiff.core.arrays import is_complex, ndim_of, shape_of
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import multilinear_taylor
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
@@ -166,3 +167,10 @@ def correlate(a, v, mode="valid"):
     n, m = shape_of(a)[0], shape_of(v)[0]
     window = _window(n, m, mode, (m - 1) // 2 if n >= m else n // 2)  # NumPy's centring
     return correlate_p.bind(a, _elt.conj(v) if is_complex(v) else v, **window)
+
+
+# Taylor mode: a correlation is (real-)bilinear (Leibniz's rule through it).
+correlate_p.def_taylor(multilinear_taylor(correlate_p))
+
+
+# The rules above call these families, which import the helpers first.

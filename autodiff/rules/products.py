@@ -31,6 +31,7 @@ from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import multilinear_taylor
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
@@ -500,3 +501,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     else:
         out = cross_p.bind(a, b)
     return _comp.moveaxis(out, -1, normalize_axes(axisc, ndim_of(out))[0])
+
+
+# Taylor mode: products are multilinear, so Leibniz's rule through the product itself.
+for _p in (matmul_p, einsum_p, cross_p):
+    _p.def_taylor(multilinear_taylor(_p))

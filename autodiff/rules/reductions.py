@@ -21,6 +21,7 @@ from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import example_dtype, implements, move_to_front, shaped_like
 from autodiff.rules._sparsity import reduction, running
@@ -441,6 +442,13 @@ all_p.def_lowering(_rows_lowering(_all_rows, same_dtype=False))
 any_p.def_lowering(_rows_lowering(_any_rows, same_dtype=False))
 all_p.def_shape(_reduction_shape(np.all))
 any_p.def_shape(_reduction_shape(np.any))
+
+
+# Taylor mode: sums and running sums are linear, max and min piecewise linear; a
+# product's coefficients come from its JVP.
+for _p in (sum_p, max_p, min_p, cumsum_p):
+    _p.def_taylor(linear_taylor(_p))
+prod_p.def_taylor(jvp_taylor(prod_p))
 
 
 # Rules here call shape and elementwise primitives, which import these helpers.

@@ -35,6 +35,7 @@ import scipy.linalg as _sl
 
 from autodiff.core.arrays import array_like, dtype_of, eye_like, is_complex, ndim_of, shape_of
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor
 from autodiff.rules import compositions as _comp
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
@@ -353,3 +354,8 @@ def sqrtm(A, disp=True, blocksize=64):
     """
     _check_square(A, "sqrtm")
     return sqrtm_p.bind(A)
+
+
+# Taylor mode: as for linalg.py's matrix functions, from the JVP rules.
+for _p in (solve_triangular_p, lu_factor_p, expm_p, sqrtm_p):
+    _p.def_taylor(jvp_taylor(_p))

@@ -21,6 +21,7 @@ from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.rules._helpers import (
     bring_to_front,
     implements,
@@ -482,6 +483,12 @@ def roll(a, shift, axis=None):
     if not kept:
         return a
     return roll_p.bind(a, shifts=tuple(kept.values()), axes=tuple(kept))
+
+
+# Taylor mode: moving elements is linear, so each coefficient moves alike (the JVP).
+for _p in (reshape_p, transpose_p, broadcast_to_p, expand_dims_p, squeeze_p, concatenate_p,
+           stack_p, pad_p, roll_p):  # fmt: skip
+    _p.def_taylor(linear_taylor(_p))
 
 
 # Slicing cotangents needs the indexing primitives, which are built on these.

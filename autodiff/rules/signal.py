@@ -24,6 +24,7 @@ import scipy.signal as _ss
 
 from autodiff.core.arrays import ndim_of, shape_of
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import multilinear_taylor
 from autodiff.rules import compositions as _comp
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import implements, move_to_front, unbroadcast
@@ -151,3 +152,7 @@ def convolve(in1, in2, mode="full", method="auto"):
         )
     _check(shape_of(in1), shape_of(in2), mode, "convolve")
     return convolve_p.bind(in1, in2, mode=mode, nbatch=0)
+
+
+# Taylor mode: a convolution is bilinear (Leibniz's rule through it).
+convolve_p.def_taylor(multilinear_taylor(convolve_p))

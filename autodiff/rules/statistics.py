@@ -27,6 +27,7 @@ from autodiff.core.arrays import (
     shape_of,
 )
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
 from autodiff.rules import compositions as _comp
@@ -156,3 +157,10 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         raise TypeError("bincount: weights must be real (NumPy sums them as float64)")
     # NumPy sums in float64 whatever the weights' precision.
     return weighted_bincount_p.bind(x, _elt.astype(weights, np.float64), length=int(length))
+
+
+# Taylor mode: a weighted count is linear in the weights.
+weighted_bincount_p.def_taylor(linear_taylor(weighted_bincount_p))
+
+
+# Rules here call shape, indexing and elementwise primitives, which import these helpers.

@@ -31,6 +31,7 @@ from autodiff.core.args import check_callable, check_flag
 from autodiff.core.arrays import batch_size_of, dtype_of
 from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.forward import jvp
@@ -177,6 +178,8 @@ linear_solve_p = Primitive(
 linear_solve_p.def_jvp(_linear_solve_jvp, packed=True)
 linear_solve_p.def_vjp(_linear_solve_vjp, packed=True)
 linear_solve_p.def_batch(_loop_batch(linear_solve_p))
+# Taylor mode through the implicit function theorem's JVP (the solver is never differentiated)
+linear_solve_p.def_taylor(jvp_taylor(linear_solve_p))
 
 
 def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
@@ -298,6 +301,7 @@ root_p = Primitive(
     ),
 )
 root_p.def_jvp(_root_jvp, packed=True)
+root_p.def_taylor(jvp_taylor(root_p))
 
 
 def _root_vjp(cts, ans, primals, params, argnums):
