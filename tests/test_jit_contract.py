@@ -253,6 +253,17 @@ def test_numpys_own_draws_while_staging_raise_instead_of_freezing(draw, fix):
         grad(lambda x: anp.sum(jitted(x)))(np.zeros(3))  # staged under a transform too
 
 
+def test_a_generator_given_as_a_static_argument_is_watched_too():
+    class Noisy:
+        def __init__(self):
+            self.rng = np.random.default_rng(0)
+
+    for static in (np.random.default_rng(0), Noisy()):
+        f = jit(lambda x, s: x + getattr(s, "rng", s).normal(), static_argnums=1)
+        with pytest.raises(ValueError, match=r"drew from a numpy\.random\.Generator"):
+            f(np.zeros(2), static)
+
+
 def test_the_spellings_the_draw_error_names_draw_at_every_call():
     rng = np.random.default_rng(0)
     closed = jit(lambda x: x + anp.random.normal(rng, (3,)))

@@ -168,7 +168,9 @@ class JitFunction:
             return out_leaves
 
         # NumPy's draws that staging cannot see would be replayed as constants
-        unseen = unseen_sources(self.fun) if transform == "jit" else ()
+        statics = self._args.split(args, kwargs)[2]
+        also = tuple(value for _, _, value in statics)  # a Generator given as static
+        unseen = unseen_sources(self.fun, also) if transform == "jit" else ()
         staged = stage(flat, avals, transform=transform, name=self._name,
                        like=library_of(leaves))  # fmt: skip
         for source, state in unseen:
@@ -176,7 +178,6 @@ class JitFunction:
         graph = staged.graph
         graph.in_tree, graph.out_tree = treedef, cell[0]
         kind = array_kind(leaves)[0]
-        statics = self._args.split(args, kwargs)[2]
         return Traced(graph, tuple(staged.captured), treedef, cell[0],
                       describe(avals, statics, kind), kind)  # fmt: skip
 

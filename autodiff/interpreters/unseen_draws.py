@@ -54,18 +54,22 @@ def _state(source: Any) -> Any:
 _sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # func -> its sources
 
 
-def unseen_sources(func: Callable) -> list[tuple[Any, Any]]:
-    """The random streams func reaches outside its arguments, with their states now."""
+def unseen_sources(func: Callable, also: tuple = ()) -> list[tuple[Any, Any]]:
+    """The random streams func reaches outside its arguments (and those in ``also``: a
+    jitted function's static arguments, looked for at each call), with their states now."""
     try:
         sources = _sources.get(func)
     except TypeError:  # not weakly referable (a ufunc): nothing of its own to find
-        return []
-    if sources is None:
-        sources = _sources[func] = _find_sources(func)
+        sources = ()
+    else:
+        if sources is None:
+            sources = _sources[func] = _find_sources(func)
+    if also:
+        sources = (*sources, *(s for s in _find_sources(also) if all(s is not t for t in sources)))
     return [(source, _state(source)) for source in sources]
 
 
-def _find_sources(func: Callable) -> tuple[Any, ...]:
+def _find_sources(func: Any) -> tuple[Any, ...]:
     """Looked for once per function (the search walks what it refers to)."""
     found: dict[int, Any] = {}
     names: set[str] = set()
