@@ -26,6 +26,29 @@ def test_import_error_names_the_scipy_extra(monkeypatch, module):
         importlib.import_module(f"autodiff.scipy.{module}")
 
 
+@pytest.mark.parametrize("module", MODULES)
+def test_each_module_is_an_attribute_of_autodiff_scipy_imported_when_first_read(module):
+    # JAX's spelling: `import jax.scipy as jsp; jsp.special.erf` (no import of the module)
+    code = (
+        "import sys, autodiff.scipy as asp\n"
+        f"assert 'autodiff.scipy.{module}' not in sys.modules\n"
+        f"assert asp.{module} is sys.modules['autodiff.scipy.{module}']\n"
+        "try:\n"
+        "    asp.nothing\n"
+        "except AttributeError as e:\n"
+        "    print(e)\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "has no attribute 'nothing'" in result.stdout
+
+
 def test_autodiff_imports_without_scipy():
     """In a fresh interpreter: autodiff.numpy works; each autodiff.scipy module explains."""
     code = (
