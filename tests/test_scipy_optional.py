@@ -15,6 +15,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODULES = ["special", "linalg", "signal", "stats", "integrate"]
 
 
+def _run(code):
+    """``code`` run in a fresh interpreter importing this checkout; it must succeed."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_import_error_names_the_scipy_extra(monkeypatch, module):
     for name in [m for m in sys.modules if m == "scipy" or m.startswith("scipy.")]:
@@ -38,14 +51,7 @@ def test_each_module_is_an_attribute_of_autodiff_scipy_imported_when_first_read(
         "except AttributeError as e:\n"
         "    print(e)\n"
     )
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stderr
+    result = _run(code)
     assert "has no attribute 'nothing'" in result.stdout
 
 
@@ -61,12 +67,5 @@ def test_autodiff_imports_without_scipy():
         "    except ImportError as e:\n"
         "        print(e)\n"
     )
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stderr
+    result = _run(code)
     assert result.stdout.count("pip install 'autodiff[scipy]'") == len(MODULES)
