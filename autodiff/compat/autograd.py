@@ -41,6 +41,7 @@ import optree
 import autodiff.numpy as anp
 from autodiff.core.tracer import Tracer
 from autodiff.interpreters.forward import jvp as _jvp
+from autodiff.interpreters.reverse import stop_gradient
 from autodiff.interpreters.reverse import vjp as _vjp
 from autodiff.testing import check_grads as _check_grads
 from autodiff.transforms.checkpoint import checkpoint
@@ -278,8 +279,6 @@ def defjvp(fun: Callable, *jvpfuns: Callable | None, argnums: Sequence[int] | No
 
 def notrace_primitive(fun: Callable) -> Callable:
     """autograd.extend.notrace_primitive: ``fun`` of plain values (no derivative)."""
-    from autodiff.interpreters.reverse import stop_gradient
-
     return lambda *args, **kwargs: fun(*stop_gradient(args), **kwargs)
 
 

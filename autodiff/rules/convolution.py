@@ -52,6 +52,7 @@ from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.precision import check_precision
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
+from autodiff.rules import compositions as _comp
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
@@ -411,7 +412,7 @@ def _conv_vjp_lhs(ct, ans, lhs, rhs, *, window_strides, padding, lhs_dilation, r
     pads = tuple((b, n + k - 1 - o - b) for b, n, k, o in zip(before, lhs_d, rhs_d, out_d))
     swapped = (rhs_spec[1], rhs_spec[0], *rhs_spec[2:])
     out = conv_general_dilated_p.bind(
-        ct, _shp.flip(rhs, tuple(rhs_spec[2:])), window_strides=lhs_dilation, padding=pads,
+        ct, _comp.flip(rhs, tuple(rhs_spec[2:])), window_strides=lhs_dilation, padding=pads,
         lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
         dimension_numbers=ConvDimensionNumbers(out_spec, swapped, lhs_spec),
         feature_group_count=groups, batch_group_count=1)  # fmt: skip

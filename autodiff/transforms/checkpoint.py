@@ -29,7 +29,7 @@ from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import vjp
 from autodiff.interpreters.sparsity import through_impl
 from autodiff.interpreters.staging import graph_function, innermost_staging, traced_impl
-from autodiff.transforms import checkpoint_policies as policies
+from autodiff.transforms import checkpoint_policies
 
 __all__ = ["checkpoint"]
 
@@ -72,7 +72,7 @@ def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
     prim.def_vjp(vjp_rule, packed=True)
     prim.def_jvp(jvp_rule, packed=True)
     prim.def_batch(batch_rule)
-    prim.def_taylor(policies.taylor_through(fn))
+    prim.def_taylor(checkpoint_policies.taylor_through(fn))
     prim.def_sparsity(through_impl(prim))  # its derivative is its implementation's
     return prim
 
@@ -137,9 +137,9 @@ def checkpoint(func: Callable, *, policy: Callable | None = None, prevent_cse: b
             f"checkpoint(..., policy={policy!r:.60}): a policy is a function (prim, *avals, "
             f"**params) -> bool, such as autodiff.checkpoint_policies.dots_saveable"
         )
-    if policy is policies.everything_saveable:
+    if policy is checkpoint_policies.everything_saveable:
         return func  # nothing to recompute: the plain function, whose tape keeps it all
-    if policy is policies.nothing_saveable:
+    if policy is checkpoint_policies.nothing_saveable:
         policy = None
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
     name = getattr(func, "__name__", "function")
@@ -167,7 +167,9 @@ def checkpoint(func: Callable, *, policy: Callable | None = None, prevent_cse: b
         operands = [leaves[i] for i in traced]
         if policy is not None:
             try:
-                kept, operands, _ = policies.policy_checkpoint(name, flat, operands, policy)
+                kept, operands, _ = checkpoint_policies.policy_checkpoint(
+                    name, flat, operands, policy
+                )
             except ConcretizationError as e:
                 raise ConcretizationError(
                     f"checkpoint(..., policy=...) stages {name} to choose what to keep, so "
