@@ -26,14 +26,16 @@ from autodiff.rules import convolution as _conv  # noqa: E402
 from autodiff.rules import elementwise as _elt  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402
 from autodiff.rules.signal import *  # noqa: E402, F403
-from autodiff.rules.signal import _MODES, _check, _flipped, convolve_p  # noqa: E402
 from autodiff.rules.signal import __all__ as _primitives  # noqa: E402
+from autodiff.rules.signal import _check, _flipped, convolve_p  # noqa: E402
 from autodiff.rules.signal import convolve as _convolve  # noqa: E402
 
 _compositions = ["convolve", "correlate", "fftconvolve"]  # convolve: autograd's form too
 
 
-def convolve(in1, in2, mode="full", method="auto", *, axes=None, dot_axes=None):
+def convolve(  # type: ignore[no-redef]
+    in1, in2, mode="full", method="auto", *, axes=None, dot_axes=None
+):
     """Like scipy.signal.convolve: the N-dimensional convolution of two arrays of the same
     number of dimensions, in ``mode`` ``'full'``, ``'same'`` (the shape of ``in1``) or
     ``'valid'``.  Differentiable in both; ``method`` is accepted and SciPy's ``'auto'``
@@ -80,7 +82,7 @@ def _convolve_along(a, b, axes, dot_axes, mode: str):
     """HIPS autograd's ``convolve(A, B, axes, dot_axes, mode)``, as one
     ``conv_general_dilated``: ``A``'s other axes are its batch, ``B``'s its output
     features, the dot axes the input features, and ``B`` flipped (a convolution)."""
-    if mode not in _MODES:
+    if mode not in ("full", "same", "valid"):
         raise ValueError(
             f"convolve: acceptable mode flags are 'valid', 'same', or 'full', not {mode!r}"
         )

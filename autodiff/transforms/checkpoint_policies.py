@@ -300,9 +300,11 @@ def policy_checkpoint(name: str, fn: Callable, operands: list, policy: Callable
         return outs, (0,) * count
 
     prim = Primitive(f"checkpoint({name})", forward, multiple_results=True, traceable=True)
-    prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_batch(batch_rule)
     prim.def_taylor(taylor_through(forward))  # Taylor mode keeps nothing: nothing to replay
-    prim.sparsity = through_impl(prim)
+    prim.def_sparsity(through_impl(prim))
     return prim, [*operands, *staged.captured], nout + len(kept)
 
 
