@@ -277,6 +277,7 @@ solve_p = Primitive(
 solve_p.def_sparsity(
     lambda a, b: stacked([2, 1 if len(shape_of_operand(b)) == 1 else 2], [(0, 0), (0, 1)])(a, b)
 )  # linear in b
+solve_p.def_taylor(jvp_taylor(solve_p))  # from its JVP rule (exact)
 
 
 def _solve_lowering(ctx, a, b):
@@ -335,6 +336,7 @@ inv_p = Primitive(
 inv_p.def_sparsity(stacked([2]))
 inv_p.def_batch(_stack_batch(inv_p))
 inv_p.def_shape(lambda a: shaped_like(a, dtype=_la(a.dtype)))
+inv_p.def_taylor(jvp_taylor(inv_p))  # from its JVP rule (exact)
 
 
 @implements(inv_p, np.linalg.inv)
@@ -367,6 +369,7 @@ det_p = Primitive(
 det_p.def_sparsity(stacked([2]))
 det_p.def_batch(_stack_batch(det_p))
 det_p.def_shape(lambda a: ShapedArray(a.shape[:-2], _la(a.dtype)))
+det_p.def_taylor(jvp_taylor(det_p))  # from its JVP rule (exact)
 
 
 @implements(det_p, np.linalg.det)
@@ -415,6 +418,7 @@ slogdet_p.def_shape(
         ShapedArray(a.shape[:-2], _la_real(a.dtype)),
     )
 )
+slogdet_p.def_taylor(jvp_taylor(slogdet_p))  # from its JVP rule (exact)
 
 
 @implements(slogdet_p, np.linalg.slogdet)
@@ -468,6 +472,7 @@ cholesky_p = Primitive(
 cholesky_p.def_sparsity(stacked([2]))
 cholesky_p.def_batch(_stack_batch(cholesky_p))
 cholesky_p.def_shape(lambda a, *, upper: shaped_like(a, dtype=_la(a.dtype)))
+cholesky_p.def_taylor(jvp_taylor(cholesky_p))  # from its JVP rule (exact)
 
 
 @implements(cholesky_p, np.linalg.cholesky)
@@ -522,6 +527,7 @@ eigh_p.def_shape(
         shaped_like(a, dtype=_la(a.dtype)),
     )
 )
+eigh_p.def_taylor(jvp_taylor(eigh_p))  # from its JVP rule (exact)
 
 
 @implements(eigh_p, np.linalg.eigh)
@@ -567,6 +573,7 @@ eigvalsh_p = Primitive(
 )
 eigvalsh_p.def_sparsity(stacked([2]))
 eigvalsh_p.def_batch(_stack_batch(eigvalsh_p))
+eigvalsh_p.def_taylor(jvp_taylor(eigvalsh_p))  # from its JVP rule (exact)
 
 
 @implements(eigvalsh_p, np.linalg.eigvalsh)
@@ -622,6 +629,7 @@ eig_p = Primitive(
 )
 eig_p.def_sparsity(stacked([2], outputs=2))
 eig_p.def_batch(_stack_batch(eig_p))
+eig_p.def_taylor(jvp_taylor(eig_p))  # from its JVP rule (exact)
 
 
 @eig_p.def_shape
@@ -679,6 +687,7 @@ eigvals_p = Primitive(
 eigvals_p.def_sparsity(stacked([2]))
 eigvals_p.def_batch(_stack_batch(eigvals_p))
 eigvals_p.def_shape(lambda a: _eig_shape(a)[0])
+eigvals_p.def_taylor(jvp_taylor(eigvals_p))  # from its JVP rule (exact)
 
 
 @implements(eigvals_p, np.linalg.eigvals)
@@ -810,6 +819,7 @@ svd_p = Primitive(
 )
 svd_p.def_sparsity(stacked([2], outputs=3))
 svd_p.def_batch(_stack_batch(svd_p))
+svd_p.def_taylor(jvp_taylor(svd_p))  # from its JVP rule (exact)
 
 
 @svd_p.def_shape
@@ -850,6 +860,7 @@ svdvals_p.def_batch(_stack_batch(svdvals_p))
 svdvals_p.def_shape(
     lambda a, *, hermitian: ShapedArray(_stack_of(a, min(a.shape[-2:])), _la_real(a.dtype))
 )
+svdvals_p.def_taylor(jvp_taylor(svdvals_p))  # from its JVP rule (exact)
 
 
 @implements(svd_p, np.linalg.svd)
@@ -972,6 +983,7 @@ qr_p = Primitive(
 )
 qr_p.def_sparsity(stacked([2], outputs=2))
 qr_p.def_batch(_stack_batch(qr_p))
+qr_p.def_taylor(jvp_taylor(qr_p))  # from its JVP rule (exact)
 
 
 @qr_p.def_shape
@@ -1047,6 +1059,7 @@ pinv_p.def_shape(
         _stack_of(a, a.shape[-1], a.shape[-2]), _la(a.dtype)
     )
 )
+pinv_p.def_taylor(jvp_taylor(pinv_p))  # from its JVP rule (exact)
 
 _UNSET: Any = object()
 
@@ -1102,6 +1115,7 @@ lstsq_residuals_p = Primitive(
 # NumPy gives residuals only for full column rank: staging assumes it (a rank-deficient
 # problem then gives an empty array, as NumPy does, which the staged code expected full).
 lstsq_residuals_p.def_shape(lambda r, rank, *, n: shaped_like(r))
+lstsq_residuals_p.def_taylor(jvp_taylor(lstsq_residuals_p))  # from its JVP rule (exact)
 
 
 # --- norm's root (numpy/linalg.py's norm binds it) -------------------------------------
@@ -1125,6 +1139,7 @@ norm_root_p = Primitive(
     batch=lambda args, dims, *, p: (norm_root_p.bind(args[0], p=p), dims[0]),
 )
 norm_root_p.def_sparsity(elementwise([True]))
+norm_root_p.def_taylor(jvp_taylor(norm_root_p))  # from its JVP rule (exact)
 
 
 # --- roots (numpy.roots; in the top-level namespace) -----------------------------------------
@@ -1205,6 +1220,7 @@ roots_p = Primitive(
     jvp=[_roots_jvp],
     batch=_roots_batch,
 )
+roots_p.def_taylor(jvp_taylor(roots_p))  # from its JVP rule (exact)
 
 
 @roots_p.def_shape
@@ -1238,13 +1254,6 @@ def roots(p):
     if ndim_of(p) != 1:
         raise ValueError("Input must be a rank-1 array.")
     return roots_p.bind(p)
-
-
-# Taylor mode: the coefficients of matrix functions come from their JVP rules (written
-# with primitives, so Taylor mode pushes them through order K-1: exact).
-for _p in (solve_p, inv_p, det_p, slogdet_p, cholesky_p, eigh_p, eigvalsh_p, eig_p, eigvals_p,
-           svd_p, svdvals_p, qr_p, pinv_p, lstsq_residuals_p, norm_root_p, roots_p):  # fmt: skip
-    _p.def_taylor(jvp_taylor(_p))
 
 
 # Rules call primitives of the other families, which are complete by the time they run.

@@ -104,6 +104,7 @@ correlate_p = Primitive(
     batch=_correlate_batch,
     vjp_reads=[(1,), (0,)],
 )
+correlate_p.def_taylor(multilinear_taylor(correlate_p))  # bilinear: Leibniz's rule through it
 
 
 def _sequence(x, name):
@@ -167,10 +168,6 @@ def correlate(a, v, mode="valid"):
     n, m = shape_of(a)[0], shape_of(v)[0]
     window = _window(n, m, mode, (m - 1) // 2 if n >= m else n // 2)  # NumPy's centring
     return correlate_p.bind(a, _elt.conj(v) if is_complex(v) else v, **window)
-
-
-# Taylor mode: a correlation is (real-)bilinear (Leibniz's rule through it).
-correlate_p.def_taylor(multilinear_taylor(correlate_p))
 
 
 # The rules above call these families, which import the helpers first.

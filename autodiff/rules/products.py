@@ -111,6 +111,7 @@ matmul_p = Primitive(
     batch=_matmul_batch,
     vjp_reads=[(1,), (0,)],  # each cotangent reads the other operand (and shapes)
 )
+matmul_p.def_taylor(multilinear_taylor(matmul_p))  # multilinear: Leibniz's rule through it
 
 
 def _matmul_lowering(ctx, a, b):
@@ -265,6 +266,7 @@ einsum_p = Primitive(
         *_split(subscripts), [shape_of_operand(x) for x in operands]
     ),
 )
+einsum_p.def_taylor(multilinear_taylor(einsum_p))  # multilinear: Leibniz's rule through it
 
 
 @einsum_p.def_shape
@@ -439,6 +441,7 @@ cross_p = Primitive(
     batch=_cross_batch,
     vjp_reads=[(1,), (0,)],
 )
+cross_p.def_taylor(multilinear_taylor(cross_p))  # multilinear: Leibniz's rule through it
 
 
 @cross_p.def_sparsity
@@ -501,8 +504,3 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     else:
         out = cross_p.bind(a, b)
     return _comp.moveaxis(out, -1, normalize_axes(axisc, ndim_of(out))[0])
-
-
-# Taylor mode: products are multilinear, so Leibniz's rule through the product itself.
-for _p in (matmul_p, einsum_p, cross_p):
-    _p.def_taylor(multilinear_taylor(_p))

@@ -153,6 +153,7 @@ solve_triangular_p.def_sparsity(
     )
 )  # linear in b
 solve_triangular_p.def_batch(_stacked_pair_batch(solve_triangular_p))
+solve_triangular_p.def_taylor(jvp_taylor(solve_triangular_p))  # from its JVP rule (exact)
 
 
 @implements(solve_triangular_p)
@@ -269,6 +270,7 @@ lu_factor_p = Primitive(
 )
 lu_factor_p.def_batch(_stack_batch(lu_factor_p))
 lu_factor_p.def_sparsity(stacked([2], outputs=2))
+lu_factor_p.def_taylor(jvp_taylor(lu_factor_p))  # from its JVP rule (exact)
 
 
 @implements(lu_factor_p)
@@ -316,6 +318,7 @@ expm_p = Primitive(
 )
 expm_p.def_sparsity(stacked([2]))
 expm_p.def_batch(_stack_batch(expm_p))
+expm_p.def_taylor(jvp_taylor(expm_p))  # from its JVP rule (exact)
 sqrtm_p = Primitive(
     "sqrtm",
     scipy_impl(_sl.sqrtm, _matrix_function_impl(_sl.sqrtm)),
@@ -324,6 +327,7 @@ sqrtm_p = Primitive(
 )
 sqrtm_p.def_sparsity(stacked([2]))
 sqrtm_p.def_batch(_stack_batch(sqrtm_p))
+sqrtm_p.def_taylor(jvp_taylor(sqrtm_p))  # from its JVP rule (exact)
 
 
 @implements(expm_p)
@@ -354,8 +358,3 @@ def sqrtm(A, disp=True, blocksize=64):
     """
     _check_square(A, "sqrtm")
     return sqrtm_p.bind(A)
-
-
-# Taylor mode: as for linalg.py's matrix functions, from the JVP rules.
-for _p in (solve_triangular_p, lu_factor_p, expm_p, sqrtm_p):
-    _p.def_taylor(jvp_taylor(_p))

@@ -113,6 +113,7 @@ convolve_p = Primitive(
     ],
     batch=_convolve_batch,
 )
+convolve_p.def_taylor(multilinear_taylor(convolve_p))  # bilinear: Leibniz's rule through it
 
 
 def _check(shape1: tuple, shape2: tuple, mode: str, name: str) -> None:
@@ -152,7 +153,3 @@ def convolve(in1, in2, mode="full", method="auto"):
         )
     _check(shape_of(in1), shape_of(in2), mode, "convolve")
     return convolve_p.bind(in1, in2, mode=mode, nbatch=0)
-
-
-# Taylor mode: a convolution is bilinear (Leibniz's rule through it).
-convolve_p.def_taylor(multilinear_taylor(convolve_p))

@@ -109,6 +109,7 @@ weighted_bincount_p = Primitive(
     vjp_reads=[(), (0,)],
 )
 weighted_bincount_p.def_batch(_bincount_batch(weighted_bincount_p))
+weighted_bincount_p.def_taylor(linear_taylor(weighted_bincount_p))  # linear in the weights
 
 
 @implements(bincount_p, np.bincount)
@@ -157,10 +158,6 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         raise TypeError("bincount: weights must be real (NumPy sums them as float64)")
     # NumPy sums in float64 whatever the weights' precision.
     return weighted_bincount_p.bind(x, _elt.astype(weights, np.float64), length=int(length))
-
-
-# Taylor mode: a weighted count is linear in the weights.
-weighted_bincount_p.def_taylor(linear_taylor(weighted_bincount_p))
 
 
 # Rules here call shape, indexing and elementwise primitives, which import these helpers.
