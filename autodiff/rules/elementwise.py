@@ -33,6 +33,7 @@ from autodiff.core.arrays import (
     dtype_of,
     is_complex,
 )
+from autodiff.core.index_sets import Sparsity
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
@@ -46,6 +47,7 @@ from autodiff.rules._helpers import (
     unary,
 )
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
+from autodiff.rules._sparsity import is_complex_operand
 from autodiff.rules._taylor import (
     by_recurrence,
     exp_like,
@@ -605,6 +607,20 @@ def _angle_vjp(ct, ans, x):
 
 
 angle_p, angle = unary("angle", np.angle, _angle_jvp, vjp=_angle_vjp, numpy=[np.angle])
+
+
+def _of_complex_only(rule):
+    """The sparsity rule of a function whose derivative is zero at real arguments
+    (``imag``, ``angle``): ``rule``'s reads for a complex argument, none for a real one."""
+
+    def of_complex(x, **params):
+        return rule(x, **params) if is_complex_operand(x) else Sparsity([None])
+
+    return of_complex
+
+
+imag_p.def_sparsity(_of_complex_only(imag_p.sparsity))
+angle_p.def_sparsity(_of_complex_only(angle_p.sparsity))
 
 
 def _real_if_impl(a, keep):

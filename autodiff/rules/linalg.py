@@ -67,6 +67,7 @@ from autodiff.core.arrays import (
     shape_of,
 )
 from autodiff.core.graph import ShapedArray
+from autodiff.core.index_sets import Sparsity
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor
@@ -86,7 +87,14 @@ from autodiff.rules._helpers import (
     to_front_padded,
     unbroadcast,
 )
-from autodiff.rules._sparsity import elementwise, shape_of_operand, stacked
+from autodiff.rules._sparsity import (
+    elementwise,
+    is_complex_operand,
+    problem_groups,
+    shape_of_operand,
+    stacked,
+    triangle_key,
+)
 
 __all__ = [
     "cholesky", "det", "eigh", "inv", "pinv", "qr", "slogdet", "solve", "svd", "eig", "eigvals",
@@ -274,9 +282,22 @@ solve_p = Primitive(
     jvp=[_solve_jvp_a, lambda t, ans, a, b: solve_p.bind(a, t)],
     batch=_solve_batch,
 )
-solve_p.def_sparsity(
-    lambda a, b: stacked([2, 1 if len(shape_of_operand(b)) == 1 else 2], [(0, 0), (0, 1)])(a, b)
-)  # linear in b
+
+
+@solve_p.def_sparsity
+def _solve_sparsity(a, b):
+    # column j of the solution reads all of its matrix and column j of b (linear in b)
+    sa, sb = shape_of_operand(a), shape_of_operand(b)
+    if len(sb) == 1:  # one vector
+        out = sa[:-1]
+        reads = [problem_groups(sa, 2, out, 1), problem_groups(sb, 1, out, 1)]
+    else:
+        out = broadcast_shapes(sa[:-2], sb[:-2]) + sb[-2:]
+        col = np.arange(sb[-1])
+        reads = [problem_groups(sa, 2, out, 2), problem_groups(sb, 2, out, 2, col, col, sb[-1])]
+    return Sparsity(reads, [(0, 0), (0, 1)])
+
+
 solve_p.def_taylor(jvp_taylor(solve_p))  # from its JVP rule (exact)
 
 
@@ -410,7 +431,15 @@ slogdet_p = Primitive(
     jvp=_slogdet_jvp,
     multiple_results=True,
 )
-slogdet_p.def_sparsity(stacked([2], outputs=2))
+
+
+@slogdet_p.def_sparsity
+def _slogdet_sparsity(a):
+    # a real matrix's sign is piecewise constant: its derivative is zero
+    logabsdet = stacked([2])(a)
+    return (logabsdet if is_complex_operand(a) else Sparsity([None])), logabsdet
+
+
 slogdet_p.def_batch(_stack_batch(slogdet_p))
 slogdet_p.def_shape(
     lambda a: (
@@ -469,7 +498,18 @@ cholesky_p = Primitive(
     vjp=[_cholesky_vjp],
     jvp=[_cholesky_jvp],
 )
-cholesky_p.def_sparsity(stacked([2]))
+
+
+@cholesky_p.def_sparsity
+def _cholesky_sparsity(a, *, upper):
+    # The factor's triangle reads a's same triangle; its other triangle is zero.  (L[i, j]
+    # depends on a[:j+1, :j+1] and row i alone, but the JVP, L phi(L^-1 da L^-H), cancels
+    # to roundoff rather than zero elsewhere in the triangle: the rule keeps them.)
+    shape = shape_of_operand(a)
+    key = triangle_key(shape[-1], lower=not upper)
+    return Sparsity([problem_groups(shape, 2, shape, 2, key, key)], [(0, 0)])
+
+
 cholesky_p.def_batch(_stack_batch(cholesky_p))
 cholesky_p.def_shape(lambda a, *, upper: shaped_like(a, dtype=_la(a.dtype)))
 cholesky_p.def_taylor(jvp_taylor(cholesky_p))  # from its JVP rule (exact)
@@ -519,7 +559,7 @@ eigh_p = Primitive(
     jvp=_eigh_jvp,
     multiple_results=True,
 )
-eigh_p.def_sparsity(stacked([2], outputs=2))
+eigh_p.def_sparsity(stacked([2], outputs=2, triangle=lambda *, UPLO: UPLO == "L"))
 eigh_p.def_batch(_stack_batch(eigh_p))
 eigh_p.def_shape(
     lambda a, *, UPLO: (
@@ -571,7 +611,7 @@ eigvalsh_p = Primitive(
     vjp=[_eigvalsh_vjp],
     jvp=[_eigvalsh_jvp],
 )
-eigvalsh_p.def_sparsity(stacked([2]))
+eigvalsh_p.def_sparsity(stacked([2], triangle=lambda *, UPLO: UPLO == "L"))
 eigvalsh_p.def_batch(_stack_batch(eigvalsh_p))
 eigvalsh_p.def_taylor(jvp_taylor(eigvalsh_p))  # from its JVP rule (exact)
 
@@ -806,6 +846,11 @@ def _hermitian(hermitian: bool) -> dict:
     return {"hermitian": True} if hermitian else {}
 
 
+def _lower_if_hermitian(*, hermitian, **params):
+    """The triangle a ``hermitian=True`` svd or pinv reads (NumPy's eigh's: the lower)."""
+    return True if hermitian else None
+
+
 def _svd_impl(a, *, full_matrices, hermitian):
     return tuple(np.linalg.svd(a, full_matrices=full_matrices, **_hermitian(hermitian)))
 
@@ -817,7 +862,7 @@ svd_p = Primitive(
     jvp=_svd_jvp,
     multiple_results=True,
 )
-svd_p.def_sparsity(stacked([2], outputs=3))
+svd_p.def_sparsity(stacked([2], outputs=3, triangle=_lower_if_hermitian))
 svd_p.def_batch(_stack_batch(svd_p))
 svd_p.def_taylor(jvp_taylor(svd_p))  # from its JVP rule (exact)
 
@@ -855,7 +900,7 @@ svdvals_p = Primitive(
     vjp=[_svdvals_vjp],
     jvp=[_svdvals_jvp],
 )
-svdvals_p.def_sparsity(stacked([2]))
+svdvals_p.def_sparsity(stacked([2], triangle=_lower_if_hermitian))
 svdvals_p.def_batch(_stack_batch(svdvals_p))
 svdvals_p.def_shape(
     lambda a, *, hermitian: ShapedArray(_stack_of(a, min(a.shape[-2:])), _la_real(a.dtype))
@@ -1052,7 +1097,7 @@ pinv_p = Primitive(
     vjp=[_pinv_vjp],
     jvp=[_pinv_jvp],
 )
-pinv_p.def_sparsity(stacked([2]))
+pinv_p.def_sparsity(stacked([2], triangle=_lower_if_hermitian))
 pinv_p.def_batch(_stack_batch(pinv_p))
 pinv_p.def_shape(
     lambda a, *, hermitian, options: ShapedArray(
