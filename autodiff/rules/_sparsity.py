@@ -20,7 +20,8 @@ of whole families from one line in the primitive's block:
   (matrices, vectors, signals) whose stacks broadcast, by group keys within a problem
   (``solve``: column ``j`` of the solution reads column ``j`` of ``b``; ``eigh``: one
   triangle) or by edges within a problem (a triangular solve, a convolution's band);
-- ``triangle_key(n, lower)``: the key of one triangle of ``n``-by-``n`` matrices.
+- ``triangle_key(n, lower)``: the key of one triangle of ``n``-by-``n`` matrices;
+- ``sliding(shapes, core, window)``: convolutions and correlations, banded.
 
 A rule that cannot tell (an index array known only at run time) reads ``ALL``: every
 output element may depend on every element of that operand, which is never wrong.
@@ -51,6 +52,7 @@ __all__ = [
     "reduction",
     "running",
     "shape_of_operand",
+    "sliding",
     "stacked",
     "triangle_key",
 ]
@@ -379,3 +381,37 @@ def triangle_key(n: int, lower: bool, *, diagonal: bool = True) -> np.ndarray:
     """
     tri = np.tri(n, k=0 if diagonal else -1, dtype=bool)
     return np.where(tri if lower else tri.T, 0, -1)
+
+
+def sliding(shapes: Sequence[Sequence[int]], core: int, window: Sequence[tuple[int, int]], *,
+            correlate: bool = False) -> Sparsity:  # fmt: skip
+    """The rule of the convolution of two operands (of ``shapes``) over their trailing
+    ``core`` axes, stacked along leading axes that broadcast: along each axis ``window``
+    gives where the output starts in the full convolution and its length, and output
+    element ``o`` reads ``a[i]`` and ``b[j]`` with ``i + j == o + start`` (a
+    correlation, ``correlate=True``: ``i - j == o + start``): a band.  Where that takes
+    more than ten million pairs, every element.
+
+    >>> rule = sliding([(4,), (2,)], 1, [(1, 3)])  # np.convolve(a, b, 'valid')
+    >>> rule.reads[1].out_idx.tolist(), rule.reads[1].in_idx.tolist()
+    ([0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1])
+    """
+    sa, sb = (tuple(s) for s in shapes)
+    cores = [s[len(s) - core :] for s in (sa, sb)]
+    stack = broadcast_shapes(sa[: len(sa) - core], sb[: len(sb) - core])
+    lengths = tuple(n for _, n in window)
+    if math.prod(lengths) * (math.prod(cores[0]) + math.prod(cores[1])) > 10**7:
+        return Sparsity([ALL, ALL], [(0, 1)])
+    reads = []
+    for which in (0, 1):
+        mask = np.ones((1, 1), bool)  # (output, operand) elements, axis after axis
+        for (start, n), own, other in zip(window, cores[which], cores[1 - which]):
+            o, i = np.arange(n)[:, None] + start, np.arange(own)[None, :]
+            j = (i - o if which == 0 else i + o) if correlate else o - i
+            near = (j >= 0) & (j < other)
+            mask = (mask[:, None, :, None] & near[None, :, None, :]).reshape(
+                mask.shape[0] * n, mask.shape[1] * own
+            )
+        out_idx, in_idx = np.nonzero(mask)
+        reads.append(problem_edges((sa, sb)[which], core, stack + lengths, core, out_idx, in_idx))
+    return Sparsity(reads, [(0, 1)])

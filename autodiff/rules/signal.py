@@ -29,6 +29,7 @@ from autodiff.rules import compositions as _comp
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import implements, move_to_front, unbroadcast
 from autodiff.rules._scipy import scipy_impl
+from autodiff.rules._sparsity import shape_of_operand, sliding
 
 __all__ = ["convolve"]
 
@@ -113,6 +114,16 @@ convolve_p = Primitive(
     ],
     batch=_convolve_batch,
 )
+
+
+@convolve_p.def_sparsity
+def _convolve_sparsity(a, b, *, mode, nbatch):
+    # out[o] reads a[i] and b[j] with i + j the position of o in the full convolution
+    sa, sb = shape_of_operand(a), shape_of_operand(b)
+    window = [_window(na, nb, mode) for na, nb in zip(sa[nbatch:], sb[nbatch:])]
+    return sliding([sa, sb], len(sa) - nbatch, window)
+
+
 convolve_p.def_taylor(multilinear_taylor(convolve_p))  # bilinear: Leibniz's rule through it
 
 
