@@ -1026,7 +1026,21 @@ qr_p = Primitive(
     jvp=_qr_jvp,
     multiple_results=True,
 )
-qr_p.def_sparsity(stacked([2], outputs=2))
+
+
+@qr_p.def_sparsity
+def _qr_sparsity(a, *, mode):
+    # R is zero below its diagonal; the rest reads the whole matrix.  (Column j of Q, and
+    # R[i, j] for i <= j, depend on a's columns 0..j alone, but the JVP's roundoff, about
+    # 1e-16, reaches the other columns at random points: the rule keeps them.)
+    shape = shape_of_operand(a)
+    *stack, m, n = shape
+    width = m if mode == "complete" else min(m, n)  # R's rows
+    upper = np.where(np.tri(width, n, k=-1, dtype=bool), -1, 0)
+    out = (*stack, width, n)
+    return stacked([2])(a), Sparsity([problem_groups(shape, 2, out, 2, None, upper)], [(0, 0)])
+
+
 qr_p.def_batch(_stack_batch(qr_p))
 qr_p.def_taylor(jvp_taylor(qr_p))  # from its JVP rule (exact)
 
@@ -1067,8 +1081,9 @@ def qr(a, mode="reduced"):
 
 
 def _pinv_jvp(t, ans, a, *, hermitian, options):
-    if hermitian:
+    if hermitian:  # of the matrix LAPACK reads (a's lower triangle), in t and in a
         t = _hermitian_from_triangle(t, lower=True)
+        a = _hermitian_from_triangle(a, lower=True)
     p, th = ans, _H(t)
     term1 = -_mm(_mm(p, t), p)
     term2 = _mm(_mm(p, _H(p)), th - _mm(_mm(th, a), p))  # P P^H da^H (I - a P)
@@ -1078,6 +1093,8 @@ def _pinv_jvp(t, ans, a, *, hermitian, options):
 
 def _pinv_vjp(ct, ans, a, *, hermitian, options):
     p = ans
+    if hermitian:  # the matrix LAPACK reads: a's lower triangle
+        a = _hermitian_from_triangle(a, lower=True)
     g = -_mm(_mm(_T(p), ct), _T(p))
     z2 = _mm(_T(_mm(p, _H(p))), ct)
     g = g + _H(z2 - _mm(_mm(z2, _T(p)), _T(a)))
