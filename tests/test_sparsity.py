@@ -86,8 +86,6 @@ LOOSER = {
     "linalg.qr": "column j of Q and R[:j+1, j] depend on a's columns 0..j alone, but the "
     "JVP's roundoff reaches the others at random points; the rule reads the matrix (and "
     "nothing into R's zeros)",
-    "scipy.integrate.odeint": "has no sparsity rule (dense): the dynamics need not couple "
-    "every state",
 }
 
 
@@ -273,6 +271,43 @@ def test_control_flow_is_the_union_of_what_it_can_touch():
     np.testing.assert_array_equal(p, np.tri(5, dtype=bool))  # y[t] = c + x[t]: x[:t + 1]
     _covers(jacobian_sparsity(running)(np.zeros(5)),
             _dense_jacobian(running, (np.random.rand(5),), (0,)), "scan")  # fmt: skip
+
+
+def test_odeint_reads_what_its_dynamics_reach():
+    """The solution at t[i] reads what the dynamics reach from y0 and the rates, and
+    t[0] and t[i]; at t[0] it is y0.  A chain (each state driven by the one before, the
+    last one not moving) is triangular, not dense; the Hessian is covered too."""
+    pytest.importorskip("scipy")
+    from autodiff.scipy.integrate import odeint
+
+    def chain(y, t, k):
+        driven = anp.concatenate([anp.zeros(1), y[:-2] * y[:-2]])
+        return anp.concatenate([-k * y[:-1] + anp.sin(t) * driven, anp.zeros(1)])
+
+    def solution(y0, t, k):
+        return odeint(chain, y0, t, args=(k,), rtol=1e-12, atol=1e-12)
+
+    y0, t, k = np.array([0.5, -0.3, 0.8, 0.2]), np.array([0.0, 0.4, 1.0]), np.array([1.0, 0.7, 1.3])
+    pattern = jacobian_sparsity(solution, argnums=(0, 1, 2))(y0, t, k).toarray()
+    rows = pattern.reshape(3, 4, 10)  # times, states, (y0, t, k)
+    np.testing.assert_array_equal(rows[0], np.eye(4, 10, dtype=bool))  # y(t[0]) = y0
+    reach = np.tri(4, dtype=bool)  # state j reads y0[:j + 1] and k[:j + 1]
+    reach[3] = np.eye(4, dtype=bool)[3]  # the last one stays y0[3]
+    for i in (1, 2):
+        np.testing.assert_array_equal(rows[i][:, :4], reach)
+        np.testing.assert_array_equal(rows[i][:, 7:], np.tri(4, 3, dtype=bool) & reach[:, :3])
+        times = np.isin(np.arange(3), [0, i])  # the start and its own time
+        np.testing.assert_array_equal(rows[i][:3, 4:7], np.broadcast_to(times, (3, 3)))
+    for point in range(3):  # never a non-zero missed
+        args = (y0 + 0.3 * point, t, k * (1 + 0.2 * point))
+        _covers(SparsityPattern.of(pattern), _dense_jacobian(solution, args, (0, 1, 2)), "odeint")
+    w = np.random.default_rng(5).standard_normal((3, 4))  # linear: the pairs are the rule's
+    total = lambda x: anp.sum(solution(x[:4], x[4:7], x[7:]) * w)
+    x = np.concatenate([y0, t, k])
+    h_pattern = hessian_sparsity(total)(x)
+    dense = np.asarray(autodiff.hessian(total)(x))
+    _covers(h_pattern, np.abs(dense) > 1e-7 * np.abs(dense).max(), "hessian of odeint")
+    assert not h_pattern.toarray()[3, [0, 1, 2, 7, 8, 9]].any()  # y0[3] stays, alone
 
 
 def test_a_primitive_without_a_rule_is_dense_and_one_without_a_derivative_is_empty():

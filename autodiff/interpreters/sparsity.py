@@ -40,6 +40,7 @@ __all__ = [
     "collecting_pairs",
     "dense_sets",
     "fixed_point",
+    "interact",
     "propagate",
     "stacked_sets",
     "through_impl",
@@ -131,6 +132,18 @@ def dense_sets(sets: Sequence[IndexSets | None], sizes: Sequence[int],
     n = len(every)
     return [IndexSets(np.arange(size + 1, dtype=np.int64) * n, np.tile(every, size))
             for size in sizes]  # fmt: skip
+
+
+def interact(a: IndexSets | None, b: IndexSets | None) -> None:
+    """For Hessians (where pairs are being collected): every input any of ``a``'s sets
+    holds interacts with every input any of ``b``'s holds (a rule that propagates its
+    own sets says so for what its graph does not show)."""
+    pairs = _pairs.get()
+    if pairs is None or a is None or b is None or not a.nnz or not b.nnz:
+        return
+    left, right = a.everything(), b.everything()
+    pairs.expect(len(left) * len(right))
+    pairs.add(np.repeat(left, len(right)), np.tile(right, len(left)))
 
 
 def _operand(v: Any, consts: dict) -> Any:
