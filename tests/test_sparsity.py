@@ -76,10 +76,8 @@ CHOLESKY = (
     "reads a's triangle into the factor's"
 )
 LOOSER = {
-    "power": "x**0: the constant exponent zeroes the derivative in x; the rule reads x",
-    "prod": "a zero in every example of the sample's domain: through it the others' "
-    "derivatives vanish",
-    "at.set": "a repeated index: the last write wins; the rule keeps every write",
+    "prod": "a zero in every example of the sample's domain (a traced value): through it "
+    "the others' derivatives vanish; the rule holds for every value",
     "linalg.cholesky": CHOLESKY,
     "scipy.linalg.cholesky": CHOLESKY,
     "scipy.linalg.cho_factor": CHOLESKY,

@@ -374,7 +374,8 @@ def _written(shape, y_shape, arrays, index):
 
 def _scatter_sparsity(mode):
     """Each element of the result reads its element of x (unless ``set`` overwrites it)
-    and the elements of y written there; ``x.at[i].multiply(y)`` multiplies them."""
+    and the elements of y written there (``set``: the last one); ``x.at[i].multiply(y)``
+    multiplies them."""
 
     def rule(x, y, *arrays, index):
         shape = shape_of_operand(x)
@@ -387,6 +388,11 @@ def _scatter_sparsity(mode):
         if mode == "set":
             keep = keep.ravel().copy()
             keep[np.ravel(positions)] = -1
+            # a position written several times keeps the last write (as _last_writes)
+            positions, sources = np.ravel(positions), np.ravel(sources)
+            owner = np.full(keep.size, -1)
+            owner[positions] = sources
+            positions, sources = (a[owner[positions] == sources] for a in (positions, sources))
         return Sparsity([Gather(keep), Edges(positions, sources), *(None for _ in arrays)], pairs)
 
     return rule
