@@ -333,7 +333,6 @@ def problem_groups(shape: Sequence[int], core: int, out_shape: Sequence[int], ou
     ``out_key`` (of the output problem's shape; -1: reads none).  No keys: the whole
     problem.
 
-    >>> from autodiff.core.graph import ShapedArray
     >>> g = problem_groups((3, 2), 2, (3, 2), 2, [0, 1], [0, 1], n_keys=2)  # by column
     >>> g.in_group.tolist(), g.out_group.tolist()
     ([0, 1, 0, 1, 0, 1], [0, 1, 0, 1, 0, 1])
