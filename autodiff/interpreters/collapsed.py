@@ -52,10 +52,14 @@ class Collapse:
             ans, out = prim.bind(*primals, **params), None
         else:
             rule = taylor_rule(prim)
-            if getattr(rule, "elementwise", False):
-                moving = [i for i, s in enumerate(series) if not is_zero(s)]
-                if len(moving) == 1:  # a function of one argument (the others constants)
-                    return self._elementwise(interp, rule, primals, moving[0], series, params)
+            moving = [i for i, s in enumerate(series) if not is_zero(s)]
+            if len(moving) == 1 and not prim.multiple_results:
+                i = moving[0]  # a function of one argument (the others constants)
+                if getattr(rule, "elementwise", False):
+                    return self._elementwise(interp, rule, primals, i, series, params)
+                if getattr(rule, "form", None) == "multilinear" and i in (
+                        rule.linear_in or range(len(primals))):  # fmt: skip
+                    return self._linear(interp, prim, primals, i, series[i], params)
             ans, out = rule(primals, lower, **params)
         outs = ans if prim.multiple_results else (ans,)
         if out is None:
@@ -75,6 +79,18 @@ class Collapse:
             coefficients[-1] = top
             wrapped.append(wrap(interp, a, coefficients))
         return tuple(wrapped) if prim.multiple_results else wrapped[0]
+
+    def _linear(self, interp: JetInterpreter, prim: Primitive, primals: tuple, i: int,
+                series: tuple, params: dict) -> Any:  # fmt: skip
+        """A product with one factor moving (``h @ W``): linear in it, so every
+        coefficient, the batched lower ones and the summed top, is the product itself."""
+        args = list(primals)
+
+        def at(c: Any) -> Any:
+            args[i] = c
+            return None if c is None else prim.bind(*args, **params)
+
+        return wrap(interp, prim.bind(*primals, **params), [at(c) for c in series])
 
     def _elementwise(self, interp: JetInterpreter, rule: Callable, primals: tuple, i: int,
                      series: tuple, params: dict) -> Any:  # fmt: skip
