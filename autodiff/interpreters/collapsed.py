@@ -8,8 +8,10 @@ each primitive's K-th coefficient linearly, through the JVP at the primal point:
 ``y_K`` is carried.  A ``vmap`` over the directions batches the lower coefficients; each
 primitive's rule runs on them with ``x_K = 0``, and the ``g`` it gives is summed over
 the directions at once, by unwrapping that ``vmap``'s tracers; the JVP maps the carried
-sum.  Elementwise functions go by composition with their own Taylor coefficients
-(``_elementwise``): for a Laplacian, two batched operations per function.
+sum.  Elementwise functions of one moving argument go by composition with their own
+Taylor coefficients (``_elementwise``): for a Laplacian, two batched operations per
+function; a product with one factor moving (``h @ W``) maps every coefficient through
+itself (``_linear``).
 """
 
 from __future__ import annotations
