@@ -160,6 +160,10 @@ def l1_systems(d: int, depth: int, points: int = 0, fresh: bool | str = False) -
     }
     ops[JIT_HESSIAN] = makers[JIT_HESSIAN]()
     ops["autodiff jit(laplacian)"] = makers["autodiff jit(laplacian)"]()
+    # jit's replay tier alone: for these graphs the compiled kernels (compile="auto",
+    # swapped in after a few calls) can be slower than the NumPy calls they replace
+    ops["autodiff jit(trace(hessian)), replay"] = autodiff.jit(trace_hessian, compile=False)
+    ops["autodiff jit(laplacian), replay"] = autodiff.jit(autodiff.laplacian(f), compile=False)
     estimators = {
         f"autodiff {m} (16 probes)": autodiff.laplacian(f, method=m, samples=16, seed=0)
         for m in ("hutchinson", "stde")
