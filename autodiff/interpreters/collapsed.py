@@ -60,7 +60,7 @@ class Collapse:
                 if getattr(rule, "elementwise", False):
                     return self._elementwise(interp, rule, primals, i, series, params)
                 if getattr(rule, "form", None) == "multilinear" and i in (
-                        rule.linear_in or range(len(primals))):  # fmt: skip
+                        getattr(rule, "linear_in", None) or range(len(primals))):  # fmt: skip
                     return self._linear(interp, prim, primals, i, series[i], params)
             ans, out = rule(primals, lower, **params)
         outs = ans if prim.multiple_results else (ans,)

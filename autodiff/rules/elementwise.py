@@ -35,7 +35,7 @@ from autodiff.core.arrays import (
 )
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
-from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
 from autodiff.errors import TransformValueError
 from autodiff.rules._helpers import (
     broadcasting,
@@ -169,11 +169,11 @@ def _power_dy(g, ans, x, y):
 power_p, power = broadcasting(
     "power", np.power, _power_dx, _power_dy, numpy=[np.power], reads=[(0, 1), (0, "ans")]
 )
-power_p.def_taylor(constant_power(power, power_p.taylor))
+power_p.def_taylor(constant_power(power, jvp_taylor(power_p)))
 float_power_p, float_power = broadcasting(
     "float_power", np.float_power, _power_dx, _power_dy, numpy=[np.float_power]
 )
-float_power_p.def_taylor(constant_power(float_power, float_power_p.taylor))
+float_power_p.def_taylor(constant_power(float_power, jvp_taylor(float_power_p)))
 remainder_p, remainder = broadcasting(
     "remainder",
     np.remainder,
