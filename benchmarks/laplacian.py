@@ -393,7 +393,9 @@ def report(
              "Medians over interleaved rounds; \"x trace(hessian) faster\" is autodiff's "
              "`trace(hessian(f))` time over the system's; peak MB: NumPy's allocations in one "
              "call (autodiff's systems); first call: a fresh transform's first call (JAX: "
-             "with its compilation).", ""]  # fmt: skip
+             "with its compilation). CPU: the process's CPU time, which on a shared machine "
+             "is not charged for the time other jobs held the core (the targets go by it); "
+             "\"replay\": jit's replay tier alone (compile=False).", ""]  # fmt: skip
     targets = []
     for d, depth, fresh in sizes:
         r = l1_rows(d, depth, 0, rounds, fresh)
