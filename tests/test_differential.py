@@ -439,3 +439,16 @@ def test_every_operator_is_differentiable_in_the_parameters(make):
         return anp.sum(make(lambda x: mlp(x, w3))(X) ** 2)
 
     check_grads(g, (W3,), order=1, modes=("fwd", "rev"))
+
+
+def test_the_identity_directions_are_shared_read_only_and_only_when_small():
+    UnitRows = directional.UnitRows
+    a, b = UnitRows.eye(4, np.dtype(float)), UnitRows.eye(4, np.dtype(float))
+    assert a is b and not a.flags.writeable and np.array_equal(a, np.eye(4))
+    assert np.array_equal(a.picks, np.arange(4))
+    assert np.array_equal(a @ np.arange(12.0).reshape(4, 3), np.arange(12.0).reshape(4, 3))
+    big = UnitRows.eye(1449, np.dtype(float))  # past 2^21 elements: made for each call
+    assert big is not UnitRows.eye(1449, np.dtype(float)) and not big.flags.writeable
+    f = lambda x: anp.sum(anp.sin(x) * x)
+    x = RNG.normal(size=6)
+    assert np.isclose(laplacian(f, method="collapsed")(x), np.trace(hessian(f)(x)), rtol=1e-12)

@@ -161,13 +161,10 @@ class UnitRows(np.ndarray):
     picks: Any = None
 
     @staticmethod
-    @functools.lru_cache(maxsize=8)
     def eye(n: int, dtype: Any) -> UnitRows:
-        """The identity as ``UnitRows``, made once per size (read-only: it is shared)."""
-        out = np.eye(n, dtype=dtype).view(UnitRows)
-        out.picks = np.arange(n)
-        out.setflags(write=False)
-        return out
+        """The identity as ``UnitRows``, read-only; made once per size up to 2^21
+        elements (16 MB in float64), for each call above (not to hold it after)."""
+        return _shared_eye(n, dtype) if n * n <= 1 << 21 else _unit_eye(n, dtype)
 
     @staticmethod
     def of(V: Any) -> Any:
@@ -196,6 +193,16 @@ class UnitRows(np.ndarray):
             kwargs["out"] = tuple(x.view(np.ndarray) if isinstance(x, UnitRows) else x
                                   for x in kwargs["out"])  # fmt: skip
         return getattr(ufunc, method)(*plain, **kwargs)
+
+
+def _unit_eye(n: int, dtype: Any) -> UnitRows:
+    out = np.eye(n, dtype=dtype).view(UnitRows)
+    out.picks = np.arange(n)
+    out.setflags(write=False)
+    return out
+
+
+_shared_eye = functools.lru_cache(maxsize=8)(_unit_eye)
 
 
 def per_direction(p: Problem, V: Any, order: int) -> list:
