@@ -354,7 +354,8 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None,
             outs += "," if len(eqn.outvars) == 1 else ""
         else:
             outs = p.names[eqn.outvars[0]]
-        lines.append(f"    {outs} = {fn}({', '.join(args)})")
+        call = f"{fn}({', '.join(args)})"
+        lines.append(f"    {outs} = {call}" if outs else f"    {call}")  # (no result: an effect)
         if p.free_after[i]:
             lines.append(f"    del {', '.join(p.free_after[i])}")
     if fresh and kind != "lazy":  # (Dask arrays are never written into)
