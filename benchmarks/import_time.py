@@ -8,8 +8,8 @@ interpreter's start-up is not counted); the rounds interleave the statements, so
 drift and load hit all of them alike, and the report gives medians and min-max.
 ``import autodiff`` imports NumPy: what autodiff adds is its median minus NumPy's.
 The heavy modules (SciPy, numba, plum and beartype, Dask, matplotlib) wait until
-first used; the last rows time that first use (``grad``'s first call imports plum;
-``autodiff.scipy.special``, SciPy) in a process where ``import autodiff`` is done.
+first used; the last rows time that first use (``grad``'s first call, which needs no
+plum; ``autodiff.scipy.special``, SciPy) in a process where ``import autodiff`` is done.
 One warm-up round (byte-compiling the modules) is not counted.
 """
 
