@@ -11,12 +11,14 @@ silently treated as a constant.
 
 from __future__ import annotations
 
+import contextvars
 import dis
 import itertools
 import math
 import operator
 import sys
-from collections.abc import Callable, Iterator
+import types
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,8 @@ __all__ = [
     "leaked_error",
     "numpy_overrides",
     "register_numpy",
+    "stand_ins",
+    "stood_in",
 ]
 
 
@@ -94,12 +98,36 @@ def _takes_arrays(func: Any) -> bool:
 
 
 def leaked_error(tracer: Tracer) -> LeakedTracerError:
+    if stand_ins.get():  # inside a function a solver or a custom rule runs for itself
+        return LeakedTracerError(
+            f"{type(tracer).__name__} of {tracer._interp.describe()} reached a function "
+            f"that a solver or a custom rule runs on its own values, through a path "
+            f"autodiff does not look into (its closure cells, defaults, globals, bound "
+            f"objects and containers, a few levels deep, are searched). Pass that value "
+            f"to the function as an argument (args=, or an argument of the custom rule) "
+            f"or close over it directly."
+        )
     return LeakedTracerError(
         f"{type(tracer).__name__} of {tracer._interp.describe()} used after that "
         f"transform ended. Traced values must not escape the function being "
         f"transformed (through a global, a closure, an attribute, a generator or "
         f"a side output); return them from the function instead."
     )
+
+
+# Stand-ins: while a solver or a custom rule runs a user function on values of its own
+# (its operands, unwrapped), the traced values that function closes over stand for those
+# values (``core.primitive.standing_in`` deactivates their transforms for the time, so
+# every use reaches a slow path that looks here): id(tracer) -> (tracer, value).
+stand_ins: contextvars.ContextVar[Mapping[Any, tuple[Any, Any]]] = contextvars.ContextVar(
+    "autodiff_stand_ins", default=types.MappingProxyType({})
+)
+
+
+def stood_in(x: Any) -> Any:
+    """The value ``x`` stands for here (``x`` itself where it stands for none)."""
+    found = stand_ins.get().get(id(x))
+    return x if found is None else found[1]
 
 
 _STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
@@ -271,7 +299,10 @@ class Tracer:
 
     def _concrete_value(self, what: str) -> Any:
         if not self._interp.active:
-            raise leaked_error(self)
+            value = stood_in(self)
+            if value is self:
+                raise leaked_error(self)
+            return value._concrete_value(what) if isinstance(value, Tracer) else value
         return self._concrete(what)
 
     # --- array attributes -----------------------------------------------------
@@ -452,6 +483,8 @@ class Tracer:
         return numpy_overrides[func](*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
+        if not self._interp.active and stood_in(self) is not self:  # a concrete stand-in
+            return np.asarray(stood_in(self), dtype=dtype)
         caller = _numpy_function(sys._getframe(1))
         if caller is not None:
             numpy_name, anp_name = caller

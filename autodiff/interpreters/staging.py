@@ -106,7 +106,9 @@ class StagingInterpreter(Interpreter):
         if type(x) is StagedTensor and x._interp is self:
             return x._var
         if isinstance(x, Tracer):
-            check_live(x)
+            live = check_live(x)
+            if live is not x:  # x stands for another value (core.primitive.standing_in)
+                return self.read(live)
             found = self.captured.get(id(x))
             if found is None:
                 found = self.captured[id(x)] = (x, Var(ShapedArray(x.shape, x.dtype)))

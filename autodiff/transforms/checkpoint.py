@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -22,13 +21,13 @@ import optree
 from autodiff.core.args import at_positions, check_callable, is_array
 from autodiff.core.graph import aval_of
 from autodiff.core.primitive import Primitive, current_interpreters
-from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
 from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import vjp
 from autodiff.interpreters.sparsity import through_impl
 from autodiff.interpreters.staging import graph_function, innermost_staging, traced_impl
+from autodiff.transforms.closures import reaches_tracer
 
 __all__ = ["checkpoint"]
 
@@ -85,43 +84,6 @@ def _closure_converted(prim: Any, operands: list) -> tuple[Primitive, list]:
     return prim.closure_convert(graph_function(body)), [*operands, *captured]
 
 
-def _reaches_tracer(obj: Any, depth: int = 4) -> bool:
-    """Whether ``obj`` (a function) closes over a traced value: through its closure cells,
-    defaults, the globals it names, a bound method's object, a ``functools.partial``'s
-    arguments, and containers and plain objects among them (``depth`` levels deep).  Only
-    then is a checkpointed function staged to find the values eagerly (the staging run
-    is one more run of its Python code)."""
-    if isinstance(obj, Tracer):
-        return True
-    if depth == 0 or isinstance(obj, (str, bytes, int, float, complex, np.ndarray, type)):
-        return False
-    parts: Any = ()
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        parts = obj
-    elif isinstance(obj, dict):
-        parts = obj.values()
-    elif isinstance(obj, functools.partial):
-        parts = (obj.func, *obj.args, *obj.keywords.values())
-    elif isinstance(obj, types.MethodType):
-        parts = (obj.__func__, obj.__self__)
-    elif isinstance(obj, types.FunctionType):
-        cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
-        named = [obj.__globals__[n] for n in obj.__code__.co_names if n in obj.__globals__]
-        parts = (*cells, *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
-                 *(v for v in named if not isinstance(v, types.ModuleType)))  # fmt: skip
-    elif not isinstance(obj, types.ModuleType) and hasattr(obj, "__dict__"):
-        parts = vars(obj).values()
-    return any(_reaches_tracer(part, depth - 1) for part in parts)
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018  (an empty cell raises)
-    except ValueError:
-        return False
-    return True
-
-
 def checkpoint(func: Callable) -> Callable:
     """``func``, recomputed during the backward pass instead of remembered.
 
@@ -161,7 +123,7 @@ def checkpoint(func: Callable) -> Callable:
         operands = [leaves[i] for i in traced]
         if innermost_staging() is not None:
             prim, operands = _closure_converted(prim, operands)
-        elif current_interpreters() and _reaches_tracer(func):  # it closes over one
+        elif current_interpreters() and reaches_tracer(func):  # it closes over one
             with contextlib.suppress(ConcretizationError):  # Python control flow on values:
                 prim, operands = _closure_converted(prim, operands)  # func runs as it is
         outs = prim.bind(*operands)
