@@ -40,7 +40,7 @@ from autodiff.interpreters.reverse import stop_gradient, vjp
 from autodiff.interpreters.staging import innermost_staging, stage
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import move_to_front
-from autodiff.transforms.closures import closure_of
+from autodiff.transforms.closures import Closure, closure_of
 
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p", "root_p"]
 
@@ -81,7 +81,14 @@ def checked_map(fn: Callable, tree: Any, ref_leaves: Sequence, who: str, what: s
     """``fn`` (a function of a pytree like ``ref``) with its output checked to be
     structured like its input: a linear map of a square system, or a residual."""
 
+    dtypes = [dtype_of(r) for r in ref_leaves]
+
     def mapped(v):
+        # (SciPy's LinearOperator probes a matvec with integers: as b's dtype here)
+        leaves = tree.flatten_up_to(v) if not isinstance(v, np.ndarray) else [v]
+        if any(isinstance(x, np.ndarray) and x.dtype.kind in "biu" for x in leaves):
+            v = optree.tree_unflatten(tree, [np.asarray(x, d) if isinstance(x, np.ndarray) else x
+                                             for x, d in zip(leaves, dtypes)])  # fmt: skip
         out = fn(v)
         leaves_like(out, ref_leaves, tree, who, what)
         return out
@@ -434,13 +441,28 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     check_callable(solve, "custom_root (solve)")
     check_callable(tangent_solve, "custom_root (tangent_solve)")
     check_flag(has_aux, "has_aux", "custom_root")
+    return root(f, initial_guess, solve, tangent_solve, has_aux)
+
+
+def root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve: Callable,
+         has_aux: bool = False, aux_like: Any = None, closure: Closure | None = None,
+         check: bool = True) -> Any:  # fmt: skip
+    """``custom_root`` for the library's own solvers (``autodiff.scipy.optimize``):
+    ``aux_like``, an aux structured and shaped like the one ``solve`` will return (for
+    staging, where a solve calling SciPy cannot be staged to find it); ``closure``,
+    the traced values the functions close over, where the caller found them; ``check``:
+    whether to stage ``f`` to check its output's structure at once."""
     x0_leaves, tree = optree.tree_flatten(initial_guess)
     x0_leaves = [np.asarray(x, float) if isinstance(x, (int, float)) else x for x in x0_leaves]
     guess = optree.tree_unflatten(tree, x0_leaves)
-    closure = closure_of(f, solve, tangent_solve)
-    check_by_staging(f, x0_leaves, tree, "custom_root: f()", "initial_guess")
+    if closure is None:
+        closure = closure_of(f, solve, tangent_solve)
+    if check:
+        check_by_staging(f, x0_leaves, tree, "custom_root: f()", "initial_guess")
     problem = RootProblem(f, solve, tangent_solve, tree, closure, has_aux)
-    if has_aux and innermost_staging() is not None:  # the shapes of aux, for staging: from
+    if aux_like is not None:
+        problem.aux.record(aux_like, "custom_root")
+    elif has_aux and innermost_staging() is not None:  # the shapes of aux, for staging: from
         # one solve on the staged values (so under jit a solve with aux must be traceable)
         problem.aux.record(_split_aux(solve(f, guess), "custom_root", "solve")[1], "custom_root")
     outs = root_p.bind(*x0_leaves, *closure.tracers, problem=problem, n_x=len(x0_leaves))
