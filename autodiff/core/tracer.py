@@ -215,10 +215,16 @@ def _numpy_function(frame: Any) -> tuple[str, str] | None:
 
 
 def _binary(ufunc: Any) -> tuple[Callable, Callable]:
+    # (an operand whose class sets __array_ufunc__ = None handles the operator itself, as
+    # NumPy's protocol says: tracer @ sparse_array is the sparse array's __rmatmul__)
     def forward(self, other):
+        if getattr(type(other), "__array_ufunc__", 0) is None:
+            return NotImplemented
         return numpy_overrides[ufunc](self, other)
 
     def reflected(self, other):
+        if getattr(type(other), "__array_ufunc__", 0) is None:
+            return NotImplemented
         return numpy_overrides[ufunc](other, self)
 
     forward.__name__ = reflected.__name__ = ufunc.__name__

@@ -30,7 +30,7 @@ import numpy as np
 import optree
 
 from autodiff.core.args import check_callable, check_flag
-from autodiff.core.arrays import batch_size_of, dtype_of
+from autodiff.core.arrays import batch_size_of, dtype_of, shape_of
 from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer
@@ -51,8 +51,17 @@ def loop_batch(prim: Primitive) -> Callable:
     def batch(args, dims, **params):
         size = batch_size_of(args, dims)
         moved = [a if d is None else move_to_front(a, d) for a, d in zip(args, dims)]
-        if size == 0:
-            raise TransformValueError(f"vmap of {prim.name} over a batch of no examples")
+        if size == 0:  # no example to solve: the shapes one would have
+            one = [ShapedArray(shape_of(a)[0 if d is None else 1 :], dtype_of(a))
+                   for a, d in zip(moved, dims)]  # fmt: skip
+            problem = params["problem"]
+            if problem.has_aux and problem.aux.tree is None:
+                raise TransformValueError(
+                    f"vmap of {prim.name}(..., has_aux=True) over a batch of no examples: "
+                    f"the aux's shapes are unknown, since no solve ran."
+                )
+            avals = prim.shape(*one, **params)  # type: ignore[misc]
+            return tuple(np.zeros((0, *v.shape), v.dtype) for v in avals), (0,) * len(avals)
         outs = [prim.bind(*(a if d is None else a[i] for a, d in zip(moved, dims)), **params)
                 for i in range(size)]  # fmt: skip
         return tuple(_shp.stack(list(col)) for col in zip(*outs)), (0,) * len(outs[0])
@@ -290,9 +299,10 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
 
 
 def linear_solve(matvec, b, solve, transpose_solve, symmetric, has_aux, who="custom_linear_solve",
-                 names=("matvec", "solve", "transpose_solve")):  # fmt: skip
+                 names=("matvec", "solve", "transpose_solve"), aux_like=None):  # fmt: skip
     """``custom_linear_solve``, its messages naming ``who`` and the functions ``names``
-    (``custom_root`` calls it for its tangent solves)."""
+    (``custom_root`` calls it for its tangent solves); ``aux_like``: an aux shaped like
+    the one ``solve`` returns, for solvers that cannot be staged to find it."""
     check_callable(matvec, f"{who} ({names[0]})")
     check_callable(solve, f"{who} ({names[1]})")
     if transpose_solve is not None:
@@ -305,7 +315,9 @@ def linear_solve(matvec, b, solve, transpose_solve, symmetric, has_aux, who="cus
     check_by_staging(matvec, b_leaves, tree, f"{who}: {names[0]}()", "b")
     problem = LinearProblem(matvec, solve, transpose_solve, symmetric, tree, closure, has_aux,
                             who, names)  # fmt: skip
-    if has_aux and innermost_staging() is not None:  # the shapes of aux, for staging: from
+    if aux_like is not None:
+        problem.aux.record(aux_like, who)
+    elif has_aux and innermost_staging() is not None:  # the shapes of aux, for staging: from
         # the solve staged here (so under jit a solve with aux must be traceable)
         found = solve(matvec, optree.tree_unflatten(tree, b_leaves))
         problem.aux.record(_split_aux(found, who, names[1])[1], who)

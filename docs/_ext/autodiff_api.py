@@ -62,6 +62,9 @@ MODULES = [
     "autodiff.scipy.signal",
     "autodiff.scipy.stats",
     "autodiff.scipy.integrate",
+    "autodiff.scipy.optimize",
+    "autodiff.scipy.sparse",
+    "autodiff.scipy.sparse.linalg",
 ]
 # Where each namespace's functions are in docs/coverage.md (the registry's names).
 COVERAGE_PREFIX = {
@@ -74,6 +77,7 @@ COVERAGE_PREFIX = {
     "autodiff.scipy.signal": "scipy.signal.",
     "autodiff.scipy.integrate": "scipy.integrate.",
     "autodiff.scipy.stats": "scipy.stats.",
+    "autodiff.scipy.sparse.linalg": "scipy.sparse.linalg.",
 }
 # Inline code: the prefixes tried, in order, to find the object a name means.
 LINK_PREFIXES = ("", "autodiff.", "autodiff.extend.", "autodiff.testing.", "autodiff.errors.")

@@ -46,6 +46,7 @@ FAMILIES = [
     "signal",
     "stats",
     "integrate",
+    "sparse",
     "apply",
 ]
 
