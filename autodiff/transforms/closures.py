@@ -34,7 +34,7 @@ import optree
 from autodiff.core.primitive import current_interpreters, standing_in
 from autodiff.core.tracer import Tracer, stood_in
 
-__all__ = ["Closure", "closed_over", "closure_of", "reaches_tracer"]
+__all__ = ["Closure", "closed_over", "closure_of", "environment", "reaches_tracer"]
 
 # How deep the search follows references from a function: a closure cell holding an
 # object whose attribute is a dict of lists of arrays is four levels down.
@@ -99,6 +99,59 @@ def _parts(obj: Any) -> Any:
         return vars(obj).values()
     slots = [s for cls in type(obj).__mro__ for s in getattr(cls, "__slots__", ())]
     return [getattr(obj, s) for s in slots if isinstance(s, str) and hasattr(obj, s)]
+
+
+def environment(*objs: Any, depth: int = DEPTH) -> tuple[tuple, list]:
+    """A hashable fingerprint of what ``objs`` (functions) compute with, as
+    ``closed_over`` searches it: the code of each function, the values of numbers and
+    strings, each plain array's content, each traced value's shape; and the objects the
+    fingerprint names by identity (code, classes), to keep them alive.  Equal fingerprints
+    mean a staged copy of the functions still computes what they do now (the arrays they
+    read are captured by value when staged), though the functions were made afresh (a
+    lambda per call); a rebound closure variable, a changed default, an array written in
+    place change it."""
+    found: list = []
+    kept: list = []
+    seen: set[int] = set()
+
+    def visit(obj: Any, level: int) -> None:
+        if isinstance(obj, np.ndarray):
+            data = obj.tobytes() if obj.nbytes <= 1 << 20 else (id(obj), obj.ctypes.data)
+            found.append(("array", obj.shape, obj.dtype.str, hash(data)))
+            if obj.nbytes > 1 << 20:
+                kept.append(obj)
+            return
+        if isinstance(obj, Tracer):
+            found.append(("traced", tuple(obj.shape), str(obj.dtype)))
+            return
+        if obj is None or isinstance(obj, (str, bytes, bool, int, float, complex, np.generic)):
+            found.append((type(obj).__name__, obj))
+            return
+        if isinstance(obj, (type, types.BuiltinFunctionType, types.CodeType)):
+            kept.append(obj)
+            found.append(("object", id(obj)))
+            return
+        if isinstance(obj, (types.ModuleType, np.dtype)):
+            found.append(("module", str(getattr(obj, "__name__", obj))))
+            return
+        if level == 0 or id(obj) in seen:
+            found.append(("deep", type(obj).__qualname__))
+            return
+        seen.add(id(obj))
+        if isinstance(obj, types.FunctionType):
+            kept.append(obj.__code__)
+            found.append(("function", id(obj.__code__)))
+        else:
+            kept.append(type(obj))
+            found.append(("of", id(type(obj))))
+        parts = [x for kv in obj.items() for x in kv] if isinstance(obj, dict) else _parts(obj)
+        for part in parts:
+            visit(part, level - 1)
+        found.append(("end",))
+
+    for obj in objs:
+        visit(obj, depth)
+    return tuple(found), kept
 
 
 def _filled(cell: Any) -> bool:

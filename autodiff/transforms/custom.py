@@ -151,6 +151,8 @@ def _grad_of_custom_vjp(
         return prim.bind(*values, **params)
     outs, residuals = prim.fwd(*values)
     node = Node(prim, {"residuals": residuals}, values, outs, parents)
+    if not prim.multiple_results:  # (odeint's primitive: scipy/integrate.py)
+        return GradTensor(interp, outs, node)
     return tuple(GradTensor(interp, out, node, i) for i, out in enumerate(outs))
 
 

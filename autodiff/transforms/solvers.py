@@ -54,16 +54,20 @@ def loop_batch(prim: Primitive) -> Callable:
         if size == 0:  # no example to solve: the shapes one would have
             one = [ShapedArray(shape_of(a)[0 if d is None else 1 :], dtype_of(a))
                    for a, d in zip(moved, dims)]  # fmt: skip
-            problem = params["problem"]
-            if problem.has_aux and problem.aux.tree is None:
+            problem = params.get("problem")
+            if problem is not None and problem.has_aux and problem.aux.tree is None:
                 raise TransformValueError(
                     f"vmap of {prim.name}(..., has_aux=True) over a batch of no examples: "
                     f"the aux's shapes are unknown, since no solve ran."
                 )
             avals = prim.shape(*one, **params)  # type: ignore[misc]
+            if not prim.multiple_results:
+                return np.zeros((0, *avals.shape), avals.dtype), 0
             return tuple(np.zeros((0, *v.shape), v.dtype) for v in avals), (0,) * len(avals)
         outs = [prim.bind(*(a if d is None else a[i] for a, d in zip(moved, dims)), **params)
                 for i in range(size)]  # fmt: skip
+        if not prim.multiple_results:
+            return _shp.stack(outs), 0
         return tuple(_shp.stack(list(col)) for col in zip(*outs)), (0,) * len(outs[0])
 
     return batch
