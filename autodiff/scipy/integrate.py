@@ -641,10 +641,13 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: Any = "RK45", t_eval:
         t_events.append(anp.stack(times_j) if times_j else np.zeros(0))
         y_events.append(anp.stack([phi(anp.stack([t0, te]))[-1] for te in times_j])
                         if times_j else np.zeros((0, anp.shape(y0)[0])))  # fmt: skip
-    if plan is not None and plan.status == 1:  # a terminal event ended the integration
-        ending = [j for j, e in enumerate(events_list) if len(plan.t_events[j])
-                  and np.isclose(plan.t_events[j][-1], plan.t[-1])]  # fmt: skip
-        t_end = t_events[ending[0]][-1]
+    if plan is not None and plan.status == 1:  # a terminal event ended the integration:
+        # the terminal one that occurred last (in the direction of integration)
+        sign = 1.0 if float(plan.t[-1]) >= float(_concrete(t0, who)) else -1.0
+        ending = [j for j, e in enumerate(events_list)
+                  if getattr(e, "terminal", False) and len(plan.t_events[j])]  # fmt: skip
+        last = max(ending, key=lambda j: sign * float(plan.t_events[j][-1]))
+        t_end = t_events[last][-1]
     if t_eval is not None:
         t_eval = anp.asarray(t_eval, dtype=float)
         if plan is not None:

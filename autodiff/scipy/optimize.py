@@ -87,6 +87,11 @@ def _plain(tree: Any) -> Any:
     return optree.tree_map(lambda x: stood_in(x) if isinstance(x, Tracer) else x, tree)
 
 
+def _scalar(f: Any) -> Any:
+    """An objective's value as a scalar (SciPy takes a one-element array for one)."""
+    return anp.reshape(f, ()) if anp.ndim(f) and anp.size(f) == 1 else f
+
+
 def _as_args(args: Any) -> tuple:
     return args if isinstance(args, tuple) else (args,)
 
@@ -192,7 +197,8 @@ def minimize(fun: Callable, x0: Any, args: Any = (), method: Any = None, jac: An
     constraints = [constraints] if isinstance(constraints, dict) or hasattr(
         constraints, "lb") else list(constraints)  # fmt: skip
     name = _method_name(method, bounds, constraints)
-    value = (lambda x: fun(x, *args)[0]) if jac is True else (lambda x: fun(x, *args))
+    value = (lambda x: _scalar(fun(x, *args)[0])) if jac is True else (
+        lambda x: _scalar(fun(x, *args)))  # fmt: skip
     lo = hi = None
     if bounds is not None:
         lo, hi = opt.bounds_arrays(bounds, n, who)
@@ -267,7 +273,7 @@ def _scipy_minimize(fun, x0, args, name, method, jac, hess, hessp, lo, hi, const
     a = _plain(args)
 
     def value(x):
-        return fun(x, *a)
+        return _scalar(fun(x, *a)) if jac is not True else fun(x, *a)
 
     kwargs: dict[str, Any] = dict(fun=value, x0=x0, method=method or name, tol=tol,
                                   options=options)  # fmt: skip
@@ -285,7 +291,7 @@ def _scipy_minimize(fun, x0, args, name, method, jac, hess, hessp, lo, hi, const
         kwargs["jac"] = lambda x: jac(x, *a)
     elif jac is not None:
         kwargs["jac"] = jac
-    gradient = grad(lambda x: value(x)[0] if jac is True else value(x))
+    gradient = grad(lambda x: _scalar(value(x)[0]) if jac is True else value(x))
     if hess is not None:
         kwargs["hess"] = (lambda x: hess(x, *a)) if callable(hess) else hess
     elif hessp is not None:

@@ -40,7 +40,7 @@ from autodiff.errors import TransformTypeError, TransformValueError  # noqa: E40
 from autodiff.interpreters.staging import captured_value  # noqa: E402
 from autodiff.rules.sparse import Pattern, sparse_matvec  # noqa: E402
 
-__all__ = ["coo_array", "csr_array", "issparse"]
+__all__ = ["coo_array", "csr_array", "issparse", "linalg"]
 
 
 class csr_array:
