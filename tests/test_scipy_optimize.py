@@ -372,3 +372,26 @@ def test_fixed_point():
     want = -x * np.sin(x) / (1 + np.sin(x))  # x = cos(a x): dx/da = -x sin / (1 + a sin)
     close(jacfwd(solve)(1.0), want, rtol=1e-7)
     close(jacrev(solve)(1.0), want, rtol=1e-7)
+
+
+def test_every_solver_under_vmap_jit_and_second_order():
+    """least_squares, root, root_scalar, newton and fixed_point under vmap (against a
+    loop), jit (against the eager value) and to second order (against differences)."""
+    solvers = {
+        "least_squares": lambda c: ao.least_squares(lambda q: anp.exp(-q[0] * T) - c * Y_DECAY,
+                                                    np.array([1.0]), xtol=1e-15, ftol=1e-15,
+                                                    gtol=1e-15).x[0],
+        "root": lambda c: ao.root(lambda x: x**3 + x - c, np.array([1.0]), tol=1e-14).x[0],
+        "root_scalar": lambda c: ao.root_scalar(cubic, args=(c,), bracket=(-3.0, 3.0)).root,
+        "newton": lambda c: ao.newton(cubic, 1.5, args=(c,), tol=1e-14),
+        "fixed_point": lambda c: ao.fixed_point(lambda x: anp.cos(c * x), 0.5, xtol=1e-14),
+    }  # fmt: skip
+    cs = np.array([1.1, 2.0, 0.9])
+    for solve in solvers.values():
+        close(vmap(solve)(cs), [solve(c) for c in cs], rtol=1e-10, atol=1e-12)
+        close(vmap(grad(solve))(cs), [grad(solve)(c) for c in cs], rtol=1e-9, atol=1e-12)
+        close(jit(solve)(2.0), solve(2.0), rtol=1e-12)
+        close(jit(grad(solve))(2.0), grad(solve)(2.0), rtol=1e-10)
+        first = lambda c, solve=solve: np.array([grad(solve)(float(c[0]))])
+        second = fd(first, np.array([2.0]), 1e-5)
+        close(grad(grad(solve))(2.0), second[0, 0], rtol=1e-5, atol=1e-8)

@@ -216,3 +216,17 @@ def test_the_result_under_a_transform():
     grad(f)(RATES)
     assert seen["success"] and seen["status"] == 0 and seen["nfev"] > 0
     assert np.shape(seen["y"]) == (2, 2) and np.shape(seen["t"]) == (2,)
+
+
+def test_vectorized_dynamics_and_the_solvers_own_steps():
+    def vectorized(t, y, k):  # y of shape (n,) or (n, m), as SciPy's vectorized=True allows
+        return -k * y
+
+    def steps(k, t1):
+        res = solve_ivp(vectorized, (0.0, t1), np.array([1.0, 2.0]), method="Radau",
+                        vectorized=True, args=(k,), **TIGHT)  # fmt: skip
+        return res.y[:, -1]  # at the last step: t1
+
+    close(steps(0.5, 2.0), np.array([1.0, 2.0]) * np.exp(-1.0))
+    close(jacrev(steps)(0.5, 2.0), -2.0 * np.array([1.0, 2.0]) * np.exp(-1.0))
+    close(jacfwd(steps, 1)(0.5, 2.0), -0.5 * np.array([1.0, 2.0]) * np.exp(-1.0))

@@ -197,9 +197,10 @@ def _matvec_vjp_x(ct, ans, data, x, *, pattern, transpose):
     return sparse_matvec_p.bind(data, ct, pattern=pattern, transpose=not transpose)
 
 
+_MATMUL = "scipy.sparse.csr_array.__matmul__"
 sparse_matvec_p = Primitive(
     "sparse_matvec",
-    scipy_impl(_sparse.csr_array.__matmul__, _matvec_impl, name="scipy.sparse.csr_array @"),
+    scipy_impl(_sparse.csr_array.__matmul__, _matvec_impl, name=_MATMUL),
     jvp=[_matvec_jvp_data, _matvec_jvp_x],
     vjp=[_matvec_vjp_data, _matvec_vjp_x],
     vjp_reads=[(1,), (0,)],

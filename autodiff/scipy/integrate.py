@@ -67,7 +67,7 @@ import autodiff.numpy as anp  # noqa: E402
 from autodiff.compiler import numba_tier  # noqa: E402
 from autodiff.compiler.replay import compiled  # noqa: E402
 from autodiff.core.args import at_positions  # noqa: E402
-from autodiff.core.arrays import shape_of  # noqa: E402
+from autodiff.core.arrays import array_library, backend_error, eye_like, shape_of  # noqa: E402
 from autodiff.core.caches import LRUCache  # noqa: E402
 from autodiff.core.graph import ShapedArray, aval_of  # noqa: E402
 from autodiff.core.primitive import Primitive, current_interpreters  # noqa: E402
@@ -381,10 +381,10 @@ def _sensitivities(fn, solve, primals, moving):
     y0, t, *args = primals
     shapes = [shape_of(primals[i]) for i in moving]
     sizes = [math.prod(shape) for shape in shapes]
-    eye = np.eye(sum(sizes))
+    eye = eye_like(sum(sizes), np.float64, y0)  # (of y0's array library)
     bounds = np.cumsum([0, *sizes])
     directions = [
-        np.reshape(eye[:, a:b], (-1, *shape)).astype(anp.result_type(primals[i]), copy=False)
+        anp.astype(anp.reshape(eye[:, a:b], (-1, *shape)), anp.result_type(primals[i]))
         for i, a, b, shape in zip(moving, bounds, bounds[1:], shapes)
     ]
     n, chosen = len(args), [i - 2 for i in moving[1:]]
@@ -604,6 +604,9 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: Any = "RK45", t_eval:
         raise ValueError(f"{who}: y0 must be 1-dimensional (as in SciPy), got {anp.shape(y0)}")
     if method in _IMPLICIT and "jac" not in options:  # an exact Jacobian, not differences
         options["jac"] = _jacobian_of(fun)
+    for leaf in (y0, t0, t1, *optree.tree_leaves(args)):
+        if array_library(_underlying(leaf)) is not None:  # SciPy's solver takes NumPy's
+            raise backend_error("scipy.integrate.solve_ivp", _underlying(leaf))
     if not current_interpreters():  # nothing traced: SciPy's own result
         return _si.solve_ivp(fun, t_span, y0, method=method, t_eval=t_eval,
                              dense_output=dense_output, events=events, vectorized=vectorized,
@@ -677,6 +680,13 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: Any = "RK45", t_eval:
                                   y_events=y_events if events_list else None,
                                   status=status, message=message, success=status >= 0,
                                   **counts)  # fmt: skip
+
+
+def _underlying(x: Any) -> Any:
+    """The array under ``x``'s tracers (a staged value: an array of its library)."""
+    while isinstance(x, Tracer):
+        x = x._inner
+    return x
 
 
 def _ignoring(fn: Callable, n: int) -> Callable:

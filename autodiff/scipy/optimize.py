@@ -47,6 +47,7 @@ from autodiff.core.tracer import Tracer, stood_in  # noqa: E402
 from autodiff.errors import ConcretizationError, TransformValueError  # noqa: E402
 from autodiff.interpreters.forward import jvp  # noqa: E402
 from autodiff.interpreters.reverse import grad, value_and_grad  # noqa: E402
+from autodiff.interpreters.staging import captured_value  # noqa: E402
 from autodiff.scipy import _optimality as opt  # noqa: E402
 from autodiff.scipy._implicit import (  # noqa: E402
     check_converged,
@@ -93,7 +94,12 @@ def _scalar(f: Any) -> Any:
 
 
 def _as_args(args: Any) -> tuple:
-    return args if isinstance(args, tuple) else (args,)
+    """``args`` as a tuple, its plain arrays read-only copies: under ``jit`` the solve runs
+    at replay, and a later write into the caller's arrays must not reach it (``jit``
+    captures closed-over arrays by value)."""
+    args = args if isinstance(args, tuple) else (args,)
+    return optree.tree_map(lambda x: captured_value(x) if isinstance(x, np.ndarray) else x,
+                           args)  # fmt: skip
 
 
 def _vector(x0: Any, who: str) -> Any:
@@ -495,7 +501,7 @@ def _scalar_root(who: str, f: Callable, args: tuple, x0: Any, run: Callable, on_
 
 def _root_results(x: Any, aux: dict, result: Any, method: str) -> Any:
     """SciPy's ``RootResults`` with the traced root."""
-    flag = getattr(result, "flag", "converged" if bool(np.all(aux["success"])) else "unknown")
+    flag = getattr(result, "flag", "(staged: read converged)")  # (the last solve's)
     out = _so.RootResults(root=x, iterations=aux["iterations"], flag=flag, method=method,
                           function_calls=aux["function_calls"])  # fmt: skip
     out.converged = aux["success"]

@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 import scipy.sparse as _sparse  # noqa: E402
 
 import autodiff.numpy as anp  # noqa: E402
+from autodiff.core.arrays import array_library, array_like, backend_error  # noqa: E402
 from autodiff.core.tracer import Tracer  # noqa: E402
 from autodiff.errors import TransformTypeError, TransformValueError  # noqa: E402
 from autodiff.interpreters.staging import captured_value  # noqa: E402
@@ -76,6 +77,8 @@ class csr_array:
                 f"a plain dense matrix, or values with pattern=; got a {type(arg1).__name__}. "
                 f"For (data, (row, col)) use coo_array; traced values go in data."
             )
+        if not isinstance(data, Tracer) and array_library(data) is not None:
+            raise backend_error("scipy.sparse.csr_array", data)  # (SciPy's: NumPy's arrays)
         data = anp.asarray(data) if isinstance(data, Tracer) else np.asarray(data)
         if dtype is not None:
             data = anp.astype(data, dtype)
@@ -124,7 +127,7 @@ class csr_array:
     def toarray(self) -> Any:
         """The dense matrix (differentiable in the values)."""
         m, n = self.shape
-        flat = anp.zeros(m * n, dtype=self.dtype)
+        flat = _zeros(m * n, self.dtype, self.data)
         where = self.pattern.rows * n + self.pattern.indices
         return anp.reshape(anp.at(flat)[where].add(self.data), (m, n))
 
@@ -207,6 +210,11 @@ class csr_array:
         return f"<autodiff csr_array {self.shape[0]}x{self.shape[1]}, nnz={self.nnz}, {kind}>"
 
 
+def _zeros(n: int, dtype: Any, like: Any) -> Any:
+    """Zeros of the array library of ``like`` (the values': NumPy's, CuPy's, ...)."""
+    return np.zeros(n, dtype, like=array_like(like))
+
+
 def _checked_pattern(indptr: Any, indices: Any, shape: Any) -> Pattern:
     for name, a in (("indices", indices), ("indptr", indptr)):
         if isinstance(a, Tracer):
@@ -240,7 +248,7 @@ def _summed(a: csr_array, b: csr_array) -> csr_array:
     pattern = Pattern(union.indptr, union.indices, union.shape)
     key = lambda p: p.rows * p.shape[1] + p.indices
     where = np.searchsorted(key(pattern), np.concatenate([key(a.pattern), key(b.pattern)]))
-    data = anp.zeros(pattern.nnz, anp.result_type(a.data, b.data))
+    data = _zeros(pattern.nnz, anp.result_type(a.data, b.data), a.data)
     return csr_array(anp.at(data)[where].add(anp.concatenate([a.data, b.data])), pattern=pattern)
 
 
@@ -266,7 +274,7 @@ def coo_array(arg1: Any, shape: Any = None, dtype: Any = None, copy: bool = Fals
     keys, where = np.unique(row * n + col, return_inverse=True)
     pattern = _checked_pattern(np.searchsorted(keys // n, np.arange(m + 1)), keys % n, (m, n))
     values = anp.asarray(data) if dtype is None else anp.astype(anp.asarray(data), dtype)
-    summed = anp.at(anp.zeros(keys.size, anp.result_type(values)))[where.ravel()].add(values)
+    summed = anp.at(_zeros(keys.size, anp.result_type(values), values))[where.ravel()].add(values)
     return csr_array(summed, pattern=pattern)
 
 

@@ -35,9 +35,11 @@ import scipy.sparse as _sparse  # noqa: E402
 import scipy.sparse.linalg as _spla  # noqa: E402
 
 import autodiff.numpy as anp  # noqa: E402
+from autodiff.core.arrays import array_library, backend_error  # noqa: E402
 from autodiff.core.primitive import current_interpreters  # noqa: E402
 from autodiff.core.tracer import Tracer, stood_in  # noqa: E402
 from autodiff.errors import TransformTypeError, TransformValueError  # noqa: E402
+from autodiff.interpreters.staging import captured_value  # noqa: E402
 from autodiff.rules.sparse import factorization, linear_operator_p, spsolve_p  # noqa: E402
 from autodiff.scipy._implicit import (  # noqa: E402
     check_converged,
@@ -66,7 +68,7 @@ class _Operator:
             self.kind = "sparse"
         elif isinstance(a, Tracer) or hasattr(a, "shape"):
             self.kind = "dense"
-            a = anp.asarray(a)
+            a = _kept(anp.asarray(a))
             if anp.ndim(a) != 2:
                 raise TransformValueError(f"{who}: A must be a matrix, got shape {anp.shape(a)}.")
         else:
@@ -103,7 +105,7 @@ def _rhs(b: Any, n: int, who: str) -> Any:
         raise TransformTypeError(
             f"{who}: b must be dense (a sparse right-hand side is not supported)."
         )
-    b = anp.asarray(b)
+    b = _kept(anp.asarray(b))
     if anp.ndim(b) not in (1, 2) or anp.shape(b)[0] != n:
         raise TransformValueError(
             f"{who}: b of shape {anp.shape(b)} does not fit a matrix of {n} rows."
@@ -113,6 +115,22 @@ def _rhs(b: Any, n: int, who: str) -> Any:
 
 def _plain(x: Any) -> Any:
     return stood_in(x) if isinstance(x, Tracer) else x
+
+
+def _kept(x: Any) -> Any:
+    """A plain array as the solve will read it: a read-only copy (under ``jit`` the solve
+    runs at replay, and a later write into the caller's array must not reach it, as
+    ``jit`` captures closed-over arrays by value)."""
+    return captured_value(x) if isinstance(x, np.ndarray) else x
+
+
+def _numpy_only(who: str, *xs: Any) -> None:
+    """SciPy's solvers take NumPy's arrays: another library's raises, naming ``who``."""
+    for x in xs:
+        while isinstance(x, Tracer):
+            x = x._inner
+        if array_library(x) is not None:
+            raise backend_error(f"scipy.sparse.linalg.{who}", x)
 
 
 # --- direct solves ------------------------------------------------------------------------------
@@ -152,6 +170,7 @@ def spsolve(A: Any, b: Any, permc_spec: Any = None, use_umfpack: bool = True) ->
     >>> autodiff.grad(lambda v: x_of(v)[0])(v).round(6).tolist()  # -(A^-T e0) x^T on the pattern
     [-0.024793, -0.173554, 0.008264, 0.057851]
     """
+    _numpy_only("spsolve", A, b)
     a = _sparse_of(A, "spsolve")
     if a.shape[0] != a.shape[1]:
         raise TransformValueError(f"spsolve: A must be square, got shape {a.shape}.")
@@ -171,6 +190,7 @@ class SuperLU:
             self._lu = factorization.get(np.asarray(a.data), a.pattern, permc_spec)
 
     def solve(self, rhs: Any, trans: str = "N") -> Any:
+        _numpy_only("splu", rhs)
         if trans not in ("N", "T", "H"):
             raise TransformValueError(f"SuperLU.solve: trans is 'N', 'T' or 'H', got {trans!r}.")
         if trans == "H" and anp.result_type(self.a.data).kind == "c":
@@ -203,6 +223,7 @@ def splu(A: Any, permc_spec: Any = None, diag_pivot_thresh: Any = None, relax: A
     >>> lu.solve(np.array([1.0, 2.0])).round(6).tolist()
     [0.090909, 0.636364]
     """
+    _numpy_only("splu", A)
     a = _sparse_of(A, "splu")
     if a.shape[0] != a.shape[1]:
         raise TransformValueError(f"splu: A must be square, got shape {a.shape}.")
@@ -233,6 +254,7 @@ def _krylov(name: str) -> Any:
                maxiter: Any = None, M: Any = None, callback: Any = None,
                on_failure: str = "raise", **options: Any) -> tuple:  # fmt: skip
         check_options(name, "auto", on_failure)
+        _numpy_only(name, A, b)
         op = _Operator(A, name)
         if op.shape[0] != op.shape[1]:
             raise TransformValueError(f"{name}: A must be square, got shape {op.shape}.")
@@ -240,11 +262,12 @@ def _krylov(name: str) -> Any:
         if anp.ndim(b) != 1:
             raise TransformValueError(f"{name}: b must be a vector, got shape {anp.shape(b)}.")
         tolerances = {"rtol": rtol} if name == "minres" else {"rtol": rtol, "atol": atol}
+        start = _kept(x0)
         differentiated = differentiating()
 
         def run(rhs: Any, transpose: bool) -> tuple:
             m = _transposed_preconditioner(M) if transpose else M
-            x, info = method(op.plain(transpose), np.asarray(rhs), x0=_plain(x0), M=m,
+            x, info = method(op.plain(transpose), np.asarray(rhs), x0=_plain(start), M=m,
                              maxiter=maxiter, callback=callback, **tolerances,
                              **options)  # fmt: skip
             rhs = np.asarray(rhs)
@@ -313,6 +336,7 @@ def lsqr(A: Any, b: Any, damp: Any = 0.0, atol: float = 1e-6, btol: float = 1e-6
     """
     who = "lsqr"
     check_options(who, implicit_solve, on_failure)
+    _numpy_only(who, A, b)
     op = _Operator(A, who)
     m, n = op.shape
     b = _rhs(b, m, who)
@@ -320,14 +344,14 @@ def lsqr(A: Any, b: Any, damp: Any = 0.0, atol: float = 1e-6, btol: float = 1e-6
         raise TransformValueError(f"{who}: b must be a vector, got shape {anp.shape(b)}.")
     options = dict(atol=atol, btol=btol, conlim=conlim, iter_lim=iter_lim, show=show,
                    calc_var=calc_var)  # fmt: skip
-    differentiated = differentiating()
+    differentiated, start = differentiating(), _kept(x0)
     aux_like = {"istop": np.asarray(1), "itn": np.asarray(0), "anorm": np.asarray(0.0),
                 "acond": np.asarray(0.0), "arnorm": np.asarray(0.0),
                 "var": np.zeros(n)}  # fmt: skip
 
     def run(_: Any, guess: Any) -> tuple:
         out = _spla.lsqr(op.plain(), np.asarray(_plain(b)), damp=float(_plain(damp)),
-                         x0=_plain(x0), **options)  # fmt: skip
+                         x0=_plain(start), **options)  # fmt: skip
         istop = int(out[1])
         check_converged(istop in _LSQR_SUCCESS, f"istop={istop}", who, on_failure, differentiated)
         aux = {"istop": np.asarray(istop), "itn": np.asarray(int(out[2])),
