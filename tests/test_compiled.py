@@ -20,10 +20,14 @@ jit's whole contract with the tier on is checked by ``tests/test_jit_programs.py
 ``tests/test_jit_registry.py`` (a compiled variant of each).
 """
 
+import contextlib
 import math
+import os
+import pathlib
 import subprocess
 import sys
 import textwrap
+import time
 import warnings
 
 import numpy as np
@@ -32,8 +36,8 @@ import pytest
 import autodiff
 import autodiff.numpy as anp
 from autodiff import cond, fori_loop, grad, jit, scan, switch, vmap, while_loop
-from autodiff.compiler import kernels, numba_tier
-from autodiff.compiler.jit import compiling
+from autodiff.compiler import background, disk_cache, kernels, numba_process, numba_tier, stages
+from autodiff.compiler.tiers import HOT_CALLS, compiling
 from autodiff.core.lowering import Elementwise, Emitter, NotLowered
 from autodiff.errors import AutodiffWarning, TransformValueError
 from autodiff.extend import Primitive
@@ -48,8 +52,8 @@ def compiled(f, **kw):
 
 
 def kernels_of(jitted, *args):
-    replay = jitted._entries[next(iter(jitted._entries))].replay
-    return getattr(replay, "kernels", [])
+    found = jitted._entries[next(iter(jitted._entries))].compiled
+    return found.kernels if found is not None else ()
 
 
 def fallbacks(jitted):
@@ -358,15 +362,16 @@ def test_a_strided_view_where_a_kernel_expects_a_contiguous_array(sync, monkeypa
     (compile=True) or in the background, NumPy calls meanwhile."""
     jobs = []
     if not sync:
-        monkeypatch.setattr(numba_tier, "compile_later", jobs.append)
+        monkeypatch.setattr(background, "compile_later", jobs.append)
 
     def f(x):  # (kernels of one source share their variants: one source per case)
         return anp.sin(x) * (2.0 if sync else 3.0) + x * x
 
     base = np.linspace(0, 1, 16).reshape(4, 4)
     graph = jit(f).graph(base)
-    replay = numba_tier.fused_replay(graph, args=[base], sync=sync)
-    (kernel,) = replay.kernels
+    found = stages.compiled(graph, layouts=[True], sync=sync)
+    replay = found.run
+    (kernel,) = found.kernels
     assert_exact(replay(base)[0], f(base))
     view = base.T  # F-ordered: not what the kernel was compiled for
     assert_exact(replay(view)[0], f(view))
@@ -403,14 +408,14 @@ def test_a_kernel_no_function_uses_is_released():
 @pytest.mark.interpreted
 def test_auto_compiles_a_hot_signature_in_the_background_and_swaps_it_in(monkeypatch):
     jobs = []
-    monkeypatch.setattr(numba_tier, "compile_later", jobs.append)  # held, not run
+    monkeypatch.setattr(background, "compile_later", jobs.append)  # held, not run
 
     def f(x):
         return anp.tanh(anp.sin(x) * 1.5 + 0.25) * x
 
     jitted = jit(f)  # compile="auto"
     x = np.linspace(-1, 1, 5)
-    for _ in range(numba_tier.HOT_CALLS + 5):
+    for _ in range(HOT_CALLS + 5):
         assert_exact(jitted(x), f(x))
     assert len(jobs) == 1  # hot once: one compilation asked for, none waited for
     assert "def kernel" not in jitted.source(x)
@@ -433,33 +438,70 @@ def test_auto_compiles_in_another_process_that_no_call_waits_for(tmp_path, monke
 
     jitted = jit(f)
     x = np.linspace(0, 1, 7)
-    for _ in range(numba_tier.HOT_CALLS + 1):
+    for _ in range(HOT_CALLS + 1):
         assert_exact(jitted(x), f(x))
-    assert numba_tier.wait_for_background(timeout=300)
+    assert background.wait_for_background(timeout=300)
     assert_exact(jitted(x), f(x))
     (kernel,) = kernels_of(jitted)
     loaded = kernel.dispatcher.stats
     assert sum(loaded.cache_hits.values()) == 1 and not sum(loaded.cache_misses.values())
 
 
+@needs_numba
+@pytest.mark.skipif(not pathlib.Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_a_compile_process_never_outlives_the_users(tmp_path):
+    """A process that exits while its kernels compile in another process ends that one."""
+    script = textwrap.dedent("""
+        import time, numpy as np, autodiff, autodiff.numpy as anp
+        f = autodiff.jit(lambda x: anp.sin(x) * 1.25 + anp.cos(x) * 0.375)
+        for _ in range(9):  # past HOT_CALLS: compiling elsewhere, in the background
+            f(np.ones(3))
+        time.sleep(1.0)  # the other process starts
+    """)
+    slow = tmp_path / "site"  # the compiling process takes its time starting
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(
+        "import sys, time\nif any(a.endswith('.json') for a in sys.argv):\n    time.sleep(60)\n"
+    )
+    root = pathlib.Path(__file__).resolve().parents[1]  # (this checkout's autodiff)
+    env = {"AUTODIFF_CACHE_DIR": str(tmp_path), "PATH": "",
+           "PYTHONPATH": os.pathsep.join([str(slow), str(root)])}  # fmt: skip
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+
+    def compiling():
+        found = []
+        for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):
+                if str(tmp_path).encode() in cmdline.read_bytes():
+                    found.append(cmdline)
+        return found
+
+    for _ in range(10):  # (a process being killed may linger a moment; compiling takes s)
+        if not compiling():
+            break
+        time.sleep(0.05)
+    assert not compiling()
+    assert list(tmp_path.glob("k*.py")), "no kernel went to the other process"
+
+
 def test_what_another_process_can_compile():
     """Scalar functions another process rebuilds from their code: no closure, no
     defaults, no globals but NumPy, math and the builtins."""
     scale = 2.0
-    assert numba_tier._portable(lambda x: np.sin(x) + math.pi + abs(x))
-    assert numba_tier._portable(lambda x: x * scale) is None  # a closure
-    assert numba_tier._portable(lambda x, k=2.0: x * k) is None  # a default
-    assert numba_tier._portable(_row_norms)  # np only
-    assert numba_tier._portable(test_what_another_process_can_compile) is None  # globals
+    assert numba_process.portable(lambda x: np.sin(x) + math.pi + abs(x))
+    assert numba_process.portable(lambda x: x * scale) is None  # a closure
+    assert numba_process.portable(lambda x, k=2.0: x * k) is None  # a default
+    assert numba_process.portable(_row_norms)  # np only
+    assert numba_process.portable(test_what_another_process_can_compile) is None  # globals
 
 
 @pytest.mark.interpreted
 def test_compile_false_never_compiles():
     jitted = jit(lambda x: anp.sin(x) * 2.0 + 1.0, compile=False)
     x = np.ones(3)
-    for _ in range(numba_tier.HOT_CALLS + 3):
+    for _ in range(HOT_CALLS + 3):
         jitted(x)
-    numba_tier.wait_for_background(timeout=120)
+    background.wait_for_background(timeout=120)
     assert "def kernel" not in jitted.source(x)
 
 
@@ -475,7 +517,7 @@ def test_without_numba_jit_is_what_it_was(monkeypatch):
 
     jitted = jit(f)
     x = np.linspace(0, 1, 4)
-    for _ in range(numba_tier.HOT_CALLS + 3):
+    for _ in range(HOT_CALLS + 3):
         check_calls(jitted, f, (x,))
     assert "def kernel" not in jitted.source(x)
     with compiling(True):  # forcing it where it is unavailable compiles nothing
@@ -498,11 +540,11 @@ def test_compile_takes_auto_true_or_false(bad):
 def test_kernels_are_kept_on_disk_for_the_next_process(tmp_path):
     script = textwrap.dedent("""
         import numpy as np, autodiff, autodiff.numpy as anp
-        from autodiff.compiler.jit import compile_at_once
+        from autodiff.compiler.tiers import compile_at_once
         f = autodiff.jit(lambda x: anp.sin(x) * 3.0 + anp.cos(x), compile=True)
         with compile_at_once():
             f(np.ones(3))
-        (k,) = f._entries[next(iter(f._entries))].replay.kernels
+        (k,) = f._entries[next(iter(f._entries))].compiled.kernels
         print(sum(k.dispatcher.stats.cache_hits.values()),
               sum(k.dispatcher.stats.cache_misses.values()))
     """)
@@ -519,7 +561,7 @@ def test_kernels_are_kept_on_disk_for_the_next_process(tmp_path):
     monkey = pytest.MonkeyPatch()
     monkey.setenv("AUTODIFF_CACHE_DIR", str(tmp_path))
     try:
-        numba_tier.clear_cache()
+        disk_cache.clear_cache()
     finally:
         monkey.undo()
     assert not tmp_path.exists()
@@ -579,7 +621,7 @@ def test_user_primitives_declare_their_lowering():
     found = kernels_of(jitted)
     assert len(found) == 2  # two kernels, the opaque primitive a NumPy call between them
     assert "f0_lambda(" in found[0].source  # the user's scalar function, called
-    graph = jitted._entries[next(iter(jitted._entries))].replay.fused_graph
+    graph = jitted._entries[next(iter(jitted._entries))].compiled.graph
     assert [e.prim.name for e in graph.eqns] == ["kernel", "opaque", "kernel"]
 
 
@@ -616,7 +658,7 @@ def test_a_lowering_is_declared_as_one():
 def test_a_kernels_key_holds_the_values_of_the_globals_its_functions_read(monkeypatch):
     """numba freezes the globals a scalar function reads: a kernel cached on disk must
     not outlive a change of their values (a library upgrade changing a coefficient)."""
-    from autodiff.compiler.numba_tier import _fingerprint
+    from autodiff.compiler.disk_cache import fingerprint as _fingerprint
     from autodiff.rules import elementwise
 
     before = _fingerprint(elementwise._tanh_scalar)

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 import autodiff
 from autodiff.compiler import numba_tier
-from autodiff.compiler.jit import compiling
+from autodiff.compiler.tiers import compiling
 from tests import programs
 from tests.jit_contract import check_calls
 

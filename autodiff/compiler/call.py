@@ -20,6 +20,12 @@ batched, so ``grad(jit(f))`` replays compiled code too:
   inlined into the caller's graph, so the passes see (and simplify across) the whole
   program and the replay stays one flat function.
 
+A graph holding control flow decided by values (a ``cond``'s branch, a
+``while_loop``'s trip count, also inside a ``scan``'s body: ``runs_at_level``) is
+evaluated at the transform's own level instead, where those values exist, so its loops
+and branches are transformed as they are eagerly; a ``scan`` alone is transformed with
+the graph (its staged regime, ``control/scan.py``).
+
 ``explain`` evaluates the graph at its own level, so it lists the primitives a jitted
 function runs, as it does for the function itself.  Under any other interpreter (a
 user's transform) the call is a primitive like any other, whose JVP and VJP rules are
@@ -37,8 +43,10 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.compiler.derived import derived_of
 from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
-from autodiff.compiler.replay import array_kind, compiled
+from autodiff.compiler.replay import array_kind
+from autodiff.compiler.stages import replay
 from autodiff.core.arrays import library_of
 from autodiff.core.caches import LRUCache
 from autodiff.core.graph import Eqn, Graph, Literal, Var, aval_of
@@ -50,7 +58,7 @@ from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording
 from autodiff.interpreters.staging import StagedTensor, StagingInterpreter, eval_graph
 from autodiff.interpreters.tape import Dropped, Node
 
-__all__ = ["CallPrimitive", "call_p", "runs_functions"]
+__all__ = ["CallPrimitive", "call_p", "decided_by_values", "runs_at_level"]
 
 
 class CallPrimitive(Primitive):
@@ -60,7 +68,7 @@ class CallPrimitive(Primitive):
 
 
 def _call_impl(*args: Any, graph: Graph, name: str) -> tuple:
-    return compiled(graph, *array_kind(args))(*args)
+    return replay(graph, *array_kind(args))(*args)
 
 
 call_p = CallPrimitive("jit_call", _call_impl, multiple_results=True)
@@ -73,10 +81,13 @@ DERIVED_MAXSIZE = 64
 
 def _derived(graph: Graph, key: tuple, make: Any) -> Any:
     """``make()``, cached on ``graph`` under ``key`` (staged once per key while kept)."""
-    cache = graph.cache.get("derived")
+    store = derived_of(graph)
+    cache = store.transformed
     if cache is None:
         with graph.lock:
-            cache = graph.cache.setdefault("derived", LRUCache(DERIVED_MAXSIZE))
+            if store.transformed is None:
+                store.transformed = LRUCache(DERIVED_MAXSIZE)
+            cache = store.transformed
     return cache.get_or_make(key, make)
 
 
@@ -84,17 +95,26 @@ def _avals(values: Any) -> tuple:
     return tuple(aval_of(v) for v in values)
 
 
-def runs_functions(graph: Graph) -> bool:
-    """Whether ``graph`` holds control flow, whose predicates and trip counts are known
-    only from values: a transform of a jitted function then evaluates its graph at
-    the transform's own level instead of staging the transformed graph, so loops and
-    branches are differentiated and batched as they are eagerly."""
-    found = graph.cache.get("runs_functions")
+def runs_at_level(graph: Graph) -> bool:
+    """Whether ``graph`` holds control flow whose branches or trip counts are decided
+    by values (``cond``, ``while_loop``, also inside a ``scan``'s body), known only when
+    it runs: a transform of a jitted function then evaluates its graph at the
+    transform's own level instead of staging the transformed graph, so those loops and
+    branches are differentiated and batched as they are eagerly.  A ``scan``'s trip
+    count is static: the transformed graph holds the transformed scan (its staged
+    regime, ``control/scan.py``)."""
+    store = derived_of(graph)
+    found = store.runs_at_level
     if found is None:
-        found = graph.cache["runs_functions"] = any(
-            getattr(eqn.prim, "runs_functions", False) for eqn in graph.eqns
-        )
+        found = store.runs_at_level = any(map(decided_by_values, graph.eqns))
     return found
+
+
+def decided_by_values(eqn: Eqn) -> bool:
+    """Whether what ``eqn`` runs is decided by values: its primitive says, from the
+    equation's parameters (``ControlFlowPrimitive.decided_by_values``)."""
+    decided = getattr(eqn.prim, "decided_by_values", None)
+    return decided is not None and decided(eqn.params)
 
 
 # --- forward mode --------------------------------------------------------------------------------
@@ -107,7 +127,7 @@ def _jvp_of_call(interp: JvpInterpreter, prim: CallPrimitive, args: tuple, param
     has = tuple(t is not None for t in tangents)
     if not any(has):
         return prim.bind(*primals, **params)
-    if runs_functions(params["graph"]):
+    if runs_at_level(params["graph"]):
         return tuple(eval_graph(params["graph"], *args))
     pairs = _call_jvp(primals, tangents, params["graph"], params["name"])
     return tuple(o if t is None else DualTensor(interp, o, t) for o, t in pairs)
@@ -133,8 +153,9 @@ def _call_jvp_rule(tangents, ans, *primals, graph, name, **recorded):
                  for o, t in _call_jvp(primals, tangents, graph, name))  # fmt: skip
 
 
-call_p.jvp = lambda tangents, ans, primals, params: _call_jvp_rule(tangents, ans, *primals,
-                                                                    **params)  # fmt: skip
+call_p.def_jvp(lambda tangents, ans, primals, params: _call_jvp_rule(tangents, ans, *primals,
+                                                                       **params),
+               packed=True)  # fmt: skip
 
 
 # --- reverse mode --------------------------------------------------------------------------------
@@ -147,7 +168,7 @@ def _grad_of_call(interp: GradInterpreter, prim: CallPrimitive, args: tuple, par
     if not parents or not recording(interp):
         return prim.bind(*values, **params)
     graph = params["graph"]
-    if runs_functions(graph):
+    if runs_at_level(graph):
         return tuple(eval_graph(graph, *args))
     argnums = tuple(i for i, _, _ in parents)
     like = library_of(values)
@@ -180,7 +201,7 @@ def _call_vjp_rule(cts, ans, primals, params, argnums):
                             name=f"backward({params['name']})"))  # fmt: skip
 
 
-call_p.vjp = _call_vjp_rule
+call_p.def_vjp(_call_vjp_rule, packed=True)
 
 
 # --- batching --------------------------------------------------------------------------------
@@ -191,7 +212,7 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
     values = [a.value for a in args]
     dims = tuple(a.bdim for a in args)
     graph = params["graph"]
-    if runs_functions(graph):
+    if runs_at_level(graph):
         return tuple(eval_graph(graph, *(a.value if a.bdim is None else a for a in args)))
     like = library_of(values)
     key = ("batch", dims, _avals(values), interp.size, interp.randomness, type(like))

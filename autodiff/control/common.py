@@ -4,11 +4,13 @@ transform uses, functions of flat leaves (staged or not), and the type checks.
 ``cond``/``switch`` (``cond.py``), ``while_loop`` (``while_loop.py``) and ``scan``
 (``scan.py``) are ``ControlFlowPrimitive``s whose parameters are the user's functions,
 taking and returning flat lists of array leaves (``FlatFn``); their operands are the
-leaves of the pytrees passed in.  Each module holds its primitive's method for every
-interpreter that treats it specially; this one holds what they share:
+leaves of the pytrees passed in.  Each module holds its primitive's entry for every
+transform and ends with a registration block listing them; this one holds what they
+share:
 
-- **Eagerly every transform runs it at its own level** (``run_here``, registered here
-  for grad, jvp, vmap and explain): the chosen branch, or the loop, runs on the
+- **Eagerly every transform runs it at its own level** (``run_here``, the eager regime
+  of every entry, and the whole entry of some: explain's, cond's jvp and vmap): the
+  chosen branch, or the loop, runs on the
   transform's own tracers, so whatever the functions compute, and whatever they close
   over (traced values of any transform included), is recorded, pushed forward or
   batched as if written inline.  That is why reverse mode differentiates a
@@ -32,7 +34,8 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.compiler.replay import array_kind, compiled, final_graph
+from autodiff.compiler.replay import array_kind
+from autodiff.compiler.stages import optimized, replay
 from autodiff.core.args import a_type, is_array
 from autodiff.core.arrays import dtype_of, is_float, shape_of
 from autodiff.core.graph import Graph
@@ -75,17 +78,17 @@ __all__ = [
 class ControlFlowPrimitive(Primitive):
     """A primitive whose parameters are functions: ``impl`` runs them in Python.
 
-    Every transform of the package runs it at its own level (``run_here``) unless the
-    primitive's module registers a method of its own; staging records it with its
-    functions staged where its module registers a stager (``subgraphs.py``).  A
-    transform of your own treats it like any other primitive (its ``process`` on the
-    unwrapped values) unless it registers ``run_here`` for this class too.
+    The package's three (``cond_p``, ``while_loop_p``, ``scan_p``) register an entry for
+    every transform in their modules' registration blocks; a subclass with none for an
+    interpreter of the package runs at that interpreter's level (``run_here``, the
+    defaults below; staging then unrolls it).  A transform of your own treats it like
+    any other primitive (its ``process`` on the unwrapped values) unless it registers
+    ``run_here`` for this class too.
     """
 
     __slots__ = ()
     # Graph passes keep, never merge or precompute it: its functions may draw random
-    # numbers.  A staged program holding one is evaluated at the level of a transform
-    # outside the jit (compiler/call.py), where its predicates have values.
+    # numbers.  The compiling tier writes it as a loop or a branch (runs_functions).
     effectful = True
     runs_functions = True
 
@@ -97,6 +100,13 @@ class ControlFlowPrimitive(Primitive):
 
         run.__name__ = name
         super().__init__(name, run, **kwargs)
+
+    def decided_by_values(self, params: dict) -> bool:  # noqa: ARG002  (scan reads them)
+        """Whether what it runs (a branch, a number of iterations) is decided by values,
+        which a staged program has only when it runs: then a transform of a jitted
+        function holding it evaluates the graph at the transform's level
+        (``compiler/call.py``).  ``scan`` overrides it: its trip count is static."""
+        return True
 
 
 def run_here(interp: Any, prim: Primitive, args: tuple, params: dict):
@@ -116,8 +126,9 @@ def _unlifted(x: Any) -> Any:
     return x
 
 
-# A control-flow primitive with no method of its own for an interpreter runs here, at
-# that interpreter's level (the staging included: one with no stager is unrolled).
+# The defaults for a control-flow primitive with no entry of its own for an interpreter
+# (the package's own register one for each): it runs at that interpreter's level (the
+# staging included: one with no stager is unrolled).
 for _interpreter in (GradInterpreter, JvpInterpreter, BatchInterpreter, ExplainInterpreter,
                      StagingInterpreter):  # fmt: skip
     process.register(_interpreter, ControlFlowPrimitive)(run_here)
@@ -185,7 +196,7 @@ class GraphFn:
         for a in args:
             if isinstance(a, Tracer):
                 return tuple(eval_graph(self.graph, *args))
-        return compiled(self.graph, *array_kind(args))(*args)
+        return replay(self.graph, *array_kind(args))(*args)
 
     def __repr__(self) -> str:
         return f"<{self.graph.name}: {len(self.graph.eqns)} eqns>"
@@ -194,7 +205,7 @@ class GraphFn:
 def inline_function(ctx: Any, fn: GraphFn, inputs: Sequence[str], consts: Sequence[str]) -> list:
     """A lowering's ``ctx`` (``compiler/kernels.py``) writes ``fn``'s optimised graph
     inline, on ``inputs`` and the closed-over values it picks from ``consts``."""
-    return ctx.inline(final_graph(fn.graph), [*inputs, *(consts[i] for i in fn.picks)])
+    return ctx.inline(optimized(fn.graph), [*inputs, *(consts[i] for i in fn.picks)])
 
 
 def lowered_names(ctx: Any, values: Sequence[str], avals: Sequence[Any], prefix: str) -> list:

@@ -17,13 +17,35 @@ its equations are written there with its ``lowering``, one of:
     NumPy's SIMD loops round differently).  Equations of
     one shape are fused: one loop over the elements computes them all.
 ``Emitter(fn)``
-    ``fn(ctx, *operands, **params)`` writes source for whole operands (arrays, or scalars
-    for 0-d values) and returns the expression of the result (a tuple of them for a
-    primitive with several results).  ``ctx`` (``compiler/kernels.py``'s ``Context``) knows
-    the equation's abstract values, writes statements, renders literals, dtypes and
-    static indices, and writes a sub-graph inline (control flow).  It raises
-    ``NotLowered`` where the parameters are ones it cannot express: the equation then
-    stays a NumPy call.
+    ``fn(ctx, *operands, **params)`` writes source for whole operands (the names, or
+    literals, of arrays, or of scalars for 0-d values) and returns the expression of the
+    result (a tuple of them for a primitive with several results; a scalar for a 0-d
+    result).  ``ctx`` (``compiler/kernels.py``'s ``Context``) knows the equation's
+    abstract values (``in_avals``, ``out_avals``), writes statements (``line``,
+    ``indented``), gives fresh names (``temp``), renders dtypes, literals and static
+    indices, calls a Python function numba compiles (``call``), and writes a sub-graph
+    inline (``inline``: control flow).  It raises ``NotLowered`` where the parameters are
+    ones it cannot express: the equation then stays a NumPy call.
+
+**What an Emitter may do with buffers.**  In a kernel every value has one name and no
+array is written once it is made, and every array a kernel returns is new (``jit``'s
+results share memory with nothing).  So an emitter
+
+- never writes into an operand, nor assigns to an operand's name: an operand may be the
+  caller's argument (compiled read-only, so numba refuses the kernel and the region
+  stays NumPy calls), a constant of the graph, or a value later equations still read.
+  To update one, copy it into a name of its own first (``v = x.copy()``, then
+  ``v[i] += y``), as ``index_add`` does;
+- assigns only names it got from ``ctx.temp()``;
+- returns a new array (allocated by its statements, or by an expression that allocates,
+  ``a @ b``, ``x * 2``), one of its operands as it is (a result passed through), or a
+  view of its operands (``x.reshape(...)``, ``x.T``, ``x[1:]``, ``np.broadcast_to``).  A
+  view it declares: ``ctx.view = True``, or the set of the result positions that may be
+  views.  The code writer then copies, on the way out of the kernel, each result that
+  may share memory with an input, a constant or another result.  An undeclared view
+  would return memory shared with an argument;
+- may be called more than once for one equation (``kernels.lowerable`` writes it into a
+  scratch writer to learn whether it lowers), so it has no effect besides ``ctx``'s.
 
 A primitive without a lowering is a NumPy call between compiled regions: never wrong,
 only not compiled.  Nothing here imports numba: a lowering is a description, and
@@ -70,7 +92,18 @@ class Elementwise(Lowering):
 
 
 class Emitter(Lowering):
-    """Lowers by writing source (see the module docstring)."""
+    """Lowers by writing source, keeping the buffer contract of the module docstring.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> from autodiff.extend import Primitive
+    >>> def _rows_lowering(ctx, x):  # a view of its operand: declared
+    ...     ctx.view = True
+    ...     return f"{x}[::-1]"
+    >>> flip_rows_p = Primitive("flip_rows", lambda x: x[::-1], lowering=Emitter(_rows_lowering))
+    >>> f = autodiff.jit(lambda x: flip_rows_p.bind(anp.sin(x) * 2.0) + 1.0)
+    >>> [r.primitives for r in f.trace(np.ones(3)).lower().regions]
+    [['sin', 'multiply', 'flip_rows', 'add']]
+    """
 
     __slots__ = ("fn",)
 

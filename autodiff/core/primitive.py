@@ -25,13 +25,21 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from autodiff.core.dispatch import DispatchPoint, dispatch
 from autodiff.core.lowering import Lowering
 from autodiff.core.observe import Observer, current_observer
-from autodiff.core.rule_forms import check_arity, normalize_reads, normalized_jvp, normalized_vjp
+from autodiff.core.rule_forms import (
+    check_arity,
+    check_batch,
+    check_packed,
+    normalize_reads,
+    normalized_jvp,
+    normalized_vjp,
+)
 from autodiff.core.tracer import Tracer, leaked_error, stand_ins, stood_in
 from autodiff.errors import LeakedTracerError, MissingRuleError
 
@@ -42,6 +50,7 @@ __all__ = [
     "current_interpreters",
     "dispatch",
     "lift",
+    "live_again",
     "new_interpreter",
     "owned",
     "process",
@@ -123,6 +132,49 @@ def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
     finally:
         interp.active = False
         _stack.set(previous)
+
+
+# How many ``live_again`` blocks hold each interpreter now (a tape's backward passes may
+# run in several threads at once), and whether it was active before the first began.
+_revived: dict[Interpreter, list] = {}
+_revived_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def live_again(interp: Interpreter) -> Iterator[Interpreter]:
+    """``interp`` live again for the block, as while its transform ran: active, and on
+    this thread's stack (innermost) unless it is there already.  For work its transform
+    defers past its end: reverse mode recomputing a step of ``scan(..., checkpoint=True)``
+    in the backward pass records it with the interpreter of the forward pass, reaching
+    the nodes recorded then.  It stays active until the last block holding it ends, in
+    whatever thread; then it is as it was (inactive, once its transform has ended).
+
+    >>> class Plain(Interpreter):
+    ...     transform = "plain"
+    >>> with new_interpreter(Plain()) as interp:
+    ...     pass
+    >>> with live_again(interp):
+    ...     print(current_interpreters()[-1] is interp, interp.active)
+    True True
+    >>> interp.active, current_interpreters()
+    (False, ())
+    """
+    with _revived_lock:
+        count = _revived.setdefault(interp, [0, interp.active])
+        count[0] += 1
+        interp.active = True
+    stack = _stack.get()
+    token = None if interp in stack else _stack.set((*stack, interp))
+    try:
+        yield interp
+    finally:
+        if token is not None:
+            _stack.reset(token)
+        with _revived_lock:
+            count[0] -= 1
+            if not count[0]:
+                interp.active = count[1]
+                del _revived[interp]
 
 
 def check_live(x: Any) -> Any:
@@ -316,9 +368,13 @@ class Primitive:
         lowering: Lowering | None = None,
     ) -> None:
         self.name = name
-        self.shape = shape
-        self.sparsity = sparsity
+        self.shape: Callable | None = None
+        self.sparsity: Callable | None = None
         self.lowering: Lowering | None = None
+        if shape is not None:
+            self.def_shape(shape)
+        if sparsity is not None:
+            self.def_sparsity(sparsity)
         if lowering is not None:
             self.def_lowering(lowering)
         self.traceable = traceable
@@ -339,14 +395,29 @@ class Primitive:
         if batch is not None:
             self.def_batch(batch)
 
-    def def_vjp(self, rule: Callable | Sequence[Callable | None]) -> Any:
-        check_arity(self, "VJP", rule)
-        self.vjp = normalized_vjp(rule)
+    def def_vjp(self, rule: Callable | Sequence[Callable | None], *, packed: bool = False) -> Any:
+        """The VJP rule, in either form described above; ``packed=True``: already in the
+        form the transforms call, ``rule(ct, ans, primals, params, argnums)`` returning a
+        cotangent for each position in ``argnums`` (``core/rule_forms.py``), for rules
+        that read parameters recorded with the call (control flow, ``custom_vjp``)."""
+        if packed:
+            check_packed(self, "VJP", rule)
+            self.vjp = rule  # type: ignore[assignment]
+        else:
+            check_arity(self, "VJP", rule)
+            self.vjp = normalized_vjp(rule)
         return rule
 
-    def def_jvp(self, rule: Callable | Sequence[Callable | None]) -> Any:
-        check_arity(self, "JVP", rule)
-        self.jvp = normalized_jvp(self, rule)
+    def def_jvp(self, rule: Callable | Sequence[Callable | None], *, packed: bool = False) -> Any:
+        """The JVP rule, in either form described above; ``packed=True``: already in the
+        form the transforms call, ``rule(tangents, ans, primals, params)`` with None for
+        a zero tangent."""
+        if packed:
+            check_packed(self, "JVP", rule)
+            self.jvp = rule  # type: ignore[assignment]
+        else:
+            check_arity(self, "JVP", rule)
+            self.jvp = normalized_jvp(self, rule)
         return rule
 
     def vjp_rule(self) -> Callable:
@@ -370,30 +441,40 @@ class Primitive:
         return derived[1]
 
     def def_batch(self, rule: Callable) -> Callable:
+        """``rule(args, dims, **params) -> (out, out_dim)`` (see ``batch`` above)."""
+        check_batch(self, rule)
         self.batch = rule
         return rule
 
     def def_shape(self, rule: Callable) -> Callable:
         """``rule(*avals, **params) -> aval`` (or a tuple of avals): the result's
         shape and dtype for staging, from the arguments' (see ``shape`` above)."""
-        self.shape = rule
+        self.shape = self._function("shape", rule)
         return rule
 
     def def_sparsity(self, rule: Callable) -> Callable:
         """``rule(*operands, **params) -> Sparsity``: which operand elements each output
         element reads, for sparsity detection (see ``sparsity`` above)."""
-        self.sparsity = rule
+        self.sparsity = self._function("sparsity", rule)
         return rule
 
-    def def_lowering(self, lowering: Lowering) -> Lowering:
-        """How the primitive is written as compiled code (see ``lowering`` above)."""
-        if not isinstance(lowering, Lowering):
+    def def_lowering(self, lowering: Lowering | None) -> Lowering | None:
+        """How the primitive is written as compiled code (see ``lowering`` above);
+        None: it has none (a NumPy call between compiled regions), also where a helper
+        gave it one."""
+        if lowering is not None and not isinstance(lowering, Lowering):
             raise TypeError(
                 f"primitive '{self.name}': a lowering is an Elementwise or an Emitter "
-                f"(autodiff.core.lowering), got {lowering!r:.60}"
+                f"(autodiff.core.lowering), or None, got {lowering!r:.60}"
             )
         self.lowering = lowering
         return lowering
+
+    def _function(self, what: str, rule: Any) -> Callable:
+        if not callable(rule):
+            raise TypeError(f"primitive '{self.name}': its {what} rule must be a function, "
+                            f"got {rule!r:.60}")  # fmt: skip
+        return rule
 
     def bind(self, *args: Any, **params: Any) -> Any:
         # The hot path of the library.  With no tracer among the arguments this

@@ -7,12 +7,16 @@ Rule blocks declare VJP and JVP rules per argument or whole (see
     jvp(tangents, ans, primals, params)    -> output tangent (tangents: None = 0)
 
 and ``vjp_reads`` to one frozenset of positions (and/or ``"ans"``) per argument.
-At registration each rule's arity is checked against the implementation's.
+A rule may be given in that form itself (``def_vjp(rule, packed=True)``): control
+flow's, ``custom_vjp``'s and the solvers' rules read parameters recorded with the
+call, and the positions that need a cotangent.  At registration each rule's arity is
+checked against the implementation's (a packed rule's against its form).
 """
 
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +24,14 @@ import numpy as np
 
 from autodiff.errors import RuleError
 
-__all__ = ["check_arity", "normalize_reads", "normalized_jvp", "normalized_vjp"]
+__all__ = [
+    "check_arity",
+    "check_batch",
+    "check_packed",
+    "normalize_reads",
+    "normalized_jvp",
+    "normalized_vjp",
+]
 
 
 def normalized_vjp(rule: Callable | Sequence[Callable | None]) -> Callable:
@@ -96,12 +107,24 @@ def normalize_reads(name: str, reads: Any) -> tuple[frozenset, ...] | None:
     return out
 
 
+# Attributes that make a function's signature other than its code's (functools.wraps).
+_SIGNED = {"__wrapped__", "__signature__"}
+
+
 def _arity(fn: Callable) -> tuple[int, int] | None:
     """How many positional arguments ``fn`` takes: (required, at most), or None
     if that varies (``*args``) or cannot be read."""
     nin = getattr(fn, "nin", None)  # NumPy ufuncs
     if isinstance(nin, int):
         return nin, nin
+    code = getattr(fn, "__code__", None)
+    plain = type(fn) is types.FunctionType and not _SIGNED & vars(fn).keys()
+    if plain and code is not None:
+        # from the code object: a rule made per call (custom_vjp's) is checked in a
+        # microsecond, where inspect.signature takes tens
+        if code.co_flags & inspect.CO_VARARGS:
+            return None
+        return code.co_argcount - len(fn.__defaults__ or ()), code.co_argcount
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -118,6 +141,9 @@ def check_arity(prim: Any, rule: str, rules: Any) -> None:
     and every rule takes (cotangent or tangent, ans, *primals)."""
     arity = _arity(prim.impl)
     per_argument = isinstance(rules, (list, tuple))
+    for fn in rules if per_argument else [rules]:
+        if fn is not None and not callable(fn):
+            raise _arity_error(prim, rule, f"is {type(fn).__name__}, not a function")
     if per_argument and arity is not None and not arity[0] <= len(rules) <= arity[1]:
         raise _arity_error(
             prim,
@@ -137,6 +163,32 @@ def check_arity(prim: Any, rule: str, rules: Any) -> None:
                 f"takes {takes[0]} positional arguments; it should take "
                 f"({first}, ans, *primals): {2 + nargs}",
             )
+
+
+# The packed forms (the module docstring): what each takes, positionally.
+_PACKED = {"VJP": "(ct, ans, primals, params, argnums)", "JVP": "(tangents, ans, primals, params)"}
+
+
+def check_packed(prim: Any, rule: str, fn: Any) -> None:
+    """At registration: a rule given in the packed form is one function taking that
+    form's arguments."""
+    form = _PACKED[rule]
+    if isinstance(fn, (list, tuple)) or not callable(fn):
+        raise _arity_error(prim, rule, f"is packed, so one function {form}; got {fn!r:.60}")
+    takes = _arity(fn)
+    count = form.count(",") + 1
+    if takes is not None and not takes[0] <= count <= takes[1]:
+        raise _arity_error(prim, rule, f"is packed and takes {takes[0]} positional arguments; "
+                                       f"it should take {form}: {count}")  # fmt: skip
+
+
+def check_batch(prim: Any, fn: Any) -> None:
+    """At registration: a batching rule is a function taking ``(args, dims)``."""
+    takes = _arity(fn) if callable(fn) else (0, -1)
+    if takes is not None and not takes[0] <= 2 <= takes[1]:
+        got = "takes a different number of arguments" if callable(fn) else f"is {fn!r:.60}"
+        raise RuleError(f"the batching rule of primitive '{prim.name}' {got}; it should be a "
+                        f"function batch(args, dims, **params) -> (out, out_dims)")  # fmt: skip
 
 
 def _arity_error(prim: Any, rule: str, message: str) -> RuleError:

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from autodiff.core import tracer
+from autodiff.core import conversions, tracer
 from autodiff.core.caches import LRUCache
 from autodiff.core.graph import Eqn, Graph, Literal, OpaqueAval, ShapedArray, Var, aval_of
 from autodiff.core.primitive import (
@@ -157,13 +157,22 @@ class StagedTensor(Tracer):
     def dtype(self) -> np.dtype:
         return self._var.aval.dtype
 
-    def _concrete(self, what: str) -> Any:
+    def _refuse(self, what: str, kind: str, frame: Any) -> None:
+        self._concrete(conversions.describe(frame, what, kind), kind)
+
+    def _concrete(self, what: str | conversions.Described, kind: str = "read") -> Any:
+        fix = (
+            conversions.array_fix(str(what), tracer.array_namespace)
+            if kind == "array"
+            else "mark the argument static (jit(f, static_argnums=...)) or use autodiff.cond "
+            "or anp.where"
+        )
         raise ConcretizationError(
-            f"{what} needs a concrete value, but this value is staged by "
-            f"{self._interp.describe()}: it stands for every value of shape "
-            f"{self.aval.str_short()} the function may be called with, so Python control "
-            f"flow (if/while/and/or, float(), int(), .item(), np.asarray()) cannot depend "
-            f"on it. To fix it, {CONTROL_FLOW_HINT}."
+            f"{what} needs a concrete value, but it is staged by {self._interp.describe()}: "
+            f"{fix}. A staged value stands for any {self.aval.str_short()} value the "
+            f"function may be called with: Python control flow (if/while/and/or, float(), "
+            f"int(), .item(), np.asarray()) cannot depend on it; the ways out: "
+            f"{CONTROL_FLOW_HINT}."
         )
 
     def __getattr__(self, name: str) -> Any:
@@ -174,7 +183,11 @@ class StagedTensor(Tracer):
             namespace = tracer.array_namespace
             if namespace is not None and not name.startswith("_"):
                 return namespace.random.generator_method(self, name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        hint = tracer.THEIR_SPELLINGS.get(name)  # (its property raised and led here)
+        raise AttributeError(
+            f"'{type(self).__name__}' object has no attribute '{name}'"
+            + (f": {hint}." if hint else "")
+        )
 
     def __repr__(self) -> str:
         return f"StagedTensor({self.aval.str_short()}, {self._interp.describe()})"
@@ -309,7 +322,7 @@ def abstract_eval(prim: Primitive, avals: Sequence[Any], params: dict) -> Any:
     if rule is not None:
         return _as_avals(prim, rule(*avals, **params))
     if prim.traceable:
-        graph = traced_impl(prim, avals, params)
+        graph = traced_impl(prim, avals, params).graph
         outs = tuple(v.aval for v in graph.outvars)
         return outs if prim.multiple_results else outs[0]
     try:
@@ -319,23 +332,22 @@ def abstract_eval(prim: Primitive, avals: Sequence[Any], params: dict) -> Any:
     return _cache(_evaluated, prim).get_or_make(key, lambda: _evaluate(prim, avals, params))
 
 
-def traced_impl(prim: Primitive, avals: Sequence[Any], params: dict) -> Graph:
-    """``prim.impl`` staged for arguments of ``avals`` (cached per primitive)."""
+def traced_impl(prim: Primitive, avals: Sequence[Any], params: dict) -> Staged:
+    """``prim.impl`` staged for arguments of ``avals`` (cached per primitive, unless it
+    closed over tracers of outer transforms, ``captured``: those belong to one call)."""
     try:
         key: Any = (tuple(avals), _params_key(params))
     except TypeError:
         key = None
     cache = _cache(_traced, prim)
-    graph = None if key is None else cache.get(key)
-    if graph is None:
+    found = None if key is None else cache.get(key)
+    if found is None:
         staged = stage(lambda *xs: _as_list(prim, prim.impl(*xs, **params)), avals,
                        transform=f"staging of {prim.name}")  # fmt: skip
-        graph = staged.graph
-        if staged.captured:
-            graph.cache["captured"] = staged.captured
+        found = Staged(staged.graph, staged.captured)
         if key is not None and not staged.captured:
-            graph = cache.put(key, graph)
-    return graph
+            found = cache.put(key, found)
+    return found
 
 
 def _as_list(prim: Primitive, out: Any) -> list:
@@ -359,15 +371,13 @@ def _stage_equation(interp: StagingInterpreter, prim: Primitive, args: tuple, pa
         if _no_grad_level() < interp.level:  # (not inside no_grad(): the common case)
             return StagedTensor(interp, var)
         return _without_grad(interp, prim, StagedTensor(interp, var))
-    if prim.traceable:
-        graph = traced_impl(prim, avals, params)
-        if "captured" in graph.cache:
-            raise TransformTypeError(
-                f"'{prim.name}' closes over a traced value (one computed from the "
-                f"arguments of the staged function or of a transform around it), which "
-                f"{interp.describe()} cannot hand to its rules. Pass that value to "
-                f"'{prim.name}' as an argument instead."
-            )
+    if prim.traceable and traced_impl(prim, avals, params).captured:
+        raise TransformTypeError(
+            f"'{prim.name}' closes over a traced value (one computed from the "
+            f"arguments of the staged function or of a transform around it), which "
+            f"{interp.describe()} cannot hand to its rules. Pass that value to "
+            f"'{prim.name}' as an argument instead."
+        )
     out = abstract_eval(prim, avals, params)
     if prim.multiple_results:
         outvars = [Var(a) for a in out]

@@ -366,7 +366,7 @@ def broadcasting(
         prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
     prim.def_batch(_broadcasting_batch(prim))
     prim.def_shape(elementwise_shape(prim))
-    prim.lowering = ufunc_lowering(impl)
+    prim.def_lowering(ufunc_lowering(impl))
     prim.def_sparsity(
         elementwise_sparsity(
             [d is not None for d in derivs] + [False] * (nargs - len(derivs)), pairs
@@ -411,7 +411,7 @@ def unary(
         prim.def_jvp([deriv])
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
     prim.def_shape(elementwise_shape(prim))
-    prim.lowering = ufunc_lowering(impl)
+    prim.def_lowering(ufunc_lowering(impl))
     prim.def_sparsity(elementwise_sparsity([True], () if linear else None))
     return prim, _public(prim, 1, numpy, _doc(name, numpy, differentiable))
 

@@ -381,8 +381,9 @@ def _i1_deriv(g, ans, x):
     return g * where(at_zero, 0.5, i0(x) - ans / safe)
 
 
-_i1_p, _i1 = unary("i1", _i1_impl, _i1_deriv)
-i0_p, _i0 = unary("i0", numpy_impl(np.i0), lambda g, a, x: g * _i1(x), reads=(0,))
+# Named apart from SciPy's i0 and i1 (rules/special.py), which are primitives too.
+_i1_p, _i1 = unary("numpy_i1", _i1_impl, _i1_deriv)
+i0_p, _i0 = unary("numpy_i0", numpy_impl(np.i0), lambda g, a, x: g * _i1(x), reads=(0,))
 
 
 @implements(i0_p, np.i0)
@@ -531,7 +532,7 @@ fmax_p, fmax = broadcasting(
     numpy=[np.fmax],
     pairs=(),  # piecewise linear
 )
-fmax_p.lowering = None  # NumPy's own sign of a tied zero depends on the array's length
+fmax_p.def_lowering(None)  # NumPy's own sign of a tied zero depends on the array's length
 fmin_p, fmin = broadcasting(
     "fmin",
     np.fmin,
@@ -540,7 +541,7 @@ fmin_p, fmin = broadcasting(
     numpy=[np.fmin],
     pairs=(),  # piecewise linear
 )
-fmin_p.lowering = None  # as fmax
+fmin_p.def_lowering(None)  # as fmax
 
 
 @register_numpy(np.clip)
@@ -789,7 +790,7 @@ for _p in (isnan_p, isinf_p, isfinite_p, signbit_p, floor_p, ceil_p, rint_p, tru
 # numba's floor division, remainder and spacing differ from NumPy's at the edges (signs
 # of zeros, infinities); numba has no heaviside
 for _p in (floor_divide_p, remainder_p, spacing_p, heaviside_p):
-    _p.lowering = None
+    _p.def_lowering(None)
 
 
 def _sign_scalar(x):

@@ -64,8 +64,8 @@ import optree  # noqa: E402
 import scipy.integrate as _si  # noqa: E402
 
 import autodiff.numpy as anp  # noqa: E402
-from autodiff.compiler import numba_tier  # noqa: E402
-from autodiff.compiler.replay import compiled  # noqa: E402
+from autodiff.compiler import background  # noqa: E402
+from autodiff.compiler.stages import compiled, default_backend, replay  # noqa: E402
 from autodiff.core.args import at_positions  # noqa: E402
 from autodiff.core.arrays import array_library, backend_error, eye_like, shape_of  # noqa: E402
 from autodiff.core.caches import LRUCache  # noqa: E402
@@ -198,23 +198,22 @@ class _HotReplay:
 
     def __init__(self, graph: Any) -> None:
         self.graph = graph
-        self.run = compiled(graph)
-        self.calls: int | None = 0 if numba_tier.available() else None
+        self.run = replay(graph)
+        self.calls: int | None = 0 if default_backend().available() else None
 
     def __call__(self, *args: Any) -> Any:
         if self.calls is not None:
             self.calls += 1
-            if self.calls >= max(self.HOT_CALLS, numba_tier.HOT_CALLS):
+            if self.calls >= self.HOT_CALLS:
                 self.calls = None
-                example = [np.empty((0,) * np.ndim(a)) if isinstance(a, np.ndarray) and
-                           a.flags.c_contiguous else None for a in args]  # fmt: skip
+                layouts = [type(a) is np.ndarray and a.flags.c_contiguous for a in args]
 
                 def compile_then_swap() -> None:
-                    kernels = numba_tier.fused_replay(self.graph, args=example, sync=False)
-                    if kernels is not None:
-                        self.run = kernels
+                    found = compiled(self.graph, layouts=layouts, sync=False)
+                    if found is not None:
+                        self.run = found.run
 
-                numba_tier.compile_later(compile_then_swap)
+                background.compile_later(compile_then_swap)
         return self.run(*args)
 
 
@@ -361,7 +360,10 @@ def _odeint_primitive(fn: Callable, options: Any, staged: bool = False) -> Primi
             outs.append(y0)
         return anp.stack(outs, axis=1), 0
 
-    prim.vjp, prim.jvp, prim.batch, prim.fwd = vjp_rule, jvp_rule, batch_rule, fwd
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_batch(batch_rule)
+    prim.fwd = fwd
     return prim
 
 

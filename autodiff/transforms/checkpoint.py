@@ -66,8 +66,10 @@ def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
 
     prim = CheckpointPrimitive(f"checkpoint({name})", fn, multiple_results=True, traceable=True)
     prim.base_name = name
-    prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
-    prim.sparsity = through_impl(prim)  # its derivative is its implementation's
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_batch(batch_rule)
+    prim.def_sparsity(through_impl(prim))  # its derivative is its implementation's
     return prim
 
 
@@ -78,10 +80,9 @@ def _closure_converted(prim: Any, operands: list) -> tuple[Primitive, list]:
     after the transform that traced them has ended (the backward pass), where a closed-
     over traced value would be a leaked one."""
     body = traced_impl(prim, [aval_of(x) for x in operands], {})
-    captured = body.cache.get("captured")
-    if not captured:
+    if not body.captured:
         return prim, operands
-    return prim.closure_convert(graph_function(body)), [*operands, *captured]
+    return prim.closure_convert(graph_function(body.graph)), [*operands, *body.captured]
 
 
 def checkpoint(func: Callable) -> Callable:

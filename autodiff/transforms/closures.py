@@ -32,6 +32,7 @@ import numpy as np
 import optree
 
 from autodiff.core.primitive import current_interpreters, standing_in
+from autodiff.core.reach import refers_to
 from autodiff.core.tracer import Tracer, stood_in
 
 __all__ = ["Closure", "closed_over", "closure_of", "environment", "reaches_tracer"]
@@ -79,26 +80,12 @@ _ATOMS = (str, bytes, bool, int, float, complex, np.ndarray, np.generic, np.dtyp
           types.ModuleType, types.BuiltinFunctionType)  # fmt: skip
 
 
-def _parts(obj: Any) -> Any:
-    """What ``obj`` refers to that a call of it may compute with."""
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return obj
-    if isinstance(obj, dict):
-        return obj.values()
-    if isinstance(obj, functools.partial):
-        return (obj.func, *obj.args, *obj.keywords.values())
-    if isinstance(obj, types.MethodType):
-        return (obj.__func__, obj.__self__)
-    if isinstance(obj, types.FunctionType):
-        cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
-        names = obj.__code__.co_names
-        named = [obj.__globals__[n] for n in names if n in obj.__globals__]
-        return (*cells, *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
-                *(v for v in named if not isinstance(v, types.ModuleType)))  # fmt: skip
-    if hasattr(obj, "__dict__"):
-        return vars(obj).values()
-    slots = [s for cls in type(obj).__mro__ for s in getattr(cls, "__slots__", ())]
-    return [getattr(obj, s) for s in slots if isinstance(s, str) and hasattr(obj, s)]
+def _parts(obj: Any) -> tuple:
+    """What ``obj`` refers to that a call of it may compute with (``core.reach``), and
+    the slots of an object without a ``__dict__``."""
+    slots = () if hasattr(obj, "__dict__") else getattr(type(obj), "__slots__", ())
+    slots = (slots,) if isinstance(slots, str) else slots
+    return refers_to(obj) + tuple(getattr(obj, s) for s in slots if hasattr(obj, s))
 
 
 def environment(*objs: Any, depth: int = DEPTH) -> tuple[tuple, list]:
@@ -152,14 +139,6 @@ def environment(*objs: Any, depth: int = DEPTH) -> tuple[tuple, list]:
     for obj in objs:
         visit(obj, depth)
     return tuple(found), kept
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018  (an empty cell raises)
-    except ValueError:
-        return False
-    return True
 
 
 class Closure:

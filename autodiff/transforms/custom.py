@@ -186,14 +186,16 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
                 )
         return [cts_in[i] for i in argnums]
 
-    prim.vjp = vjp_rule
-    prim.jvp = jvp_from_vjp(vjp_rule)
-    prim.batch = _batched(
-        lambda: _make_custom_vjp_primitive(
-            name,
-            vmap(fun),
-            vmap(fwd),
-            lambda res, cts, argnums: vmap(lambda r, c: bwd(r, c, argnums))(res, cts),
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_from_vjp(vjp_rule), packed=True)
+    prim.def_batch(
+        _batched(
+            lambda: _make_custom_vjp_primitive(
+                name,
+                vmap(fun),
+                vmap(fwd),
+                lambda res, cts, argnums: vmap(lambda r, c: bwd(r, c, argnums))(res, cts),
+            )
         )
     )
     return prim
@@ -369,9 +371,9 @@ def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> P
     def jvp_rule(tangents, ans, primals, params):
         return jvp_fun(primals, tuple(tangents))
 
-    prim.jvp = jvp_rule
-    prim.vjp = vjp_from_jvp(jvp_rule)
-    prim.batch = _batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun)))
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_vjp(vjp_from_jvp(jvp_rule), packed=True)
+    prim.def_batch(_batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun))))
     return prim
 
 

@@ -264,8 +264,8 @@ def _linear_solve_shape(*avals, problem: LinearProblem, n_b: int):
 
 linear_solve_p = Primitive("custom_linear_solve", _linear_solve_impl, multiple_results=True,
                            shape=_linear_solve_shape)  # fmt: skip
-linear_solve_p.jvp = _linear_solve_jvp
-linear_solve_p.vjp = _linear_solve_vjp
+linear_solve_p.def_jvp(_linear_solve_jvp, packed=True)
+linear_solve_p.def_vjp(_linear_solve_vjp, packed=True)
 linear_solve_p.def_batch(loop_batch(linear_solve_p))
 
 
@@ -419,8 +419,8 @@ root_p = Primitive(
     multiple_results=True,
     shape=lambda *avals, problem, n_x: (*avals[:n_x], *problem.aux.avals),
 )
-root_p.jvp = _root_jvp
-root_p.vjp = _root_vjp
+root_p.def_jvp(_root_jvp, packed=True)
+root_p.def_vjp(_root_vjp, packed=True)
 root_p.def_batch(loop_batch(root_p))
 
 
