@@ -29,6 +29,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one thread, as python -m benchmarks runs (when run alone)
 
 import importlib.util  # noqa: E402
+import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -259,6 +260,19 @@ TITLES = {
 }  # fmt: skip
 
 
+def _cpu_ratio(forward: Callable, gradient: Callable, rounds: int) -> float:
+    """The median CPU time of ``gradient()`` over ``forward()``'s, timed interleaved with
+    the process's clock: a shared machine's other load stretches wall-clock times by
+    whatever it takes from this core, CPU times far less."""
+    times: dict[Callable, list[float]] = {forward: [], gradient: []}
+    for _ in range(rounds):
+        for run, kept in times.items():
+            start = time.process_time()
+            run()
+            kept.append(time.process_time() - start)
+    return float(np.median(times[gradient]) / np.median(times[forward]))
+
+
 def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]]]:
     """Markdown lines and (workload, target, value, verdict) rows."""
     lines: list[str] = []
@@ -280,11 +294,17 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
                   *[f"| {r.system} | {r.median / base:.2f} |" for r in [*solve_rows, *grad_rows]],
                   ""]  # fmt: skip
         ratio = by[GRAD] / base
+        cpu = _cpu_ratio(solves[FORWARD], grads[GRAD], rounds)
+        lines += [
+            f"CPU time (the process's, interleaved, median of {rounds}): the gradient "
+            f"costs {cpu:.2f}x the forward solve (wall clock above: {ratio:.2f}x).",
+            "",
+        ]
         if name.startswith("S1"):
-            verdict = "reached" if ratio <= 3 else "**missed**"
-            targets.append((name, "gradient x forward solve ≤ 3", ratio, verdict))
+            verdict = "reached" if cpu <= 3 else "**missed**"
+            targets.append((name, "gradient x forward solve ≤ 3 (CPU time)", cpu, verdict))
         else:
-            targets.append((name, "gradient x forward solve (reported)", ratio, "-"))
+            targets.append((name, "gradient x forward solve (CPU time, reported)", cpu, "-"))
         if "JAX jit(grad)" in by:
             targets.append((f"{name} JAX", "autodiff grad x JAX jit(grad) (information)",
                             by[GRAD] / by["JAX jit(grad)"], "-"))  # fmt: skip
