@@ -316,7 +316,10 @@ def main() -> None:
 
     out = pathlib.Path(__file__).with_name("results-solvers.md")
     title = "Benchmarks: gradients through SciPy's solvers"
-    note = " (JAX's: its own solvers, to the tolerances)"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    note = (f" (JAX's: its own solvers, to the tolerances). Load average at the start: "
+            f"{load:.1f} on {os.cpu_count()} cores; wall-clock times stretch with it, so the "
+            f"targets are read in the process's CPU time")  # fmt: skip
     h.standalone(title, "python -m benchmarks.solvers", report, out, note)
 
 
