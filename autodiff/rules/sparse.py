@@ -291,6 +291,17 @@ def _spsolve_batch(args, dims, *, pattern, transpose, permc_spec):
     return _shp.stack(outs), 0
 
 
+def _spsolve_sparsity(data, b, *, pattern, transpose, permc_spec):
+    """Every element of ``x`` reads every value (``A⁻¹`` is dense but for a reducible
+    pattern); column ``j`` of ``x`` reads column ``j`` of ``b`` alone.  Non-linear in
+    the values, bilinear in values and ``b``."""
+    shape = b.shape if isinstance(b, ShapedArray) else np.shape(b)
+    if len(shape) != 2:
+        return Sparsity([ALL, ALL], [(0, 0), (0, 1)])
+    column = np.tile(np.arange(shape[1]), shape[0])  # (element (i, j), row-major: j)
+    return Sparsity([ALL, Groups(column, column, n_groups=shape[1])], [(0, 0), (0, 1)])
+
+
 def _spsolve_shape(data, b, **params):
     return ShapedArray(b.shape, np.result_type(data.dtype, b.dtype, np.float32))
 
@@ -302,6 +313,7 @@ spsolve_p = Primitive(
     vjp=_spsolve_vjp,
     batch=_spsolve_batch,
     shape=_spsolve_shape,
+    sparsity=_spsolve_sparsity,
 )
 
 
