@@ -26,10 +26,10 @@ evaluated at the transform's own level instead, where those values exist, so its
 and branches are transformed as they are eagerly; a ``scan`` alone is transformed with
 the graph (its staged regime, ``control/scan.py``).
 
-``explain`` evaluates the graph at its own level, so it lists the primitives a jitted
-function runs, as it does for the function itself.  Under any other interpreter (a
-user's transform) the call is a primitive like any other, whose JVP and VJP rules are
-the ones above.
+Taylor mode and ``explain`` evaluate the graph at their own level (so explain lists the
+primitives a jitted function runs, as it does for the function itself).  Under any
+other interpreter (a user's transform) the call is a primitive like any other, whose
+JVP and VJP rules are the ones above.
 
 The graph transforms themselves (``jvp_graph``, ``vjp_graphs`` with ``split``,
 ``batch_graph``) are in ``graph_transforms.py``: the control-flow primitives use
@@ -57,6 +57,7 @@ from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
 from autodiff.interpreters.staging import StagedTensor, StagingInterpreter, eval_graph
 from autodiff.interpreters.tape import Dropped, Node
+from autodiff.interpreters.taylor import JetInterpreter
 
 __all__ = ["CallPrimitive", "call_p", "decided_by_values", "runs_at_level"]
 
@@ -220,6 +221,16 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
                                                    interp.randomness, like))  # fmt: skip
     out = prim.bind(*values, graph=bg.graph, name=f"vmap({params['name']})")
     return tuple(o if d is None else BatchedTensor(interp, o, d) for o, d in zip(out, bg.out_dims))
+
+
+# --- Taylor mode: the graph's primitives ----------------------------------------------------------
+
+
+@process.register(JetInterpreter, CallPrimitive)
+def _jet_of_call(interp: JetInterpreter, prim: CallPrimitive, args: tuple, params: dict):
+    """Taylor mode (``jet``, the differential operators) runs the graph's equations at its
+    own level, each pushing the series with its Taylor rule."""
+    return tuple(eval_graph(params["graph"], *args))
 
 
 # --- explain: the graph's primitives ------------------------------------------------------------

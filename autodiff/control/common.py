@@ -9,8 +9,8 @@ transform and ends with a registration block listing them; this one holds what t
 share:
 
 - **Eagerly every transform runs it at its own level** (``run_here``, the eager regime
-  of every entry, and the whole entry of some: explain's, cond's jvp and vmap): the
-  chosen branch, or the loop, runs on the
+  of every entry, and the whole entry of some: explain's, cond's jvp and vmap, cond's and
+  scan's Taylor mode): the chosen branch, or the loop, runs on the
   transform's own tracers, so whatever the functions compute, and whatever they close
   over (traced values of any transform included), is recorded, pushed forward or
   batched as if written inline.  That is why reverse mode differentiates a
@@ -52,6 +52,7 @@ from autodiff.interpreters.staging import (
     eval_graph,
     innermost_staging,
 )
+from autodiff.interpreters.taylor import JetInterpreter, JetTensor
 from autodiff.rules.elementwise import stop_gradient, where
 
 __all__ = [
@@ -123,6 +124,8 @@ def _unlifted(x: Any) -> Any:
         return x.value
     if isinstance(x, DualTensor) and x.tangent is None:
         return x.primal
+    if isinstance(x, JetTensor) and all(c is None for c in x.series):
+        return x.primal
     return x
 
 
@@ -130,7 +133,7 @@ def _unlifted(x: Any) -> Any:
 # (the package's own register one for each): it runs at that interpreter's level (the
 # staging included: one with no stager is unrolled).
 for _interpreter in (GradInterpreter, JvpInterpreter, BatchInterpreter, ExplainInterpreter,
-                     StagingInterpreter):  # fmt: skip
+                     StagingInterpreter, JetInterpreter):  # fmt: skip
     process.register(_interpreter, ControlFlowPrimitive)(run_here)
 
 

@@ -81,6 +81,7 @@ from autodiff.interpreters.staging import (
     staging_below,
 )
 from autodiff.interpreters.tape import Node
+from autodiff.interpreters.taylor import JetInterpreter
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
 from autodiff.rules.elementwise import clip, equal, where
@@ -415,4 +416,4 @@ process.register(ExplainInterpreter, CondPrimitive)(run_here)  # explain: the ta
 process.register(StagingInterpreter, CondPrimitive)(cond_stage)  # jit, make_graph
 cond_p.def_lowering(Emitter(_cond_lowering))  # jit's compiling tier
 cond_p.def_sparsity(_cond_sparsity)  # jacobian_sparsity
-# Taylor mode (jet): none yet; its entry goes here.
+process.register(JetInterpreter, CondPrimitive)(run_here)  # jet, the operators: the taken branch

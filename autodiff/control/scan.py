@@ -86,6 +86,7 @@ from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.index_sets import Groups, apply_read, propagating
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Interpreter, Primitive, current_interpreters, lift, process
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
@@ -108,6 +109,7 @@ from autodiff.interpreters.staging import (
     staging_below,
 )
 from autodiff.interpreters.tape import Dropped, Node, backward
+from autodiff.interpreters.taylor import JetInterpreter
 from autodiff.rules import creation as _cre
 from autodiff.rules._sparsity import moves, shape_of_operand
 from autodiff.rules.shape import moveaxis, stack
@@ -223,6 +225,7 @@ slices_p = Primitive(
 )
 
 slices_p.def_sparsity(moves(slices_p.impl, multiple_results=True))
+slices_p.def_taylor(linear_taylor(slices_p))
 
 scan_p = ScanPrimitive("scan", _scan_impl, multiple_results=True)
 
@@ -849,4 +852,4 @@ process.register(ExplainInterpreter, ScanPrimitive)(run_here)  # explain: the st
 process.register(StagingInterpreter, ScanPrimitive)(scan_stage)  # jit, make_graph
 scan_p.def_lowering(Emitter(_scan_lowering))  # jit's compiling tier
 scan_p.def_sparsity(_scan_sparsity)  # jacobian_sparsity, jacobian(..., sparsity="auto")
-# Taylor mode (jet): none yet; its entry goes here.
+process.register(JetInterpreter, ScanPrimitive)(run_here)  # jet, the operators: the steps

@@ -5,7 +5,7 @@ where a transform has two regimes (eager, and staged inside a ``jit``), the entr
 chooses between them in its first lines.  The routes, by transform:
 
 - no tracer: the loop in Python (``_while_impl``);
-- grad, jvp, vmap, explain: the loop at the transform's own level; grad records the
+- grad, jvp, vmap, explain, jet: the loop at the transform's own level; grad records the
   iterations that ran (JAX's reverse mode refuses); under vmap it runs while any
   example runs, finished examples frozen by ``where`` (``common.run_here``); a
   transform of a jitted function holding a while_loop evaluates its graph at the
@@ -18,6 +18,9 @@ chooses between them in its first lines.  The routes, by transform:
 - jvp inside a jit (``while_loop_jvp``): one loop a level down carrying the tangents; a
   carry leaf gains a tangent wherever the body gives it one, found by a fixed point
   before the loop (``_pushed_loop``);
+- Taylor mode inside a jit (``while_loop_jet``): one loop a level down carrying every
+  floating carry's coefficients, the body pushed through Taylor mode at each step
+  (``_jet_loop``); under a differential operator's collapsed mode it refuses;
 - grad inside a jit (``while_loop_grad``): where the carry holds nothing that grad
   differentiates (a ``custom_vjp``'s ``fwd`` solving by iteration, as JAX's fixed-point
   recipe does), the loop is staged one level down and its result is a constant for the
@@ -64,7 +67,7 @@ from autodiff.control.subgraphs import (
     unzip,
 )
 from autodiff.core.args import check_callable
-from autodiff.core.arrays import library_of, shape_of
+from autodiff.core.arrays import is_float, library_of, shape_of
 from autodiff.core.graph import Graph, aval_of
 from autodiff.core.index_sets import propagating
 from autodiff.core.lowering import Emitter, NotLowered
@@ -77,6 +80,7 @@ from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import GradInterpreter, unpack
 from autodiff.interpreters.sparsity import fixed_point
 from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
+from autodiff.interpreters.taylor import JetInterpreter, JetTensor, jet_parts, push_series
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import reductions as _red
@@ -378,6 +382,61 @@ def _pushed_loop(interp: JvpInterpreter, args: tuple, params: dict) -> tuple:
                  for o, h in zip(outs[:n], has, strict=True))  # fmt: skip
 
 
+def while_loop_jet(interp: JetInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                   params: dict):  # fmt: skip
+    """Taylor mode of a while_loop.  Staged: one loop a level down carrying each floating
+    carry's K coefficients (zeros where it has none yet), its body pushed through Taylor
+    mode at every step (``_jet_loop``).  Eager: the loop at jet's level."""
+    if not staging_below(interp):
+        return run_here(interp, prim, args, params)
+    if interp.collapse is not None:
+        raise ConcretizationError(
+            f"{params['who']}: its condition is staged by jit, under a differential operator "
+            f"running inside the jit (collapsed Taylor mode), whose directions a staged loop "
+            f"cannot carry. Put the jit inside the operator (laplacian(jit(f))), or loop a "
+            f"fixed number of times with fori_loop(0, n, ...) or scan."
+        )
+    return _jet_loop(interp, *unclosed(args, params))
+
+
+def _jet_loop(interp: JetInterpreter, args: tuple, params: dict) -> tuple:
+    """One loop a level down, the coefficients as more carry."""
+    who, n, order = params["who"], len(args), interp.order
+    primals, series = unzip(jet_parts(interp, a) for a in args)
+    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, tuple(primals),
+                                                              library_of(primals))  # fmt: skip
+    cond_consts = [jet_parts(interp, c)[0] for c in cond_c]
+    body_pairs = [jet_parts(interp, c) for c in body_c]
+    moving = [i for i, p in enumerate(primals) if is_float(p)]
+    none = (None,) * order
+
+    def filled(values: Any, coefficients: Any) -> list:
+        return [c if c is not None else _cre.zeros_like(values)
+                for c in (coefficients or none)]  # fmt: skip
+
+    def cond(*vals: Any) -> Any:
+        return eval_graph(cond_graph, *vals[:n], *cond_consts)[0]
+
+    def body(*vals: Any) -> tuple:
+        carried = [none] * n
+        for j, i in enumerate(moving):
+            carried[i] = tuple(vals[n + j * order : n + (j + 1) * order])
+        outs, out_series = push_series(
+            lambda *xs: tuple(eval_graph(body_graph, *xs)),
+            [*vals[:n], *(p for p, _ in body_pairs)],
+            [*carried, *(s or none for _, s in body_pairs)],
+            order,
+        )
+        return (*outs, *(c for i in moving for c in filled(outs[i], out_series[i])))
+
+    carry = [*primals, *(c for i in moving for c in filled(primals[i], series[i]))]
+    outs = _lowered(who, cond, body, carry)
+    result = list(outs[:n])
+    for j, i in enumerate(moving):
+        result[i] = JetTensor(interp, outs[i], tuple(outs[n + j * order : n + (j + 1) * order]))
+    return tuple(result)
+
+
 # --- while_loop_p: every transform's one entry --------------------------------------------------
 # The implementation is _while_impl (the loop in Python; under vmap, while any example
 # runs).  A transform of a jitted function holding a while_loop evaluates the graph at
@@ -389,6 +448,6 @@ process.register(JvpInterpreter, WhileLoopPrimitive)(while_loop_jvp)  # jvp, jac
 process.register(BatchInterpreter, WhileLoopPrimitive)(while_loop_batch)  # vmap
 process.register(ExplainInterpreter, WhileLoopPrimitive)(run_here)  # explain: the iterations
 process.register(StagingInterpreter, WhileLoopPrimitive)(while_loop_stage)  # jit, make_graph
+process.register(JetInterpreter, WhileLoopPrimitive)(while_loop_jet)  # jet, the operators
 while_loop_p.def_lowering(Emitter(_while_lowering))  # jit's compiling tier
 while_loop_p.def_sparsity(_while_sparsity)  # jacobian_sparsity
-# Taylor mode (jet): none yet; its entry goes here.

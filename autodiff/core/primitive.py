@@ -36,6 +36,7 @@ from autodiff.core.rule_forms import (
     check_arity,
     check_batch,
     check_packed,
+    check_taylor_arity,
     normalize_reads,
     normalized_jvp,
     normalized_vjp,
@@ -336,6 +337,16 @@ class Primitive:
         element; equations of one shape fuse into one loop) or ``Emitter`` (source for
         whole arrays).  Without one, the primitive is a NumPy call between compiled
         regions (``core/lowering.py``).
+    taylor
+        Optional, for Taylor mode (``jet`` and the differential operators):
+        ``taylor(primals, series, **params) -> (ans, series_out)`` pushes a truncated
+        Taylor series through the primitive.  ``series`` has one entry per argument, a
+        tuple of its K *normalised* coefficients (``x(t) = x0 + x1 t + ... + xK t^K``;
+        ``None``: a zero coefficient); ``series_out`` is a list of K coefficients (None:
+        zero), a tuple of them for ``multiple_results``.  Forms for whole families are in
+        ``core/rule_forms.py`` (``linear_taylor``, ``multilinear_taylor``).  Without one,
+        Taylor mode derives the coefficients from the JVP rule (exact, slower; it warns
+        once).
 
     >>> import numpy as np
     >>> from autodiff.core.primitive import Primitive
@@ -346,7 +357,7 @@ class Primitive:
 
     __slots__ = ("__weakref__", "_derived_jvp", "_derived_vjp", "batch", "differentiable",
                  "impl", "jvp", "lowering", "multiple_results", "name", "shape", "sparsity",
-                 "traceable", "vjp", "vjp_reads")  # fmt: skip
+                 "taylor", "traceable", "vjp", "vjp_reads")  # fmt: skip
     # Effectful primitives (random draws) run at every replay of a staged graph, in
     # order: graph passes never drop, merge or precompute them.
     effectful = False
@@ -366,6 +377,7 @@ class Primitive:
         traceable: bool = False,
         sparsity: Callable | None = None,
         lowering: Lowering | None = None,
+        taylor: Callable | None = None,
     ) -> None:
         self.name = name
         self.shape: Callable | None = None
@@ -394,6 +406,9 @@ class Primitive:
             self.def_jvp(jvp)
         if batch is not None:
             self.def_batch(batch)
+        self.taylor: Callable | None = None
+        if taylor is not None:
+            self.def_taylor(taylor)
 
     def def_vjp(self, rule: Callable | Sequence[Callable | None], *, packed: bool = False) -> Any:
         """The VJP rule, in either form described above; ``packed=True``: already in the
@@ -456,6 +471,13 @@ class Primitive:
         """``rule(*operands, **params) -> Sparsity``: which operand elements each output
         element reads, for sparsity detection (see ``sparsity`` above)."""
         self.sparsity = self._function("sparsity", rule)
+        return rule
+
+    def def_taylor(self, rule: Callable) -> Callable:
+        """``rule(primals, series, **params) -> (ans, series_out)``: how a truncated
+        Taylor series of the arguments maps to the result's (see ``taylor`` above)."""
+        check_taylor_arity(self, rule)
+        self.taylor = rule
         return rule
 
     def def_lowering(self, lowering: Lowering | None) -> Lowering | None:

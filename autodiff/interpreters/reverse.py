@@ -47,6 +47,7 @@ from autodiff.core.primitive import (
     owned,
     process,
 )
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, checking_nans, user_site
 from autodiff.errors import TransformTypeError, TransformValueError
@@ -474,6 +475,7 @@ no_grad_p = NoGradPrimitive(
     shape=lambda aval: aval,
     sparsity=elementwise_sparsity([True], ()),  # each element its own, linear
 )
+no_grad_p.def_taylor(linear_taylor(no_grad_p))
 
 
 @process.register(GradInterpreter, NoGradPrimitive)

@@ -33,6 +33,7 @@ from autodiff.core.arrays import dtype_of, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import ALL, Edges, Gather, Groups, Sparsity
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
 from autodiff.rules import indexing as _idx
 from autodiff.rules import reductions as _red
 from autodiff.rules import shape as _shp
@@ -357,3 +358,11 @@ linear_operator_p = Primitive(
     batch=_operator_batch,
     shape=_operator_shape,
 )
+
+
+# Taylor mode: the product is bilinear in the values and the vector (Leibniz's rule), the
+# operator linear; the solve's coefficients come from its JVP rule (the same factorisation
+# each order, exact).
+sparse_matvec_p.def_taylor(multilinear_taylor(sparse_matvec_p))
+linear_operator_p.def_taylor(linear_taylor(linear_operator_p))
+spsolve_p.def_taylor(jvp_taylor(spsolve_p))

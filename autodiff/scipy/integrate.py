@@ -76,6 +76,7 @@ from autodiff.core.arrays import array_library, backend_error, eye_like, shape_o
 from autodiff.core.caches import LRUCache  # noqa: E402
 from autodiff.core.graph import ShapedArray, aval_of  # noqa: E402
 from autodiff.core.primitive import Primitive, current_interpreters  # noqa: E402
+from autodiff.core.rule_forms import jvp_taylor  # noqa: E402
 from autodiff.core.tracer import Tracer  # noqa: E402
 from autodiff.errors import (  # noqa: E402
     ConcretizationError,
@@ -241,6 +242,10 @@ def _odeint_primitive(fn: Callable, options: Any, staged: bool = False) -> Primi
         scipy_impl(scipy_fn, lambda y0, t, *args: _solve(fn, options, staged, y0, t, *args)),
         shape=_solution_shape,
     )
+
+    # Taylor mode from the forward sensitivities, pushed through to order K-1 (each order
+    # one more augmented system)
+    prim.def_taylor(jvp_taylor(prim))
 
     def solve(y0, t, *args, rhs=fn):
         return _odeint_primitive(rhs, options, staged=rhs is not fn).bind(y0, t, *args)

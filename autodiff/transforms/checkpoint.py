@@ -27,6 +27,7 @@ from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import vjp
 from autodiff.interpreters.sparsity import through_impl
 from autodiff.interpreters.staging import graph_function, innermost_staging, traced_impl
+from autodiff.interpreters.taylor import push_series
 from autodiff.transforms.closures import reaches_tracer
 
 __all__ = ["checkpoint"]
@@ -66,9 +67,16 @@ def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
 
     prim = CheckpointPrimitive(f"checkpoint({name})", fn, multiple_results=True, traceable=True)
     prim.base_name = name
+
+    def taylor_rule(primals, series):  # its function's, pushed through (no recomputation)
+        order = len(series[0])
+        outs, coefficients = push_series(fn, primals, series, order)
+        return tuple(outs), tuple([None] * order if c is None else c for c in coefficients)
+
     prim.def_vjp(vjp_rule, packed=True)
     prim.def_jvp(jvp_rule, packed=True)
     prim.def_batch(batch_rule)
+    prim.def_taylor(taylor_rule)
     prim.def_sparsity(through_impl(prim))  # its derivative is its implementation's
     return prim
 

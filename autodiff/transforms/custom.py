@@ -28,6 +28,7 @@ import optree
 from autodiff.core.args import check_callable
 from autodiff.core.arrays import batch_size_of
 from autodiff.core.primitive import Primitive, process
+from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import vmap
@@ -188,6 +189,7 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
 
     prim.def_vjp(vjp_rule, packed=True)
     prim.def_jvp(jvp_from_vjp(vjp_rule), packed=True)
+    prim.def_taylor(jvp_taylor(prim))  # through bwd's transpose: the custom rule, respected
     prim.def_batch(
         _batched(
             lambda: _make_custom_vjp_primitive(
@@ -373,6 +375,7 @@ def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> P
 
     prim.def_jvp(jvp_rule, packed=True)
     prim.def_vjp(vjp_from_jvp(jvp_rule), packed=True)
+    prim.def_taylor(jvp_taylor(prim))  # Taylor mode through the custom rule (JAX ignores it)
     prim.def_batch(_batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun))))
     return prim
 

@@ -33,6 +33,7 @@ from autodiff.core.args import check_callable, check_flag
 from autodiff.core.arrays import batch_size_of, dtype_of, shape_of
 from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.forward import jvp
@@ -267,6 +268,8 @@ linear_solve_p = Primitive("custom_linear_solve", _linear_solve_impl, multiple_r
 linear_solve_p.def_jvp(_linear_solve_jvp, packed=True)
 linear_solve_p.def_vjp(_linear_solve_vjp, packed=True)
 linear_solve_p.def_batch(loop_batch(linear_solve_p))
+# Taylor mode through the implicit function theorem's JVP (the solver is never differentiated)
+linear_solve_p.def_taylor(jvp_taylor(linear_solve_p))
 
 
 def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
@@ -420,6 +423,7 @@ root_p = Primitive(
     shape=lambda *avals, problem, n_x: (*avals[:n_x], *problem.aux.avals),
 )
 root_p.def_jvp(_root_jvp, packed=True)
+root_p.def_taylor(jvp_taylor(root_p))
 root_p.def_vjp(_root_vjp, packed=True)
 root_p.def_batch(loop_batch(root_p))
 
