@@ -203,6 +203,39 @@ def test_constrained_solutions_differentiate_through_the_kkt_conditions(method, 
               rtol=1e-5, atol=1e-6)  # fmt: skip
 
 
+def on_ball(p, method, objects=False):
+    """argmax θ·x on the ball |x| ≤ r: x = r θ/|θ|, where only the constraint curves (the
+    Lagrangian's Hessian is the multiplier |θ|/2r times 2I)."""
+    th, r = p[:3], p[3]
+    cons = ([so.NonlinearConstraint(lambda x: r**2 - x @ x, 0.0, np.inf)] if objects else
+            [{"type": "ineq", "fun": lambda x: r**2 - x @ x}])  # fmt: skip
+    return ao.minimize(lambda x: -th @ x, np.full(3, 0.1), method=method, constraints=cons,
+                       tol=1e-12).x  # fmt: skip
+
+
+def on_ball_exact(p):
+    th, r = p[:3], p[3]
+    norm = np.linalg.norm(th)
+    return np.concatenate([r * (np.eye(3) - np.outer(th, th) / norm**2) / norm,
+                           (th / norm)[:, None]], 1)  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "objects", "tol"), [
+    ("SLSQP", False, 1e-8), ("SLSQP", True, 1e-7), ("trust-constr", False, 1e-8),
+    ("COBYQA", True, 1e-8), ("COBYLA", False, 3e-4),  # (COBYLA's solution: to 4e-5)
+])  # fmt: skip
+def test_a_curved_active_constraint_against_the_closed_form(method, objects, tol):
+    p = np.array([0.3, -0.2, 0.5, 1.5])
+    solve = lambda p: on_ball(p, method, objects)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "delta_grad == 0.0", UserWarning)  # trust-constr's
+        close(solve(p), p[3] * p[:3] / np.linalg.norm(p[:3]), atol=tol)
+        close(jacrev(solve)(p), on_ball_exact(p), atol=tol)
+        close(jacfwd(solve)(p), on_ball_exact(p), atol=tol)
+        second = fd(lambda p: on_ball_exact(p)[0], p, 1e-5)  # (the closed form's differences)
+        close(hessian(lambda p: solve(p)[0])(p), second, atol=10 * tol)
+
+
 def test_a_constraint_closing_over_a_traced_budget():
     def allocation(budget, prices):  # max Σ log x_i s.t. prices · x ≤ budget: x_i = b/(n p_i)
         cons = [{"type": "ineq", "fun": lambda x: budget - prices @ x}]
@@ -213,6 +246,30 @@ def test_a_constraint_closing_over_a_traced_budget():
     close(allocation(3.0, prices), 3.0 / (3 * prices), rtol=1e-6)
     close(jacfwd(allocation)(3.0, prices), 1 / (3 * prices), rtol=1e-5)
     close(jacrev(allocation, 1)(3.0, prices), -np.diag(3.0 / (3 * prices**2)), rtol=1e-5)
+
+
+def box(th, u, method="L-BFGS-B"):
+    """argmin quartic on [0, u]³: one coordinate free, one at each bound (as above)."""
+    return ao.minimize(quartic, np.full(3, 0.1), args=(th,), method=method,
+                       bounds=[(0.0, u)] * 3, tol=1e-12).x  # fmt: skip
+
+
+@pytest.mark.parametrize(("solve", "p"), [
+    (lambda p: box(p[:3], p[3]), np.array([*TH, 0.2])),
+    (lambda p: constrained(p, "SLSQP"), P_CONSTRAINED),
+    (lambda p: constrained(p, "SLSQP", objects=True), P_CONSTRAINED),
+], ids=["bounds", "kkt", "kkt-objects"])  # fmt: skip
+def test_bounded_and_constrained_solutions_to_second_order_under_vmap_and_jit(solve, p):
+    """The projected gradient's and the KKT system's implicit derivatives differentiated
+    again (against differences of the gradient), batched (against a loop over
+    independently drawn parameters) and staged (against the eager values)."""
+    loss = lambda p: anp.sum(solve(p) ** 3)
+    first = lambda p: np.asarray(grad(loss)(p))
+    close(hessian(loss)(p), fd(first, p, 1e-5), rtol=1e-4, atol=1e-6)
+    ps = p + 0.02 * np.random.default_rng(7).normal(size=(3, p.size))
+    close(vmap(solve)(ps), [solve(q) for q in ps], rtol=1e-10, atol=1e-12)
+    close(vmap(grad(loss))(ps), [grad(loss)(q) for q in ps], rtol=1e-9, atol=1e-12)
+    close(jit(grad(loss))(p), grad(loss)(p), rtol=1e-10)
 
 
 # --- minimize: the implicit system's solvers, failures -----------------------------------------
@@ -234,6 +291,26 @@ def test_the_implicit_solvers_agree(kind):
                                    implicit_solve=kind).x ** 2)  # fmt: skip
 
     close(grad(loss)(th, kind), grad(loss)(th, "dense"), rtol=1e-8)
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "cg", "gmres-matfree"])
+def test_second_order_through_the_implicit_solvers(kind):
+    """hessian through minimize, the tangent's linear solve by each kind of solver,
+    against the implicit function theorem's second order by hand: with c = 3x² and
+    H = ∇²f = 2L + 2I + 1.2 diag(x²) (L the chain's Laplacian), dx/dθ = 2H⁻¹ and
+    ∇²_θ Σx³ = 2H⁻¹ diag(6x - 2.4 x (H⁻¹c)) 2H⁻¹."""
+    th = np.sin(np.arange(8.0))
+
+    def solve(t):
+        return ao.minimize(chain, np.zeros(8), args=(t,), method="L-BFGS-B",
+                           options=dict(gtol=1e-12), implicit_solve=kind).x  # fmt: skip
+
+    x = solve(th)
+    lap = 2 * np.eye(8) - np.eye(8, k=1) - np.eye(8, k=-1)
+    lap[0, 0] = lap[-1, -1] = 1.0
+    h_inv = np.linalg.inv(2 * lap + 2 * np.eye(8) + 1.2 * np.diag(x**2))
+    want = 4 * h_inv @ np.diag(6 * x - 2.4 * x * (h_inv @ (3 * x**2))) @ h_inv
+    close(hessian(lambda t: anp.sum(solve(t) ** 3))(th), want, rtol=1e-7, atol=1e-10)
 
 
 def test_a_solution_that_did_not_converge_is_not_differentiated():
@@ -268,12 +345,19 @@ T = np.linspace(0, 2, 8)
 Y_DECAY = 2.0 * np.exp(-1.3 * T) + 0.05 * np.sin(7 * T)
 
 
-@pytest.mark.parametrize("loss", ["linear", "soft_l1", "huber", "cauchy", "arctan"])
-def test_least_squares_against_the_implicit_function_theorem_in_jax(loss):
+LS_CASES = [("trf", loss) for loss in ["linear", "soft_l1", "huber", "cauchy", "arctan"]] + [
+    ("dogbox", "linear"),
+    ("dogbox", "cauchy"),
+    ("lm", "linear"),
+]  # (lm takes the linear loss only)
+
+
+@pytest.mark.parametrize(("method", "loss"), LS_CASES)
+def test_least_squares_against_the_implicit_function_theorem_in_jax(method, loss):
     def fit(p):
         model = lambda q: q[0] * anp.exp(-q[1] * T) - p[0] * Y_DECAY - p[1]
-        return ao.least_squares(model, np.array([1.0, 1.0]), loss=loss, f_scale=0.1,
-                                xtol=1e-15, ftol=1e-15, gtol=1e-15).x  # fmt: skip
+        return ao.least_squares(model, np.array([1.0, 1.0]), method=method, loss=loss,
+                                f_scale=0.1, xtol=1e-15, ftol=1e-15, gtol=1e-15).x  # fmt: skip
 
     p = np.array([1.0, 0.02])
     q = fit(p)
@@ -323,6 +407,27 @@ def test_root_every_method(method):
     jx = np.array([[3 * x[0] ** 2, 1.0], [1.0, -3 * x[1] ** 2]])  # ∂F/∂x; ∂F/∂a = -I
     close(jacrev(solve)(a), np.linalg.inv(jx), rtol=1e-6)
     close(jacfwd(solve)(a), np.linalg.inv(jx), rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["anderson", "linearmixing", "excitingmixing"])
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")  # anderson's own, near the root
+def test_root_mixing_methods_on_a_contraction(method):
+    """SciPy's remaining methods, which converge on a contraction: x = a - 0.2 sin(x reversed),
+    dx/da = J⁻¹, J = [[1, 0.2 cos x₁], [0.2 cos x₀, 1]]; to second order against differences."""
+
+    def solve(a):
+        system = lambda x, a: a - x - 0.2 * anp.sin(x[::-1])
+        return ao.root(system, np.zeros(2), args=(a,), method=method, tol=1e-13,
+                       options=dict(maxiter=2000)).x  # fmt: skip
+
+    a = np.array([0.4, -0.3])
+    x = solve(a)
+    close(x, a - 0.2 * np.sin(x[::-1]), atol=1e-12)
+    want = np.linalg.inv(np.array([[1.0, 0.2 * np.cos(x[1])], [0.2 * np.cos(x[0]), 1.0]]))
+    close(jacrev(solve)(a), want, rtol=1e-8)
+    close(jacfwd(solve)(a), want, rtol=1e-8)
+    first = lambda a: np.asarray(grad(lambda a: solve(a)[0])(a))
+    close(hessian(lambda a: solve(a)[0])(a), fd(first, a, 1e-5), rtol=1e-5, atol=1e-8)
 
 
 # --- scalar roots, fixed points -------------------------------------------------------------------

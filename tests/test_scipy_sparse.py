@@ -135,6 +135,32 @@ def test_one_factorisation_serves_the_forward_and_the_derivative_solves(monkeypa
     assert (np.triu(lu.L.toarray(), 1) == 0).all()  # SciPy's factors, for plain values
 
 
+def test_factorized_is_differentiable_and_factors_once(monkeypatch):
+    """factorized(A)'s solve, A the stiffness plus a constant upwind term (not symmetric):
+    the misfit's gradient in the coefficients against the adjoint by hand (w = A⁻ᵀ ∂L/∂x,
+    the values' cotangent -w_i x_j on the pattern, pulled back to k), right-hand sides
+    batched against NumPy, the forward and adjoint solves on one factorisation."""
+    calls = []
+    factor = rules._spla.splu
+    monkeypatch.setattr(rules._spla, "splu", lambda *a, **k: calls.append(1) or factor(*a, **k))
+    k = K0 * 1.03  # values no other test factors
+    upwind = asp.csr_array(sp.eye(N * N, k=1, format="csr") * 10.0)
+    matrix = lambda k: stiffness(k) + upwind
+    misfit = lambda k: anp.mean((asl.factorized(matrix(k))(F) - 0.02) ** 2)
+    dense = matrix(k).toscipy().toarray()
+    assert not np.allclose(dense, dense.T)
+    x = np.linalg.solve(dense, F)
+    w = np.linalg.solve(dense.T, 2 * (x - 0.02) / x.size)
+    rows = np.repeat(np.arange(N * N), np.diff(PATTERN.indptr))
+    close(grad(misfit)(k), TO_VALUES.T @ (-w[rows] * x[PATTERN.indices]))
+    assert len(calls) == 1
+    solve = asl.factorized(matrix(k))
+    bs = RNG.normal(size=(3, N * N))
+    close(vmap(solve)(bs), np.linalg.solve(dense, bs.T).T)
+    close(jvp(solve, (F,), (bs[0],))[1], np.linalg.solve(dense, bs[0]))
+    assert len(calls) == 1
+
+
 def test_a_values_array_written_after_construction_does_not_change_the_matrix():
     values = np.array([4.0, 1.0, 1.0, 3.0])
     a = asp.csr_array((values, np.array([0, 1, 0, 1]), np.array([0, 2, 4])), shape=(2, 2))

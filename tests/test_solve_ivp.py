@@ -140,6 +140,28 @@ def test_event_times_and_values_by_the_implicit_function_theorem():
     close(grad(lambda v: flight(v).y[1, -1])(v), -1.0)  # the speed at landing: -v
 
 
+def test_an_event_closing_over_a_traced_level():
+    """The ball falling through a height h the event closes over: v t - g t²/2 = h at
+    t = (v + s)/g, s = sqrt(v² - 2gh), so dt/dh = -1/s and dt/dv = (1 + v/s)/g."""
+
+    def crossing(v, h):
+        def through(t, y):
+            return y[0] - h
+
+        through.terminal, through.direction = True, -1
+        # (max_step: SciPy detects a sign change between steps, and on this exactly
+        # quadratic flight its error control would step over both crossings at once)
+        return solve_ivp(lambda t, y: anp.stack([y[1], -G + 0.0 * y[0]]), (0.0, 10.0),
+                         anp.stack([0.0, v]), events=through, max_step=0.1,
+                         **TIGHT).t_events[0][0]  # fmt: skip
+
+    v, h = 4.0, 0.5
+    s = np.sqrt(v**2 - 2 * G * h)
+    close(crossing(v, h), (v + s) / G)
+    close(grad(crossing, argnums=(0, 1))(v, h), ((1 + v / s) / G, -1 / s))
+    close(jvp(lambda h: crossing(v, h), (h,), (1.0,))[1], -1 / s)
+
+
 def test_dense_output_is_differentiable():
     def at(v, t):
         return flight(v, dense_output=True).sol(t)[0]  # the height at t: v t - g t²/2
