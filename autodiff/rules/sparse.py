@@ -34,12 +34,11 @@ from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import ALL, Edges, Gather, Groups, Sparsity
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
-from autodiff.rules import indexing as _idx
+from autodiff.rules import compositions as _comp
 from autodiff.rules import reductions as _red
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import move_to_front
 from autodiff.rules._scipy import scipy_impl
-from autodiff.rules.dtypes import result_type
 
 __all__ = ["Pattern", "linear_operator_p", "sparse_matvec", "sparse_matvec_p", "spsolve_p"]
 
@@ -123,7 +122,7 @@ def outer_on_pattern(u: Any, v: Any, pattern: Pattern, transpose: bool) -> Any:
     """``u vᵀ`` (summed over trailing columns) read at the stored entries: the cotangent
     of the values of ``A`` in ``A x`` (``u`` the output's cotangent, ``v`` = ``x``)."""
     out_idx, in_idx = _entries(pattern, transpose)
-    prod = _idx.take(u, out_idx, axis=0) * _idx.take(v, in_idx, axis=0)
+    prod = _comp.take(u, out_idx, axis=0) * _comp.take(v, in_idx, axis=0)
     return (
         _red.sum(prod, axis=tuple(range(1, len(shape_of(prod)))))
         if len(shape_of(prod)) > 1
@@ -144,7 +143,7 @@ def _matvec_batch(args, dims, *, pattern, transpose):
     if dd is None:  # the matrix shared: the examples are more columns
         x = move_to_front(x, xd)
         size, rest = shape_of(x)[0], shape_of(x)[1:]
-        cols = _shp.reshape(_shp.moveaxis(x, 0, -1), (rest[0], math.prod(rest[1:]) * size))
+        cols = _shp.reshape(_comp.moveaxis(x, 0, -1), (rest[0], math.prod(rest[1:]) * size))
         y = sparse_matvec_p.bind(data, cols, pattern=pattern, transpose=transpose)
         y = _shp.reshape(y, (shape_of(y)[0], *rest[1:], size))
         return y, len(shape_of(y)) - 1
@@ -152,13 +151,13 @@ def _matvec_batch(args, dims, *, pattern, transpose):
     size = shape_of(data)[0]
     x = _shp.broadcast_to(x[None], (size, *shape_of(x))) if xd is None else move_to_front(x, xd)
     out_idx, in_idx = _entries(pattern, transpose)
-    prod = _shp.reshape(data, (size, pattern.nnz) + (1,) * (len(shape_of(x)) - 2)) * _idx.take(
+    prod = _shp.reshape(data, (size, pattern.nnz) + (1,) * (len(shape_of(x)) - 2)) * _comp.take(
         x, in_idx, axis=1)  # fmt: skip
     # sum each output's products: a sparse product with the pattern of ones that does so
     rows = pattern.transposed()[0] if transpose else pattern
     summing = rows.sum_rows()
     order = np.argsort(out_idx, kind="stable")
-    products = _shp.moveaxis(_idx.take(prod, order, axis=1), 0, -1)  # (nnz, ..., size)
+    products = _comp.moveaxis(_comp.take(prod, order, axis=1), 0, -1)  # (nnz, ..., size)
     flat = _shp.reshape(products, (pattern.nnz, math.prod(shape_of(products)[1:])))
     ones = np.ones(pattern.nnz, dtype_of(flat))
     y = sparse_matvec_p.bind(ones, flat, pattern=summing, transpose=False)
@@ -167,7 +166,7 @@ def _matvec_batch(args, dims, *, pattern, transpose):
 
 
 def _matvec_shape(data, x, *, pattern, transpose):
-    return ShapedArray(_out_shape(pattern, transpose, x.shape), result_type(data.dtype, x.dtype))
+    return ShapedArray(_out_shape(pattern, transpose, x.shape), np.result_type(data.dtype, x.dtype))
 
 
 def _matvec_sparsity(data, x, *, pattern, transpose):
@@ -277,7 +276,7 @@ def _spsolve_batch(args, dims, *, pattern, transpose, permc_spec):
     if dd is None:  # one factorisation, the examples more right-hand sides
         b = move_to_front(b, bd)
         size, rest = shape_of(b)[0], shape_of(b)[1:]
-        cols = _shp.reshape(_shp.moveaxis(b, 0, -1), (rest[0], math.prod(rest[1:]) * size))
+        cols = _shp.reshape(_comp.moveaxis(b, 0, -1), (rest[0], math.prod(rest[1:]) * size))
         x = spsolve_p.bind(data, cols, **params)
         x = _shp.reshape(x, (rest[0], *rest[1:], size))
         return x, len(shape_of(x)) - 1
@@ -330,7 +329,7 @@ def _operator_impl(x, *, op, transpose):
 def _operator_batch(args, dims, *, op, transpose):
     x = move_to_front(args[0], dims[0])
     size, rest = shape_of(x)[0], shape_of(x)[1:]
-    cols = _shp.reshape(_shp.moveaxis(x, 0, -1), (rest[0], math.prod(rest[1:]) * size))
+    cols = _shp.reshape(_comp.moveaxis(x, 0, -1), (rest[0], math.prod(rest[1:]) * size))
     y = linear_operator_p.bind(cols, op=op, transpose=transpose)
     y = _shp.reshape(y, (shape_of(y)[0], *rest[1:], size))
     return y, len(shape_of(y)) - 1
