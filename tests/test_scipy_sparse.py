@@ -161,6 +161,18 @@ def test_factorized_is_differentiable_and_factors_once(monkeypatch):
     assert len(calls) == 1
 
 
+def test_splus_arguments_reach_scipys_factorisation():
+    """permc_spec, diag_pivot_thresh and options are SciPy's: NATURAL keeps the columns'
+    order, and a solve with them is differentiable like any other."""
+    k = K0 * 1.05
+    natural = lambda k: asl.splu(stiffness(k), permc_spec="NATURAL", diag_pivot_thresh=0.0,
+                                 options=dict(SymmetricMode=True))  # fmt: skip
+    lu = natural(k)
+    assert (lu.perm_c == np.arange(N * N)).all()
+    assert (asl.splu(stiffness(k)).perm_c != np.arange(N * N)).any()  # (COLAMD's, by default)
+    close(grad(lambda k: anp.mean((natural(k).solve(F) - 0.02) ** 2))(k), grad(objective)(k))
+
+
 def test_a_values_array_written_after_construction_does_not_change_the_matrix():
     values = np.array([4.0, 1.0, 1.0, 3.0])
     a = asp.csr_array((values, np.array([0, 1, 0, 1]), np.array([0, 2, 4])), shape=(2, 2))

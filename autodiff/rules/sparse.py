@@ -8,9 +8,10 @@ outer product, never a dense matrix.
 
 - ``sparse_matvec_p(data, x, *, pattern, transpose)``: ``A @ x`` or ``Aᵀ @ x`` (``x`` a
   vector or a matrix of columns), bilinear; its sparsity rule is the pattern's.
-- ``spsolve_p(data, b, *, pattern, transpose, permc_spec)``: ``A⁻¹ b`` or ``A⁻ᵀ b`` by
-  SuperLU.  The factorisation is kept (``factorization``, by the values' content) and
-  reused by every solve with the same values: the adjoint solve of a gradient, the
+- ``spsolve_p(data, b, *, pattern, transpose, lu_options)``: ``A⁻¹ b`` or ``A⁻ᵀ b`` by
+  SuperLU (``lu_options``: SciPy's ``splu`` arguments, as ``(name, value)`` pairs).  The
+  factorisation is kept (``factorization``, by the values' content and those options)
+  and reused by every solve with the same values: the adjoint solve of a gradient, the
   tangent solve of a ``jvp``, the right-hand sides of a ``vmap``, ``splu(A).solve``.
 - ``linear_operator_p(x, *, op, transpose)``: a constant ``scipy.sparse.linalg.
   LinearOperator`` applied to a traced ``x`` (``rmatvec`` is its transpose).
@@ -228,16 +229,16 @@ class _Factorizations:
         self._entries: OrderedDict[tuple, tuple] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, data: np.ndarray, pattern: Pattern, permc_spec: Any) -> Any:
+    def get(self, data: np.ndarray, pattern: Pattern, lu_options: tuple) -> Any:
         data = np.ascontiguousarray(data)
-        key = (pattern.key, data.dtype.str, permc_spec, hash(data.tobytes()))
+        key = (pattern.key, data.dtype.str, lu_options, hash(data.tobytes()))
         with self._lock:
             found = self._entries.get(key)
             if found is not None and found[0].same(pattern) and np.array_equal(found[1], data):
                 self._entries.move_to_end(key)
                 return found[2]
         try:
-            lu = _spla.splu(pattern.matrix(data).tocsc(), permc_spec=permc_spec)
+            lu = _spla.splu(pattern.matrix(data).tocsc(), **lu_kwargs(lu_options))
         except RuntimeError as e:  # "Factor is exactly singular"
             raise np.linalg.LinAlgError(f"spsolve: the matrix is singular ({e})") from None
         with self._lock:
@@ -250,29 +251,43 @@ class _Factorizations:
 factorization = _Factorizations()
 
 
-def _spsolve_impl(data, b, *, pattern, transpose, permc_spec):
-    lu = factorization.get(data, pattern, permc_spec)
+def lu_options_of(**kwargs: Any) -> tuple:
+    """SciPy's ``splu`` arguments given (not None) as a primitive's hashable parameter
+    (its ``options`` dict as pairs too)."""
+    pairs = []
+    for name, value in sorted(kwargs.items()):
+        if value is not None:
+            pairs.append((name, tuple(sorted(value.items())) if name == "options" else value))
+    return tuple(pairs)
+
+
+def lu_kwargs(lu_options: tuple) -> dict:
+    return {k: dict(v) if k == "options" else v for k, v in lu_options}
+
+
+def _spsolve_impl(data, b, *, pattern, transpose, lu_options):
+    lu = factorization.get(data, pattern, lu_options)
     dtype = np.result_type(data, b, np.float32)
     return np.asarray(lu.solve(np.asarray(b, dtype), trans="T" if transpose else "N"))
 
 
-def _spsolve_jvp(tangents, ans, data, b, *, pattern, transpose, permc_spec):
+def _spsolve_jvp(tangents, ans, data, b, *, pattern, transpose, lu_options):
     """``A dx = db - dA x``: the same factorisation."""
     t_data, t_b = tangents
     rhs = t_b - sparse_matvec_p.bind(t_data, ans, pattern=pattern, transpose=transpose)
-    return spsolve_p.bind(data, rhs, pattern=pattern, transpose=transpose, permc_spec=permc_spec)
+    return spsolve_p.bind(data, rhs, pattern=pattern, transpose=transpose, lu_options=lu_options)
 
 
-def _spsolve_vjp(ct, ans, data, b, *, pattern, transpose, permc_spec):
+def _spsolve_vjp(ct, ans, data, b, *, pattern, transpose, lu_options):
     """``w = A⁻ᵀ ct`` (the same factorisation, transposed): ``ct_b = w``, and the values'
     cotangent the sparse outer product ``-w xᵀ`` on the pattern."""
-    w = spsolve_p.bind(data, ct, pattern=pattern, transpose=not transpose, permc_spec=permc_spec)
+    w = spsolve_p.bind(data, ct, pattern=pattern, transpose=not transpose, lu_options=lu_options)
     return [-outer_on_pattern(w, ans, pattern, transpose), w]
 
 
-def _spsolve_batch(args, dims, *, pattern, transpose, permc_spec):
+def _spsolve_batch(args, dims, *, pattern, transpose, lu_options):
     (data, b), (dd, bd) = args, dims
-    params = dict(pattern=pattern, transpose=transpose, permc_spec=permc_spec)
+    params = dict(pattern=pattern, transpose=transpose, lu_options=lu_options)
     if dd is None:  # one factorisation, the examples more right-hand sides
         b = move_to_front(b, bd)
         size, rest = shape_of(b)[0], shape_of(b)[1:]
@@ -291,7 +306,7 @@ def _spsolve_batch(args, dims, *, pattern, transpose, permc_spec):
     return _shp.stack(outs), 0
 
 
-def _spsolve_sparsity(data, b, *, pattern, transpose, permc_spec):
+def _spsolve_sparsity(data, b, *, pattern, transpose, lu_options):
     """Every element of ``x`` reads every value (``A⁻¹`` is dense but for a reducible
     pattern); column ``j`` of ``x`` reads column ``j`` of ``b`` alone.  Non-linear in
     the values, bilinear in values and ``b``."""

@@ -40,7 +40,12 @@ from autodiff.core.primitive import current_interpreters  # noqa: E402
 from autodiff.core.tracer import Tracer, stood_in  # noqa: E402
 from autodiff.errors import TransformTypeError, TransformValueError  # noqa: E402
 from autodiff.interpreters.staging import captured_value  # noqa: E402
-from autodiff.rules.sparse import factorization, linear_operator_p, spsolve_p  # noqa: E402
+from autodiff.rules.sparse import (  # noqa: E402
+    factorization,
+    linear_operator_p,
+    lu_options_of,
+    spsolve_p,
+)
 from autodiff.scipy._implicit import (  # noqa: E402
     check_converged,
     check_options,
@@ -175,7 +180,8 @@ def spsolve(A: Any, b: Any, permc_spec: Any = None, use_umfpack: bool = True) ->
     if a.shape[0] != a.shape[1]:
         raise TransformValueError(f"spsolve: A must be square, got shape {a.shape}.")
     b = _rhs(b, a.shape[0], "spsolve")
-    return spsolve_p.bind(a.data, b, pattern=a.pattern, transpose=False, permc_spec=permc_spec)
+    return spsolve_p.bind(a.data, b, pattern=a.pattern, transpose=False,
+                          lu_options=lu_options_of(permc_spec=permc_spec))  # fmt: skip
 
 
 class SuperLU:
@@ -183,11 +189,11 @@ class SuperLU:
     every solve reusing one factorisation (the factors ``L``, ``U``, ``perm_r``,
     ``perm_c`` are SciPy's, for plain values)."""
 
-    def __init__(self, a: csr_array, permc_spec: Any) -> None:
-        self.a, self.permc_spec = a, permc_spec
+    def __init__(self, a: csr_array, lu_options: tuple) -> None:
+        self.a, self.lu_options = a, lu_options
         self.shape, self.nnz = a.shape, a.nnz
         if not isinstance(a.data, Tracer):
-            self._lu = factorization.get(np.asarray(a.data), a.pattern, permc_spec)
+            self._lu = factorization.get(np.asarray(a.data), a.pattern, lu_options)
 
     def solve(self, rhs: Any, trans: str = "N") -> Any:
         _numpy_only("splu", rhs)
@@ -199,7 +205,7 @@ class SuperLU:
             )
         b = _rhs(rhs, self.shape[0], "SuperLU.solve")
         return spsolve_p.bind(self.a.data, b, pattern=self.a.pattern, transpose=trans != "N",
-                              permc_spec=self.permc_spec)  # fmt: skip
+                              lu_options=self.lu_options)  # fmt: skip
 
     def __getattr__(self, name: str) -> Any:
         if name in ("L", "U", "perm_r", "perm_c"):
@@ -215,7 +221,8 @@ class SuperLU:
 def splu(A: Any, permc_spec: Any = None, diag_pivot_thresh: Any = None, relax: Any = None,
          panel_size: Any = None, options: Any = None) -> SuperLU:  # fmt: skip
     """Like ``scipy.sparse.linalg.splu``: a factorisation whose ``solve`` is
-    differentiable in ``A``'s values and the right-hand side.
+    differentiable in ``A``'s values and the right-hand side (the other arguments are
+    SciPy's, given to its factorisation, kept with it).
 
     >>> import numpy as np, autodiff.scipy.sparse as asp
     >>> from autodiff.scipy.sparse.linalg import splu
@@ -227,7 +234,16 @@ def splu(A: Any, permc_spec: Any = None, diag_pivot_thresh: Any = None, relax: A
     a = _sparse_of(A, "splu")
     if a.shape[0] != a.shape[1]:
         raise TransformValueError(f"splu: A must be square, got shape {a.shape}.")
-    return SuperLU(a, permc_spec)
+    return SuperLU(
+        a,
+        lu_options_of(
+            permc_spec=permc_spec,
+            diag_pivot_thresh=diag_pivot_thresh,
+            relax=relax,
+            panel_size=panel_size,
+            options=options,
+        ),
+    )
 
 
 def factorized(A: Any) -> Any:
