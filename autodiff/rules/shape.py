@@ -59,6 +59,7 @@ reshape_p = Primitive(
     batch=_reshape_batch,
 )
 reshape_p.def_sparsity(moves(reshape_p.impl))
+reshape_p.def_taylor(linear_taylor(reshape_p))  # moves elements: linear
 
 
 def _reshape_lowering(ctx, x, **params):
@@ -119,6 +120,7 @@ transpose_p = Primitive(
     batch=_transpose_batch,
 )
 transpose_p.def_sparsity(moves(transpose_p.impl))
+transpose_p.def_taylor(linear_taylor(transpose_p))  # moves elements: linear
 
 
 def _transpose_lowering(ctx, x, *, axes):
@@ -162,6 +164,7 @@ broadcast_to_p = Primitive(
     batch=_broadcast_to_batch,
 )
 broadcast_to_p.def_sparsity(moves(broadcast_to_p.impl))
+broadcast_to_p.def_taylor(linear_taylor(broadcast_to_p))  # moves elements: linear
 
 
 def _broadcast_to_lowering(ctx, x, *, shape):
@@ -212,6 +215,7 @@ expand_dims_p = Primitive(
 expand_dims_p.def_batch(_shifted_batch(expand_dims_p))
 expand_dims_p.def_sparsity(moves(expand_dims_p.impl))
 expand_dims_p.def_lowering(Emitter(_reshape_lowering))
+expand_dims_p.def_taylor(linear_taylor(expand_dims_p))  # moves elements: linear
 
 
 @expand_dims_p.def_shape
@@ -242,6 +246,7 @@ squeeze_p.def_lowering(Emitter(_reshape_lowering))
 squeeze_p.def_shape(
     lambda x, *, axis: shaped_like(x, tuple(n for i, n in enumerate(x.shape) if i not in axis))
 )
+squeeze_p.def_taylor(linear_taylor(squeeze_p))  # moves elements: linear
 
 
 @implements(squeeze_p, np.squeeze)
@@ -288,6 +293,7 @@ concatenate_p = Primitive(
 )
 concatenate_p.def_batch(_joining_batch(concatenate_p))
 concatenate_p.def_sparsity(moves(concatenate_p.impl, data=None))
+concatenate_p.def_taylor(linear_taylor(concatenate_p))  # moves elements: linear
 
 
 def _concatenate_lowering(ctx, *xs, axis):
@@ -342,6 +348,7 @@ stack_p = Primitive(
 )
 stack_p.def_batch(_joining_batch(stack_p))
 stack_p.def_sparsity(moves(stack_p.impl, data=None))
+stack_p.def_taylor(linear_taylor(stack_p))  # moves elements: linear
 
 
 @stack_p.def_shape
@@ -401,6 +408,7 @@ pad_p.def_shape(
         x, tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, pad_width))
     )
 )
+pad_p.def_taylor(linear_taylor(pad_p))  # moves elements: linear
 
 
 @implements(pad_p, np.pad)
@@ -462,6 +470,7 @@ roll_p = Primitive(
     vjp_reads=[()],
 )
 roll_p.def_sparsity(moves(_roll_impl))
+roll_p.def_taylor(linear_taylor(roll_p))  # moves elements: linear
 
 
 @implements(roll_p, np.roll)
@@ -483,12 +492,6 @@ def roll(a, shift, axis=None):
     if not kept:
         return a
     return roll_p.bind(a, shifts=tuple(kept.values()), axes=tuple(kept))
-
-
-# Taylor mode: moving elements is linear, so each coefficient moves alike (the JVP).
-for _p in (reshape_p, transpose_p, broadcast_to_p, expand_dims_p, squeeze_p, concatenate_p,
-           stack_p, pad_p, roll_p):  # fmt: skip
-    _p.def_taylor(linear_taylor(_p))
 
 
 # Slicing cotangents needs the indexing primitives, which are built on these.

@@ -209,6 +209,7 @@ sparse_matvec_p = Primitive(
     shape=_matvec_shape,
     sparsity=_matvec_sparsity,
 )
+sparse_matvec_p.def_taylor(multilinear_taylor(sparse_matvec_p))  # bilinear: Leibniz's rule
 
 
 def sparse_matvec(data: Any, x: Any, pattern: Pattern, transpose: bool = False) -> Any:
@@ -330,6 +331,7 @@ spsolve_p = Primitive(
     shape=_spsolve_shape,
     sparsity=_spsolve_sparsity,
 )
+spsolve_p.def_taylor(jvp_taylor(spsolve_p))  # from its JVP rule (exact; one factorisation)
 
 
 # --- SciPy's LinearOperator -----------------------------------------------------------------------
@@ -372,11 +374,4 @@ linear_operator_p = Primitive(
     batch=_operator_batch,
     shape=_operator_shape,
 )
-
-
-# Taylor mode: the product is bilinear in the values and the vector (Leibniz's rule), the
-# operator linear; the solve's coefficients come from its JVP rule (the same factorisation
-# each order, exact).
-sparse_matvec_p.def_taylor(multilinear_taylor(sparse_matvec_p))
-linear_operator_p.def_taylor(linear_taylor(linear_operator_p))
-spsolve_p.def_taylor(jvp_taylor(spsolve_p))
+linear_operator_p.def_taylor(linear_taylor(linear_operator_p))  # linear
