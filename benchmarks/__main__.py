@@ -32,7 +32,17 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
-from benchmarks import control_flow, eager, first_call, fluid, loops, ode, sparse, why  # noqa: E402
+from benchmarks import (  # noqa: E402
+    control_flow,
+    eager,
+    first_call,
+    fluid,
+    loops,
+    ode,
+    solvers,
+    sparse,
+    why,
+)
 from benchmarks import workloads as w  # noqa: E402
 
 REFERENCE = "reference (NumPy by hand)"
@@ -194,6 +204,10 @@ def main() -> None:
         ode_lines, ode_targets = ode.report(rounds=rounds)
         report += ode_lines
         targets += ode_targets
+    if solvers.HAVE_SCIPY:  # S1-S3: gradients through solve_ivp, minimize, spsolve
+        solver_lines, solver_targets = solvers.report(rounds=rounds)
+        report += solver_lines
+        targets += solver_targets
     lines, control_targets = control_flow.report(rounds=rounds)
     report += lines
     targets += control_targets

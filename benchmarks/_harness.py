@@ -148,6 +148,37 @@ def targets_table(targets: list[tuple[str, str, float, str]]) -> list[str]:
               for wl, t, v, verdict in targets], ""]  # fmt: skip
 
 
+def standalone(title: str, command: str, report: Callable, out: Any, note: str = "") -> None:
+    """A workload module's ``main``: bound to one core, ``report(rounds)`` run (5 rounds
+    with ``--quick``, else 15), its tables and targets written to ``out`` (a path) with
+    the environment, and printed."""
+    import datetime
+
+    if hasattr(os, "sched_setaffinity"):  # one core, as python -m benchmarks runs
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    started = time.perf_counter()
+    rounds = 5 if "--quick" in sys.argv else 15
+    lines, targets = report(rounds)
+    text = [
+        f"# {title}",
+        "",
+        f"`{command}`, {datetime.date.today().isoformat()}. One thread; the systems of a "
+        f"table run in the same process, interleaved round by round; times are medians "
+        f"(and min-max) over {rounds} rounds; every system's result is checked against "
+        f"its table's first row's first{note}.",
+        "",
+        *environment(),
+        "",
+        *lines,
+        *targets_table(targets),
+        f"Run time: {time.perf_counter() - started:.0f} s.",
+        "",
+    ]
+    out.write_text("\n".join(text))
+    print("\n".join(lines + text[text.index("## Targets") :]))
+    print(f"wrote {out}")
+
+
 def environment() -> list[str]:
     """Machine, versions and BLAS, for the report."""
     lines = [

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -107,7 +107,9 @@ class StagingInterpreter(Interpreter):
         if type(x) is StagedTensor and x._interp is self:
             return x._var
         if isinstance(x, Tracer):
-            check_live(x)
+            live = check_live(x)
+            if live is not x:  # x stands for another value (core.primitive.standing_in)
+                return self.read(live)
             found = self.captured.get(id(x))
             if found is None:
                 found = self.captured[id(x)] = (x, Var(ShapedArray(x.shape, x.dtype)))
@@ -464,6 +466,14 @@ def _output_var(interp: StagingInterpreter, out: Any) -> Var | Literal:
         return interp.read(out)
     if isinstance(out, (bool, int, float, complex, np.generic)):
         return Literal(out)
+    held = out.values() if isinstance(out, Mapping) else vars(out).values() if hasattr(
+        out, "__dict__") else ()  # fmt: skip
+    if any(isinstance(v, Tracer) for v in held):  # (a staged value would escape in it)
+        raise TransformTypeError(
+            f"{interp.describe()}: the function returned a {type(out).__name__} holding traced "
+            f"values, which is not a pytree (tuples, lists, dicts, namedtuples, None): return "
+            f"its arrays instead (of a SciPy result, e.g. res.x, or (res.x, res.success))."
+        )
     return Literal(out, OpaqueAval(type(out)))  # a static output: a string, None, ...
 
 
