@@ -1,8 +1,20 @@
+import atexit
+import os
+import shutil
+import tempfile
+
 import pytest
 
-from autodiff.compiler import numba_tier
-from autodiff.compiler.jit import compile_at_once
-from autodiff.core.primitive import current_interpreters
+# The kernels the tests compile are kept in a folder of the test run's own (inherited by
+# the processes tests start), never in the user's cache: set before autodiff is imported.
+if "AUTODIFF_TEST_CACHE" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="autodiff-test-kernels-")
+    os.environ["AUTODIFF_TEST_CACHE"] = os.environ["AUTODIFF_CACHE_DIR"] = _cache
+    atexit.register(shutil.rmtree, _cache, True)
+
+from autodiff.compiler import llvm_tier  # noqa: E402
+from autodiff.compiler.jit import compile_at_once  # noqa: E402
+from autodiff.core.primitive import current_interpreters  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -29,11 +41,11 @@ def _first_calls_compile(request, monkeypatch):
     (autodiff/compiler/jit.py); the tests compile at once, so that every jit call they make
     runs the generated replay, except those marked ``interpreted``.  Those are also the
     only ones where ``compile="auto"`` compiles kernels once a signature is hot (in the
-    background: elsewhere a test calling a function often would set numba compiling
+    background: elsewhere a test calling a function often would set kernels compiling
     while other tests run; the tests of the compiling tier ask for it explicitly)."""
     if request.node.get_closest_marker("interpreted"):
         yield
         return
-    monkeypatch.setattr(numba_tier, "HOT_CALLS", 1 << 62)
+    monkeypatch.setattr(llvm_tier, "HOT_CALLS", 1 << 62)
     with compile_at_once():
         yield

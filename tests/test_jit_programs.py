@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 import autodiff
-from autodiff.compiler import numba_tier
+from autodiff.compiler import llvm_tier as numba_tier
 from autodiff.compiler.jit import compiling
 from tests import programs
 from tests.jit_contract import check_calls

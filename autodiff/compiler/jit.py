@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import optree
 
-from autodiff.compiler import numba_tier
+from autodiff.compiler import llvm_tier
 from autodiff.compiler.call import call_p
 from autodiff.compiler.passes import optimize
 from autodiff.compiler.replay import array_kind, compiled, final_graph, fresh_results, interpret
@@ -357,7 +357,7 @@ class JitFunction:
                     self._hits += 1
                     out = entry.replay(*args)  # type: ignore[misc]
                     if entry.watch:
-                        self._count(entry, args)
+                        self._count(entry)
                     return (
                         out[0] if entry.single else optree.tree_unflatten(entry.out_tree, list(out))
                     )
@@ -388,13 +388,13 @@ class JitFunction:
                     entry.ran = True
                     out = interpret(entry.graph, *leaves)
                     return optree.tree_unflatten(entry.out_tree, list(out))
-                replay = entry.replay = self._replay(entry, kind, leaves)
+                replay = entry.replay = self._replay(entry, kind)
                 if entry.flat_key is not None:
                     with self._lock:
                         self._flat[entry.flat_key] = entry
             out = replay(*leaves)
             if entry.watch:
-                self._count(entry, leaves)
+                self._count(entry)
         return optree.tree_unflatten(entry.out_tree, list(out))
 
     # --- the compiling tier --------------------------------------------------------------------
@@ -403,34 +403,30 @@ class JitFunction:
         forced = _forced.get()
         return self._compile if forced is None else forced
 
-    def _replay(self, entry: _Entry, kind: tuple, leaves: list) -> Callable:
+    def _replay(self, entry: _Entry, kind: tuple) -> Callable:
         """The replay a signature's calls run from now: its kernels where ``compile=True``
         (and there are regions worth compiling), else the NumPy replay, whose calls
         ``compile="auto"`` counts."""
         replay = compiled(entry.graph, kind[0], kind[1], fresh=True)
         mode = self._mode()
-        if kind[0] != "numpy" or mode is False or not numba_tier.available():
+        if kind[0] != "numpy" or mode is False or not llvm_tier.available():
             return replay
         if mode is True:
-            return numba_tier.fused_replay(entry.graph, fresh=True, args=leaves) or replay
+            return llvm_tier.fused_replay(entry.graph, fresh=True) or replay
         entry.watch = True
         return replay
 
-    def _count(self, entry: _Entry, args: Sequence) -> None:
+    def _count(self, entry: _Entry) -> None:
         entry.calls += 1
-        if entry.calls >= numba_tier.HOT_CALLS:
+        if entry.calls >= llvm_tier.HOT_CALLS:
             entry.watch = False
-            # what the kernels are compiled for: the layouts of this call's arrays
-            example = [np.empty((0,) * a.ndim) if type(a) is np.ndarray and a.flags.c_contiguous
-                       else None for a in args]  # fmt: skip
 
             def compile_then_swap() -> None:
-                kernels = numba_tier.fused_replay(entry.graph, fresh=True, args=example,
-                                                  sync=False)  # fmt: skip
+                kernels = llvm_tier.fused_replay(entry.graph, fresh=True)
                 if kernels is not None:
                     entry.replay = kernels  # the next call runs it
 
-            numba_tier.compile_later(compile_then_swap)
+            llvm_tier.compile_later(compile_then_swap)
 
     def _stage(self, args: tuple, kwargs: dict, leaves: list, treedef: Any, transform: str):
         avals = [_aval(leaf) for leaf in leaves]
@@ -628,10 +624,10 @@ def jit(
     if not isinstance(maxsize, int) or isinstance(maxsize, bool) or maxsize < 1:
         raise TransformValueError(f"jit(fun, maxsize={maxsize!r}): maxsize must be a positive int.")
     _check_compile(compile)
-    if compile is True and not numba_tier.available():
+    if compile is True and not llvm_tier.available():
         raise TransformValueError(
             f"jit(fun, compile=True): the compiling tier is not available because "
-            f"{numba_tier.why_not()}; use compile='auto' (compiles where it can) or False."
+            f"{llvm_tier.why_not()}; use compile='auto' (compiles where it can) or False."
         )
     return JitFunction(fun, static_argnums, static_argnames, maxsize, compile)
 

@@ -61,7 +61,6 @@ __all__ = [
     "check_predicate",
     "closed",
     "inline_function",
-    "lowered_names",
     "derivative_where",
     "is_static_int",
     "leaves_of",
@@ -191,22 +190,10 @@ class GraphFn:
         return f"<{self.graph.name}: {len(self.graph.eqns)} eqns>"
 
 
-def inline_function(ctx: Any, fn: GraphFn, inputs: Sequence[str], consts: Sequence[str]) -> list:
-    """A lowering's ``ctx`` (``compiler/kernels.py``) writes ``fn``'s optimised graph
-    inline, on ``inputs`` and the closed-over values it picks from ``consts``."""
+def inline_function(ctx: Any, fn: GraphFn, inputs: Sequence[Any], consts: Sequence[Any]) -> list:
+    """A lowering's ``ctx`` (``compiler/llvm_codegen.py``) writes ``fn``'s optimised graph
+    inline, on the values ``inputs`` and the closed-over values it picks from ``consts``."""
     return ctx.inline(final_graph(fn.graph), [*inputs, *(consts[i] for i in fn.picks)])
-
-
-def lowered_names(ctx: Any, values: Sequence[str], avals: Sequence[Any], prefix: str) -> list:
-    """New names holding ``values`` (a loop's carry, a branch's results), scalars cast to
-    their dtype so that numba gives the name one type in every iteration or branch."""
-    names = []
-    for value, aval in zip(values, avals, strict=True):
-        name = ctx.temp(prefix)
-        ctx.line(f"{name} = {ctx.dtype(aval.dtype)}({value})" if aval.ndim == 0 else
-                 f"{name} = {value}")  # fmt: skip
-        names.append(name)
-    return names
 
 
 def _bind(value: Any, consts: Sequence[Any]) -> Any:

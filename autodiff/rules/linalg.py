@@ -49,8 +49,6 @@ them (such as ``V diag(w) V^H`` or ``abs(V)``) for complex ones.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import math
 import operator
 from typing import Any
@@ -67,7 +65,7 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
-from autodiff.core.lowering import Emitter, NotLowered
+from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.rules._helpers import (
@@ -285,20 +283,27 @@ solve_p.def_sparsity(
 )  # linear in b
 
 
-def _solve_lowering(ctx, a, b):
-    """numba's solve (LAPACK, through SciPy's bindings) for one system."""
-    (x, y) = ctx.in_avals
-    if x.ndim != 2 or y.ndim > 2 or x.dtype != y.dtype or x.dtype.kind != "f" or not _have_scipy():
-        raise NotLowered("a stack of systems, mixed dtypes, or no SciPy for numba's LAPACK")
-    return f"np.linalg.solve(np.ascontiguousarray({a}), np.ascontiguousarray({b}))"
+def _solve_gufunc(avals):
+    """NumPy's solve of one float64 system: its gufunc (LAPACK's gesv), ``solve1`` for a
+    vector right-hand side, as ``np.linalg.solve`` picks."""
+    a, b = avals
+    if a.ndim != 2 or b.ndim not in (1, 2) or {a.dtype, b.dtype} != {np.dtype(np.float64)}:
+        raise NotLowered("a stack of systems, or not float64 (NumPy solves float32 in float64)")
+    from numpy.linalg import _umath_linalg
+
+    return _umath_linalg.solve1 if b.ndim == 1 else _umath_linalg.solve
 
 
-@functools.cache
-def _have_scipy() -> bool:
-    return importlib.util.find_spec("scipy") is not None
+def _solve_core(ufunc, shapes, out_shape):
+    (m, _), b = shapes
+    if len(b) == 1:
+        return [m], [(0, 1), (0,), (0,)]
+    return [m, b[1]], [(0, 1), (0, 1), (0, 1)]
 
 
-solve_p.def_lowering(Emitter(_solve_lowering))
+# a singular matrix raises the invalid flag in the gufunc; np.linalg.solve turns it into
+# LinAlgError whatever np.errstate says, and so do compiled kernels
+solve_p.def_lowering(Gufunc(_solve_gufunc, _solve_core, singular=True))
 
 
 @implements(solve_p, np.linalg.solve)
