@@ -103,7 +103,7 @@ def _settle_compiling_tier(systems: dict[str, Callable[[], Any]]) -> None:
     compiling tier (in the background, from the HOT_CALLS-th call on) and wait for that:
     the rounds then time what a long-running program runs, not a compile competing for
     the core they are bound to."""
-    tier = sys.modules.get("autodiff.compiler.numba_tier")
+    tier = sys.modules.get("autodiff.compiler.llvm_tier")
     if tier is None or not tier.available():
         return
     for name, run in systems.items():

@@ -12,9 +12,9 @@ if "AUTODIFF_TEST_CACHE" not in os.environ:
     os.environ["AUTODIFF_TEST_CACHE"] = os.environ["AUTODIFF_CACHE_DIR"] = _cache
     atexit.register(shutil.rmtree, _cache, True)
 
-from autodiff.compiler import llvm_tier  # noqa: E402
-from autodiff.compiler.jit import compile_at_once  # noqa: E402
-from autodiff.core.primitive import current_interpreters  # noqa: E402
+from autodiff.compiler import llvm_tier
+from autodiff.compiler.jit import compile_at_once
+from autodiff.core.primitive import current_interpreters
 
 
 @pytest.fixture(autouse=True)

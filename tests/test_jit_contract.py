@@ -42,7 +42,7 @@ from autodiff import (
 )
 from autodiff.compiler import call as call_module
 from autodiff.compiler import jit as jit_module
-from autodiff.compiler import numba_tier, passes, replay
+from autodiff.compiler import llvm_tier, passes, replay
 from autodiff.errors import ConcretizationError, NonFiniteError, TransformValueError
 from autodiff.interpreters import staging
 from tests.jit_contract import assert_exact, check_calls, check_captured
@@ -297,7 +297,7 @@ def _growth(step, warm, measure):
     after ``warm`` steps filled the caches (and the compiling tier's background thread
     finished what earlier tests gave it): the lesser of two such windows (a leak grows
     in both; a one-off, such as a dict doubling, in one)."""
-    numba_tier.wait_for_background()
+    llvm_tier.wait_for_background()
     mine = [tracemalloc.Filter(True, "*/autodiff/*"), tracemalloc.Filter(True, __file__)]
 
     def memory():

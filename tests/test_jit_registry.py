@@ -34,7 +34,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jit, jvp, make_graph, vmap
-from autodiff.compiler import kernels, numba_tier
+from autodiff.compiler import llvm_kernel, llvm_tier
 from autodiff.compiler.jit import compiling
 from autodiff.core.graph import Literal
 from autodiff.errors import ConcretizationError, UnsupportedFunctionError
@@ -270,10 +270,10 @@ def _sampled(op, sample, i):
     return _drawn(op, sample, i)
 
 
-needs_numba = pytest.mark.skipif(not numba_tier.available(), reason=numba_tier.why_not())
+needs_llvm = pytest.mark.skipif(not llvm_tier.available(), reason=llvm_tier.why_not())
 
 
-@needs_numba
+@needs_llvm
 @pytest.mark.parametrize(
     ("op", "sample", "lib", "composition", "dims"),
     _params("jit compiled", ("anp",), extra=_sampled),
@@ -281,8 +281,8 @@ needs_numba = pytest.mark.skipif(not numba_tier.available(), reason=numba_tier.w
 def test_compiled_jit_equals_the_function(op, sample, lib, composition, dims, monkeypatch):
     """The kernels of ``jit(f)`` and of the sample's drawn composition, on their first
     (compiled), second and warm calls: ``f``'s results, fresh, as the replay's are."""
-    monkeypatch.setattr(kernels, "MIN_EQUATIONS", 1)  # each equation that lowers compiles
-    monkeypatch.setattr(kernels, "MIN_SCALAR_EQUATIONS", 1)
+    monkeypatch.setattr(llvm_kernel, "MIN_EQUATIONS", 1)  # each equation that lowers compiles
+    monkeypatch.setattr(llvm_kernel, "MIN_SCALAR_EQUATIONS", 1)
     f = op.bound(sample, lib)
     jitted, eager, args = _stacks(op, sample, composition, dims)
     with warnings.catch_warnings(), compiling(True):

@@ -145,6 +145,48 @@ def keep_order(shape: Sequence[int], strides: Sequence[Sequence[int]]) -> list[i
     return perm[::-1]
 
 
+def numpy_layouts(graph: Graph) -> dict:
+    """The strides (in elements) NumPy's arrays have at each variable of ``graph`` when
+    its inputs are C-contiguous: views as NumPy makes them (``View`` lowerings, on a
+    stand-in), elementwise results in NumPy's ``K`` order, everything else C order (a
+    guess: kernels check the layouts they are given)."""
+    layouts: dict = {}
+    for eqn in graph.eqns:
+        lowering = eqn.prim.lowering
+        found: list = [None] * len(eqn.outvars)
+        try:
+            if isinstance(lowering, View) and len(eqn.invars) == 1 and type(eqn.invars[0]) is Var:
+                x = eqn.invars[0]
+                if x.aval.ndim and eqn.outvars[0].aval.ndim:
+                    stand_in = Array(x.aval.dtype, tuple(x.aval.shape), "%x", 0, layouts.get(x))
+                    fn, params = lowering.fn or eqn.prim.impl, eqn.params
+                    seen = _view_layout(stand_in, lambda a, fn=fn, params=params: fn(a, **params))
+                    if seen is not None and seen[0]:
+                        found[0] = seen[2]
+            elif isinstance(lowering, Elementwise) and eqn.outvars[0].aval.ndim:
+                shape = tuple(eqn.outvars[0].aval.shape)
+                operands = [Array(v.aval.dtype, tuple(v.aval.shape), "%x", 0, layouts.get(v))
+                            for v in eqn.invars if type(v) is Var and v.aval.ndim]  # fmt: skip
+                order = keep_order(shape, [_broadcast_strides(a, shape) for a in operands])
+                if order != list(range(len(shape))):
+                    found[0] = _strides_in_order(shape, order)
+        except (NotLowered, ValueError, TypeError, IndexError):
+            pass
+        for v, strides in zip(eqn.outvars, found):
+            if strides is not None and strides != c_strides(v.aval.shape):
+                layouts[v] = strides
+    return layouts
+
+
+def _strides_in_order(shape: Sequence[int], order: Sequence[int]) -> tuple:
+    """Strides of an array contiguous in the axis ``order`` (outermost first)."""
+    inner = c_strides([shape[a] for a in order])
+    by_axis = [0] * len(shape)
+    for a, s in zip(order, inner):
+        by_axis[a] = s
+    return tuple(by_axis)
+
+
 def _coalesced(sizes: list[int], strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
     """Size-1 dimensions dropped, neighbours merged where every operand allows it (as
     NumPy's iterator coalesces); at least one dimension remains."""
@@ -194,13 +236,15 @@ class Codegen:
 
     # --- arguments and memory ---
 
-    def param(self, aval: Any, name: str) -> Value:
+    def param(self, aval: Any, name: str, strides: tuple | None = None) -> Value:
+        """An argument: a 0-d one by value, an array by pointer (with ``strides`` in
+        elements, C order if None)."""
         dtype = _dtype(aval)
         if aval.ndim == 0:
             self.params.append(f"{reg_type(dtype)} %{name}")
             return Scalar(dtype, f"%{name}")
         self.params.append(f"ptr noalias %{name}")
-        return Array(dtype, aval.shape, f"%{name}")
+        return Array(dtype, aval.shape, f"%{name}", 0, strides)
 
     def const(self, value: Any) -> Value:
         """A constant of a graph: a literal, or an array passed as an argument."""
@@ -215,11 +259,15 @@ class Codegen:
                 raise NotLowered(f"a constant of {value.dtype}")
             if value.ndim == 0:
                 found = Scalar(value.dtype, constant(value.dtype, value[()]))
-            else:
+            else:  # its own layout (NumPy's order of a reduction over it follows it)
                 name = f"%k{len(self.consts)}"
                 self.params.append(f"ptr noalias {name}")
-                self.consts.append(np.ascontiguousarray(value))
-                found = Array(value.dtype, value.shape, name)
+                size = value.dtype.itemsize
+                if any(s < 0 or s % size for s in value.strides) or not value.flags.aligned:
+                    value = np.ascontiguousarray(value)
+                self.consts.append(value)
+                strides = tuple(s // size for s in value.strides)
+                found = Array(value.dtype, value.shape, name, 0, strides)
             self._const_values[id(value)] = found
         return found
 
@@ -234,11 +282,7 @@ class Codegen:
         self.f.allocas.append(f"  {name} = getelementptr inbounds i8, ptr %ws, i64 {offset}")
         strides = c_strides(shape)
         if order is not None and list(order) != list(range(len(shape))):
-            inner = c_strides([shape[a] for a in order])
-            by_axis = [0] * len(shape)
-            for a, s in zip(order, inner):
-                by_axis[a] = s
-            strides = tuple(by_axis)
+            strides = _strides_in_order(shape, order)
         return Array(dtype, shape, name, 0, strides)
 
     def index_of(self, a: Array, terms: Sequence[tuple[str, int]]) -> str:
@@ -994,45 +1038,57 @@ def _emit_group(group: Group) -> None:
         _emit_chunked(group, n, bases)
 
 
+def _pieces(n: int) -> list[tuple[int, int]]:
+    """``range(n)`` as runs of power-of-two lengths, longest first: LLVM vectors of such
+    lengths have no padding lanes (which could raise floating-point flags of their own)."""
+    out, start = [], 0
+    while start < n:
+        size = 1 << ((n - start).bit_length() - 1)
+        out.append((start, size))
+        start += size
+    return out
+
+
 def _emit_vector(group: Group, sizes: list[int], per_array: dict) -> None:
-    """A group of at most ``VECTOR`` elements: no loop, each operation one instruction on
-    an LLVM vector of all its elements (NumPy's loops called once on all of them)."""
+    """A group of at most ``VECTOR`` elements: no loop, each operation a few instructions
+    on LLVM vectors of all its elements (in pieces of power-of-two lengths); NumPy's
+    loops called once on all of them."""
     cg, f = group.cg, group.cg.f
     n = math.prod(sizes)
-    v = Lanes(n)
+    pieces = _pieces(n)
     positions = [()]
     for size in sizes:
         positions = [(*p, i) for p in positions for i in range(size)]
-    offsets: dict = {}  # id(array) -> (register of its first element's index, static offsets)
+    offsets: dict = {}  # id(array) -> the static offset of each element
     for key, st in per_array.items():
         offsets[key] = [sum(i * s for i, s in zip(p, st)) for p in positions]
     arrays = {id(o): o for o in group.operands if isinstance(o, Array)}
     arrays.update((id(d), d) for _, d in group.stores if isinstance(d, Array))
     bases = {key: cg.index_of(a, []) for key, a in arrays.items()}
 
-    def pattern(key: Any) -> str:
-        offs = offsets[key]
+    def pattern(offs: list) -> str:
         if all(o == offs[0] for o in offs):
             return "same"
-        return "run" if offs == list(range(offs[0], offs[0] + n)) else "scattered"
+        return "run" if offs == list(range(offs[0], offs[0] + len(offs))) else "scattered"
 
     def address(a: Array, off: int) -> str:
-        index = bases[id(a)] if off == 0 else f.op(f"add i64 {bases[id(a)]}, {off}")
-        return cg.pointer(a, index)
+        return cg.pointer(a, _plus_static(f, bases[id(a)], off))
 
-    def splat(dtype: np.dtype, scalar: str) -> str:
+    def splat(dtype: np.dtype, scalar: str, lanes: int) -> str:
         t = reg_type(dtype)
+        if lanes == 1:
+            return f.op(f"insertelement <1 x {t}> poison, {t} {scalar}, i64 0")
         one = f.op(f"insertelement <1 x {t}> poison, {t} {scalar}, i64 0")
-        return f.op(f"shufflevector <1 x {t}> {one}, <1 x {t}> poison, <{n} x i32> zeroinitializer")
+        return f.op(f"shufflevector <1 x {t}> {one}, <1 x {t}> poison, "
+                    f"<{lanes} x i32> zeroinitializer")  # fmt: skip
 
-    def load(a: Array) -> str:
-        offs = offsets[id(a)]
-        kind = pattern(id(a))
+    def load(a: Array, start: int, lanes: int) -> str:
+        offs = offsets[id(a)][start : start + lanes]
+        kind = pattern(offs)
         if kind == "same":
-            return splat(
-                a.dtype, cg.load(Array(a.dtype, (), a.base), _plus_static(f, bases[id(a)], offs[0]))
-            )
-        mt = mem_type(a.dtype)
+            element = cg.load(Array(a.dtype, (), a.base), _plus_static(f, bases[id(a)], offs[0]))
+            return splat(a.dtype, element, lanes)
+        mt, v = mem_type(a.dtype), Lanes(lanes)
         if kind == "run":
             raw = f.op(f"load {v.t(mt)}, ptr {address(a, offs[0])}, align {a.dtype.itemsize}")
         else:
@@ -1042,31 +1098,47 @@ def _emit_vector(group: Group, sizes: list[int], per_array: dict) -> None:
                 raw = f.op(f"insertelement {v.t(mt)} {raw}, {mt} {x}, i64 {lane}")
         return f.op(f"icmp ne {v.t('i8')} {raw}, zeroinitializer") if a.dtype.kind == "b" else raw
 
-    def store(a: Array, value: str, dtype: np.dtype) -> None:
-        value = cast(f, value, dtype, a.dtype, v)
+    def to_memory(value: str, dtype: np.dtype, v: Lanes) -> str:
+        return f.op(f"zext {v.t('i1')} {value} to {v.t('i8')}") if dtype.kind == "b" else value
+
+    def store(a: Array, values: list, dtype: np.dtype) -> None:
         mt = mem_type(a.dtype)
-        if a.dtype.kind == "b":
-            value = f.op(f"zext {v.t('i1')} {value} to {v.t('i8')}")
-        offs = offsets[id(a)]
-        if pattern(id(a)) == "run":
-            f.do(f"store {v.t(mt)} {value}, ptr {address(a, offs[0])}, align {a.dtype.itemsize}")
-            return
-        for lane, off in enumerate(offs):
-            x = f.op(f"extractelement {v.t(mt)} {value}, i64 {lane}")
-            f.do(f"store {mt} {x}, ptr {address(a, off)}")
+        for (start, lanes), value in zip(pieces, values):
+            v = Lanes(lanes)
+            value = to_memory(cast(f, value, dtype, a.dtype, v), a.dtype, v)
+            offs = offsets[id(a)][start : start + lanes]
+            if pattern(offs) == "run" or lanes == 1:
+                f.do(
+                    f"store {v.t(mt)} {value}, ptr {address(a, offs[0])}, align {a.dtype.itemsize}"
+                )
+                continue
+            for lane, off in enumerate(offs):
+                x = f.op(f"extractelement {v.t(mt)} {value}, i64 {lane}")
+                f.do(f"store {mt} {x}, ptr {address(a, off)}")
 
     regs: dict = {}
 
-    def value(ref: Any) -> str:
+    def value(ref: Any) -> list:
         found = regs.get(ref)
         if found is None:
             o = group.operands[ref[1]]
-            found = regs[ref] = splat(o.dtype, o.ref) if isinstance(o, Scalar) else load(o)
+            found = regs[ref] = [splat(o.dtype, o.ref, lanes) if isinstance(o, Scalar)
+                                 else load(o, start, lanes) for start, lanes in pieces]  # fmt: skip
         return found
+
+    def to_buffer(values: list, dtype: np.dtype) -> str:
+        buffer = f.alloca(mem_type(dtype), n, 64)
+        for (start, lanes), x in zip(pieces, values):
+            v = Lanes(lanes)
+            at = f.op(f"getelementptr inbounds {mem_type(dtype)}, ptr {buffer}, i64 {start}")
+            f.do(f"store {v.t(mem_type(dtype))} {to_memory(x, dtype, v)}, ptr {at}")
+        return buffer
 
     for k, m in enumerate(group.micros):
         if m.kind != "call":
-            regs[("m", k)] = _micro_value(f, m, [value(r) for r in m.args], cg, False, v)
+            args = [value(r) for r in m.args]
+            regs[("m", k)] = [_micro_value(f, m, [a[i] for a in args], cg, False, Lanes(lanes))
+                              for i, (_, lanes) in enumerate(pieces)]  # fmt: skip
             continue
         pointers, steps = [], []
         for r, dt in zip(m.args, m.dtypes):
@@ -1074,24 +1146,24 @@ def _emit_vector(group: Group, sizes: list[int], per_array: dict) -> None:
             if isinstance(o, Scalar):
                 pointers.append(cg.scalar_slot(o))
                 steps.append(0)
-            elif isinstance(o, Array) and pattern(id(o)) != "scattered" and r not in regs:
+            elif isinstance(o, Array) and pattern(offsets[id(o)]) != "scattered" and r not in regs:
                 pointers.append(address(o, offsets[id(o)][0]))
-                steps.append(0 if pattern(id(o)) == "same" else dt.itemsize)
+                steps.append(0 if pattern(offsets[id(o)]) == "same" else dt.itemsize)
             else:
-                buffer = f.alloca(mem_type(dt), n, 64)
-                x = value(r)
-                if dt.kind == "b":
-                    x = f.op(f"zext {v.t('i1')} {x} to {v.t('i8')}")
-                f.do(f"store {v.t(mem_type(dt))} {x}, ptr {buffer}")
-                pointers.append(buffer)
+                pointers.append(to_buffer(value(r), dt))
                 steps.append(dt.itemsize)
         out = f.alloca(mem_type(m.dtype), n, 64)
         pointers.append(out)
         steps.append(m.dtype.itemsize)
         cg.call_loop(m.loop, pointers, [n], [0] * len(steps) if n == 1 else steps)
-        raw = f.op(f"load {v.t(mem_type(m.dtype))}, ptr {out}")
-        regs[("m", k)] = (f.op(f"icmp ne {v.t('i8')} {raw}, zeroinitializer")
-                          if m.dtype.kind == "b" else raw)  # fmt: skip
+        results = []
+        for start, lanes in pieces:
+            v = Lanes(lanes)
+            at = f.op(f"getelementptr inbounds {mem_type(m.dtype)}, ptr {out}, i64 {start}")
+            raw = f.op(f"load {v.t(mem_type(m.dtype))}, ptr {at}")
+            results.append(f.op(f"icmp ne {v.t('i8')} {raw}, zeroinitializer")
+                           if m.dtype.kind == "b" else raw)  # fmt: skip
+        regs[("m", k)] = results
     for ref, dst in group.stores:
         if isinstance(dst, Array):
             store(dst, value(ref), group.dtype_of(ref))
@@ -1505,6 +1577,13 @@ class Context:
         dyn = moved if stacked.dyn is None else f.op(f"add i64 {stacked.dyn}, {moved}")
         return Array(stacked.dtype, stacked.shape[1:], stacked.base, stacked.offset,
                      stacked.strides[1:], dyn)  # fmt: skip
+
+    def reduce(self, ufunc: np.ufunc, value: Value, axis: tuple, keepdims: bool = False) -> Value:
+        """``ufunc.reduce(value, axis, keepdims=keepdims)``, in NumPy's order."""
+        shape = [n for d, n in enumerate(value.shape) if d not in axis or keepdims]
+        shape = [1 if d in axis else n for d, n in enumerate(value.shape)] if keepdims else shape
+        aval = ShapedArray(tuple(shape), value.dtype)
+        return self.cg.reduce(ufunc, value, aval, axis=tuple(axis), keepdims=keepdims)
 
     def at(self, stacked: Value, step: Scalar) -> Value:
         """``stacked[step]`` along its first axis (``step`` known at run time)."""

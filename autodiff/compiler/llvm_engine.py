@@ -241,18 +241,12 @@ class _Holder:
         self.engine = engine
 
 
-_live = 0  # engines alive (tests: evicted kernels release theirs)
+_engines: weakref.WeakSet = weakref.WeakSet()  # the holders of live engines (for tests)
 
 
 def live_engines() -> int:
     """How many compiled modules are alive in this process."""
-    return _live
-
-
-def _released(_: Any) -> None:
-    global _live
-    with _symbols_lock:
-        _live -= 1
+    return len(_engines)
 
 
 def cache_key(text: str) -> str:
@@ -266,7 +260,6 @@ def cache_key(text: str) -> str:
 def compile_ir(text: str, entries: list[str], name: str = "kernel") -> Native:
     """``text`` (LLVM IR) compiled, its functions ``entries`` as built-in functions
     (``METH_FASTCALL``: ``entry(ptr self, ptr args, i64 nargs) -> ptr``)."""
-    global _live
     start = time.perf_counter()
     llvm = _llvm()
     key = cache_key(text)
@@ -290,7 +283,5 @@ def compile_ir(text: str, entries: list[str], name: str = "kernel") -> Native:
     engine.finalize_object()
     holder = _Holder(engine)
     functions = [_definitions.function(engine.get_function_address(e), holder) for e in entries]
-    with _symbols_lock:
-        _live += 1
-    weakref.finalize(holder, _released, None)
+    _engines.add(holder)
     return Native(functions, key, cached, time.perf_counter() - start)

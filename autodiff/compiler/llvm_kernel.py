@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.compiler import llvm_codegen, llvm_engine
-from autodiff.compiler.llvm_codegen import Array, Codegen, Scalar
+from autodiff.compiler.llvm_codegen import Array, Codegen, Scalar, numpy_layouts
 from autodiff.compiler.llvm_ir import Function, mem_type, reg_type
 from autodiff.compiler.replay import compile_graph
 from autodiff.core.graph import Eqn, Graph, Literal, Var
@@ -77,13 +77,16 @@ class Region:
     """Equations of a graph compiled into one kernel: ``eqns`` in order, the variables
     it reads (``inputs``) and those read after it (``outputs``)."""
 
-    __slots__ = ("eqns", "inputs", "loops", "outputs", "start")
+    __slots__ = ("consts", "constvars", "eqns", "inputs", "layouts", "loops", "outputs", "start")
 
     def __init__(self, start: int) -> None:
         self.start = start
         self.eqns: list[Eqn] = []
         self.inputs: list[Var] = []
         self.outputs: list[Var] = []
+        self.constvars: list[Var] = []  # the graph's constants it reads, compiled in
+        self.consts: list = []
+        self.layouts: dict = {}  # input -> the strides NumPy gives it (elements), where not C's
         self.loops = 0
 
     def worth_it(self) -> bool:
@@ -132,13 +135,21 @@ def regions(graph: Graph) -> list[Region]:
             if type(v) is Var:
                 readers.setdefault(v, set()).add(owners.get(id(eqn)))
     final = {v for v in graph.outvars if type(v) is Var}
+    constants = dict(zip(graph.constvars, graph.consts))
+    layouts = numpy_layouts(graph)
     for r in kept:
         seen: set = set()
         for e in r.eqns:
             for v in e.invars:
                 if type(v) is Var and inside.get(v) is not r and v not in seen:
                     seen.add(v)
-                    r.inputs.append(v)
+                    if v in constants:
+                        r.constvars.append(v)
+                        r.consts.append(constants[v])
+                    else:
+                        r.inputs.append(v)
+                        if v in layouts:
+                            r.layouts[v] = layouts[v]
         for e in r.eqns:
             for v in e.outvars:
                 if v in final or any(who != id(r) for who in readers.get(v, ())):
@@ -148,8 +159,8 @@ def regions(graph: Graph) -> list[Region]:
 
 # --- the module -------------------------------------------------------------------------------
 
-_OB_TYPE, _ARRAY_DATA, _ARRAY_FLAGS, _SCALAR_VALUE = 8, 16, 64, 16
-_C_CONTIGUOUS_ALIGNED = 0x101
+_OB_TYPE, _ARRAY_DATA, _ARRAY_STRIDES, _ARRAY_FLAGS, _SCALAR_VALUE = 8, 16, 40, 64, 16
+_C_CONTIGUOUS_ALIGNED, _ALIGNED = 0x101, 0x100
 
 
 @functools.cache
@@ -163,6 +174,11 @@ def layout_known() -> bool:
             and ctypes.c_void_p.from_address(id(a) + _OB_TYPE).value == id(np.ndarray)
             and ctypes.c_void_p.from_address(id(a) + _ARRAY_DATA).value == a.ctypes.data
             and ctypes.c_int.from_address(id(a) + _ARRAY_FLAGS).value & 0x101 == 0x101
+            and ctypes.cast(
+                ctypes.c_void_p.from_address(id(a) + _ARRAY_STRIDES).value,
+                ctypes.POINTER(ctypes.c_int64),
+            )[0]
+            == 24
             and ctypes.c_double.from_address(id(s) + _SCALAR_VALUE).value == 2.5
             and ctypes.c_double.from_address(id(2.75) + _SCALAR_VALUE).value == 2.75
         )
@@ -190,8 +206,9 @@ class _Built:
     def __init__(self, k: int, region: Region) -> None:
         cg = self.cg = Codegen()
         self.region, self.k = region, k
-        inputs = [cg.param(v.aval, f"p{i}") for i, v in enumerate(region.inputs)]
-        graph = Graph(region.inputs, region.outputs, region.eqns)
+        inputs = [cg.param(v.aval, f"p{i}", region.layouts.get(v))
+                  for i, v in enumerate(region.inputs)]  # fmt: skip
+        graph = Graph(region.inputs, region.outputs, region.eqns, region.constvars, region.consts)
         values = cg.emit_graph(graph, inputs)
         outs = []
         for i, (var, value) in enumerate(zip(region.outputs, values, strict=True)):
@@ -248,8 +265,18 @@ class _Built:
             if var.aval.ndim:
                 check(is_array)
                 flags = field(obj, _ARRAY_FLAGS, "i32")
-                both = f.op(f"and i32 {flags}, {_C_CONTIGUOUS_ALIGNED}")
-                check(f.op(f"icmp eq i32 {both}, {_C_CONTIGUOUS_ALIGNED}"))
+                expected = region.layouts.get(var)
+                need = _C_CONTIGUOUS_ALIGNED if expected is None else _ALIGNED
+                both = f.op(f"and i32 {flags}, {need}")
+                check(f.op(f"icmp eq i32 {both}, {need}"))
+                if expected is not None:  # the strides NumPy gives it, one by one
+                    strides = field(obj, _ARRAY_STRIDES, "ptr")
+                    size = dtype.itemsize
+                    for d, (n, st) in enumerate(zip(var.aval.shape, expected)):
+                        if n != 1:
+                            at = f.op(f"getelementptr inbounds i64, ptr {strides}, i64 {d}")
+                            got = f.op(f"load i64, ptr {at}")
+                            check(f.op(f"icmp eq i64 {got}, {st * size}"))
                 call_args.append(f"ptr {field(obj, _ARRAY_DATA, 'ptr')}")
                 continue
             # a 0-d input: a 0-d array (its data) or a scalar object (its value)
@@ -427,7 +454,11 @@ class _Trouble:
                         a = np.asarray(a, dtype=var.aval.dtype)
                     except (TypeError, ValueError, OverflowError):
                         return self.fallback(*args)
-                elif type(a) is not np.ndarray or not (a.flags.c_contiguous and a.flags.aligned):
+                elif (
+                    type(a) is not np.ndarray
+                    or not a.flags.aligned
+                    or (a.strides != _bytes(self.region.layouts.get(var), a))
+                ):
                     return self.fallback(*args)  # NumPy's order follows the layout
                 converted.append(a)
             r = self.entry(*converted, *self.consts, *outs)
@@ -439,6 +470,14 @@ class _Trouble:
         if raised and self.matters(raised):
             return self.fallback(*args)
         return outs
+
+
+def _bytes(strides: tuple | None, a: np.ndarray) -> tuple:
+    """The byte strides a kernel expects of ``a`` (C order where ``strides`` is None)."""
+    if strides is None:
+        return np.empty(a.shape, a.dtype).strides if a.ndim else ()
+    return tuple(s * a.dtype.itemsize if n != 1 else st for s, n, st in
+                 zip(strides, a.shape, a.strides))  # fmt: skip
 
 
 class _Fallback:
@@ -453,6 +492,7 @@ class _Fallback:
     def __call__(self, *args: Any) -> tuple:
         self.calls += 1
         if self.replay is None:
-            graph = Graph(self.region.inputs, self.region.outputs, self.region.eqns)
+            r = self.region
+            graph = Graph(r.inputs, r.outputs, r.eqns, r.constvars, r.consts)
             self.replay = compile_graph(graph, fresh=True)
         return self.replay(*args)

@@ -99,7 +99,9 @@ def fused_graph(graph: Graph, name: str = "kernel") -> tuple[Graph, list]:
     for eqn in graph.eqns:
         if id(eqn) in first:
             region, kernel = first[id(eqn)]
-            eqns.append(Eqn(kernel, list(region.inputs), list(region.outputs), {}))
+            eqns.append(
+                Eqn(kernel, list(region.inputs), list(region.outputs), {})
+            )  # (consts inside)
         elif id(eqn) not in members:
             eqns.append(eqn)
     return graph.replace(eqns=eqns, name=graph.name), [k for _, k in compiled_]
