@@ -7,7 +7,7 @@
 (4, 3)
 """
 
-from autodiff import errors, numpy
+from autodiff import errors, numpy, stages
 from autodiff.compiler.jit import jit, make_graph
 from autodiff.control.cond import cond, switch
 from autodiff.control.fori_loop import fori_loop
@@ -67,6 +67,7 @@ __all__ = [
     "no_grad",
     "numpy",
     "scan",
+    "stages",
     "stop_gradient",
     "switch",
     "value_and_grad",

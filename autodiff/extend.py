@@ -12,6 +12,16 @@ helpers, exactly as ``autodiff/rules/`` does:
 >>> float(autodiff.grad(cube_p.bind)(2.0))
 12.0
 
+A primitive's other rules are declared the same way, in its block: a shape rule for
+staging (``def_shape``, returning a ``ShapedArray``), a sparsity rule for sparsity
+detection (``def_sparsity``, returning a ``Sparsity`` of ``Gather``, ``Groups``,
+``Edges`` or ``ALL`` reads; ``moves(impl)`` makes one for a function that only moves
+elements) and a lowering for ``jit``'s compiling tier (``def_lowering``: an
+``Elementwise`` scalar function, a ``Reduction``, a ``View``, a ``Gufunc``, or an
+``Emitter`` writing statements, which raises ``NotLowered`` for what it cannot
+express); ``docs/extending.md`` gives a primitive all of them, with the contract an
+``Emitter`` keeps.
+
 Write a transform by subclassing ``Interpreter`` and ``Tracer`` and
 registering its methods of the dispatch points ``lift`` and ``process``,
 ``@process.register(MyInterpreter, Primitive)`` (``@dispatch`` on functions
@@ -22,6 +32,9 @@ primitive's rules with ``autodiff.testing.check_primitive``.
 
 from autodiff.control.common import ControlFlowPrimitive
 from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
+from autodiff.core.graph import ShapedArray
+from autodiff.core.index_sets import ALL, Edges, Gather, Groups, Sparsity
+from autodiff.core.lowering import Elementwise, Emitter, Gufunc, NotLowered, Reduction, View
 from autodiff.core.primitive import (
     Interpreter,
     Primitive,
@@ -44,13 +57,26 @@ from autodiff.rules._helpers import (
     unary,
     unbroadcast,
 )
+from autodiff.rules._sparsity import moves, numbered, shape_of_operand
 from autodiff.transforms.custom import custom_jvp, custom_vjp
 
 __all__ = [
+    "ALL",
     "ControlFlowPrimitive",
+    "Edges",
+    "Elementwise",
+    "Emitter",
+    "Gufunc",
+    "Gather",
+    "Groups",
     "Interpreter",
+    "NotLowered",
+    "Reduction",
     "Primitive",
+    "ShapedArray",
+    "Sparsity",
     "Tracer",
+    "View",
     "bring_to_front",
     "broadcasting",
     "check_live",
@@ -62,13 +88,16 @@ __all__ = [
     "implements",
     "lift",
     "move_to_front",
+    "moves",
     "ndim_of",
     "new_interpreter",
     "normalize_axes",
+    "numbered",
     "owned",
     "process",
     "register_numpy",
     "shape_of",
+    "shape_of_operand",
     "to_front_padded",
     "unary",
     "unbroadcast",

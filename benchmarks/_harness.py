@@ -103,14 +103,14 @@ def _settle_compiling_tier(systems: dict[str, Callable[[], Any]]) -> None:
     compiling tier (in the background, from the HOT_CALLS-th call on) and wait for that:
     the rounds then time what a long-running program runs, not a compile competing for
     the core they are bound to."""
-    tier = sys.modules.get("autodiff.compiler.llvm_tier")
-    if tier is None or not tier.available():
+    tiers = sys.modules.get("autodiff.compiler.tiers")
+    if tiers is None or not tiers.default_backend().available():
         return
     for name, run in systems.items():
         if name.startswith("autodiff"):
-            for _ in range(tier.HOT_CALLS):
+            for _ in range(tiers.HOT_CALLS):
                 run()
-    tier.wait_for_background()
+    tiers.background.wait_for_background()
     for name, run in systems.items():  # the swapped-in kernels' first (loading) calls
         if name.startswith("autodiff"):
             run()

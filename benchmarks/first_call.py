@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import optree
 
 import autodiff
 import autodiff.numpy as anp
@@ -61,8 +62,8 @@ def measure(repeats: int = 5) -> list[dict]:
             # the same steps again, one by one, for the breakdown
             again = autodiff.jit(make())
             t0 = time.perf_counter()
-            _, leaves, treedef, _ = again._signature(args, {})
-            graph, _ = again._stage(args, {}, leaves, treedef, "jit")
+            traced = again.trace(*args)
+            graph, leaves = traced.graph, optree.tree_leaves(args)
             t1 = time.perf_counter()
             final = optimize(graph, inline_rules=True)
             t2 = time.perf_counter()

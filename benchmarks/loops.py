@@ -346,9 +346,9 @@ def why() -> list[str]:
     args = program["args"]
     f = autodiff.jit(program["autodiff"](), compile=True)
     f(*args), f(*args)
-    entry = next(iter(f._entries.values()))
-    (kernel,) = entry.replay.kernels
-    graph = entry.replay.fused_graph
+    compiled = f.trace(*args).lower().compile()
+    (kernel,) = compiled.kernels
+    graph = compiled.graph
     env = dict(zip(graph.invars, [*args[0], args[1]], strict=True))
     env.update(zip(graph.constvars, graph.consts, strict=True))
     inputs = [env[v] for v in graph.eqns[0].invars]

@@ -23,11 +23,11 @@ COMPILED_JIT = "autodiff, jit(compile=True)"  # kernels compiled with the replay
 def settled(jitted: Any, *args: Any) -> Any:
     """``jitted`` (compile="auto", the default) called past ``HOT_CALLS``, its background
     compilation finished: what a program that calls it often runs."""
-    from autodiff.compiler import llvm_tier
+    from autodiff.compiler import background, tiers
 
-    for _ in range(llvm_tier.HOT_CALLS + 1):
+    for _ in range(tiers.HOT_CALLS + 1):
         jitted(*args)
-    llvm_tier.wait_for_background()
+    background.wait_for_background()
     return jitted
 
 

@@ -12,8 +12,8 @@ if "AUTODIFF_TEST_CACHE" not in os.environ:
     os.environ["AUTODIFF_TEST_CACHE"] = os.environ["AUTODIFF_CACHE_DIR"] = _cache
     atexit.register(shutil.rmtree, _cache, True)
 
-from autodiff.compiler import llvm_tier
-from autodiff.compiler.jit import compile_at_once
+from autodiff.compiler import tiers
+from autodiff.compiler.tiers import compile_at_once
 from autodiff.core.primitive import current_interpreters
 
 
@@ -38,7 +38,7 @@ def _drop_every_unread_residual(monkeypatch):
 @pytest.fixture(autouse=True)
 def _first_calls_compile(request, monkeypatch):
     """A jitted function's first call interprets its graph and the second compiles it
-    (autodiff/compiler/jit.py); the tests compile at once, so that every jit call they make
+    (autodiff/compiler/tiers.py); the tests compile at once, so that every jit call they make
     runs the generated replay, except those marked ``interpreted``.  Those are also the
     only ones where ``compile="auto"`` compiles kernels once a signature is hot (in the
     background: elsewhere a test calling a function often would set kernels compiling
@@ -46,6 +46,6 @@ def _first_calls_compile(request, monkeypatch):
     if request.node.get_closest_marker("interpreted"):
         yield
         return
-    monkeypatch.setattr(llvm_tier, "HOT_CALLS", 1 << 62)
+    monkeypatch.setattr(tiers, "HOT_CALLS", 1 << 62)
     with compile_at_once():
         yield

@@ -31,14 +31,15 @@ import pytest
 import autodiff
 import autodiff.numpy as anp
 from autodiff import cond, fori_loop, grad, jit, scan, switch, vmap, while_loop
-from autodiff.compiler import llvm_codegen, llvm_engine, llvm_kernel, llvm_tier
-from autodiff.compiler.jit import compiling
+from autodiff.compiler import background, llvm_backend, llvm_codegen, llvm_engine, tiers
+from autodiff.compiler.tiers import compiling
 from autodiff.core.lowering import Elementwise, Emitter, NotLowered
 from autodiff.errors import TransformValueError
 from autodiff.extend import Primitive
 from tests.jit_contract import assert_exact, check_calls
 
-needs_llvm = pytest.mark.skipif(not llvm_tier.available(), reason=llvm_tier.why_not())
+BACKEND = llvm_backend.BACKEND
+needs_llvm = pytest.mark.skipif(not BACKEND.available(), reason=BACKEND.why_not())
 pytestmark = needs_llvm
 
 
@@ -48,8 +49,12 @@ def compiled(f, **kw):
 
 
 def kernels_of(jitted):
-    replay = jitted._entries[next(iter(jitted._entries))].replay
-    return getattr(replay, "kernels", [])
+    found = jitted._entries[next(iter(jitted._entries))].compiled
+    return found.kernels if found is not None else ()
+
+
+def fused_graph(jitted):
+    return jitted._entries[next(iter(jitted._entries))].compiled.graph
 
 
 def fallbacks(jitted):
@@ -137,8 +142,8 @@ def _grids(nargs, size):
 @pytest.mark.parametrize("size", [5, 50_000], ids=["vector", "loop"])
 @pytest.mark.parametrize("prim", LOWERED, ids=lambda p: p.name)
 def test_every_elementwise_lowering_computes_what_numpy_computes(prim, size, monkeypatch):
-    monkeypatch.setattr(llvm_kernel, "MIN_EQUATIONS", 1)  # one equation is a region here
-    monkeypatch.setattr(llvm_kernel, "MIN_SCALAR_EQUATIONS", 1)
+    monkeypatch.setattr(llvm_backend, "MIN_EQUATIONS", 1)  # one equation is a region here
+    monkeypatch.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 1)
     nargs = _nargs(prim)
     for dtype, args in _grids(nargs, size):
         for params in PARAMS.get(prim.name, [{}]):
@@ -154,16 +159,14 @@ def test_every_elementwise_lowering_computes_what_numpy_computes(prim, size, mon
                 got = f(*args)  # (the first call of a fused replay is NumPy's)
             what = f"{prim.name} on {dtype} {params}"
             if not kernels_of(f):
-                assert not llvm_kernel.lowerable(_only_eqn(f, args)), what
+                assert not llvm_backend.lowerable(_only_eqn(f, args)), what
                 continue
             assert fallbacks(f) == 0, what
             assert_bits(got, want, what)
 
 
 def _only_eqn(f, args):
-    from autodiff.compiler.replay import final_graph
-
-    (eqn,) = final_graph(f._entries[next(iter(f._entries))].graph).eqns
+    (eqn,) = f.trace(*args).lower().graph.eqns
     return eqn
 
 
@@ -181,7 +184,7 @@ def test_the_elementwise_lowerings_that_compile():
                 continue
             f = jit(lambda v, prim=prim: prim.bind(v))
             (eqn,) = f.graph(x.astype(dtype)).eqns
-            assert llvm_kernel.lowerable(eqn), f"{prim.name} on {dtype}"
+            assert llvm_backend.lowerable(eqn), f"{prim.name} on {dtype}"
 
 
 # --- fusion -------------------------------------------------------------------------------------
@@ -346,9 +349,8 @@ def test_loops_compile_whole_and_equal_the_replay(name):
     check_calls(jitted, jit(f, compile=False), args, rtol=0)
     found = kernels_of(jitted)
     assert found and all(k.impl.fallback.calls == 0 for k in found)
-    fused = jitted._entries[next(iter(jitted._entries))].replay.fused_graph
     # the loop itself is compiled: no loop primitive is left between the kernels
-    assert not any(getattr(e.prim, "runs_functions", False) for e in fused.eqns)
+    assert not any(getattr(e.prim, "runs_functions", False) for e in fused_graph(jitted).eqns)
 
 
 def test_a_loop_with_a_primitive_that_does_not_lower_stays_a_python_loop():
@@ -360,9 +362,8 @@ def test_a_loop_with_a_primitive_that_does_not_lower_stays_a_python_loop():
     a = np.linspace(0.5, 1.0, 4)
     jitted = compiled(f)
     check_calls(jitted, f, (a,))
-    replay = jitted._entries[next(iter(jitted._entries))].replay
     if kernels_of(jitted):  # the loop is the replay's, its operands' arithmetic compiled
-        assert any(e.prim.name == "while_loop" for e in replay.fused_graph.eqns)
+        assert any(e.prim.name == "while_loop" for e in fused_graph(jitted).eqns)
 
 
 # --- NumPy's floating-point errors and exceptions, exactly -------------------------------------
@@ -470,19 +471,19 @@ def test_a_kernel_no_function_uses_is_released():
 @pytest.mark.interpreted
 def test_auto_compiles_a_hot_signature_in_the_background_and_swaps_it_in(monkeypatch):
     jobs = []
-    monkeypatch.setattr(llvm_tier, "compile_later", jobs.append)  # held, not run
+    monkeypatch.setattr(background, "compile_later", jobs.append)  # held, not run
 
     def f(x):
         return anp.tanh(anp.sin(x) * 1.5 + 0.25) * x
 
     jitted = jit(f)  # compile="auto"
     x = np.linspace(-1, 1, 5)
-    for _ in range(llvm_tier.HOT_CALLS + 5):
+    for _ in range(tiers.HOT_CALLS + 5):
         assert_exact(jitted(x), f(x), rtol=0)
     assert len(jobs) == 1  # hot once: one compilation asked for, none waited for
-    assert "define" not in jitted.source(x)
+    assert not kernels_of(jitted)
     jobs[0]()  # the background thread's work
-    assert "define" in jitted.source(x)
+    assert kernels_of(jitted)
     for _ in range(3):
         assert_exact(jitted(x), f(x), rtol=0)
     assert kernels_of(jitted)
@@ -495,9 +496,9 @@ def test_auto_compiles_in_a_thread_no_call_waits_for():
 
     jitted = jit(f)
     x = np.linspace(0, 1, 7)
-    for _ in range(llvm_tier.HOT_CALLS + 1):
+    for _ in range(tiers.HOT_CALLS + 1):
         assert_exact(jitted(x), f(x), rtol=0)
-    assert llvm_tier.wait_for_background(timeout=120)
+    assert background.wait_for_background(timeout=120)
     for _ in range(2):
         assert_exact(jitted(x), f(x), rtol=0)
     assert kernels_of(jitted)
@@ -507,16 +508,16 @@ def test_auto_compiles_in_a_thread_no_call_waits_for():
 def test_compile_false_never_compiles():
     jitted = jit(lambda x: anp.sin(x) * 2.0 + 1.0, compile=False)
     x = np.ones(3)
-    for _ in range(llvm_tier.HOT_CALLS + 3):
+    for _ in range(tiers.HOT_CALLS + 3):
         jitted(x)
-    llvm_tier.wait_for_background(timeout=120)
+    background.wait_for_background(timeout=120)
     assert "define" not in jitted.source(x)
 
 
 @pytest.mark.interpreted
 def test_without_llvmlite_jit_is_what_it_was(monkeypatch):
-    monkeypatch.setattr(llvm_tier, "available", lambda: False)
-    monkeypatch.setattr(llvm_tier, "why_not", lambda: "llvmlite is not installed (simulated)")
+    monkeypatch.setattr(BACKEND, "available", lambda: False)
+    monkeypatch.setattr(BACKEND, "why_not", lambda: "llvmlite is not installed (simulated)")
     with pytest.raises(TransformValueError, match="llvmlite is not installed"):
         jit(lambda x: x, compile=True)
 
@@ -525,17 +526,17 @@ def test_without_llvmlite_jit_is_what_it_was(monkeypatch):
 
     jitted = jit(f)
     x = np.linspace(0, 1, 4)
-    for _ in range(llvm_tier.HOT_CALLS + 3):
+    for _ in range(tiers.HOT_CALLS + 3):
         check_calls(jitted, f, (x,))
-    assert "define" not in jitted.source(x)
+    assert not kernels_of(jitted)
     with compiling(True):  # forcing it where it is unavailable compiles nothing
         check_calls(jit(f), f, (x,))
 
 
 def test_the_environment_switches_the_tier_off(monkeypatch):
     monkeypatch.setenv("AUTODIFF_COMPILE", "0")
-    assert not llvm_tier.available()
-    assert "AUTODIFF_COMPILE=0" in llvm_tier.why_not()
+    assert not BACKEND.available()
+    assert "AUTODIFF_COMPILE=0" in BACKEND.why_not()
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None, "always"])
@@ -573,8 +574,7 @@ def test_user_primitives_declare_their_lowering():
     check_calls(jitted, f, (x,), rtol=0)
     found = kernels_of(jitted)
     assert len(found) == 2  # two kernels, the opaque primitive a NumPy call between them
-    graph = jitted._entries[next(iter(jitted._entries))].replay.fused_graph
-    assert [e.prim.name for e in graph.eqns] == ["kernel", "opaque", "kernel"]
+    assert [e.prim.name for e in fused_graph(jitted).eqns] == ["kernel", "opaque", "kernel"]
 
 
 def test_a_scalar_function_with_python_control_flow_stays_numpy_calls():

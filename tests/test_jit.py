@@ -489,11 +489,11 @@ def test_debug_nans_runs_the_function_itself():
 
 @pytest.mark.interpreted
 def test_the_first_call_interprets_and_the_second_compiles(monkeypatch):
-    from autodiff.compiler import jit as _jit
+    from autodiff.compiler import tiers
 
     compiled = []
-    real = _jit.compiled
-    monkeypatch.setattr(_jit, "compiled", lambda *a, **k: compiled.append(a) or real(*a, **k))
+    real = tiers.replay
+    monkeypatch.setattr(tiers, "replay", lambda *a, **k: compiled.append(a) or real(*a, **k))
     c = np.arange(3.0)
     f = jit(lambda x: (anp.sin(x) * 2.0 + 1.0, c))
     x = np.linspace(0.0, 1.0, 3)
@@ -508,7 +508,7 @@ def test_the_first_call_interprets_and_the_second_compiles(monkeypatch):
     np.testing.assert_array_equal(second[1], np.arange(3.0))
     f(x)
     assert len(compiled) == 1 and f.cache_info().misses == 1
-    with _jit.compile_at_once():
+    with tiers.compile_at_once():
         g = jit(lambda x: x * 3.0)
         g(x)
     assert len(compiled) == 2

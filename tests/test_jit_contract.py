@@ -40,9 +40,9 @@ from autodiff import (
     vmap,
     while_loop,
 )
+from autodiff.compiler import background, passes, replay, tiers
 from autodiff.compiler import call as call_module
 from autodiff.compiler import jit as jit_module
-from autodiff.compiler import llvm_tier, passes, replay
 from autodiff.errors import ConcretizationError, NonFiniteError, TransformValueError
 from autodiff.interpreters import staging
 from tests.jit_contract import assert_exact, check_calls, check_captured
@@ -184,7 +184,7 @@ def test_debug_nans_and_debug_rules_check_every_call():
     g(X)
     g(X)
     with debug_rules(), monkeypatch_context() as m:  # the function runs: its rules, checked
-        m.setattr(jit_module, "compiled", lambda *a, **k: checked.append(a))
+        m.setattr(tiers, "replay", lambda *a, **k: checked.append(a))
         check_calls(g, anp.sin, (X,))
     assert not checked  # no replay ran under debug_rules
 
@@ -297,7 +297,7 @@ def _growth(step, warm, measure):
     after ``warm`` steps filled the caches (and the compiling tier's background thread
     finished what earlier tests gave it): the lesser of two such windows (a leak grows
     in both; a one-off, such as a dict doubling, in one)."""
-    llvm_tier.wait_for_background()
+    background.wait_for_background()
     mine = [tracemalloc.Filter(True, "*/autodiff/*"), tracemalloc.Filter(True, __file__)]
 
     def memory():

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 import autodiff
-from autodiff.compiler import llvm_tier
-from autodiff.compiler.jit import compiling
+from autodiff.compiler.stages import default_backend
+from autodiff.compiler.tiers import compiling
 from tests import programs
 from tests.jit_contract import check_calls
 
@@ -63,8 +63,8 @@ def check_with_jit(case):
 
 TIERS = [
     "replay",
-    pytest.param("compiled", marks=pytest.mark.skipif(not llvm_tier.available(),
-                                                      reason=llvm_tier.why_not())),
+    pytest.param("compiled", marks=pytest.mark.skipif(not default_backend().available(),
+                                                      reason=default_backend().why_not())),
 ]  # fmt: skip
 
 

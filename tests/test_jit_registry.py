@@ -20,11 +20,21 @@ differences and loops;
 
 and, for a fixed sixteenth of the samples (drawn by a hash of their names), the same two
 checks with the compiling tier on (``compiling(True)``, every equation that lowers a
-kernel of its own, so each primitive's lowering, elementwise or not, meets its samples).
+kernel of its own, so each primitive's lowering, elementwise or not, meets its samples);
+
+and every lowering the package declares is compiled and run: the ``Elementwise`` ones of
+``rules/`` on grids of special values (``tests/test_compiled.py``), every other one on
+the first registry sample whose ``jit`` (or, for a primitive only derivatives bind,
+``jit(grad)``) program puts it in a region, or on a small program of its own (control
+flow, which the registry has no records for); its kernel must run (no NumPy fallback)
+and give the function's results.  A lowering that no sample compiles fails the suite.
+
 Expected failures are listed in ``tests/registry.EXPECTED_FAILURES`` under the test
 names ``"jit"`` and ``"jit under transforms"``.
 """
 
+import functools
+import sys
 import warnings
 import zlib
 
@@ -32,16 +42,20 @@ import numpy as np
 import optree
 import pytest
 
+import autodiff
 import autodiff.numpy as anp
 from autodiff import grad, jit, jvp, make_graph, vmap
-from autodiff.compiler import llvm_kernel, llvm_tier
-from autodiff.compiler.jit import compiling
+from autodiff.compiler import llvm_backend
+from autodiff.compiler.stages import default_backend
+from autodiff.compiler.tiers import compiling
 from autodiff.core.graph import Literal
+from autodiff.core.primitive import Primitive
 from autodiff.errors import ConcretizationError, UnsupportedFunctionError
 from tests.backends import CoercionError, StrictArray, strict, unwrap
-from tests.jit_contract import check_calls, check_captured
+from tests.jit_contract import assert_fresh, check_calls, check_captured
 from tests.registry import EXPECTED_FAILURES, OPS
 from tests.test_backends import SCIPY_ONLY
+from tests.test_compiled import LOWERED
 
 COMPOSITIONS = ["jit(grad)", "grad(jit)", "vmap(jit)", "jit(vmap)", "jvp(jit)", "jit(jvp)",
                 "jit(vmap(grad))", "vmap(grad(jit))"]  # fmt: skip
@@ -109,7 +123,7 @@ def assert_same(got, want, rtol=1e-12):
 
 def check_avals(graph, args):
     """Run ``graph`` equation by equation on ``args``; every result must have the
-    shape and dtype its variable says."""
+    shape and dtype its variable says.  Returns every variable's value."""
     env = dict(zip(graph.invars, args))
     env.update(zip(graph.constvars, graph.consts))
 
@@ -122,6 +136,7 @@ def check_avals(graph, args):
             got = (tuple(np.shape(value)), np.result_type(value))
             assert got == (var.aval.shape, var.aval.dtype), f"{eqn.prim.name}: {var.aval}, {got}"
             env[var] = value
+    return env
 
 
 @pytest.mark.interpreted
@@ -270,10 +285,12 @@ def _sampled(op, sample, i):
     return _drawn(op, sample, i)
 
 
-needs_llvm = pytest.mark.skipif(not llvm_tier.available(), reason=llvm_tier.why_not())
+needs_backend = pytest.mark.skipif(
+    not default_backend().available(), reason=default_backend().why_not()
+)
 
 
-@needs_llvm
+@needs_backend
 @pytest.mark.parametrize(
     ("op", "sample", "lib", "composition", "dims"),
     _params("jit compiled", ("anp",), extra=_sampled),
@@ -281,11 +298,123 @@ needs_llvm = pytest.mark.skipif(not llvm_tier.available(), reason=llvm_tier.why_
 def test_compiled_jit_equals_the_function(op, sample, lib, composition, dims, monkeypatch):
     """The kernels of ``jit(f)`` and of the sample's drawn composition, on their first
     (compiled), second and warm calls: ``f``'s results, fresh, as the replay's are."""
-    monkeypatch.setattr(llvm_kernel, "MIN_EQUATIONS", 1)  # each equation that lowers compiles
-    monkeypatch.setattr(llvm_kernel, "MIN_SCALAR_EQUATIONS", 1)
+    monkeypatch.setattr(llvm_backend, "MIN_EQUATIONS", 1)  # each equation that lowers compiles
+    monkeypatch.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 1)
     f = op.bound(sample, lib)
     jitted, eager, args = _stacks(op, sample, composition, dims)
     with warnings.catch_warnings(), compiling(True):
         warnings.simplefilter("ignore", RuntimeWarning)
         check_calls(jit(f), f(*sample.args), sample.args)
         assert_same(jitted(*args), eager(*args), rtol=1e-10)
+
+
+# --- every declared lowering, compiled and run ------------------------------------------------
+
+# Programs for the lowerings of control flow, which the registry has no records for.
+CONTROL_FLOW = {
+    "cond": lambda x: autodiff.cond(anp.sum(x) > 0.0, lambda v: anp.sin(v) * 2.0,
+                                    lambda v: anp.cos(v) + 1.0, x),
+    "scan": lambda x: autodiff.scan(lambda c, v: (c * 0.5 + v, anp.sin(c) * 2.0), x[0], x),
+    "while_loop": lambda x: autodiff.while_loop(lambda v: anp.sum(v) < 10.0,
+                                                lambda v: v * 1.5 + 0.25, x),
+}  # fmt: skip
+
+
+def _declared_lowerings() -> dict[int, Primitive]:
+    """Every primitive of the package that declares a lowering (its modules' names)."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if name == "autodiff" or name.startswith("autodiff."):
+            for value in list(vars(module).values()):
+                if isinstance(value, Primitive) and value.lowering is not None:
+                    found[id(value)] = value
+    return found
+
+
+def _sources(derivatives: bool):
+    """(label, function, arguments) of the programs that may compile a lowering, in a
+    fixed order: the control-flow programs and each registry sample with ``anp``; or,
+    with ``derivatives``, the ``jit(grad)`` of each differentiable sample."""
+    if not derivatives:
+        x = np.linspace(0.1, 0.9, 6)
+        for name, fn in CONTROL_FLOW.items():
+            yield name, fn, (x,)
+    for op in OPS:
+        for i, sample in enumerate(op.samples):
+            label = f"{op.name}[{sample.label or i}]"
+            if not derivatives:
+                yield label, op.bound(sample, "anp"), sample.args
+            elif op.differentiable and sample.diff_positions():
+                _, eager, args = _stacks(op, sample, "jit(grad)", ())
+                yield f"jit(grad({label}))", eager, args
+
+
+@functools.cache
+def _compiling_samples() -> tuple[dict, list]:
+    """For each declared lowering but the gridded ones, the program (``_sources``) with
+    the fewest equations in regions, then the lowest-rank and smallest arrays, that puts
+    it in one (a derivative's only where no function's does), as ``{label: (function,
+    arguments, primitive names)}``; and the names of the lowerings no program compiles."""
+    todo = {k: p for k, p in _declared_lowerings().items()
+            if k not in {id(p) for p in LOWERED}}  # fmt: skip
+    best: dict = {}  # primitive -> (equations compiled, order, label, function, arguments)
+    with pytest.MonkeyPatch.context() as m, warnings.catch_warnings():
+        m.setattr(llvm_backend, "MIN_EQUATIONS", 0)  # every equation that lowers is compiled
+        m.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 0)
+        warnings.simplefilter("ignore")
+        for derivatives in (False, True):
+            for order, (label, fn, args) in enumerate(_sources(derivatives)):
+                if derivatives and set(todo) <= set(best):
+                    break
+                try:
+                    lowered = jit(fn).trace(*args).lower()
+                except (ConcretizationError, UnsupportedFunctionError):
+                    continue  # jit refuses it (JIT_LIMITS)
+                inputs = [v.aval for r in lowered.regions for v in r.region.inputs]
+                eqns = sum(len(r.eqns) for r in lowered.regions)
+                size = (eqns, max((a.ndim for a in inputs), default=0), sum(a.size for a in inputs))
+                for k in {id(e.prim) for r in lowered.regions for e in r.eqns} & set(todo):
+                    if k not in best or (not derivatives and (size, order) < best[k][:2]):
+                        best[k] = (size, order, label, fn, args)
+    chosen: dict = {}
+    for k, (_, _, label, fn, args) in best.items():
+        chosen.setdefault(label, (fn, args, []))[2].append(todo[k].name)
+    return chosen, sorted(p.name for k, p in todo.items() if k not in best)
+
+
+def test_every_declared_lowering_is_compiled_by_a_sample():
+    chosen, never = _compiling_samples()
+    assert not never, f"no sample compiles the lowering of {never}: add a registry sample"
+    assert len(chosen) <= 24  # (the compiling test below stays cheap)
+
+
+@needs_backend
+@pytest.mark.parametrize("part", range(4))
+def test_every_declared_lowering_runs_and_equals_the_function(part, monkeypatch):
+    """The chosen programs, a quarter each, compiled (with every equation that lowers in
+    a region): each chosen lowering in a kernel that runs (no NumPy fallback), each
+    kernel's results equal to its region's as NumPy computes them and sharing memory
+    with none of its inputs (an emitter's undeclared view would), the function's results
+    equal and fresh."""
+    monkeypatch.setattr(llvm_backend, "MIN_EQUATIONS", 0)
+    monkeypatch.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 0)
+    chosen, _ = _compiling_samples()
+    for label in sorted(chosen)[part::4]:
+        fn, args, names = chosen[label]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            compiled = jit(fn).trace(*args).lower().compile()
+            got, want = compiled(*args), fn(*args)
+            # each kernel alone, on its region's inputs as NumPy computes them
+            env = check_avals(compiled.lowered.graph, optree.tree_leaves(args))
+            for kernel in compiled.kernels:
+                inputs = [env[v] for v in kernel.region.inputs]
+                for var, out in zip(kernel.region.outputs, kernel.impl(*inputs), strict=True):
+                    assert_same(out, env[var], rtol=1e-10)
+                    shared = [i for i in inputs if np.shares_memory(out, i)]
+                    assert not shared, f"{label}: a kernel's result views its input"
+        kernels_run = {e.prim.name for k in compiled.kernels for e in k.region.eqns}
+        assert set(names) <= kernels_run, f"{label}: {names} not compiled"
+        assert all(k.impl.fallback.calls == 0 for k in compiled.kernels), f"{label}: fell back"
+        assert_same(got, want, rtol=1e-10)
+        assert_fresh(got, args, label)

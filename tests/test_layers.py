@@ -11,14 +11,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "autodiff"
 
 # Bottom up.  A module's layer is its folder; errors.py, the exceptions every layer
-# raises, sits with the core; the package's own __init__, __main__ and extend.py (the
-# public API) on top.
+# raises, sits with the core; the package's own __init__, __main__, extend.py and
+# stages.py (the public API) on top.
 LAYERS = ["core", "debug", "rules", "interpreters", "compiler", "control", "transforms",
           "testing", "namespaces", "public"]  # fmt: skip
 FOLDERS = {"core": "core", "debug": "debug", "rules": "rules", "interpreters": "interpreters",
            "compiler": "compiler", "control": "control", "transforms": "transforms",
            "testing": "testing", "numpy": "namespaces", "scipy": "namespaces"}  # fmt: skip
-TOP_LEVEL = {"errors": "core", "": "public", "__main__": "public", "extend": "public"}
+TOP_LEVEL = {"errors": "core", "": "public", "__main__": "public", "extend": "public",
+             "stages": "public"}  # fmt: skip
 
 
 def _modules() -> dict[str, pathlib.Path]:

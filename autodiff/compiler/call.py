@@ -37,8 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.compiler.derived import derived_of
 from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
-from autodiff.compiler.replay import array_kind, compiled
+from autodiff.compiler.replay import array_kind
+from autodiff.compiler.stages import replay
 from autodiff.core.arrays import library_of
 from autodiff.core.caches import LRUCache
 from autodiff.core.graph import Eqn, Graph, Literal, Var, aval_of
@@ -60,7 +62,7 @@ class CallPrimitive(Primitive):
 
 
 def _call_impl(*args: Any, graph: Graph, name: str) -> tuple:
-    return compiled(graph, *array_kind(args))(*args)
+    return replay(graph, *array_kind(args))(*args)
 
 
 call_p = CallPrimitive("jit_call", _call_impl, multiple_results=True)
@@ -73,10 +75,13 @@ DERIVED_MAXSIZE = 64
 
 def _derived(graph: Graph, key: tuple, make: Any) -> Any:
     """``make()``, cached on ``graph`` under ``key`` (staged once per key while kept)."""
-    cache = graph.cache.get("derived")
+    store = derived_of(graph)
+    cache = store.transformed
     if cache is None:
         with graph.lock:
-            cache = graph.cache.setdefault("derived", LRUCache(DERIVED_MAXSIZE))
+            if store.transformed is None:
+                store.transformed = LRUCache(DERIVED_MAXSIZE)
+            cache = store.transformed
     return cache.get_or_make(key, make)
 
 
@@ -89,9 +94,10 @@ def runs_functions(graph: Graph) -> bool:
     only from values: a transform of a jitted function then evaluates its graph at
     the transform's own level instead of staging the transformed graph, so loops and
     branches are differentiated and batched as they are eagerly."""
-    found = graph.cache.get("runs_functions")
+    store = derived_of(graph)
+    found = store.runs_functions
     if found is None:
-        found = graph.cache["runs_functions"] = any(
+        found = store.runs_functions = any(
             getattr(eqn.prim, "runs_functions", False) for eqn in graph.eqns
         )
     return found

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from autodiff.compiler.derived import derived_of
 from autodiff.compiler.passes import dce, optimize
 from autodiff.core.arrays import is_float
 from autodiff.core.graph import Graph, Var
@@ -35,9 +36,10 @@ __all__ = [
 
 def prepared(graph: Graph) -> Graph:
     """``graph`` as it is transformed: after the passes, with custom rules kept."""
-    found = graph.cache.get("prepared")
+    store = derived_of(graph)
+    found = store.prepared
     if found is None:
-        found = graph.cache["prepared"] = optimize(graph)
+        found = store.prepared = optimize(graph)
     return found
 
 

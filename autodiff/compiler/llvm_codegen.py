@@ -47,6 +47,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from autodiff.compiler import llvm_ir, npy_loops
+from autodiff.compiler.kernel_call import SINGULAR
 from autodiff.compiler.llvm_ir import SCALAR, Function, Lanes, cast, constant, mem_type, reg_type
 from autodiff.core.graph import Eqn, Graph, Literal, ShapedArray, Var
 from autodiff.core.lowering import Elementwise, Emitter, Gufunc, NotLowered, Reduction, View
@@ -54,7 +55,6 @@ from autodiff.core.lowering import Elementwise, Emitter, Gufunc, NotLowered, Red
 __all__ = ["CHUNK", "Array", "Codegen", "Context", "Scalar"]
 
 CHUNK = 8192  # elements per call of a NumPy loop in a long run: NumPy's buffer size
-SINGULAR = 2  # the code a kernel ends with on a singular matrix (``llvm_kernel.py``)
 VECTOR = 64  # elements up to which a fused loop is straight-line code on LLVM vectors
 _ALIGN = 64
 

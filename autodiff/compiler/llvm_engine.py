@@ -8,7 +8,7 @@ calling ``len`` costs, no ctypes conversion.  Each module has an execution engin
 of its own, so the memory of a kernel (its code and its module) goes when the last
 reference to its function goes.
 
-The machine code is kept on disk (``kernel_cache.py``) under a hash of the IR text, the
+The machine code is kept on disk (``disk_cache.py``) under a hash of the IR text, the
 processor and the LLVM version: a later process parses the module but skips the
 optimisation and code generation.  The IR names the addresses it needs (NumPy's own
 loops, the C library's ``fetestexcept``, ``malloc``) by symbol (``symbol``), resolved in
@@ -33,7 +33,7 @@ import time
 import weakref
 from typing import Any
 
-from autodiff.compiler import kernel_cache
+from autodiff.compiler import disk_cache
 
 __all__ = ["Native", "available", "compile_ir", "host", "symbol", "why_not"]
 
@@ -263,7 +263,7 @@ def compile_ir(text: str, entries: list[str], name: str = "kernel") -> Native:
     start = time.perf_counter()
     llvm = _llvm()
     key = cache_key(text)
-    code = kernel_cache.load(key)
+    code = disk_cache.load(key)
     cached = code is not None
     if code is None:  # optimised, then machine code (an object file), kept on disk
         module = llvm.parse_assembly(text)
@@ -275,7 +275,7 @@ def compile_ir(text: str, entries: list[str], name: str = "kernel") -> Native:
         builder = llvm.create_pass_builder(machine, options)
         builder.getModulePassManager().run(module, builder)
         code = machine.emit_object(module)
-        kernel_cache.store(key, code)
+        disk_cache.store(key, code)
     # an engine of an empty module, loading the object file: nothing of it is left to the
     # garbage collector's order (an object cache disposed of before its engine crashes)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())

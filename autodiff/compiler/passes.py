@@ -423,7 +423,7 @@ def inline(graph: Graph) -> Graph:
         if not eqn.prim.traceable:
             eqns.append(eqn)
             continue
-        body = traced_impl(eqn.prim, [v.aval for v in eqn.invars], eqn.params)
+        body = traced_impl(eqn.prim, [v.aval for v in eqn.invars], eqn.params).graph
         rename: dict[Var, Any] = dict(zip(body.invars, eqn.invars))
         for var, const in zip(body.constvars, body.consts):
             rename[var] = var

@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.compiler.passes import optimize
 from autodiff.core.graph import Graph, Literal, Var
 from autodiff.interpreters.staging import eval_graph
 
@@ -48,9 +47,8 @@ __all__ = [
     "FREE_AT",
     "array_kind",
     "compile_graph",
-    "compiled",
-    "final_graph",
     "fresh_results",
+    "generate",
     "interpret",
     "plan",
 ]
@@ -71,7 +69,7 @@ def _writes_out(prim: Any) -> bool:
 
 def _fresh(prim: Any) -> bool:
     """A result the replay allocates itself (ufuncs always return a new array, and so
-    do the compiled kernels of ``numba_tier.py``)."""
+    do the compiled kernels of ``kernel_call.py``)."""
     if getattr(prim, "fresh_results", False):
         return True
     return isinstance(prim.impl, np.ufunc) and prim.impl.nout == 1 and not prim.multiple_results
@@ -388,7 +386,7 @@ def interpret(graph: Graph, *args: Any) -> tuple:
     return fresh_results(eval_graph(graph, *args, bind=False), graph, args)
 
 
-# --- the compiled replay of a graph, cached on it ------------------------------------------------
+# --- the arrays' library ------------------------------------------------------------------------
 
 
 def array_kind(values: Any) -> tuple[str, Any]:
@@ -404,28 +402,3 @@ def array_kind(values: Any) -> tuple[str, Any]:
             return "lazy", None
         return "other", x
     return "numpy", None
-
-
-def compiled(graph: Graph, kind: str = "numpy", like: Any = None, fresh: bool = False) -> Any:
-    """The compiled replay of ``graph`` for arrays of ``kind`` (passes, custom rules
-    inlined, buffer reuse), compiled once per kind and cached on the graph; ``fresh``:
-    with results that share no memory (a jitted function's)."""
-    key = ("compiled", kind, None if like is None else type(like), fresh)
-    found = graph.cache.get(key)
-    if found is None:  # compiled without a lock: two threads may both compile, one wins
-        found = compile_graph(final_graph(graph, kind), kind, like, fresh)
-        with graph.lock:
-            found = graph.cache.setdefault(key, found)
-    return found
-
-
-def final_graph(graph: Graph, kind: str = "numpy") -> Graph:
-    """``graph`` as its replay on arrays of ``kind`` runs it: after the passes, custom
-    rules inlined; for libraries that refuse NumPy arrays (``"other"``: CuPy), with no
-    new NumPy constants."""
-    key = ("final", kind == "other")
-    found = graph.cache.get(key)
-    if found is None:
-        found = graph.cache[key] = optimize(graph, inline_rules=True,
-                                            numpy_constants=kind != "other")  # fmt: skip
-    return found

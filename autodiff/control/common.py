@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.compiler.replay import array_kind, compiled, final_graph
+from autodiff.compiler.replay import array_kind
+from autodiff.compiler.stages import optimized, replay
 from autodiff.core.args import a_type, is_array
 from autodiff.core.arrays import dtype_of, is_float, shape_of
 from autodiff.core.graph import Graph
@@ -184,7 +185,7 @@ class GraphFn:
         for a in args:
             if isinstance(a, Tracer):
                 return tuple(eval_graph(self.graph, *args))
-        return compiled(self.graph, *array_kind(args))(*args)
+        return replay(self.graph, *array_kind(args))(*args)
 
     def __repr__(self) -> str:
         return f"<{self.graph.name}: {len(self.graph.eqns)} eqns>"
@@ -193,7 +194,7 @@ class GraphFn:
 def inline_function(ctx: Any, fn: GraphFn, inputs: Sequence[Any], consts: Sequence[Any]) -> list:
     """A lowering's ``ctx`` (``compiler/llvm_codegen.py``) writes ``fn``'s optimised graph
     inline, on the values ``inputs`` and the closed-over values it picks from ``consts``."""
-    return ctx.inline(final_graph(fn.graph), [*inputs, *(consts[i] for i in fn.picks)])
+    return ctx.inline(optimized(fn.graph), [*inputs, *(consts[i] for i in fn.picks)])
 
 
 def _bind(value: Any, consts: Sequence[Any]) -> Any:

@@ -216,12 +216,13 @@ class Graph:
     """A staged program (see the module docstring).
 
     ``log`` lists what the passes did to it (``autodiff.compiler.passes``): one entry per
-    pass, ``(name, equations removed, details)``.  ``cache`` holds what was derived
-    from it (its JVP, VJP and batched graphs, its compiled replays), so each is
-    staged once; ``lock`` guards filling it.
+    pass, ``(name, equations removed, details)``.  ``derived`` holds what the compiler
+    derived from it (``compiler/pipeline.py``'s ``Derived``: its optimised forms, replays
+    and kernels, the graphs of its transforms), made once each; ``lock`` guards making
+    them.
     """
 
-    __slots__ = ("__weakref__", "cache", "consts", "constvars", "eqns", "in_tree", "invars",
+    __slots__ = ("__weakref__", "consts", "constvars", "derived", "eqns", "in_tree", "invars",
                  "lock", "log", "name", "out_tree", "outvars")  # fmt: skip
 
     def __init__(
@@ -245,7 +246,7 @@ class Graph:
         self.out_tree = out_tree
         self.name = name
         self.log = list(log or [])
-        self.cache: dict = {}
+        self.derived: Any = None  # made by the compiler on first use
         self.lock = threading.RLock()
 
     def replace(self, **changes: Any) -> Graph:
@@ -285,6 +286,11 @@ class Graph:
 
     def __str__(self) -> str:
         return "\n".join(_Printer().graph(self, ""))
+
+    def text(self, notes: dict[int, str] | None = None) -> str:
+        """``str(graph)``, with ``notes[id(eqn)]`` as a comment after the line of each
+        top-level equation it names (``Lowered.as_text``: where each equation runs)."""
+        return "\n".join(_Printer().graph(self, "", notes or {}))
 
     def __repr__(self) -> str:
         ins = ", ".join(v.aval.str_short() for v in self.invars)
@@ -375,18 +381,24 @@ class _Printer:
     def typed(self, v: Var) -> str:
         return f"{self.name(v)}:{v.aval.str_short()}"
 
-    def graph(self, graph: Graph, indent: str) -> list[str]:
+    def graph(self, graph: Graph, indent: str, notes: dict[int, str] | None = None) -> list[str]:
         used = {id(v) for eqn in graph.eqns for v in eqn.invars}
         used |= {id(v) for v in graph.outvars}
         consts = " ".join(self.typed(v) for v in graph.constvars)
         ins = " ".join(self.typed(v) for v in graph.invars)
         lines = [f"{indent}{{ lambda {consts + ' ; ' if consts else ''}{ins} . let"]
+        noted: list[tuple[int, str]] = []  # (line, note)
         for eqn in graph.eqns:
             outs = " ".join(self.typed(v) if id(v) in used else "_" for v in eqn.outvars)
             params, nested = self.params(eqn.params, indent + "    ")
             args = " ".join(self.name(v) for v in eqn.invars)
+            if notes and id(eqn) in notes:
+                noted.append((len(lines), notes[id(eqn)]))
             lines.append(f"{indent}    {outs} = {eqn.prim.name}{params} {args}".rstrip())
             lines += nested
+        width = max((len(lines[i]) for i, _ in noted), default=0)
+        for i, note in noted:
+            lines[i] = f"{lines[i].ljust(width)}  # {note}"
         outs = ", ".join(self.name(v) for v in graph.outvars)
         lines.append(f"{indent}  in ({outs}{',' if len(graph.outvars) == 1 else ''}) }}")
         return lines

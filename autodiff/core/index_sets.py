@@ -193,7 +193,24 @@ class Sparsity:
     """What a sparsity rule returns for one output: per operand, what each output
     element reads of it (``reads``), and for Hessians the operand pairs ``(i, j)`` whose
     elements interact non-linearly within a term (``pairs``).  Terms are the output
-    elements unless ``terms`` gives, per operand, what each of ``n_terms`` terms reads."""
+    elements unless ``terms`` gives, per operand, what each of ``n_terms`` terms reads.
+
+    The rule of ``x[1:] * y[:-1]`` (``x``, ``y`` of 4 elements): output ``k`` reads
+    ``x[k + 1]`` and ``y[k]``, which interact::
+
+        Sparsity([Gather([1, 2, 3]), Gather([0, 1, 2])], pairs=[(0, 1)])
+
+    >>> import numpy as np, autodiff
+    >>> from autodiff.extend import Gather, Primitive
+    >>> shifted_p = Primitive("shifted_product", lambda x, y: x[1:] * y[:-1],
+    ...     sparsity=lambda x, y: Sparsity([Gather(np.arange(1, x.shape[0])),
+    ...                                     Gather(np.arange(y.shape[0] - 1))], pairs=[(0, 1)]))
+    >>> pattern = autodiff.jacobian_sparsity(shifted_p.bind, argnums=(0, 1))(np.ones(4), np.ones(4))
+    >>> pattern.toarray().astype(int)  # columns: x's 4 elements, then y's
+    array([[0, 1, 0, 0, 1, 0, 0, 0],
+           [0, 0, 1, 0, 0, 1, 0, 0],
+           [0, 0, 0, 1, 0, 0, 1, 0]])
+    """
 
     __slots__ = ("n_terms", "pairs", "reads", "terms")
 

@@ -38,6 +38,17 @@ with its ``lowering``, one of:
     stays a NumPy call.  The values it returns may be its operands or views of them:
     compiled code copies what it returns where that would share memory.
 
+**What an Emitter may do with values.**  A value is never written once it is made: an
+emitter writes only into arrays it made itself (``ctx.empty``, ``ctx.full``,
+``ctx.copy``, or views of those), never into an operand (it may be the caller's argument,
+a constant of the graph, or a value later equations still read): to update one, copy it
+first (``out = ctx.copy(x)``, then ``ctx.apply(np.add, ctx.view(out, ...), y, out=...)``,
+as ``index_add`` does).  It may return its operands or views of them: the kernel copies,
+on the way out, each result that shares memory with an input, a constant or another
+result.  It may be called more than once for one equation (``llvm_backend.lowerable``
+writes it on a scratch ``Codegen`` to learn whether it lowers), so it has no effect
+besides ``ctx``'s.
+
 A primitive without a lowering is a NumPy call between compiled regions: never wrong,
 only not compiled.  Nothing here imports LLVM: a lowering is a description.
 """
@@ -118,7 +129,17 @@ class Gufunc(Lowering):
 
 
 class Emitter(Lowering):
-    """Lowers by writing statements (see the module docstring)."""
+    """Lowers by writing statements, keeping the contract of the module docstring.
+
+    >>> import numpy as np, autodiff, autodiff.numpy as anp
+    >>> from autodiff.extend import Primitive
+    >>> def _rows_lowering(ctx, x):  # a view of its operand
+    ...     return ctx.view(x, lambda a: a[::-1])
+    >>> flip_rows_p = Primitive("flip_rows", lambda x: x[::-1], lowering=Emitter(_rows_lowering))
+    >>> f = autodiff.jit(lambda x: flip_rows_p.bind(anp.sin(x) * 2.0) + 1.0)
+    >>> [r.primitives for r in f.trace(np.ones(3)).lower().regions]
+    [['sin', 'multiply', 'flip_rows', 'add']]
+    """
 
     __slots__ = ("fn",)
 

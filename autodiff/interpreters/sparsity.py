@@ -179,7 +179,7 @@ def through_impl(prim: Primitive) -> Callable:
     @propagating
     def rule(sets, operands, **params):
         avals = [x if isinstance(x, ShapedArray) else aval_of(x) for x in operands]
-        return propagate(traced_impl(ref(), avals, params), sets)
+        return propagate(traced_impl(ref(), avals, params).graph, sets)
 
     return rule
 

@@ -307,7 +307,7 @@ def abstract_eval(prim: Primitive, avals: Sequence[Any], params: dict) -> Any:
     if rule is not None:
         return _as_avals(prim, rule(*avals, **params))
     if prim.traceable:
-        graph = traced_impl(prim, avals, params)
+        graph = traced_impl(prim, avals, params).graph
         outs = tuple(v.aval for v in graph.outvars)
         return outs if prim.multiple_results else outs[0]
     try:
@@ -317,23 +317,22 @@ def abstract_eval(prim: Primitive, avals: Sequence[Any], params: dict) -> Any:
     return _cache(_evaluated, prim).get_or_make(key, lambda: _evaluate(prim, avals, params))
 
 
-def traced_impl(prim: Primitive, avals: Sequence[Any], params: dict) -> Graph:
-    """``prim.impl`` staged for arguments of ``avals`` (cached per primitive)."""
+def traced_impl(prim: Primitive, avals: Sequence[Any], params: dict) -> Staged:
+    """``prim.impl`` staged for arguments of ``avals`` (cached per primitive, unless it
+    closed over tracers of outer transforms, ``captured``: those belong to one call)."""
     try:
         key: Any = (tuple(avals), _params_key(params))
     except TypeError:
         key = None
     cache = _cache(_traced, prim)
-    graph = None if key is None else cache.get(key)
-    if graph is None:
+    found = None if key is None else cache.get(key)
+    if found is None:
         staged = stage(lambda *xs: _as_list(prim, prim.impl(*xs, **params)), avals,
                        transform=f"staging of {prim.name}")  # fmt: skip
-        graph = staged.graph
-        if staged.captured:
-            graph.cache["captured"] = staged.captured
+        found = Staged(staged.graph, staged.captured)
         if key is not None and not staged.captured:
-            graph = cache.put(key, graph)
-    return graph
+            found = cache.put(key, found)
+    return found
 
 
 def _as_list(prim: Primitive, out: Any) -> list:
@@ -357,15 +356,13 @@ def _stage_equation(interp: StagingInterpreter, prim: Primitive, args: tuple, pa
         if _no_grad_level() < interp.level:  # (not inside no_grad(): the common case)
             return StagedTensor(interp, var)
         return _without_grad(interp, prim, StagedTensor(interp, var))
-    if prim.traceable:
-        graph = traced_impl(prim, avals, params)
-        if "captured" in graph.cache:
-            raise TransformTypeError(
-                f"'{prim.name}' closes over a traced value (one computed from the "
-                f"arguments of the staged function or of a transform around it), which "
-                f"{interp.describe()} cannot hand to its rules. Pass that value to "
-                f"'{prim.name}' as an argument instead."
-            )
+    if prim.traceable and traced_impl(prim, avals, params).captured:
+        raise TransformTypeError(
+            f"'{prim.name}' closes over a traced value (one computed from the "
+            f"arguments of the staged function or of a transform around it), which "
+            f"{interp.describe()} cannot hand to its rules. Pass that value to "
+            f"'{prim.name}' as an argument instead."
+        )
     out = abstract_eval(prim, avals, params)
     if prim.multiple_results:
         outvars = [Var(a) for a in out]

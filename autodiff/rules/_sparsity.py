@@ -53,11 +53,20 @@ def is_known(x: Any) -> bool:
 
 
 def shape_of_operand(x: Any) -> tuple[int, ...]:
+    """The shape of a sparsity rule's operand, given as its value or its abstract value.
+
+    >>> shape_of_operand(ShapedArray((2, 3), np.float64)), shape_of_operand(np.arange(4))
+    ((2, 3), (4,))
+    """
     return x.shape if isinstance(x, ShapedArray) else tuple(np.shape(x))
 
 
 def numbered(shape: Sequence[int]) -> np.ndarray:
-    """Each element's flat number: ``arange(size).reshape(shape)``."""
+    """Each element's flat number: ``arange(size).reshape(shape)``.
+
+    >>> numbered((2, 3))[:, 1:].ravel().tolist()  # the elements a slice keeps
+    [1, 2, 4, 5]
+    """
     return np.arange(math.prod(shape), dtype=np.int64).reshape(tuple(shape))
 
 
@@ -94,7 +103,12 @@ def moves(impl: Callable, data: Sequence[int] | None = (0,), *, multiple_results
     in ``data`` (None: all of them; the others are index arrays) are passed as they are;
     where one is not known, every
     output element reads every element of the data operands.  ``params(**params)``
-    adjusts the parameters for the integer run (a pad's fill value)."""
+    adjusts the parameters for the integer run (a pad's fill value).
+
+    >>> rule = moves(lambda x: x[::-1])  # a flip: output k is input n - 1 - k
+    >>> rule(ShapedArray((4,), np.float64)).reads[0].src.tolist()
+    [3, 2, 1, 0]
+    """
 
     def rule(*operands, **kwargs):
         moved = range(len(operands)) if data is None else data

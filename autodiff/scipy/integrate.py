@@ -46,7 +46,7 @@ import optree  # noqa: E402
 import scipy.integrate as _si  # noqa: E402
 
 import autodiff.numpy as anp  # noqa: E402
-from autodiff.compiler.replay import compiled  # noqa: E402
+from autodiff.compiler.stages import replay  # noqa: E402
 from autodiff.core.args import at_positions  # noqa: E402
 from autodiff.core.arrays import shape_of  # noqa: E402
 from autodiff.core.graph import aval_of  # noqa: E402
@@ -129,7 +129,7 @@ def _replay(fn: Callable, y: Any, t: float, args: tuple) -> Callable | None:
         else:
             out = staged.graph.outvars[0].aval
             fits = getattr(out, "shape", None) == np.shape(y)
-            cache[key] = compiled(staged.graph) if fits and not staged.captured else None
+            cache[key] = replay(staged.graph) if fits and not staged.captured else None
     return cache[key]
 
 

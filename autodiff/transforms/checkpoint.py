@@ -79,10 +79,9 @@ def _closure_converted(prim: Any, operands: list) -> tuple[Primitive, list]:
     after the transform that traced them has ended (the backward pass), where a closed-
     over traced value would be a leaked one."""
     body = traced_impl(prim, [aval_of(x) for x in operands], {})
-    captured = body.cache.get("captured")
-    if not captured:
+    if not body.captured:
         return prim, operands
-    return prim.closure_convert(graph_function(body)), [*operands, *captured]
+    return prim.closure_convert(graph_function(body.graph)), [*operands, *body.captured]
 
 
 def _reaches_tracer(obj: Any, depth: int = 4) -> bool:

@@ -52,6 +52,7 @@ MODULES = [
     "autodiff.extend",
     "autodiff.testing",
     "autodiff.errors",
+    "autodiff.stages",
     "autodiff.numpy",
     "autodiff.numpy.linalg",
     "autodiff.numpy.fft",

@@ -16,7 +16,14 @@ def s(*args, label="", **kwargs):
 OPS = [
     OpInfo("reshape", [s(real(2, 3, 4), shape=(4, -1)), s(cplx(6), shape=(2, 3), label="complex")]),
     OpInfo("ravel", [s(real(2, 3))]),
-    OpInfo("transpose", [s(real(2, 3, 4)), s(real(2, 3, 4), axes=(1, 2, 0), label="axes")]),
+    OpInfo(
+        "transpose",
+        [
+            s(real(2, 3, 4)),
+            s(real(2, 3, 4), axes=(1, 2, 0), label="axes"),
+            s(real(3, 4), label="matrix"),
+        ],
+    ),
     OpInfo(
         "moveaxis",
         [

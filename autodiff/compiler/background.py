@@ -1,0 +1,79 @@
+"""The background compile worker: one daemon thread running compile jobs in turn.
+
+``jit(f, compile="auto")`` hands a hot signature's compilation here (``tiers.py``): no
+call waits for a compiler.  A job compiles and installs what it compiled; one that raises
+leaves the signature on the replay.  The thread is the process's (no other process is
+started, none outlives it): LLVM releases the GIL while it optimises and generates code,
+so the program's threads run on meanwhile.  At exit the job under way is waited for (a
+compilation takes well under a second) and the others are dropped.
+"""
+
+from __future__ import annotations
+
+import atexit
+import queue
+import threading
+from collections.abc import Callable
+
+__all__ = ["compile_later", "wait_for_background"]
+
+
+class _Worker:
+    """One daemon thread running jobs in turn, started with the first."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.Queue = queue.Queue()
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.idle = threading.Event()
+        self.idle.set()
+        self.pending = 0
+        self.running = threading.Lock()  # held while a job runs
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self.lock:
+            if self.stopping:
+                return
+            self.pending += 1
+            self.idle.clear()
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, name="autodiff-compile",
+                                               daemon=True)  # fmt: skip
+                self.thread.start()
+        self.jobs.put(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self.jobs.get()
+            try:
+                with self.running:
+                    if not self.stopping:
+                        job()
+            except Exception:  # a kernel that does not compile stays NumPy calls
+                pass
+            finally:
+                with self.lock:
+                    self.pending -= 1
+                    if not self.pending:
+                        self.idle.set()
+
+    def stop(self) -> None:
+        self.stopping = True
+        with self.running:  # LLVM's work under way ends before the interpreter does
+            pass
+
+
+_worker = _Worker()
+atexit.register(_worker.stop)
+
+
+def compile_later(job: Callable[[], None]) -> None:
+    """Run ``job`` (which compiles kernels and installs them) in the background."""
+    _worker.submit(job)
+
+
+def wait_for_background(timeout: float | None = None) -> bool:
+    """Wait until the background compilations submitted so far are done (tests,
+    benchmarks); whether they are."""
+    return _worker.idle.wait(timeout)

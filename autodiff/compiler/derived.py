@@ -1,0 +1,58 @@
+"""What the compiler derives from one staged graph: each result made once, kept on it.
+
+A staged graph is optimised, replayed, lowered, compiled and transformed, often many
+times and from many places (a jitted function's calls, the graphs of its derivatives, a
+loop body run at every step).  Each result is a typed field of the graph's ``Derived``
+(``graph.derived``, made at first use), filled under ``graph.lock``:
+
+===================  ==========================================  =========================
+field                holds                                       filled by
+===================  ==========================================  =========================
+``prepared``         the graph as transforms read it (passes)    ``graph_transforms.py``
+``transformed``      its JVP, VJP and batched graphs (an LRU)    ``call.py``
+``runs_functions``   whether it holds control flow               ``call.py``
+``optimized``        per "NumPy constants allowed": the graph    ``stages.optimized``
+                     replays run (passes, custom rules inlined)
+``replays``          per (array kind, library, fresh): the       ``stages.replay``
+                     replay, a Python function of NumPy calls
+``compiled``         per (backend, fresh): the ``Compiled``      ``stages.compiled``
+                     stage (kernels), None where nothing compiles
+===================  ==========================================  =========================
+
+Nothing here is semantic: a graph's meaning is its equations and constants, and the
+values it closed over from outer transforms travel beside it (``Staged.captured``,
+``stages.Traced.captured``), never in this cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autodiff.core.graph import Graph
+
+__all__ = ["Derived", "derived_of"]
+
+
+class Derived:
+    """The results derived from one graph (see the module docstring)."""
+
+    __slots__ = ("compiled", "optimized", "prepared", "replays", "runs_functions", "transformed")
+
+    def __init__(self) -> None:
+        self.prepared: Graph | None = None
+        self.transformed: Any = None  # core.caches.LRUCache, made by call.py
+        self.runs_functions: bool | None = None
+        self.optimized: dict[bool, Graph] = {}
+        self.replays: dict[tuple, Any] = {}
+        self.compiled: dict[tuple, Any] = {}
+
+
+def derived_of(graph: Graph) -> Derived:
+    """``graph``'s ``Derived``, made the first time it is asked for."""
+    found = graph.derived
+    if found is None:
+        with graph.lock:
+            found = graph.derived
+            if found is None:
+                found = graph.derived = Derived()
+    return found

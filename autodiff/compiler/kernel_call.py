@@ -1,0 +1,141 @@
+"""Calling a compiled kernel exactly as NumPy would run its region.
+
+A backend compiles a region of a graph into an *entry*, a built-in function of the
+region's inputs, its constants and its (preallocated) results that returns
+``code << 8 | flags``: the processor's floating-point status flags its run raised
+(``invalid``, ``divide``, ``overflow``, ``underflow``: ``flag_bits``) and 0, or a code
+saying why it did not run (``CONVERT``: an argument it does not take; ``SINGULAR``: a
+singular matrix; ``NO_MEMORY``).  Here is what every kernel is called through (``caller``),
+so that a compiled region is indistinguishable from the NumPy calls it replaces:
+
+- **Results** are new arrays, allocated here (C order) for every call: they share memory
+  with nothing (``KernelPrimitive.fresh_results``, which ``replay.plan`` relies on).
+- **Floating-point errors.**  NumPy reports them (``invalid value encountered in log``)
+  from the same flags after each loop.  Where a flag went up that ``np.geterr()`` does
+  not ignore, the region runs again as NumPy calls (``Fallback``, the region's own
+  replay), which warn or raise exactly as NumPy does and give the same values.
+- **What the entry refused.**  A 0-d argument of another type (a Python int) is converted
+  and the entry called again; an array of another layout than the one NumPy's own calls
+  would give the kernel (NumPy's order of a sum follows the layout), a singular matrix
+  (NumPy raises ``LinAlgError``) or a failed allocation run the region as NumPy calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from autodiff.compiler.replay import compile_graph
+from autodiff.core.graph import Graph
+from autodiff.core.primitive import Primitive
+
+__all__ = ["CONVERT", "NO_MEMORY", "SINGULAR", "Fallback", "KernelPrimitive", "caller"]
+
+CONVERT = 1  # an argument the entry does not take: converted, or NumPy calls
+SINGULAR = 2  # a singular matrix in a solve: NumPy raises LinAlgError
+NO_MEMORY = 3
+
+
+class KernelPrimitive(Primitive):
+    """A region of a graph compiled into one kernel: its implementation runs it (with
+    the checks of the module docstring); its results are new arrays."""
+
+    __slots__ = ("native", "region", "source")
+    fresh_results = True  # for replay.py: its results share memory with nothing
+
+    def __init__(self, runner: Callable, region: Any, source: str) -> None:
+        super().__init__("kernel", runner, multiple_results=True)
+        self.region, self.source = region, source
+        self.native: Any = None  # the backend's compiled module, for inspection
+
+
+def caller(entry: Any, region: Any, consts: Sequence, flag_bits: Sequence[int],
+           layouts: Callable[[np.ndarray, Any], tuple]) -> Callable:  # fmt: skip
+    """The function a kernel's equation calls (generated, so that a call costs what it
+    must): the results allocated, ``entry(*inputs, *consts, *results)`` called, its
+    result handled as the module docstring says.  ``flag_bits``: this processor's
+    (invalid, divide, overflow, underflow) bits; ``layouts(array, var)``: the byte
+    strides the entry takes for an input."""
+    names = [f"a{i}" for i in range(len(region.inputs))]
+    outs = [f"o{i}" for i in range(len(region.outputs))]
+    fallback = Fallback(region)
+    lines = [f"def run({', '.join(names)}):"]
+    for o, var in zip(outs, region.outputs):
+        lines.append(f"    {o} = _empty({tuple(var.aval.shape)!r}, _t_{o})")
+    call = ", ".join([*names, *(f"_k{i}" for i in range(len(consts))), *outs])
+    lines += [
+        f"    r = _entry({call})",
+        "    if r:",
+        f"        return _trouble(r, ({''.join(n + ', ' for n in names)}), "
+        f"({''.join(o + ', ' for o in outs)}))",
+        f"    return ({''.join(o + ', ' for o in outs)})",
+    ]
+    namespace: dict[str, Any] = {"_empty": np.empty, "_entry": entry}
+    namespace.update((f"_k{i}", c) for i, c in enumerate(consts))
+    namespace.update((f"_t_{o}", v.aval.dtype) for o, v in zip(outs, region.outputs))
+    namespace["_trouble"] = _Trouble(entry, region, consts, fallback, flag_bits, layouts)
+    exec(compile("\n".join(lines) + "\n", "<autodiff kernel caller>", "exec"), namespace)
+    run = namespace["run"]
+    run.fallback = fallback
+    return run
+
+
+class _Trouble:
+    """What the caller does when an entry's result is not 0 (module docstring)."""
+
+    def __init__(self, entry: Any, region: Any, consts: Sequence, fallback: Callable,
+                 flag_bits: Sequence[int], layouts: Callable) -> None:  # fmt: skip
+        self.entry, self.region, self.consts, self.fallback = entry, region, consts, fallback
+        self.bits = list(zip(flag_bits, ("invalid", "divide", "over", "under")))
+        self.layouts = layouts
+
+    def matters(self, raised: int) -> bool:
+        """Whether NumPy would report one of the ``raised`` flags (``np.geterr()``)."""
+        err = np.geterr()
+        return any(raised & bit and err[name] != "ignore" for bit, name in self.bits)
+
+    def __call__(self, r: int, args: tuple, outs: tuple) -> tuple:
+        code, raised = r >> 8, r & 0xFF
+        if code == CONVERT:
+            converted = []
+            for a, var in zip(args, self.region.inputs):
+                if var.aval.ndim == 0 and type(a) is not np.ndarray:
+                    try:
+                        a = np.asarray(a, dtype=var.aval.dtype)
+                    except (TypeError, ValueError, OverflowError):
+                        return self.fallback(*args)
+                elif (
+                    type(a) is not np.ndarray
+                    or not a.flags.aligned
+                    or (a.strides != self.layouts(a, var))
+                ):
+                    return self.fallback(*args)  # NumPy's order follows the layout
+                converted.append(a)
+            r = self.entry(*converted, *self.consts, *outs)
+            if r >> 8:
+                return self.fallback(*args)
+            raised = r & 0xFF
+        elif code:
+            return self.fallback(*args)
+        if raised and self.matters(raised):
+            return self.fallback(*args)
+        return outs
+
+
+class Fallback:
+    """The region as NumPy calls (compiled the first time it is needed)."""
+
+    def __init__(self, region: Any) -> None:
+        self.region = region
+        self.replay: Callable | None = None
+        self.calls = 0  # (for tests: how often the kernel was not used)
+
+    def __call__(self, *args: Any) -> tuple:
+        self.calls += 1
+        if self.replay is None:
+            r = self.region
+            graph = Graph(r.inputs, r.outputs, r.eqns, r.constvars, r.consts)
+            self.replay = compile_graph(graph, fresh=True)
+        return self.replay(*args)

@@ -1,0 +1,141 @@
+"""When a jitted signature's calls move on: interpreted, replayed, compiled.
+
+A signature's calls go through the stages (``stages.py``) as they come, as JavaScript
+engines tier their code:
+
+1. **The first call** on NumPy arrays runs the staged graph's implementations in turn
+   (``replay.interpret``): writing and compiling the replay costs more than a run, so a
+   function called once never pays it.  ``compile_at_once()`` skips this (tests).
+2. **The second call** writes the replay (``stages.replay``), which every later call
+   runs; with ``compile=True`` it also lowers and compiles the kernels
+   (``stages.compiled``), here, and runs them from then on.
+3. **A hot signature**, with ``compile="auto"``: the calls of the replay are counted,
+   and at ``HOT_CALLS`` the background worker (``background.py``) lowers and compiles
+   the kernels and swaps them in (``Entry.run``) when they are ready: no call waits for
+   the compiler.  ``compile=False`` stays on the replay; so does every signature where
+   the backend is not available (llvmlite not installed, ``AUTODIFF_COMPILE=0``) or the
+   arrays are another library's.
+
+``compiling(mode)`` overrides every function's ``compile=`` (tests, benchmarks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from autodiff.compiler import background
+from autodiff.compiler.stages import Traced, compiled, default_backend, replay
+from autodiff.errors import TransformValueError
+
+__all__ = ["HOT_CALLS", "Entry", "at_once", "check_compile", "compile_at_once", "compiling"]
+
+HOT_CALLS = 8  # calls of one signature after which compile="auto" compiles it (in the background)
+
+# Whether a first call compiles its replay at once instead of interpreting the graph.
+_at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("compile_at_once", default=False)
+at_once = _at_once.get
+
+
+@contextlib.contextmanager
+def compile_at_once():
+    """Inside, a jitted function's first call generates and compiles its replay (as
+    every later call runs it) instead of interpreting the staged graph."""
+    token = _at_once.set(True)
+    try:
+        yield
+    finally:
+        _at_once.reset(token)
+
+
+# Overrides every jitted function's compile= setting where set (tests, benchmarks).
+_forced: contextvars.ContextVar[Any] = contextvars.ContextVar("compiling", default=None)
+
+
+@contextlib.contextmanager
+def compiling(mode: Any):
+    """Inside, every jitted function compiles as ``jit(f, compile=mode)`` would
+    (``True``: with its replay, synchronously; ``False``: never; ``"auto"``); the
+    signatures already compiled keep their kernels."""
+    check_compile(mode)
+    token = _forced.set(mode)
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+def check_compile(mode: Any) -> None:
+    if not (mode is True or mode is False or (isinstance(mode, str) and mode == "auto")):
+        raise TransformValueError(
+            f"jit(fun, compile={mode!r:.40}): compile must be 'auto' (compile a signature "
+            f"once it is called often, in the background), True (compile with the "
+            f"replay) or False (NumPy calls only)."
+        )
+
+
+class Entry:
+    """One signature of a jitted function: its ``Traced`` stage, what its calls run now
+    (``run``: None until the second call, then the replay, then the kernels' replay), the
+    ``Compiled`` stage once there is one, and the counts the tiers go by."""
+
+    __slots__ = ("calls", "compiled", "effects", "flat_key", "ran", "run", "single", "traced",
+                 "watch")  # fmt: skip
+
+    def __init__(self, traced: Traced, flat_key: Any) -> None:
+        self.traced = traced
+        self.run: Callable | None = None
+        self.compiled: Any = None  # stages.Compiled
+        self.ran = False  # whether a call ran it (the first is interpreted)
+        # compile="auto": calls of the replay are counted until HOT_CALLS
+        self.watch = False
+        self.calls = 0
+        self.single = traced.out_tree.is_leaf()  # the function returns one array
+        # the key of the fast path, when the arguments are positional NumPy arrays only
+        self.flat_key = flat_key
+        # random draws (or control flow, whose functions may draw): under a transform
+        # they must meet its interpreters, as eagerly (vmap's randomness)
+        self.effects = any(eqn.prim.effectful for eqn in traced.graph.eqns)
+
+
+def first_run(entry: Entry, kind: tuple, leaves: Sequence, setting: Any) -> Callable:
+    """What ``entry``'s calls run from the second on: its kernels where ``compile=True``
+    (and a region is worth compiling), else the replay, whose calls ``"auto"`` counts."""
+    graph = entry.traced.graph
+    run = replay(graph, kind[0], kind[1], fresh=True)
+    forced = _forced.get()
+    mode = setting if forced is None else forced
+    if kind[0] != "numpy" or mode is False or not default_backend().available():
+        return run
+    if mode is True:
+        found = compiled(graph, fresh=True, layouts=_layouts(leaves))
+        if found is None:
+            return run
+        entry.compiled = found
+        return found.run
+    entry.watch = True
+    return run
+
+
+def count(entry: Entry, args: Sequence) -> None:
+    """One more call of ``entry``'s replay: at ``HOT_CALLS``, compile in the background."""
+    entry.calls += 1
+    if entry.calls >= HOT_CALLS:
+        entry.watch = False
+        layouts = _layouts(args)  # what the kernels are compiled for: this call's layouts
+
+        def compile_then_swap() -> None:
+            found = compiled(entry.traced.graph, fresh=True, layouts=layouts, sync=False)
+            if found is not None:
+                entry.compiled = found
+                entry.run = found.run  # the next call runs it
+
+        background.compile_later(compile_then_swap)
+
+
+def _layouts(args: Sequence) -> list[bool]:
+    return [type(a) is np.ndarray and a.flags.c_contiguous for a in args]
