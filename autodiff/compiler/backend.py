@@ -29,12 +29,14 @@ class Region:
     """Equations of a graph compiled into one kernel: ``eqns`` in order, the variables
     it reads (``inputs``) and those read after it (``outputs``); the graph's constants it
     reads (``constvars``, their values ``consts``: compiled in); ``layouts``, per input
-    whose strides NumPy's calls would not make C's, those strides (in elements)."""
+    whose strides NumPy's calls would not make C's, those strides (in elements);
+    ``errstate``, the floating-point setting of all its equations (``Eqn.errstate``)."""
 
-    __slots__ = ("consts", "constvars", "eqns", "inputs", "layouts", "loops", "outputs", "start")
+    __slots__ = ("consts", "constvars", "eqns", "errstate", "inputs", "layouts", "loops",
+                 "outputs", "start")  # fmt: skip
 
-    def __init__(self, start: int) -> None:
-        self.start = start
+    def __init__(self, start: int, errstate: tuple | None = None) -> None:
+        self.start, self.errstate = start, errstate
         self.eqns: list[Eqn] = []
         self.inputs: list[Var] = []
         self.outputs: list[Var] = []
@@ -49,20 +51,25 @@ def regions(graph: Graph, lowerable: Callable[[Eqn], bool], worth_it: Callable[[
     """The regions of ``graph`` worth compiling: the equations that lower (``lowerable``)
     gathered in order, an equation joining the open region when every operand it reads
     existed when the region started or is computed in it (the region runs where it
-    starts); those ``worth_it`` kept, with what each reads and what is read after it.
-    ``layouts``: the strides NumPy gives each variable where they are not C's."""
+    starts), and has the region's ``np.errstate`` setting; those ``worth_it`` kept, with
+    what each reads and what is read after it.  ``layouts``: the strides NumPy gives each
+    variable where they are not C's."""
     made: dict[Var, int] = {}
     found: list[Region] = []
     current: Region | None = None
     members: set = set()
     for i, eqn in enumerate(graph.eqns):
         if lowerable(eqn):
-            ready = current is not None and all(
-                type(v) is not Var or v in members or made.get(v, -1) < current.start
-                for v in eqn.invars
+            ready = (
+                current is not None
+                and current.errstate == eqn.errstate
+                and all(
+                    type(v) is not Var or v in members or made.get(v, -1) < current.start
+                    for v in eqn.invars
+                )
             )
             if not ready:
-                current, members = Region(i), set()
+                current, members = Region(i, eqn.errstate), set()
                 found.append(current)
             assert current is not None
             current.eqns.append(eqn)

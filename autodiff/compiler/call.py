@@ -43,6 +43,7 @@ from autodiff.compiler.replay import array_kind
 from autodiff.compiler.stages import replay
 from autodiff.core.arrays import library_of
 from autodiff.core.caches import LRUCache
+from autodiff.core.errstate import combined
 from autodiff.core.graph import Eqn, Graph, Literal, Var, aval_of
 from autodiff.core.primitive import Primitive, process
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
@@ -235,7 +236,8 @@ def _inline_call(interp: StagingInterpreter, prim: CallPrimitive, args: tuple, p
     for eqn in graph.eqns:
         outs = [Var(v.aval) for v in eqn.outvars]
         env.update(zip(eqn.outvars, outs))
-        interp.eqns.append(Eqn(eqn.prim, [sub(v) for v in eqn.invars], outs, eqn.params))
+        interp.eqns.append(Eqn(eqn.prim, [sub(v) for v in eqn.invars], outs, eqn.params,
+                               combined(interp.errstate(), eqn.errstate)))  # fmt: skip
     constants = dict(zip(interp.constvars, interp.consts))
     results = []
     for v in map(sub, graph.outvars):

@@ -12,8 +12,10 @@ so that a compiled region is indistinguishable from the NumPy calls it replaces:
   with nothing (``KernelPrimitive.fresh_results``, which ``replay.plan`` relies on).
 - **Floating-point errors.**  NumPy reports them (``invalid value encountered in log``)
   from the same flags after each loop.  Where a flag went up that ``np.geterr()`` does
-  not ignore, the region runs again as NumPy calls (``Fallback``, the region's own
-  replay), which warn or raise exactly as NumPy does and give the same values.
+  not ignore (with the ``np.errstate`` the staged function set around the region's
+  equations over it: ``core/errstate.py``), the region runs again as NumPy calls
+  (``Fallback``, the region's own replay), which warn or raise exactly as NumPy does and
+  give the same values.
 - **What the entry refused.**  A 0-d argument of another type (a Python int) is converted
   and the entry called again; an array of another layout than the one NumPy's own calls
   would give the kernel (NumPy's order of a sum follows the layout), a singular matrix
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.compiler.replay import compile_graph
+from autodiff.core.errstate import merged
 from autodiff.core.graph import Graph
 from autodiff.core.primitive import Primitive
 
@@ -92,8 +95,9 @@ class _Trouble:
         self.layouts = layouts
 
     def matters(self, raised: int) -> bool:
-        """Whether NumPy would report one of the ``raised`` flags (``np.geterr()``)."""
-        err = np.geterr()
+        """Whether NumPy would report one of the ``raised`` flags (``np.geterr()``, with
+        the region's own ``np.errstate`` over it)."""
+        err = merged(self.region.errstate)
         return any(raised & bit and err[name] != "ignore" for bit, name in self.bits)
 
     def __call__(self, r: int, args: tuple, outs: tuple) -> tuple:

@@ -53,6 +53,7 @@ def lowerable(eqn: Eqn) -> bool:
     if eqn.prim.lowering is None:
         return False
     cg = Codegen()
+    cg.errstate = eqn.errstate
     try:
         args = []
         for i, v in enumerate(eqn.invars):
@@ -126,6 +127,7 @@ class _Built:
 
     def __init__(self, region: Region) -> None:
         cg = self.cg = Codegen()
+        cg.errstate = region.errstate
         self.region = region
         inputs = [cg.param(v.aval, f"p{i}", region.layouts.get(v))
                   for i, v in enumerate(region.inputs)]  # fmt: skip

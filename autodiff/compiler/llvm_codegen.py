@@ -49,6 +49,7 @@ from numpy.lib.stride_tricks import as_strided
 from autodiff.compiler import llvm_ir, npy_loops
 from autodiff.compiler.kernel_call import SINGULAR
 from autodiff.compiler.llvm_ir import SCALAR, Function, Lanes, cast, constant, mem_type, reg_type
+from autodiff.core.errstate import combined
 from autodiff.core.graph import Eqn, Graph, Literal, ShapedArray, Var
 from autodiff.core.lowering import Elementwise, Emitter, Gufunc, NotLowered, Reduction, View
 
@@ -230,6 +231,7 @@ class Codegen:
         self.workspace = 0  # bytes
         self._loops: dict[Any, npy_loops.Loop] = {}
         self.errors: dict[int, str] = {}  # error code -> label
+        self.errstate: tuple | None = None  # the region's floating-point setting
         self.helpers: set[tuple[int, int]] = set()  # (pointers, dimensions) of the loop calls
         self.f.allocas.append("  %status = alloca i8, align 1")
         self.f.allocas.append("  store i8 0, ptr %status")
@@ -423,6 +425,9 @@ class Codegen:
                 read_after.update(v for v in item.invars if type(v) is Var)
         for item in items:
             if isinstance(item, _Fused):
+                for eqn in item.eqns:
+                    if eqn.errstate and combined(self.errstate, eqn.errstate) != self.errstate:
+                        raise NotLowered("an np.errstate of its own inside a compiled region")
                 self._emit_fused(item, env, read_after)
             else:
                 args = [self.atom(env, v) for v in item.invars]
@@ -460,6 +465,8 @@ class Codegen:
         lowering = eqn.prim.lowering
         if lowering is None:
             raise NotLowered(f"{eqn.prim.name} has no lowering")
+        if eqn.errstate and combined(self.errstate, eqn.errstate) != self.errstate:
+            raise NotLowered("an np.errstate of its own: the kernel reports with one setting")
         for v in eqn.outvars:
             _dtype(v.aval)
         if isinstance(lowering, Elementwise):

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.core.errstate import applied
 from autodiff.core.graph import Graph, Literal, Var
 from autodiff.interpreters.staging import eval_graph
 
@@ -354,7 +355,12 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None,
             outs += "," if len(eqn.outvars) == 1 else ""
         else:
             outs = p.names[eqn.outvars[0]]
-        lines.append(f"    {outs} = {fn}({', '.join(args)})")
+        if eqn.errstate:  # the function's own floating-point setting (core/errstate.py)
+            state = w.ref(applied, "_errstate")
+            lines.append(f"    with {state}({w.ref(eqn.errstate, 'state')}):")
+            lines.append(f"        {outs} = {fn}({', '.join(args)})")
+        else:
+            lines.append(f"    {outs} = {fn}({', '.join(args)})")
         if p.free_after[i]:
             lines.append(f"    del {', '.join(p.free_after[i])}")
     if fresh and kind != "lazy":  # (Dask arrays are never written into)
