@@ -35,7 +35,7 @@ from autodiff.compiler.kernel_call import CONVERT, NO_MEMORY, KernelPrimitive, c
 from autodiff.compiler.llvm_codegen import Array, Codegen, Scalar, numpy_layouts
 from autodiff.compiler.llvm_ir import Function, mem_type, reg_type
 from autodiff.core.graph import Eqn, Graph, Literal
-from autodiff.core.lowering import Elementwise, NotLowered
+from autodiff.core.lowering import Elementwise, NotLowered, View
 
 __all__ = ["BACKEND", "MIN_EQUATIONS", "MIN_SCALAR_EQUATIONS", "LLVMBackend", "lowerable"]
 
@@ -65,19 +65,21 @@ def lowerable(eqn: Eqn) -> bool:
 
 
 def worth_it(region: Region) -> bool:
-    """A loop; or ``MIN_EQUATIONS`` elementwise equations on arrays; or
-    ``MIN_SCALAR_EQUATIONS`` on 0-d values; or others beside elementwise ones on arrays."""
+    """A loop; or ``MIN_EQUATIONS`` operations on arrays (elementwise ones, reductions,
+    products; not views, free in NumPy too); or ``MIN_SCALAR_EQUATIONS`` elementwise
+    ones on 0-d values (a kernel's call costs about what two NumPy calls cost)."""
     if region.loops:
         return True
-    shapes = [e.outvars[0].aval.ndim for e in region.eqns
-              if isinstance(e.prim.lowering, Elementwise)]  # fmt: skip
-    arrays = sum(1 for n in shapes if n)
-    others = len(region.eqns) - len(shapes)
-    return (
-        arrays >= MIN_EQUATIONS
-        or len(shapes) - arrays >= MIN_SCALAR_EQUATIONS
-        or bool(others and len(region.eqns) >= MIN_EQUATIONS and arrays)
-    )
+    arrays = scalars = 0
+    for eqn in region.eqns:
+        lowering = eqn.prim.lowering
+        if isinstance(lowering, View):
+            continue
+        if isinstance(lowering, Elementwise) and not eqn.outvars[0].aval.ndim:
+            scalars += 1
+        elif any(getattr(v.aval, "ndim", 0) for v in (*eqn.invars, *eqn.outvars)):
+            arrays += 1
+    return arrays >= MIN_EQUATIONS or scalars >= MIN_SCALAR_EQUATIONS
 
 
 # --- the module -------------------------------------------------------------------------------

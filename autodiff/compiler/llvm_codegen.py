@@ -358,6 +358,25 @@ class Codegen:
             label = self.errors[code] = f"error{code}"
         return label
 
+    def opaque(self, value: Scalar) -> Scalar:
+        """``value``, a constant, as a register LLVM cannot see through (a volatile load):
+        arithmetic on it happens at run time and raises the flags NumPy's would."""
+        if value.ref.startswith("%"):
+            return value
+        slot = self.f.alloca(mem_type(value.dtype), 1)
+        stored = value.ref
+        if value.dtype.kind == "b":
+            stored = "1" if value.ref == "true" else "0"
+        self.f.n += 1
+        name = f"%q{self.f.n}"
+        ty = mem_type(value.dtype)
+        self.f.allocas.append(f"  store volatile {ty} {stored}, ptr {slot}")
+        self.f.allocas.append(f"  {name} = load volatile {ty}, ptr {slot}")
+        if value.dtype.kind == "b":
+            self.f.allocas.append(f"  {name}b = icmp ne i8 {name}, 0")
+            name += "b"
+        return Scalar(value.dtype, name)
+
     def scalar_slot(self, value: Scalar) -> str:
         """A one-element stack slot holding ``value`` (in memory layout)."""
         slot = self.f.alloca(mem_type(value.dtype), 1)
@@ -743,8 +762,14 @@ class Group:
                 folded = _fold_cast(value, dst)
                 if folded is not None:
                     return self.operand(folded)
+                # a cast that reports (an overflow): at run time, where LLVM cannot fold it
+                ref = self.operand(self.cg.opaque(value))
         cast(Function(""), "%x", src, dst)  # NotLowered where no cast is compiled
         return self._add(_Micro("cast", [ref], (src,), dst))
+
+    def _constant(self, ref: Any) -> bool:
+        value = self.operands[ref[1]] if ref[0] == "o" else None
+        return isinstance(value, Scalar) and not value.ref.startswith("%")
 
     def select(self, c: Any, x: Any, y: Any, dtype: np.dtype) -> Any:
         c = self.cast(c, self.dtype_of(c), np.dtype(bool))
@@ -758,6 +783,8 @@ class Group:
         if getattr(np, ufunc.__name__, None) is not ufunc or ufunc.nout != 1:
             raise NotLowered(f"{ufunc.__name__} is not one of NumPy's one-result ufuncs")
         keys = [_weak_key(aval) for _, aval in args]
+        if all(isinstance(k, type) for k in keys):  # Python numbers only: NumPy's defaults
+            keys = [np.dtype(aval.dtype) for _, aval in args]
         try:
             dtypes = ufunc.resolve_dtypes((*keys, None))
         except (TypeError, ValueError) as e:
@@ -773,6 +800,10 @@ class Group:
         ins, out = dtypes[: ufunc.nin], dtypes[ufunc.nin]
         if not llvm_ir.supported(out):
             raise NotLowered(f"{ufunc.__name__} gives {out}")
+        if cast_args and all(self._constant(r) for r in cast_args):
+            # constants alone (the passes fold those that report nothing): computed at run
+            # time, where their floating-point errors are reported as NumPy's would be
+            cast_args[0] = self.operand(self.cg.opaque(self.operands[cast_args[0][1]]))
         write = llvm_ir.native(ufunc.__name__, ins)
         if write is not None:
             return self._add(_Micro("native", cast_args, ins, out, write=write))
@@ -1477,6 +1508,7 @@ class Context:
             if s.stack is not None:
                 if not isinstance(v, Scalar):
                     raise NotLowered("an array assigned to a 0-d variable")
+                v = self.cg.opaque(v)  # (a constant start: LLVM would fold the first steps)
                 f.do(f"store {reg_type(s.dtype)} {cast(f, v.ref, v.dtype, s.dtype)}, ptr {s.stack}")
             else:
                 assert s.array is not None
