@@ -189,7 +189,6 @@ def main() -> None:
     lines, loop_targets = loops.report(rounds=rounds)
     report += lines
     targets += loop_targets
-    reasons["L3"] = loops.why
     if ode.HAVE_SCIPY:  # O1: odeint's gradient against its forward solve
         ode_lines, ode_targets = ode.report(rounds=rounds)
         report += ode_lines

@@ -389,3 +389,32 @@ def test_the_classes_are_each_tested():
     names = [n for n in globals() if n.startswith("test_")]
     assert len(names) >= 13
     assert textwrap.dedent(__doc__).count("\n1") >= 1
+
+
+def test_nested_stagings_record_only_the_functions_own_errstate():
+    """Staging inside staging (a scan's body, a gradient's graphs) runs in sentinels of
+    its own: the equations keep only what the function set, where it set it."""
+
+    def walk(graph):
+        for eqn in graph.eqns:
+            yield eqn
+            for value in eqn.params.values():
+                for fn in value if isinstance(value, tuple) else (value,):
+                    if hasattr(fn, "graph"):
+                        yield from walk(fn.graph)
+
+    def loss(w, quiet):
+        def step(h, x):
+            if quiet:
+                with np.errstate(divide="ignore"):
+                    h = anp.log(anp.abs(h) + x)
+            return anp.tanh(h * w + x), anp.sum(h)
+
+        return anp.sum(scan(step, anp.ones(3), np.linspace(0.1, 1.0, 12).reshape(4, 3))[0])
+
+    from autodiff import grad
+
+    for quiet in (False, True):
+        graph = jit(grad(lambda w, q=quiet: loss(w, q))).trace(0.5).graph
+        states = {eqn.errstate for eqn in walk(graph)}
+        assert states == ({None, (("divide", "ignore"),)} if quiet else {None}), states

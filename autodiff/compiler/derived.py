@@ -17,6 +17,9 @@ field                holds                                       filled by
                      replay, a Python function of NumPy calls
 ``compiled``         per (backend, fresh): the ``Compiled``      ``stages.compiled``
                      stage (kernels), None where nothing compiles
+``mode``, ``calls``, the ``compile=`` of the jitted function it     ``tiers.call_graph``
+``run``              comes from; how often ``call_p`` ran it;
+                     what ``call_p`` runs (the replay, kernels)
 ===================  ==========================================  =========================
 
 Nothing here is semantic: a graph's meaning is its equations and constants, and the
@@ -36,9 +39,13 @@ __all__ = ["Derived", "derived_of"]
 class Derived:
     """The results derived from one graph (see the module docstring)."""
 
-    __slots__ = ("compiled", "optimized", "prepared", "replays", "runs_functions", "transformed")
+    __slots__ = ("calls", "compiled", "mode", "optimized", "prepared", "replays", "run",
+                 "runs_functions", "transformed")  # fmt: skip
 
     def __init__(self) -> None:
+        self.mode: Any = "auto"
+        self.calls = 0
+        self.run: Any = None
         self.prepared: Graph | None = None
         self.transformed: Any = None  # core.caches.LRUCache, made by call.py
         self.runs_functions: bool | None = None

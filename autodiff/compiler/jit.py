@@ -28,6 +28,7 @@ import optree
 
 from autodiff.compiler import tiers
 from autodiff.compiler.call import call_p
+from autodiff.compiler.derived import derived_of
 from autodiff.compiler.claims import Claim, wait_for
 from autodiff.compiler.passes import optimize
 from autodiff.compiler.replay import array_kind, fresh_results, interpret
@@ -129,6 +130,7 @@ class JitFunction:
                 self._entries.move_to_end(key)
         staged = entry.traced
         if traced or staged.captured:
+            derived_of(staged.graph).mode = self._compile  # (tiers.call_graph reads it)
             out = call_p.bind(*leaves, *staged.captured, graph=staged.graph, name=self._name)
         elif entry.effects and current_interpreters():
             # draws under a transform: each meets the interpreters as it would eagerly

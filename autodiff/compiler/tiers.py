@@ -29,12 +29,16 @@ from typing import Any
 import numpy as np
 
 from autodiff.compiler import background
+from autodiff.compiler.derived import derived_of
+from autodiff.compiler.replay import array_kind
 from autodiff.compiler.stages import Traced, compiled, default_backend, replay
+from autodiff.core.graph import Graph
 from autodiff.errors import TransformValueError
 
-__all__ = ["HOT_CALLS", "Entry", "at_once", "check_compile", "compile_at_once", "compiling"]
+__all__ = ["HOT_CALLS", "Entry", "at_once", "call_graph", "check_compile", "compile_at_once",
+           "compiling"]  # fmt: skip
 
-HOT_CALLS = 8  # calls of one signature after which compile="auto" compiles it (in the background)
+HOT_CALLS = 3  # calls of one signature after which compile="auto" compiles it (in the background)
 
 # Whether a first call compiles its replay at once instead of interpreting the graph.
 _at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("compile_at_once", default=False)
@@ -110,7 +114,9 @@ def first_run(entry: Entry, kind: tuple, leaves: Sequence, setting: Any) -> Call
     forced = _forced.get()
     mode = setting if forced is None else forced
     if kind[0] != "numpy" or mode is False or not default_backend().available():
+        _set_mode(graph, False)
         return run
+    _set_mode(graph, mode)
     if mode is True:
         found = compiled(graph, fresh=True, layouts=_layouts(leaves))
         if found is None:
@@ -139,3 +145,48 @@ def count(entry: Entry, args: Sequence) -> None:
 
 def _layouts(args: Sequence) -> list[bool]:
     return [type(a) is np.ndarray and a.flags.c_contiguous for a in args]
+
+
+def _set_mode(graph: Graph, mode: Any) -> None:
+    """The functions of ``graph``'s control flow (loop bodies, branches) take its
+    ``compile=`` setting: a body that runs as a replay (it lowers only in part) is
+    compiled, or not, as the function is (``call_graph``)."""
+    for eqn in graph.eqns:
+        for value in eqn.params.values():
+            for fn in value if isinstance(value, tuple) else (value,):
+                inner = getattr(fn, "graph", None)
+                if isinstance(inner, Graph):
+                    derived_of(inner).mode = mode
+                    _set_mode(inner, mode)
+
+
+def call_graph(graph: Graph, args: Sequence) -> tuple:
+    """Run ``graph`` on concrete ``args`` for ``call_p`` (a jitted function under a
+    transform: ``grad(jit(f))``'s forward and backward graphs, ``vmap(jit(f))``'s batched
+    one), tiered as a signature's calls are: replayed, and compiled once hot (in the
+    background with ``compile="auto"``, at once with ``True``; the jitted function's
+    setting, which the graphs derived from its graph inherit)."""
+    store = derived_of(graph)
+    run = store.run
+    if run is not None:
+        return run(*args)
+    kind = array_kind(args)
+    plain = replay(graph, kind[0], kind[1])
+    forced = _forced.get()
+    mode = store.mode if forced is None else forced
+    if kind[0] != "numpy" or mode is False or not default_backend().available():
+        store.run = plain
+        return plain(*args)
+    if mode is True:
+        found = compiled(graph)
+        store.run = found.run if found is not None else plain
+        return store.run(*args)
+    store.calls += 1
+    if store.calls == HOT_CALLS:
+
+        def compile_then_swap() -> None:
+            found = compiled(graph, sync=False)
+            store.run = found.run if found is not None else plain
+
+        background.compile_later(compile_then_swap)
+    return plain(*args)

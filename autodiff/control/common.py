@@ -33,7 +33,8 @@ import numpy as np
 import optree
 
 from autodiff.compiler.replay import array_kind
-from autodiff.compiler.stages import optimized, replay
+from autodiff.compiler.stages import optimized
+from autodiff.compiler.tiers import call_graph
 from autodiff.core.args import a_type, is_array
 from autodiff.core.arrays import dtype_of, is_float, shape_of
 from autodiff.core.graph import Graph
@@ -185,7 +186,9 @@ class GraphFn:
         for a in args:
             if isinstance(a, Tracer):
                 return tuple(eval_graph(self.graph, *args))
-        return replay(self.graph, *array_kind(args))(*args)
+        # replayed, and compiled once hot: a loop whose body lowers only in part runs its
+        # body's compiled regions between the NumPy calls (compiler/tiers.py)
+        return call_graph(self.graph, args)
 
     def __repr__(self) -> str:
         return f"<{self.graph.name}: {len(self.graph.eqns)} eqns>"

@@ -82,6 +82,10 @@ def own(watch: Watch) -> tuple | None:
     if _STATE is not None and id(_STATE.get()) == watch.state:
         return None
     modes, call = np.geterr(), np.geterrcall()
+    while isinstance(call, Watch) and call is not watch:  # an inner staging's sentinel:
+        inner = call  # what it stands in for is the setting it replaced
+        modes = {k: inner.modes[k] if v == "call" else v for k, v in modes.items()}
+        call = inner.call
     found = {k: v for k, v in modes.items() if v != "call"}
     if call is not watch:  # a handler of the function's own: its "call" categories too
         found.update((k, v) for k, v in modes.items() if v == "call")
