@@ -39,7 +39,6 @@ import numpy as np
 
 from autodiff.compiler.derived import derived_of
 from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
-from autodiff.compiler.replay import array_kind
 from autodiff.compiler.tiers import call_graph
 from autodiff.core.arrays import library_of
 from autodiff.core.caches import LRUCache

@@ -28,8 +28,8 @@ import optree
 
 from autodiff.compiler import tiers
 from autodiff.compiler.call import call_p
-from autodiff.compiler.derived import derived_of
 from autodiff.compiler.claims import Claim, wait_for
+from autodiff.compiler.derived import derived_of
 from autodiff.compiler.passes import optimize
 from autodiff.compiler.replay import array_kind, fresh_results, interpret
 from autodiff.compiler.signature import Arguments, describe, leaf_aval, leaf_key

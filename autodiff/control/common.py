@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.compiler.replay import array_kind
 from autodiff.compiler.stages import optimized
 from autodiff.compiler.tiers import call_graph
 from autodiff.core.args import a_type, is_array
