@@ -134,15 +134,14 @@ class _Built:
         inputs = [cg.param(v.aval, f"p{i}", region.layouts.get(v))
                   for i, v in enumerate(region.inputs)]  # fmt: skip
         graph = Graph(region.inputs, region.outputs, region.eqns, region.constvars, region.consts)
+        outs = [Array(v.aval.dtype, tuple(v.aval.shape), f"%o{i}")
+                for i, v in enumerate(region.outputs)]  # fmt: skip
+        cg.destinations = {v: o for v, o in zip(region.outputs, outs) if v.aval.ndim}
         values = cg.emit_graph(graph, inputs)
-        outs = []
-        for i, (var, value) in enumerate(zip(region.outputs, values, strict=True)):
-            dtype = var.aval.dtype
-            out = Array(dtype, tuple(var.aval.shape), f"%o{i}")
-            outs.append(out)
+        for out, value in zip(outs, values, strict=True):
             if isinstance(value, Scalar):
                 cg.store(out, "0", value.ref, value.dtype)
-            else:
+            elif value is not out:  # (a result written where it was made needs no copy)
                 cg.copy_into(out, value)
         cg.f.do(f"br i1 {cg.status_failed()}, label %fail, label %success")
         cg.f.enter("success")

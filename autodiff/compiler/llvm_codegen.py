@@ -232,6 +232,8 @@ class Codegen:
         self._loops: dict[Any, npy_loops.Loop] = {}
         self.errors: dict[int, str] = {}  # error code -> label
         self.errstate: tuple | None = None  # the region's floating-point setting
+        # variables whose values are the kernel's results: written there where made
+        self.destinations: dict[Var, Array] = {}
         self.helpers: set[tuple[int, int]] = set()  # (pointers, dimensions) of the loop calls
         self.f.allocas.append("  %status = alloca i8, align 1")
         self.f.allocas.append("  store i8 0, ptr %status")
@@ -476,7 +478,7 @@ class Codegen:
         for eqn in item.eqns:
             out = eqn.outvars[0]
             if out in read_after:
-                env[out] = group.result(refs[out], out.aval.dtype)
+                env[out] = group.result(refs[out], out.aval.dtype, self.destinations.get(out))
         group.emit()
 
     def emit_eqn(self, eqn: Eqn, args: list[Value]) -> list[Value]:
@@ -860,14 +862,19 @@ class Group:
             out = Sym.of(self, out)
         return out.ref
 
-    def result(self, ref: Any, dtype: np.dtype) -> Value:
+    def result(self, ref: Any, dtype: np.dtype, destination: Array | None = None) -> Value:
         """Keep ``ref``: a register for a 0-d loop, else a new array laid out as NumPy
-        would lay it out."""
+        would lay it out: ``destination`` (a kernel's result, C order) where that is the
+        layout, written there at once."""
         if not self.shape:
             return _LazyScalar(self, ref, dtype)
         layouts = [_broadcast_strides(o, self.shape) for o in self.operands if isinstance(o, Array)]
         order = keep_order(self.shape, layouts)
-        out = self.cg.alloc(self.shape, dtype, order)
+        c_order = order == list(range(len(self.shape))) or math.prod(self.shape) <= 1
+        if destination is not None and c_order and destination.dtype == dtype:
+            out = destination
+        else:
+            out = self.cg.alloc(self.shape, dtype, order)
         self.store(ref, out)
         return out
 

@@ -62,6 +62,16 @@ def _llvmlite_installed() -> bool:
 
 
 @functools.cache
+def _llvm_version() -> tuple:
+    """llvmlite's LLVM version, read without initialising LLVM."""
+    try:
+        from llvmlite.binding import llvm_version_info
+    except ImportError:  # pragma: no cover
+        return (0,)
+    return tuple(llvm_version_info)
+
+
+@functools.cache
 def _numpy_loops() -> bool:
     """Whether NumPy exposes its inner loops (``ufunc._get_strided_loop``, NumPy >= 1.24)."""
     import numpy as np
@@ -83,6 +93,9 @@ def why_not() -> str | None:
         return "AUTODIFF_COMPILE=0 is set in the environment"
     if not _llvmlite_installed():
         return "llvmlite is not installed (pip install 'autodiff[compile]')"
+    if _llvm_version() < (19,):
+        return (f"llvmlite's LLVM is {'.'.join(map(str, _llvm_version()))}, older than the 19 "
+                f"the kernels' IR is written for (pip install 'llvmlite>=0.45')")  # fmt: skip
     if _arch() is None:
         return (
             f"compiled kernels are made for x86-64 and ARM64 processors, not {platform.machine()}"
