@@ -26,8 +26,17 @@ from autodiff.interpreters.reverse import (
     value_and_grad,
     vjp,
 )
+from autodiff.interpreters.taylor import jet
 from autodiff.transforms.checkpoint import checkpoint
 from autodiff.transforms.custom import custom_jvp, custom_vjp
+from autodiff.transforms.differential import (
+    biharmonic,
+    differential_operator,
+    divergence,
+    hessian_diag,
+    hvp,
+    laplacian,
+)
 from autodiff.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
 from autodiff.transforms.linearize import linearize
 from autodiff.transforms.solvers import custom_linear_solve, custom_root
@@ -41,6 +50,7 @@ from autodiff.transforms.sparsity import (
 __all__ = [
     "SparseMatrix",
     "SparsityPattern",
+    "biharmonic",
     "checkpoint",
     "cond",
     "custom_jvp",
@@ -49,19 +59,25 @@ __all__ = [
     "custom_vjp",
     "debug_nans",
     "debug_rules",
+    "differential_operator",
+    "divergence",
     "errors",
     "explain",
     "fori_loop",
     "grad",
     "grad_and_value",
     "hessian",
+    "hessian_diag",
     "hessian_sparsity",
+    "hvp",
     "jacfwd",
     "jacobian",
     "jacobian_sparsity",
     "jacrev",
+    "jet",
     "jit",
     "jvp",
+    "laplacian",
     "linearize",
     "make_graph",
     "no_grad",

@@ -2,10 +2,12 @@
 
 The examples are those of the torch.func ``grad`` and ``vjp`` documentation,
 written for autodiff; each line shows the result and the value it must equal.
+``python -m autodiff --help`` says what it shows and its options.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import textwrap
 import time
@@ -13,7 +15,19 @@ import time
 import numpy as np
 
 import autodiff.numpy as anp
-from autodiff import explain, grad, hessian, jvp, no_grad, scan, vjp, vmap, while_loop
+from autodiff import (
+    explain,
+    grad,
+    hessian,
+    jit,
+    jvp,
+    make_graph,
+    no_grad,
+    scan,
+    vjp,
+    vmap,
+    while_loop,
+)
 from autodiff.extend import Primitive
 from autodiff.testing import check_primitive
 
@@ -25,12 +39,40 @@ def _show(label: str, got, want) -> None:
         text = f"shape {got.shape}, max |error| {np.max(np.abs(got - want)):.1e}"
     else:
         text = np.array2string(got, precision=4, suppress_small=True)
-    print(f"  {'ok' if ok else 'MISMATCH':>8}  {label:<44} {text}")
+    print(f"  {'ok' if ok else 'MISMATCH':>8}  {label:<44} {text}"[:WIDTH])
     if not ok:
         raise SystemExit(f"tour: {label!r} does not match the expected value")
 
 
-def main() -> None:
+WIDTH = 100  # columns: the tour fits a terminal of this width
+
+_WHERE_NEXT = """\
+where to go next (in the repository; README.md shows how to build the site):
+  README.md                        every transform in one table, with a one-line example
+  notebooks/01_quickstart.ipynb    the first of ten executed notebooks (notebooks/)
+  docs/guide.md                    autodiff.numpy, jit and its contract, control flow, ...
+  docs/errors.md                   each error, and what to write instead
+  docs/differences.md              what differs from torch.func, JAX and HIPS autograd
+  help(autodiff.grad)              every public function's docstring, with an example"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m autodiff",
+        description=(
+            "A tour of autodiff's transforms on plain NumPy code: grad, per-sample "
+            "gradients with vmap(grad), vjp, jvp, Hessians, control flow, jit, a primitive "
+            "of your own and explain. Each line computes a value and checks it against "
+            "the one it must equal (a hand-derived formula or a Python loop)."
+        ),
+        epilog="The README and docs/ say where to go from there.",
+    )
+    parser.add_argument(
+        "--no-timing",
+        action="store_true",
+        help="skip the two timed comparisons (vmap against a loop, jit against eager)",
+    )
+    timing = not parser.parse_args(argv).no_timing
     start = time.perf_counter()
     rng = np.random.default_rng(0)
     x = 0.5
@@ -52,7 +94,8 @@ def main() -> None:
     per_example = vmap(grad(compute_loss), in_dims=(None, 0, 0))(weights, examples, targets)
     loop = np.stack([grad(compute_loss)(weights, e, t) for e, t in zip(examples, targets)])
     _show("equal to a Python loop of grad", per_example, loop)
-    _speedup(rng)
+    if timing:
+        _speedup(rng)
 
     print("\ngrad with has_aux=True and argnums=(0, 1)")
 
@@ -156,16 +199,50 @@ def main() -> None:
     )
     print(textwrap.indent(str(check_primitive(softplus_p, (rng.normal(size=4),))), "    "))
 
+    print("\njit: staged once per input signature, then replayed as straight-line NumPy")
+    loss = lambda w, v: anp.sum(anp.tanh(v @ w) ** 2)
+    weights, inputs = rng.normal(size=3), rng.normal(size=(2, 3))
+    fast = jit(grad(loss), compile=False)  # (compile=True: numba kernels, on the 2nd call)
+    _show("jit(grad(loss))(w, x) == grad(loss)(w, x)", fast(weights, inputs),
+          grad(loss)(weights, inputs))  # fmt: skip
+    print("    the program it replays, print(make_graph(grad(loss))(w, x)), begins:")
+    graph = str(make_graph(grad(loss))(weights, inputs)).splitlines()
+    print(textwrap.indent("\n".join([*graph[:5], "..."]), "      "))
+    if timing:
+        _jit_speedup(loss, fast, weights, inputs)
+
     print("\nexplain: every primitive call of vmap(grad(loss)), and who handled it")
     small = explain(vmap(grad(lambda w, v: anp.sum(anp.sin(v @ w))), in_dims=(None, 0)))
-    print(textwrap.indent(str(small(rng.normal(size=3), rng.normal(size=(5, 3)))), "    "))
+    table = str(small(rng.normal(size=3), rng.normal(size=(5, 3)))).splitlines()
+    cut = table[1].index("shapes")  # the last column: print(explanation) shows it too
+    print("\n".join("    " + line[:cut].rstrip() for line in table))
 
-    print(f"\ntour finished in {time.perf_counter() - start:.2f} s")
+    print(f"\ntour finished in {time.perf_counter() - start:.2f} s\n")
+    print(_WHERE_NEXT)
 
 
 def expit(v):
     """The logistic sigmoid, written with operators so it is differentiable too."""
     return 1 / (1 + anp.exp(-v))
+
+
+def _median_time(run, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def _jit_speedup(loss, fast, w, v) -> None:
+    """jit(grad(loss)) against grad(loss), per call, once jit has staged it."""
+    eager = _median_time(lambda: grad(loss)(w, v), 50)
+    staged = _median_time(lambda: fast(w, v), 50)
+    print(
+        f"  {'timed':>8}  grad {eager * 1e6:.0f} us, jit(grad) {staged * 1e6:.0f} us a call "
+        f"({eager / staged:.0f}x faster, median of 50)"
+    )
 
 
 def _speedup(rng) -> None:
@@ -179,14 +256,10 @@ def _speedup(rng) -> None:
 
     per_example = vmap(grad(loss), in_dims=(None, 0, 0))
     loop = lambda: [grad(loss)((w1, w2), x, y) for x, y in zip(xs, ys)]
-    times = {}
-    for name, run in (("vmap(grad)", lambda: per_example((w1, w2), xs, ys)), ("loop", loop)):
-        samples = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            run()
-            samples.append(time.perf_counter() - t0)
-        times[name] = statistics.median(samples)
+    times = {
+        "vmap(grad)": _median_time(lambda: per_example((w1, w2), xs, ys), 5),
+        "loop": _median_time(loop, 5),
+    }
     ratio = times["loop"] / times["vmap(grad)"]
     print(
         f"  {'timed':>8}  256 examples, 16->32->1 MLP: vmap {times['vmap(grad)'] * 1e3:.1f} ms, "

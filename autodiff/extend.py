@@ -3,8 +3,10 @@ transforms, for yours.
 
 Declare a primitive with its NumPy implementation and any subset of rules
 (a missing JVP or VJP is derived from the other by transposition; a missing
-batching rule becomes a loop with a warning), or use the elementwise
-helpers, exactly as ``autodiff/rules/`` does:
+batching rule becomes a loop with a warning; a missing Taylor rule is derived
+from the JVP rule, also with a warning: ``linear_taylor``, ``multilinear_taylor``
+and ``jvp_taylor`` declare the common ones), or use the elementwise helpers,
+exactly as ``autodiff/rules/`` does:
 
 >>> import numpy as np, autodiff, autodiff.numpy as anp
 >>> from autodiff.extend import Primitive
@@ -46,6 +48,7 @@ from autodiff.core.primitive import (
     owned,
     process,
 )
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.debug.rule_checks import debug_rules
 from autodiff.rules._helpers import (
@@ -86,9 +89,12 @@ __all__ = [
     "debug_rules",
     "dispatch",
     "implements",
+    "jvp_taylor",
     "lift",
+    "linear_taylor",
     "move_to_front",
     "moves",
+    "multilinear_taylor",
     "ndim_of",
     "new_interpreter",
     "normalize_axes",

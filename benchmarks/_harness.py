@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -65,11 +66,15 @@ def interleave(
     inner: int = 1,
     rtol: float = 1e-7,
     info: tuple[str, ...] = (),
+    shuffle: bool = False,
     clock: Callable[[], float] = time.perf_counter,
 ) -> list[Row]:
-    """Check every system against ``reference``, then time them interleaved (``clock``:
-    wall time; ``time.process_time``, the process's CPU time, which other jobs on a
-    shared machine disturb far less, for single-threaded systems)."""
+    """Check every system against ``reference``, then time them interleaved.  With
+    ``shuffle`` each round runs them in a new order (seeded): a system that runs right
+    after one that allocates a lot pays for the memory given back, and a fixed order
+    would charge that to the same system every round.  ``clock``: wall time, or
+    ``time.process_time``, the process's CPU time, which other jobs on a shared machine
+    disturb far less (for single-threaded systems)."""
     systems = {name: settled(name, run) for name, run in systems.items()}
     want = systems[reference]()
     rows = {name: Row(name) for name in systems}
@@ -78,8 +83,12 @@ def interleave(
         if name in info:
             rows[name].note = "information only"
     _settle_compiling_tier(systems)
+    order = list(systems.items())
+    rng = random.Random(0)
     for _ in range(rounds):
-        for name, run in systems.items():
+        if shuffle:
+            rng.shuffle(order)
+        for name, run in order:
             start = clock()
             for _ in range(inner):
                 run()

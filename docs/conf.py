@@ -33,7 +33,10 @@ include_patterns = ["README.md", "docs/**", "notebooks/*.ipynb", "autodiff/*/REA
 exclude_patterns = [".*", "**/.*", "site", "build", "dist", "tests", "**/__pycache__",
                     "docs/_ext", "docs/_root"]  # fmt: skip
 
-extensions = ["sphinx.ext.autodoc", "myst_nb", "autodiff_api"]
+extensions = ["sphinx.ext.autodoc", "myst_nb", "autodiff_api", "mathml"]
+# Formulas become MathML when the site is built (docs/_ext/mathml.py): they render
+# offline, with no script.
+html_math_renderer = "mathml"
 
 # The notebooks are executed by tests/test_notebooks.py and committed with their
 # outputs: the site shows those outputs and runs nothing.
@@ -55,3 +58,19 @@ html_title = "autodiff"
 html_extra_path = ["_root"]  # index.html at the site's root, pointing to docs/index.html
 html_show_sourcelink = False
 html_copy_source = False
+
+
+def _outputs_in_the_build(app):
+    """myst-nb writes the notebooks' figures into ``jupyter_execute/`` beside the output
+    folder: the repository root for the README's ``... . site``, an untracked folder in
+    the work tree.  Keep them with Sphinx's other build files, inside the output folder
+    (tests/test_docs.py checks that a build leaves ``git status`` as it was)."""
+    build = pathlib.Path(app.doctreedir)
+    app.env.mystnb_config = app.env.mystnb_config.copy(
+        output_folder=str(build / "jupyter_execute"),
+        execution_cache_path=str(build / "jupyter_cache"),
+    )
+
+
+def setup(app):
+    app.connect("builder-inited", _outputs_in_the_build, priority=900)  # after myst-nb's

@@ -9,11 +9,13 @@ import pytest
 import autodiff.numpy as anp
 from autodiff.core.arrays import batch_size_of, ndim_of, shape_of
 from autodiff.core.primitive import Primitive
+from autodiff.errors import RuleError
 from autodiff.rules._helpers import bring_to_front, unbroadcast
 from autodiff.testing import PrimitiveReport, check_primitive
 
 X = np.array([1.0, 2.0])
 ALL_CHECKS = ["forward", "VJP", "JVP", "VJP vs JVP", "second order", "batching"]
+WITH_TAYLOR = [*ALL_CHECKS, "Taylor"]  # a primitive with a Taylor rule of its own
 
 
 def exact(text):
@@ -118,12 +120,12 @@ def test_library_primitives_pass():
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((2, 3)), rng.standard_normal((3, 2))
     z = a + 1j * rng.standard_normal((2, 3))
-    assert check_primitive(anp.sin.primitive, (a,), (z,)).checks_run == ALL_CHECKS
+    assert check_primitive(anp.sin.primitive, (a,), (z,)).checks_run == WITH_TAYLOR
     f32 = (a.astype(np.float32), b.astype(np.float32))
-    assert check_primitive(anp.matmul.primitive, (a, b), f32, (z, b)).checks_run == ALL_CHECKS
+    assert check_primitive(anp.matmul.primitive, (a, b), f32, (z, b)).checks_run == WITH_TAYLOR
     report = check_primitive(anp.sum.primitive, (a,), (z,), axis=(0,), keepdims=False)
-    assert report.checks_run == ALL_CHECKS
-    # multiple results: Q and R
+    assert report.checks_run == WITH_TAYLOR
+    # multiple results: Q and R (Taylor mode pushes its JVP rule through: nothing to check)
     report = check_primitive(
         anp.linalg.qr.primitive, (rng.standard_normal((3, 2)),), mode="reduced"
     )
@@ -282,7 +284,7 @@ def test_rules_written_with_raw_numpy_fail_the_second_order_check():
         match=re.escape(
             "check_primitive('cube'): second-order check failed; rules must be written with "
             "primitives (autodiff.numpy functions, operators on the values) to be differentiable "
-            "themselves. ConcretizationError: np.asarray()"
+            "themselves. ConcretizationError: np.asarray(x) would drop the derivative"
         ),
     ):
         check_primitive(raw, (X,))
@@ -422,10 +424,13 @@ def test_missing_rules_are_reported_not_errors():
     # The JVP rule is derived from the VJP rule, as the transforms derive it: checked too.
     report = check_primitive(cube(jvp="none", batch="none"), (X,))
     assert report.checks_run == ["forward", "VJP", "JVP", "VJP vs JVP", "second order"]
-    assert report.derived == ["JVP rule (the transpose of the VJP rule)"]
+    assert report.derived == [
+        "JVP rule (the transpose of the VJP rule)",
+        "Taylor rule (from the JVP rule)",
+    ]
     assert report.missing == ["batching rule (transforms loop over the batch)"]
     assert str(report).endswith(
-        "\n  derived: JVP rule (the transpose of the VJP rule)"
+        "\n  derived: JVP rule (the transpose of the VJP rule), Taylor rule (from the JVP rule)"
         "\n  missing: batching rule (transforms loop over the batch)"
     )
     bare = check_primitive(Primitive("bare", np.sin), (X,))
@@ -471,3 +476,50 @@ def test_samples_are_tuples():
         check_primitive(cube(), X)
     with pytest.raises(TypeError, match="tuples of arguments"):
         check_primitive(cube())
+
+
+# --- Taylor rules ----------------------------------------------------------------------------
+
+
+def _cube_taylor(sign=1.0):
+    """(x0 + x1 t + x2 t^2 + ...)^3 by Leibniz twice; ``sign`` plants an error in the
+    second coefficient."""
+
+    def taylor(primals, series):
+        (x0,), (xs,) = primals, series
+        x = [x0, *(np.zeros_like(x0) if c is None else c for c in xs)]
+        sq = [sum(x[j] * x[k - j] for j in range(k + 1)) for k in range(len(x))]
+        cube = [sum(sq[j] * x[k - j] for j in range(k + 1)) for k in range(len(x))]
+        cube[2] = sign * cube[2]
+        return cube[0], cube[1:]
+
+    return taylor
+
+
+def test_a_taylor_rule_is_checked_against_the_jvp_rule_pushed_through():
+    p = cube()
+    p.def_taylor(_cube_taylor())
+    report = check_primitive(p, (X,), (X.astype(np.float32),))
+    assert report.checks_run == WITH_TAYLOR
+    assert report.worst_errors["Taylor"] < 1
+    wrong = cube()
+    wrong.def_taylor(_cube_taylor(sign=-1.0))
+    with pytest.raises(
+        AssertionError,
+        match=r"^check_primitive\('cube'\): Taylor rule wrong at coefficient 2 of output\[",
+    ):
+        check_primitive(wrong, (X,))
+
+
+def test_a_taylor_rule_must_give_coefficients_shaped_like_the_output():
+    p = cube()
+    p.def_taylor(lambda primals, series: (primals[0] ** 3, [primals[0][:1]] * 3))
+    with pytest.raises(
+        AssertionError, match=r"Taylor rule returned shape \(1,\) for coefficient 1"
+    ):
+        check_primitive(p, (X,))
+
+
+def test_a_taylor_rule_of_the_wrong_arity_is_refused_at_registration():
+    with pytest.raises(RuleError, match="Taylor rule of primitive 'cube' takes 1 positional"):
+        cube().def_taylor(lambda primals: primals)

@@ -202,5 +202,5 @@ def test_a_closure_through_an_object_and_a_partial():
 def test_python_control_flow_with_a_closure_still_runs_without_one():
     """A function branching on its input's value cannot be staged: with nothing traced
     closed over, it is checkpointed as before."""
-    block = checkpoint(lambda x: anp.sin(x) if float(x) > 0 else anp.cos(x))
+    block = checkpoint(lambda x: anp.sin(x) if x > 0 else anp.cos(x))
     assert np.isclose(grad(lambda x: block(block(x)))(0.5), np.cos(np.sin(0.5)) * np.cos(0.5))

@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("sphinx", reason="the docs extra is not installed")
 pytest.importorskip("myst_nb", reason="the docs extra is not installed")
 pytest.importorskip("furo", reason="the docs extra is not installed")
+pytest.importorskip("latex2mathml", reason="the docs extra is not installed")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
@@ -31,9 +32,20 @@ TARGET = re.compile(r'id="([^"]+)"')
 FIGURE = re.compile(r'<img [^>]*src="([^"]+\.(?:png|svg))"')
 
 
+STATUS = {}  # git status before and after the build
+
+
+def _work_tree_status():
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
+    status = _work_tree_status()
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, *BUILD, str(out)],
@@ -45,7 +57,46 @@ def site(tmp_path_factory):
     )
     print(f"site built in {time.perf_counter() - start:.1f} s")
     assert done.returncode == 0, f"the site does not build:\n{done.stderr[-6000:]}"
+    STATUS.update(before=status, after=_work_tree_status())
     return out
+
+
+def test_the_build_writes_nothing_outside_its_folder(site):
+    # myst-nb's figures go with the build's own files (docs/conf.py), not beside the
+    # output folder: for the README's "... . site" that is the work tree's root.
+    assert not (site.parent / "jupyter_execute").exists()
+    assert any((site / ".doctrees" / "jupyter_execute").iterdir())
+    assert STATUS["after"] == STATUS["before"], "the build changed git status"
+
+
+def test_formulas_are_mathml_with_no_script(site):
+    page = (site / "notebooks" / "03_jacobians_hessians_newton.html").read_text()
+    assert page.count("<math ") >= 20 and "\\mathbb" not in page
+    scripts = re.findall(r'<script[^>]*src="([^"]+)"', page)
+    assert not [s for s in scripts if "mathjax" in s.lower() or "://" in s], scripts
+
+
+def test_namedtuple_fields_are_documented(site):
+    html = (site / "docs" / "api" / "autodiff.html").read_text()
+    assert "Alias for field number" not in html
+    assert "The row of each stored value" in html  # SparseMatrix.row
+
+
+def test_the_notebooks_are_numbered_as_their_files(site):
+    # The sidebar shows each notebook's title: "03 · Jacobians, ..." for 03_....ipynb.
+    index = (site / "docs" / "index.html").read_text()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        title = re.search(rf'href="../notebooks/{path.stem}.html">([^<]+)<', index)
+        assert title and title[1].startswith(f"{path.stem[:2]} · "), (path.name, title)
+
+
+def test_no_markdown_link_is_shown_as_code(site):
+    # `[text](path)` inside backquotes renders as code, not as a link.
+    pages = [p for p in site.rglob("*.html") if "_static" not in p.parts]
+    shown = [(p.name, m) for p in pages
+             for m in re.findall(r'<span class="pre">[^<]*\]\([^<)]*\.(?:md|ipynb|html)\)?',
+                                 p.read_text())]  # fmt: skip
+    assert not shown, shown
 
 
 def test_readme_gives_the_build_command():

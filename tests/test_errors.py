@@ -258,20 +258,25 @@ def test_concrete_value_of_batched_value_raises_with_where_hint(use):
         vmap(use)(np.ones(2))
 
 
-def test_concrete_values_of_grad_and_dual_tracers_work():
+def test_only_bool_of_grad_and_dual_tracers_works():
+    # Control flow keeps meaning under grad and jvp; float() and the like would drop the
+    # derivative (tests/test_conversions.py tries every conversion).
     seen = []
 
     def f(x):
-        seen.append((bool(x > 0), float(x), int(x), x.item()))
+        seen.append(bool(x > 0))
+        for convert in (float, int, lambda t: t.item()):
+            with pytest.raises(ConcretizationError, match="stop_gradient"):
+                convert(x)
         return x * 2.0
 
     grad(f)(3.0)
     jvp(f, (3.0,), (1.0,))
-    assert seen == [(True, 3.0, 3, 3.0)] * 2
+    assert seen == [True] * 2
 
 
 def test_asarray_of_grad_tracer_raises_instead_of_dropping_the_derivative():
-    with pytest.raises(ConcretizationError, match=r"drop its derivative.*stop_gradient"):
+    with pytest.raises(ConcretizationError, match=r"drop the derivative.*stop_gradient"):
         grad(lambda x: np.asarray(x).sum())(x3)
     with pytest.raises(ConcretizationError, match=r"a @ x"):
         grad(lambda x: np.ones(3).dot(x))(x3)
@@ -283,17 +288,15 @@ def test_writing_a_tracer_into_a_numpy_array_raises():
         out[0] = x
         return out.sum()
 
-    # NumPy re-raises our error as its own ValueError, with ours as the cause.
-    with pytest.raises(ValueError, match="setting an array element") as info:
+    # NumPy raises its own ValueError in our error's place; ours is surfaced in f.
+    with pytest.raises(ConcretizationError, match=r"out = anp\.at\(out\)\[0\]\.set\(x\)"):
         grad(f)(1.0)
-    assert isinstance(info.value.__cause__, ConcretizationError)
-    assert "anp.stack" in str(info.value.__cause__)
 
 
-def test_float_of_a_grad_tracer_stored_in_a_list_still_works():
+def test_a_constant_converted_on_purpose_and_stored_in_a_list_works():
     def f(x):
         cache = [0.0]
-        cache[0] = float(x)  # a call, then a store of a plain float: fine
+        cache[0] = float(autodiff.stop_gradient(x))  # a call, then a store of a plain float
         return x * cache[0]
 
     assert grad(f)(3.0) == 3.0

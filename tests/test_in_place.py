@@ -105,7 +105,7 @@ def test_a_plain_destination_cannot_hold_traced_values(call, functional):
     dest = np.ones((2, 2))
     message = rf"writes into its first argument.*anp\.{functional}\(.*inplace=False\)"
     if functional == "converts":
-        message = r"numpy\.fill_diagonal converted a GradTensor.*anp\.fill_diagonal\("
+        message = r"fill_diagonal\(.*\) converts a value traced by grad.*anp\.fill_diagonal\("
     with pytest.raises(ConcretizationError, match=message):
         grad(lambda v: anp.sum(call(dest, v)))(np.float64(2.0))
     np.testing.assert_array_equal(dest, np.ones((2, 2)))  # nothing was written

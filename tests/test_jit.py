@@ -435,9 +435,9 @@ def test_vmap_randomness_holds_under_jit(mode):
 
 
 def test_vmap_randomness_error_holds_under_jit():
-    with pytest.raises(ValueError, match="randomness is 'error'"):
+    with pytest.raises(ValueError, match="randomness='error'"):
         vmap(jit(noisy), in_dims=(0, None))(np.zeros((4, 3)), np.random.default_rng(0))
-    with pytest.raises(ValueError, match="randomness is 'error'"):
+    with pytest.raises(ValueError, match="randomness='error'"):
         jit(vmap(noisy, in_dims=(0, None)))(np.zeros((4, 3)), np.random.default_rng(0))
 
 

@@ -44,7 +44,7 @@ from autodiff.compiler import background, passes, replay, tiers
 from autodiff.compiler import call as call_module
 from autodiff.compiler import jit as jit_module
 from autodiff.errors import ConcretizationError, NonFiniteError, TransformValueError
-from autodiff.interpreters import staging
+from autodiff.interpreters import staging, unseen_draws
 from tests.jit_contract import assert_exact, check_calls, check_captured
 
 monkeypatch_context = pytest.MonkeyPatch.context
@@ -399,7 +399,8 @@ def test_writing_a_staged_value_into_a_plain_array_names_at_set():
         out[:2] = x[:2]
         return out
 
-    with pytest.raises(ConcretizationError, match=r"plain NumPy array.*\.at\[i\]\.set"):
+    store = r"plain NumPy array.*out = anp\.at\(out\)\[.+\]\.set\(x(\[:2\])?\)"
+    with pytest.raises(ConcretizationError, match=store):
         jit(f)(np.ones(3))
 
 
@@ -459,6 +460,8 @@ def test_the_harness_fails_where_a_jitted_draw_ignores_vmap(monkeypatch):
     draw()
     draw()
     monkeypatch.setattr(draw._entries[next(iter(draw._entries))], "effects", False)
+    # (vmap's own check of NumPy's global state, which would catch it, is off here)
+    monkeypatch.setattr(unseen_draws, "_find_sources", lambda func: ())
     out = vmap(lambda x: x + draw())(np.zeros(3))  # no error: one draw shared silently
     assert len(set(out.tolist())) == 1
 

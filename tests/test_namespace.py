@@ -357,26 +357,25 @@ def test_storing_a_traced_value_into_a_plain_array_raises():
         out[0] = x
         return x
 
-    with pytest.raises(ConcretizationError, match=r"anp\.array.*anp\.stack.*at\[i\]\.set"):
+    store = r"plain NumPy array.*out = anp\.at\(out\)\[.+\]\.set\(x\).*anp\.array.*anp\.stack"
+    with pytest.raises(ConcretizationError, match=store):
         grad(store_row)(np.ones(2))
     # NumPy converts a 0-d value with float() and, because tracers support indexing,
-    # re-raises as its own ValueError; ours is the cause, with the same advice.
-    with pytest.raises(ValueError, match="sequence") as info:
+    # raises its own ValueError in our error's place: ours is surfaced in store_scalar.
+    with pytest.raises(ConcretizationError, match=store):
         grad(store_scalar)(1.0)
-    assert isinstance(info.value.__cause__, ConcretizationError)
-    assert "anp.array" in str(info.value.__cause__) and "at[i].set" in str(info.value.__cause__)
 
 
 def test_np_array_of_traced_values_names_anp_array():
-    with pytest.raises(ConcretizationError, match=r"anp\.array\(\[\.\.\.\]\)"):
+    with pytest.raises(ConcretizationError, match=r"traced by grad.*: write anp\.array\(\["):
         grad(lambda x: np.array([x, 2 * x]).sum())(1.0)
-    with pytest.raises(ConcretizationError, match=r"batched by vmap.*anp\.array\(\[\.\.\.\]\)"):
+    with pytest.raises(ConcretizationError, match=r"batched by vmap.*: write anp\.array\(\["):
         vmap(lambda x: np.array([x, 2 * x]))(np.ones(2))
 
 
 @pytest.mark.parametrize("shorthand", ["r_", "c_"])
 def test_np_r_and_c_name_their_anp_spelling(shorthand):
-    with pytest.raises(ConcretizationError, match=r"write anp\.r_\[\.\.\.\] and anp\.c_"):
+    with pytest.raises(ConcretizationError, match=rf"write anp\.{shorthand}\["):
         grad(lambda x: getattr(np, shorthand)[x, x].sum())(np.ones(2))
 
 
@@ -430,7 +429,7 @@ def test_legacy_random_functions_follow_vmap_randomness():
     np.testing.assert_array_equal(out, np.stack([np.random.gamma(2.0, size=2) for _ in range(3)]))
     same = vmap(lambda x: x + anp.random.rand(2), randomness="same")(np.zeros((3, 2)))
     assert (same == same[0]).all()
-    with pytest.raises(TransformValueError, match="randomness is 'error'"):
+    with pytest.raises(TransformValueError, match="randomness='error'"):
         vmap(lambda x: x + anp.random.rand(2))(np.zeros((3, 2)))
 
 

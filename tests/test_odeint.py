@@ -201,7 +201,7 @@ def test_dynamics_with_python_control_flow_run_as_they_are(method):
     """Staging cannot see ``if`` on the state: those dynamics run step by step."""
 
     def piecewise(y, t, k):
-        return -k * y if float(y[0]) > 0.5 else -2 * k * y
+        return -k * y if y[0] > 0.5 else -2 * k * y
 
     def final(k):
         return odeint(piecewise, 1.0, np.array([0.0, 0.2]), args=(k,), **TIGHT)[-1, 0]

@@ -30,6 +30,13 @@ def test_readme_demo_command_runs_the_tour():
     assert command.endswith("python -m autodiff")
 
 
+def test_each_readme_command_starts_from_a_fresh_environment():
+    # --clear empties .venv first: the second command does not inherit the first's install.
+    for marker in ("# 1. install and take the tour", "# 2. install and run the whole test suite"):
+        command = _readme_command(marker)
+        assert command.startswith("python3 -m venv --clear .venv && "), command
+
+
 def test_tour_runs_in_under_30_seconds():
     result = subprocess.run(
         [sys.executable, "-m", "autodiff"],
@@ -42,6 +49,33 @@ def test_tour_runs_in_under_30_seconds():
     assert result.returncode == 0, result.stderr
     assert "MISMATCH" not in result.stdout
     assert "tour finished" in result.stdout
+    lines = result.stdout.splitlines()
+    wide = [line for line in lines if len(line) > 100]
+    assert not wide, f"the tour is wider than 100 columns: {wide}"
+    assert "\njit: " in result.stdout and "jit(grad(loss))(w, x) == grad(loss)(w, x)" in (
+        result.stdout
+    )
+    # it ends saying where to go next, naming pages that exist
+    end = result.stdout[result.stdout.index("where to go next") :].splitlines()[1:]
+    assert len(end) >= 4
+    for line in end:
+        target = line.split()[0]
+        assert target.startswith("help(") or (ROOT / target).exists(), line
+
+
+def test_tour_help_prints_help_and_runs_nothing():
+    result = subprocess.run(
+        [sys.executable, "-m", "autodiff", "--help"],
+        capture_output=True, text=True, timeout=30, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python -m autodiff")
+    assert "--no-timing" in result.stdout and "tour finished" not in result.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "autodiff", "--bogus"],
+        capture_output=True, text=True, timeout=30, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
 
 
 def test_public_api_is_explicit_and_documented_with_examples():
@@ -73,3 +107,27 @@ def test_rules_readme_block_style_matches_the_code():
     text = (ROOT / "autodiff" / "rules" / "README.md").read_text()
     assert re.search(r"vjp_i\(ct, ans, \*primals, \*\*params\)", text)
     assert "def_vjp" in (ROOT / "autodiff" / "core/primitive.py").read_text()
+
+
+def test_import_autodiff_leaves_the_heavy_modules_for_first_use():
+    # SciPy, numba, plum (with beartype), Dask, matplotlib: imported where first used
+    # (benchmarks/import_time.py measures the import against NumPy's and JAX's).
+    code = (
+        "import sys, autodiff, autodiff.numpy, autodiff.extend, autodiff.testing\n"
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    heavy = {"scipy", "numba", "llvmlite", "plum", "beartype", "dask", "distributed",
+             "matplotlib", "networkx", "jax", "torch", "sympy"}  # fmt: skip
+    assert not heavy & set(loaded), f"import autodiff imports {sorted(heavy & set(loaded))}"
+    # ... and each arrives when used
+    code = (
+        "import sys, numpy as np, autodiff, scipy.special as sp\n"
+        "assert 'plum' not in sys.modules\n"
+        "g = autodiff.grad(sp.erf)(0.5)\n"  # scipy.special's rules, registered on first use
+        "assert 'plum' in sys.modules and abs(g - 2 / np.pi**0.5 * np.exp(-0.25)) < 1e-12\n"
+        "import autodiff.scipy.linalg; assert 'scipy.linalg' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -278,3 +278,87 @@ def test_batched_parameters_with_same_and_different():
 def test_bad_arguments(call, error, pattern):
     with pytest.raises(error, match=pattern):
         call()
+
+
+# --- NumPy's own draws under vmap ------------------------------------------------------------
+# A Generator given to the vmapped function follows randomness; NumPy's draws vmap does
+# not see (a closed-over Generator, np.random's functions) are caught after the call
+# under randomness="error", where any draw gives every example the same value.
+
+ONE_RNG = np.random.default_rng(SEED)  # a module-level generator a function names
+
+
+@pytest.mark.parametrize("in_dim", [0, 1])
+@pytest.mark.parametrize(
+    "method", ["normal", "uniform", "standard_normal", "random", "integers", "exponential"]
+)
+def test_a_generator_argument_draws_per_example_like_a_loop(method, in_dim):
+    args = (0, 10) if method == "integers" else ()
+    batch = np.zeros((4, 3)) if in_dim == 0 else np.zeros((3, 4))
+    out = vmap(
+        lambda x, rng: x + getattr(rng, method)(*args, size=3),
+        in_dims=(in_dim, None),
+        randomness="different",
+    )(batch, np.random.default_rng(SEED))
+    loop_rng = np.random.default_rng(SEED)
+    loop = np.stack([getattr(loop_rng, method)(*args, size=3) for _ in range(4)])
+    np.testing.assert_array_equal(out, loop)
+
+
+def test_a_generator_argument_follows_same_and_error_and_nests():
+    rng = np.random.default_rng(SEED)
+    same = vmap(lambda x, r: x + r.normal(), (0, None), randomness="same")(np.zeros(4), rng)
+    assert len(set(same.tolist())) == 1
+    with pytest.raises(TransformValueError, match=r"Generator argument's normal"):
+        vmap(lambda x, r: x + r.normal(), (0, None))(np.zeros(4), rng)
+    inner = vmap(lambda x, r: x + r.normal(), (0, None), randomness="different")
+    out = vmap(inner, (0, None), randomness="different")(np.zeros((2, 3)), np.random.default_rng(1))
+    loop_rng = np.random.default_rng(1)
+    np.testing.assert_array_equal(out, [[loop_rng.normal() for _ in range(3)] for _ in range(2)])
+
+
+def test_a_generator_argument_is_still_a_generator_of_the_same_stream():
+    rng = np.random.default_rng(SEED)
+    seen = []
+
+    def f(x, r):
+        seen.append((isinstance(r, np.random.Generator), r.bit_generator is rng.bit_generator))
+        return x
+
+    vmap(f, (0, None))(np.zeros(2), rng)
+    assert seen == [(True, True)]
+
+
+def _helper_drawing():
+    return ONE_RNG.normal()
+
+
+@pytest.mark.parametrize(
+    ("func", "source"),
+    [
+        (lambda: lambda x: x + ONE_RNG.normal(), "Generator it closes over"),
+        (lambda: lambda x: x + _helper_drawing(), "Generator it closes over"),
+        (lambda: lambda x: x + np.random.normal(), "NumPy's global random functions"),
+        (lambda: lambda x: x + np.random.rand(), "NumPy's global random functions"),
+        (
+            lambda: (lambda rs: lambda x: x + rs.normal())(np.random.RandomState(0)),
+            "RandomState it closes over",
+        ),
+    ],
+    ids=["closed-over", "through-a-helper", "np.random.normal", "np.random.rand", "RandomState"],
+)
+def test_numpy_draws_vmap_cannot_see_raise_under_error(func, source):
+    with pytest.raises(TransformValueError, match=f"vmap: func drew from .*{source}") as info:
+        vmap(func())(np.zeros(3))
+    first = str(info.value).split(". ")[0]
+    assert len(first) <= 200 and ("as an argument" in first or "anp.random" in first), first
+    out = vmap(func(), randomness="same")(np.zeros(3))  # one shared draw: what "same" says
+    assert len(set(out.tolist())) == 1
+
+
+def test_a_function_that_names_random_but_does_not_draw_passes():
+    def f(x, draw=False):
+        named = ONE_RNG if draw else None  # named, not drawn from
+        return x + (np.random.normal() if named is not None else 0.0)
+
+    np.testing.assert_array_equal(vmap(f)(np.ones(3)), np.ones(3))

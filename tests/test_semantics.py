@@ -64,6 +64,27 @@ def test_vmap_constant_output_with_out_dims_none_passes_through():
     assert vmap(lambda t: 3.0, out_dims=None)(ys) == 3.0
 
 
+@pytest.mark.parametrize("out_dims", [0, 1, -1])
+def test_vmap_python_bool_output_is_broadcast_as_jax_does(out_dims):
+    # A flag the function returns (True, or a comparison) is broadcast like a number.
+    def f(x):
+        return True, x > 1.5, False
+
+    flag, mask, off = vmap(vmap(f), out_dims=out_dims)(np.stack([ys, -ys]))
+    assert flag.dtype == mask.dtype == off.dtype == np.bool_
+    shape = (2, 3) if out_dims == 0 else (3, 2)  # the outer batch axis last
+    np.testing.assert_array_equal(flag, np.ones(shape, bool))
+    np.testing.assert_array_equal(off, np.zeros(shape, bool))
+    expected = np.stack([ys, -ys]) > 1.5
+    np.testing.assert_array_equal(mask, expected if out_dims == 0 else expected.T)
+    jax = pytest.importorskip("jax")
+    theirs = jax.vmap(jax.vmap(f), out_axes=out_dims)(np.stack([ys, -ys]))
+    for ours, their in zip((flag, mask, off), theirs):
+        np.testing.assert_array_equal(ours, np.asarray(their))
+        assert ours.shape == their.shape
+    assert vmap(lambda t: True, out_dims=None)(ys) is True  # unbatched, passed through
+
+
 def test_nested_vmap_with_different_in_dims():
     a, b = np.array([1.0, 2.0]), np.array([10.0, 20.0, 30.0])
     mul = lambda x, y: x * y

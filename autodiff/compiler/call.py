@@ -20,10 +20,16 @@ batched, so ``grad(jit(f))`` replays compiled code too:
   inlined into the caller's graph, so the passes see (and simplify across) the whole
   program and the replay stays one flat function.
 
-``explain`` evaluates the graph at its own level, so it lists the primitives a jitted
-function runs, as it does for the function itself.  Under any other interpreter (a
-user's transform) the call is a primitive like any other, whose JVP and VJP rules are
-the ones above.
+A graph holding control flow decided by values (a ``cond``'s branch, a
+``while_loop``'s trip count, also inside a ``scan``'s body: ``runs_at_level``) is
+evaluated at the transform's own level instead, where those values exist, so its loops
+and branches are transformed as they are eagerly; a ``scan`` alone is transformed with
+the graph (its staged regime, ``control/scan.py``).
+
+Taylor mode and ``explain`` evaluate the graph at their own level (so explain lists the
+primitives a jitted function runs, as it does for the function itself).  Under any
+other interpreter (a user's transform) the call is a primitive like any other, whose
+JVP and VJP rules are the ones above.
 
 The graph transforms themselves (``jvp_graph``, ``vjp_graphs`` with ``split``,
 ``batch_graph``) are in ``graph_transforms.py``: the control-flow primitives use
@@ -51,8 +57,9 @@ from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
 from autodiff.interpreters.staging import StagedTensor, StagingInterpreter, eval_graph
 from autodiff.interpreters.tape import Dropped, Node
+from autodiff.interpreters.taylor import JetInterpreter
 
-__all__ = ["CallPrimitive", "call_p", "runs_functions"]
+__all__ = ["CallPrimitive", "call_p", "decided_by_values", "runs_at_level"]
 
 
 class CallPrimitive(Primitive):
@@ -99,18 +106,26 @@ def _avals(values: Any) -> tuple:
     return tuple(aval_of(v) for v in values)
 
 
-def runs_functions(graph: Graph) -> bool:
-    """Whether ``graph`` holds control flow, whose predicates and trip counts are known
-    only from values: a transform of a jitted function then evaluates its graph at
-    the transform's own level instead of staging the transformed graph, so loops and
-    branches are differentiated and batched as they are eagerly."""
+def runs_at_level(graph: Graph) -> bool:
+    """Whether ``graph`` holds control flow whose branches or trip counts are decided
+    by values (``cond``, ``while_loop``, also inside a ``scan``'s body), known only when
+    it runs: a transform of a jitted function then evaluates its graph at the
+    transform's own level instead of staging the transformed graph, so those loops and
+    branches are differentiated and batched as they are eagerly.  A ``scan``'s trip
+    count is static: the transformed graph holds the transformed scan (its staged
+    regime, ``control/scan.py``)."""
     store = derived_of(graph)
-    found = store.runs_functions
+    found = store.runs_at_level
     if found is None:
-        found = store.runs_functions = any(
-            getattr(eqn.prim, "runs_functions", False) for eqn in graph.eqns
-        )
+        found = store.runs_at_level = any(map(decided_by_values, graph.eqns))
     return found
+
+
+def decided_by_values(eqn: Eqn) -> bool:
+    """Whether what ``eqn`` runs is decided by values: its primitive says, from the
+    equation's parameters (``ControlFlowPrimitive.decided_by_values``)."""
+    decided = getattr(eqn.prim, "decided_by_values", None)
+    return decided is not None and decided(eqn.params)
 
 
 # --- forward mode --------------------------------------------------------------------------------
@@ -123,7 +138,7 @@ def _jvp_of_call(interp: JvpInterpreter, prim: CallPrimitive, args: tuple, param
     has = tuple(t is not None for t in tangents)
     if not any(has):
         return prim.bind(*primals, **params)
-    if runs_functions(params["graph"]):
+    if runs_at_level(params["graph"]):
         return tuple(eval_graph(params["graph"], *args))
     pairs = _call_jvp(primals, tangents, params["graph"], params["name"])
     return tuple(o if t is None else DualTensor(interp, o, t) for o, t in pairs)
@@ -149,8 +164,9 @@ def _call_jvp_rule(tangents, ans, *primals, graph, name, **recorded):
                  for o, t in _call_jvp(primals, tangents, graph, name))  # fmt: skip
 
 
-call_p.jvp = lambda tangents, ans, primals, params: _call_jvp_rule(tangents, ans, *primals,
-                                                                    **params)  # fmt: skip
+call_p.def_jvp(lambda tangents, ans, primals, params: _call_jvp_rule(tangents, ans, *primals,
+                                                                       **params),
+               packed=True)  # fmt: skip
 
 
 # --- reverse mode --------------------------------------------------------------------------------
@@ -163,7 +179,7 @@ def _grad_of_call(interp: GradInterpreter, prim: CallPrimitive, args: tuple, par
     if not parents or not recording(interp):
         return prim.bind(*values, **params)
     graph = params["graph"]
-    if runs_functions(graph):
+    if runs_at_level(graph):
         return tuple(eval_graph(graph, *args))
     argnums = tuple(i for i, _, _ in parents)
     like = library_of(values)
@@ -196,7 +212,7 @@ def _call_vjp_rule(cts, ans, primals, params, argnums):
                             name=f"backward({params['name']})"))  # fmt: skip
 
 
-call_p.vjp = _call_vjp_rule
+call_p.def_vjp(_call_vjp_rule, packed=True)
 
 
 # --- batching --------------------------------------------------------------------------------
@@ -207,7 +223,7 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
     values = [a.value for a in args]
     dims = tuple(a.bdim for a in args)
     graph = params["graph"]
-    if runs_functions(graph):
+    if runs_at_level(graph):
         return tuple(eval_graph(graph, *(a.value if a.bdim is None else a for a in args)))
     like = library_of(values)
     key = ("batch", dims, _avals(values), interp.size, interp.randomness, type(like))
@@ -215,6 +231,16 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
                                                    interp.randomness, like))  # fmt: skip
     out = prim.bind(*values, graph=bg.graph, name=f"vmap({params['name']})")
     return tuple(o if d is None else BatchedTensor(interp, o, d) for o, d in zip(out, bg.out_dims))
+
+
+# --- Taylor mode: the graph's primitives ----------------------------------------------------------
+
+
+@process.register(JetInterpreter, CallPrimitive)
+def _jet_of_call(interp: JetInterpreter, prim: CallPrimitive, args: tuple, params: dict):
+    """Taylor mode (``jet``, the differential operators) runs the graph's equations at its
+    own level, each pushing the series with its Taylor rule."""
+    return tuple(eval_graph(params["graph"], *args))
 
 
 # --- explain: the graph's primitives ------------------------------------------------------------

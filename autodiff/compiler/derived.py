@@ -10,7 +10,8 @@ field                holds                                       filled by
 ===================  ==========================================  =========================
 ``prepared``         the graph as transforms read it (passes)    ``graph_transforms.py``
 ``transformed``      its JVP, VJP and batched graphs (an LRU)    ``call.py``
-``runs_functions``   whether it holds control flow               ``call.py``
+``runs_at_level``    whether it holds control flow decided by    ``call.py``
+                     values (transforms then evaluate it)
 ``optimized``        per "NumPy constants allowed": the graph    ``stages.optimized``
                      replays run (passes, custom rules inlined)
 ``replays``          per (array kind, library, fresh): the       ``stages.replay``
@@ -40,7 +41,7 @@ class Derived:
     """The results derived from one graph (see the module docstring)."""
 
     __slots__ = ("calls", "compiled", "mode", "optimized", "prepared", "replays", "run",
-                 "runs_functions", "transformed")  # fmt: skip
+                 "runs_at_level", "transformed")  # fmt: skip
 
     def __init__(self) -> None:
         self.mode: Any = "auto"
@@ -48,7 +49,7 @@ class Derived:
         self.run: Any = None
         self.prepared: Graph | None = None
         self.transformed: Any = None  # core.caches.LRUCache, made by call.py
-        self.runs_functions: bool | None = None
+        self.runs_at_level: bool | None = None
         self.optimized: dict[bool, Graph] = {}
         self.replays: dict[tuple, Any] = {}
         self.compiled: dict[tuple, Any] = {}

@@ -4,11 +4,13 @@ transform uses, functions of flat leaves (staged or not), and the type checks.
 ``cond``/``switch`` (``cond.py``), ``while_loop`` (``while_loop.py``) and ``scan``
 (``scan.py``) are ``ControlFlowPrimitive``s whose parameters are the user's functions,
 taking and returning flat lists of array leaves (``FlatFn``); their operands are the
-leaves of the pytrees passed in.  Each module holds its primitive's method for every
-interpreter that treats it specially; this one holds what they share:
+leaves of the pytrees passed in.  Each module holds its primitive's entry for every
+transform and ends with a registration block listing them; this one holds what they
+share:
 
-- **Eagerly every transform runs it at its own level** (``run_here``, registered here
-  for grad, jvp, vmap and explain): the chosen branch, or the loop, runs on the
+- **Eagerly every transform runs it at its own level** (``run_here``, the eager regime
+  of every entry, and the whole entry of some: explain's, cond's jvp and vmap, cond's and
+  scan's Taylor mode): the chosen branch, or the loop, runs on the
   transform's own tracers, so whatever the functions compute, and whatever they close
   over (traced values of any transform included), is recorded, pushed forward or
   batched as if written inline.  That is why reverse mode differentiates a
@@ -50,6 +52,7 @@ from autodiff.interpreters.staging import (
     eval_graph,
     innermost_staging,
 )
+from autodiff.interpreters.taylor import JetInterpreter, JetTensor
 from autodiff.rules.elementwise import stop_gradient, where
 
 __all__ = [
@@ -75,17 +78,17 @@ __all__ = [
 class ControlFlowPrimitive(Primitive):
     """A primitive whose parameters are functions: ``impl`` runs them in Python.
 
-    Every transform of the package runs it at its own level (``run_here``) unless the
-    primitive's module registers a method of its own; staging records it with its
-    functions staged where its module registers a stager (``subgraphs.py``).  A
-    transform of your own treats it like any other primitive (its ``process`` on the
-    unwrapped values) unless it registers ``run_here`` for this class too.
+    The package's three (``cond_p``, ``while_loop_p``, ``scan_p``) register an entry for
+    every transform in their modules' registration blocks; a subclass with none for an
+    interpreter of the package runs at that interpreter's level (``run_here``, the
+    defaults below; staging then unrolls it).  A transform of your own treats it like
+    any other primitive (its ``process`` on the unwrapped values) unless it registers
+    ``run_here`` for this class too.
     """
 
     __slots__ = ()
     # Graph passes keep, never merge or precompute it: its functions may draw random
-    # numbers.  A staged program holding one is evaluated at the level of a transform
-    # outside the jit (compiler/call.py), where its predicates have values.
+    # numbers.  The compiling tier writes it as a loop or a branch (runs_functions).
     effectful = True
     runs_functions = True
 
@@ -97,6 +100,13 @@ class ControlFlowPrimitive(Primitive):
 
         run.__name__ = name
         super().__init__(name, run, **kwargs)
+
+    def decided_by_values(self, params: dict) -> bool:  # noqa: ARG002  (scan reads them)
+        """Whether what it runs (a branch, a number of iterations) is decided by values,
+        which a staged program has only when it runs: then a transform of a jitted
+        function holding it evaluates the graph at the transform's level
+        (``compiler/call.py``).  ``scan`` overrides it: its trip count is static."""
+        return True
 
 
 def run_here(interp: Any, prim: Primitive, args: tuple, params: dict):
@@ -113,13 +123,16 @@ def _unlifted(x: Any) -> Any:
         return x.value
     if isinstance(x, DualTensor) and x.tangent is None:
         return x.primal
+    if isinstance(x, JetTensor) and all(c is None for c in x.series):
+        return x.primal
     return x
 
 
-# A control-flow primitive with no method of its own for an interpreter runs here, at
-# that interpreter's level (the staging included: one with no stager is unrolled).
+# The defaults for a control-flow primitive with no entry of its own for an interpreter
+# (the package's own register one for each): it runs at that interpreter's level (the
+# staging included: one with no stager is unrolled).
 for _interpreter in (GradInterpreter, JvpInterpreter, BatchInterpreter, ExplainInterpreter,
-                     StagingInterpreter):  # fmt: skip
+                     StagingInterpreter, JetInterpreter):  # fmt: skip
     process.register(_interpreter, ControlFlowPrimitive)(run_here)
 
 

@@ -1,20 +1,24 @@
-"""``cond`` and ``switch``: one primitive, ``cond_p``, and every transform's method for it.
+"""``cond`` and ``switch``: one primitive, ``cond_p``, and every transform's entry for it.
 
 ``switch(index, branches, *operands)`` chooses a branch by an integer, ``cond(pred,
-true_fun, false_fun, *operands)`` by a boolean (``false_fun`` is branch 0).  How each
-interpreter treats ``cond_p``:
+true_fun, false_fun, *operands)`` by a boolean (``false_fun`` is branch 0).  The
+registration block at the end of this module lists each transform's one entry.  The
+routes, by transform:
 
 - no tracer: runs the chosen branch (``_cond_impl``);
 - grad, jvp, vmap, explain: run the branches some example takes at their own level,
   on their tracers; where a batch's examples disagree, ``where`` selects per example
-  (``common.run_here``);
-- staging (``jit``): every branch staged once, all type-checked, one equation
-  (``cond_stage``);
+  (``common.run_here``); a transform of a jitted function holding a cond evaluates its
+  graph at the transform's level (``compiler/call.py``), so this is its route too;
+- staging (``jit``, ``make_graph``): every branch staged once, all type-checked, one
+  equation (``cond_stage``); lowering: an ``if``/``elif`` with every branch inline
+  (``_cond_lowering``); sparsity detection: ``_cond_sparsity``;
 - vmap or jvp inside a jit: the index has no values, so every branch runs at the
   transform's level and ``where`` selects, as JAX's ``vmap`` does (``common.run_here``);
-- grad inside a jit: a forward ``cond`` returning the outputs and the taken branch's
-  residuals, and a backward ``cond`` of the branches' VJPs, so only the taken branch
-  runs (``cond_grad``).
+- grad inside a jit (``cond_grad``): a forward ``cond`` returning the outputs and the
+  taken branch's residuals, and one tape node, ``cond_p``'s, whose VJP rule
+  (``cond_vjp``) is a backward ``cond`` of the branches' VJPs, so only the taken branch
+  runs (``_two_conds``, ``_backward_cond``).
 
 Grad inside a jit must not select: a branch not taken would be differentiated too,
 and a NaN there (the ``sqrt`` of a negative number in a branch that guards against
@@ -63,7 +67,10 @@ from autodiff.core.index_sets import propagating
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive, process
 from autodiff.core.tracer import Tracer
-from autodiff.errors import TransformTypeError
+from autodiff.errors import RuleError, TransformTypeError
+from autodiff.interpreters.batching import BatchInterpreter
+from autodiff.interpreters.explain import ExplainInterpreter
+from autodiff.interpreters.forward import JvpInterpreter
 from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
 from autodiff.interpreters.sparsity import propagate, union
 from autodiff.interpreters.staging import (
@@ -73,6 +80,7 @@ from autodiff.interpreters.staging import (
     staging_below,
 )
 from autodiff.interpreters.tape import Node
+from autodiff.interpreters.taylor import JetInterpreter
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
 from autodiff.rules.elementwise import clip, equal, where
@@ -155,10 +163,6 @@ def _cond_lowering(ctx, index, *operands, branches, n_consts=0, **params):
     return tuple(ctx.read(results))
 
 
-cond_p.def_lowering(Emitter(_cond_lowering))
-
-
-@cond_p.def_sparsity
 @propagating
 def _cond_sparsity(sets, operands, *, branches, n_consts=0, **params):
     """Staged: what any branch's outputs depend on (the index passes no derivative)."""
@@ -227,8 +231,9 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
 # --- staging: every branch staged once ----------------------------------------------------------
 
 
-@process.register(StagingInterpreter, CondPrimitive)
 def cond_stage(interp: StagingInterpreter, prim: CondPrimitive, args: tuple, params: dict):
+    """Staging (``jit``, ``make_graph``): every branch staged once and type-checked, one
+    equation."""
     return stage_control(interp, prim, args, params, _stage_branches)
 
 
@@ -250,17 +255,36 @@ def _stage_branches(interp, args, avals, params) -> tuple[dict, list, list]:
     return {"branches": staged}, staged, out_avals
 
 
-# --- reverse mode -------------------------------------------------------------------------------
+# --- grad and vjp -------------------------------------------------------------------------------
 
 
-@process.register(GradInterpreter, CondPrimitive)
 def cond_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+    """grad/vjp of a cond.  Staged (inside a jit, the index staged): a forward cond
+    returning the taken branch's residuals and one tape node whose VJP is a cond of the
+    branches' backward graphs (``_two_conds``).  Eager, or where a branch closes over a
+    value of a transform inside the grad, or nothing is differentiated: the taken
+    branch recorded at grad's level."""
     if recording(interp) and not interp.keep_all_residuals and staging_below(interp):
         args, params = unclosed(args, params)
         index = args[0].value if isinstance(args[0], GradTensor) else args[0]
         if bottom(index) is None:  # staged: no branch can be chosen now
-            return _staged_cond_grad(interp, prim, args, params)
+            out = _two_conds(interp, args, params)
+            if out is not None:
+                return out
     return run_here(interp, prim, args, params)
+
+
+def cond_vjp(cts, ans, primals, params, argnums):
+    """The VJP rule of the tape node ``cond_grad`` records: the cond of the branches'
+    backward graphs, on the index the forward cond took."""
+    if params.get("route") != "two conds":
+        raise RuleError(
+            "cond's VJP rule runs on the tape nodes its reverse-mode method (cond_grad) "
+            "records, not on a cond's own parameters: differentiate a cond by calling it "
+            "under grad or vjp, and a transform of your own by running it at its level "
+            "(docs/extending.md)."
+        )
+    return _backward_cond(cts, primals, params, argnums)
 
 
 def _fitted(x: Any, aval: Any) -> Any:
@@ -272,7 +296,9 @@ def _fitted(x: Any, aval: Any) -> Any:
                                          aval.dtype), aval.shape)  # fmt: skip
 
 
-def _staged_cond_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+def _two_conds(interp: GradInterpreter, args: tuple, params: dict) -> tuple | None:
+    """The forward cond now, each branch returning its outputs and a slot for every
+    branch's residuals; None where the taken branch must run at grad's level."""
     values, parents, _ = unpack(interp, args)
     index, operands = values[0], values[1:]
     staging = innermost_staging()
@@ -283,7 +309,7 @@ def _staged_cond_grad(interp: GradInterpreter, prim: Primitive, args: tuple, par
     consts: dict[int, Any] = {}
     for s in staged:
         if closes_over_above(s.captured, interp):
-            return run_here(interp, prim, args, params)  # a transform inside the grad
+            return None  # a transform inside the grad: its level runs the branch
         for c in s.captured:
             consts.setdefault(id(c), c)
     const_list = list(consts.values())
@@ -295,7 +321,7 @@ def _staged_cond_grad(interp: GradInterpreter, prim: Primitive, args: tuple, par
                   and c.node is not None]  # fmt: skip
     op_diff = [i - 1 for i, _, _ in parents if i >= 1]
     if not op_diff and not const_diff:
-        return run_here(interp, prim, args, params)
+        return None  # nothing here is differentiated
     like = library_of(values)
     n_ops = len(operands)
     vgs, picks = [], []
@@ -323,18 +349,18 @@ def _staged_cond_grad(interp: GradInterpreter, prim: Primitive, args: tuple, par
     out = cond_p.bind(index, *ops, branches=fwd, names=params["names"], who=params["who"])
     n_out = vgs[0].n_out
     outs, residuals = out[:n_out], out[n_out:]
-    node_params = {"index": index, "vgs": vgs, "picks": picks, "slots": slots,
+    node_params = {"route": "two conds", "index": index, "vgs": vgs, "picks": picks, "slots": slots,
                    "residuals": residuals, "op_diff": op_diff, "const_diff": const_diff,
                    "const_values": const_values, "n_ops": n_ops, "names": params["names"],
                    "who": params["who"]}  # fmt: skip
     all_parents = [*parents, *((len(values) + k, c.node, c.index)
                                for k, c in enumerate(const_list) if k in const_diff)]  # fmt: skip
-    node = Node(staged_cond_p, node_params, [*values, *const_values], outs, all_parents)
+    node = Node(cond_p, node_params, [*values, *const_values], outs, all_parents)
     floats = set(vgs[0].float_outputs)
     return tuple(GradTensor(interp, o, node, i) if i in floats else o for i, o in enumerate(outs))
 
 
-def _staged_cond_vjp(cts, ans, primals, params, argnums):
+def _backward_cond(cts: tuple, primals: list, params: dict, argnums: list) -> list:
     vgs, picks, slots = params["vgs"], params["picks"], params["slots"]
     op_diff, const_diff = params["op_diff"], params["const_diff"]
     const_values = params["const_values"]
@@ -367,7 +393,18 @@ def _staged_cond_vjp(cts, ans, primals, params, argnums):
     return [by_position.get(i) for i in argnums]
 
 
-# The tape node of a staged cond: its VJP is the cond of the branches' backward graphs.
-staged_cond_p = Primitive("cond", lambda *a: a, multiple_results=True)
+# --- cond_p: every transform's one entry --------------------------------------------------------
+# The implementation is _cond_impl (the taken branch; under vmap, every branch some example
+# takes, selected per example).  A transform of a jitted function holding a cond evaluates
+# the graph at its own level (compiler/call.py: decided_by_values), so the entries below
+# see the index's values there, as eagerly.
 
-staged_cond_p.vjp = _staged_cond_vjp
+process.register(GradInterpreter, CondPrimitive)(cond_grad)  # grad, vjp
+cond_p.def_vjp(cond_vjp, packed=True)  # the backward pass of cond_grad's tape node
+process.register(JvpInterpreter, CondPrimitive)(run_here)  # jvp: the taken branch
+process.register(BatchInterpreter, CondPrimitive)(run_here)  # vmap: branches taken, selected
+process.register(ExplainInterpreter, CondPrimitive)(run_here)  # explain: the taken branch
+process.register(StagingInterpreter, CondPrimitive)(cond_stage)  # jit, make_graph
+cond_p.def_lowering(Emitter(_cond_lowering))  # jit's compiling tier
+cond_p.def_sparsity(_cond_sparsity)  # jacobian_sparsity
+process.register(JetInterpreter, CondPrimitive)(run_here)  # jet, the operators: the taken branch

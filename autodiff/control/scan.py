@@ -1,46 +1,57 @@
-"""``scan``: the primitive ``scan_p`` and every transform's method for it.
+"""``scan``: the primitive ``scan_p`` and every transform's entry for it.
 
 ``scan(f, init, xs)`` loops ``f(carry, x) -> (carry, y)`` over the leading axis of
-``xs`` (JAX's ``lax.scan``).  How each interpreter treats it:
+``xs`` (JAX's ``lax.scan``).  The registration block at the end of this module lists
+each transform's one entry; where a transform has two regimes, the entry chooses
+between them in its first lines.  The two regimes:
+
+- **eager**: the steps at the transform's own level, on its tracers, as a Python loop
+  would run them (``common.run_here``), so a body may branch on its values in Python
+  and close over values of any transform; a carry that becomes batched simply is
+  batched from then on;
+- **staged**: where ``jit`` staged the scan (a transform inside a ``jit``, or a
+  transform of a jitted function, ``compiler/call.py``), the body is staged once,
+  transformed as a graph and bound as one scan a level down, whatever the length.
+
+The routes, by transform:
 
 - no tracer: the loop in Python; traced ``xs`` are sliced by one primitive
   (``slices_p``), whose VJP stacks the steps' cotangents (``_scan_impl``);
-- jvp, vmap, explain: the steps at the transform's own level; a carry that becomes
-  batched simply is batched from then on (``common.run_here``);
-- grad: the steps recorded like a Python loop; with ``checkpoint=True`` one tape node
-  that keeps the carry each step started from and recomputes the steps in the
-  backward pass (``scan_grad``, ``_checkpointed_scan_grad``);
-- staging (``jit``): the body staged once, one equation (``scan_stage``);
-- vmap inside a jit: the body staged on one example and batched as a jitted graph is,
-  then one scan a level down, carry on axis 0 and ``xs`` on axis 1 (``scan_batch``);
-- jvp inside a jit: one scan a level down carrying the tangents, ``xs``' tangents as
-  more ``xs`` (``scan_jvp``);
-- grad inside a jit: two staged scans, JAX's transposition: the body's VJP staged as a
-  forward and a backward graph, a forward scan stacking each step's residuals (with
-  ``checkpoint=True`` the carries) and a reversed scan of the backward graph
-  (``_staged_scan_grad``, ``_staged_scan_vjp``).
+- staging (``jit``, ``make_graph``): the body staged once, one equation
+  (``scan_stage``); ``unroll=True``: every step recorded (the eager regime);
+- lowering (``jit``'s compiling tier): the loop in compiled code, the body inline
+  (``_scan_lowering``); sparsity detection: ``_scan_sparsity``;
+- vmap (``scan_batch``): staged, the body batched as a jitted graph is, one scan, carry
+  on axis 0 and ``xs`` on axis 1 (``_batched_scan``); eager, the steps at vmap's level;
+- jvp (``scan_jvp``): staged, one scan carrying the tangents, ``xs``' tangents as more
+  ``xs`` (``_pushed_scan``); eager, the steps at jvp's level;
+- grad, vjp (``scan_grad``): staged, two scans, JAX's transposition: the body's VJP
+  staged as a forward and a backward graph, a forward scan stacking each step's
+  residuals (with ``checkpoint=True`` the carries) and a reversed scan of the backward
+  graph (``_two_scans``); eager with ``checkpoint=True``, one tape node that keeps the
+  carry each step started from and recomputes the steps in the backward pass
+  (``_recomputed``); eager, the steps recorded like a Python loop.  The node either
+  records is ``scan_p``'s, and its VJP rule (``scan_vjp``) runs the reversed scan or
+  the recomputation;
+- explain: the steps at its level (``run_here``).
 
-``unroll=True`` stages every step instead of one body (the transforms then run the
-steps at their level, as eagerly).
-
-**The checkpointed scan's node** (``_checkpointed_scan_grad``): each step runs at the
-grad's own level on fresh inputs, so its primitives form a small tape of their own;
-whatever they reach that was recorded before the step (values ``f`` closes over, such
-as weights) is found on that tape, becomes an input of the scan's node, and receives
-the cotangents the steps send it.  During the backward pass the steps run again under
-the same interpreter, made live for that time (``_live``).
+**The checkpointed scan's node** (``_recomputed``): each step runs at the grad's own
+level on fresh inputs, so its primitives form a small tape of their own; whatever they
+reach that was recorded before the step (values ``f`` closes over, such as weights) is
+found on that tape, becomes an input of the scan's node, and receives the cotangents
+the steps send it.  During the backward pass the steps run again under the same
+interpreter, recording again for that time (``reverse.recording_again``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import optree
 
+from autodiff.compiler.call import decided_by_values
 from autodiff.compiler.graph_transforms import batch_graph, vjp_graphs
 from autodiff.control.common import (
     CARRY_HINT,
@@ -68,27 +79,36 @@ from autodiff.control.subgraphs import (
     unclosed,
     unzip,
 )
-from autodiff.core import primitive as _core
 from autodiff.core.args import a_type, check_callable, check_flag
 from autodiff.core.arrays import array_like, dtype_of, is_float, library_of, shape_of
 from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.index_sets import Groups, apply_read, propagating
 from autodiff.core.lowering import Emitter, NotLowered
-from autodiff.core.primitive import Primitive, current_interpreters, lift, process
+from autodiff.core.primitive import Interpreter, Primitive, current_interpreters, lift, process
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
+from autodiff.interpreters.explain import ExplainInterpreter
 from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import (
     GradInterpreter,
     GradTensor,
-    no_grad_below,
+    no_grad_level,
     recording,
+    recording_again,
     unpack,
 )
 from autodiff.interpreters.sparsity import fixed_point, propagate, stacked_sets
-from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
+from autodiff.interpreters.staging import (
+    Staged,
+    StagingInterpreter,
+    eval_graph,
+    stage,
+    staging_below,
+)
 from autodiff.interpreters.tape import Dropped, Node, backward
+from autodiff.interpreters.taylor import JetInterpreter
 from autodiff.rules import creation as _cre
 from autodiff.rules._sparsity import moves, shape_of_operand
 from autodiff.rules.shape import moveaxis, stack
@@ -100,6 +120,10 @@ class ScanPrimitive(ControlFlowPrimitive):
     """``scan`` (the module docstring says how each transform treats it)."""
 
     __slots__ = ()
+
+    def decided_by_values(self, params: dict) -> bool:
+        """A scan's trip count is static: only what its body holds can need values."""
+        return any(map(decided_by_values, params["body"].graph.eqns))
 
 
 class ScanBody:
@@ -150,7 +174,7 @@ def _steps(length: int, reverse: bool) -> range:
     return range(length - 1, -1, -1) if reverse else range(length)
 
 
-def _stacked(ys: list, body: ScanBody, carry: tuple, xs: tuple) -> tuple:
+def _stacked(ys: list, body: ScanBody, carry: Sequence, xs: Sequence) -> tuple:
     """The steps' ``y`` leaves, each stacked along a new first axis."""
     if not ys:  # no step ran: run f once on stand-ins to learn the shapes of y
         x = [np.zeros(shape_of(v)[1:], dtype_of(v), like=array_like(v)) for v in xs]
@@ -200,66 +224,9 @@ slices_p = Primitive(
 )
 
 slices_p.def_sparsity(moves(slices_p.impl, multiple_results=True))
+slices_p.def_taylor(linear_taylor(slices_p))
 
 scan_p = ScanPrimitive("scan", _scan_impl, multiple_results=True)
-
-
-def _scan_lowering(ctx, *operands, body, length, reverse, n_consts=0, **params):
-    """Staged: the loop in compiled code, the body written inline (where everything in
-    it lowers); each step's ``y`` written into the stacked result."""
-    if not isinstance(body, GraphFn):
-        raise NotLowered("scan's body is not staged")
-    n, split = body.n_carry, len(operands) - n_consts
-    out_avals = ctx.out_avals
-    carry = ctx.variables(out_avals[:n], operands[:n])
-    xs, consts = operands[n:split], operands[split:]
-    ys = [ctx.empty(aval) for aval in out_avals[n:]]
-    with ctx.loop(length, reverse) as step:
-        x_t = [ctx.at(x, step) for x in xs]
-        new = inline_function(ctx, body, [*ctx.read(carry), *x_t], consts)
-        for y, value in zip(ys, new[n:], strict=True):
-            ctx.store_at(y, step, value)
-        ctx.assign(carry, new[:n])
-    return (*ctx.read(carry), *ys)
-
-
-scan_p.def_lowering(Emitter(_scan_lowering))
-
-# A staged scan is unrolled for sparsity detection (each step reads its own slice of xs)
-# up to this many equations in all; longer ones take every step's slice as one.
-UNROLL_EQUATIONS = 20_000
-
-
-@scan_p.def_sparsity
-@propagating
-def _scan_sparsity(sets, operands, *, body, length, reverse, n_consts=0, **params):
-    n, split = body.n_carry, len(sets) - n_consts
-    carry, xs = list(sets[:n]), sets[n:split]
-    rest = [sets[split + i] for i in body.picks]
-    x_sizes = [shape_of_operand(x)[1:] for x in operands[n:split]]
-    x_sizes = [int(np.prod(s)) for s in x_sizes]
-    y_sizes = [v.aval.size for v in body.graph.outvars[n:]]
-    if length * len(body.graph.eqns) <= UNROLL_EQUATIONS:
-        ys: list = [None] * length
-        for t in _steps(length, reverse):
-            x_t = [
-                None if x is None else x.gather(np.arange(k) + t * k) for x, k in zip(xs, x_sizes)
-            ]
-            out = propagate(body.graph, [*carry, *x_t, *rest])
-            carry, ys[t] = out[:n], out[n:]
-        return [*carry, *(stacked_sets([y[j] for y in ys], k) for j, k in enumerate(y_sizes))]
-    x_any = [
-        apply_read(Groups(np.arange(k * length) % max(k, 1), np.arange(k)), x, k)
-        for x, k in zip(xs, x_sizes)
-    ]  # fmt: skip  (each step's slice, any step)
-    carry, outs = fixed_point(body.graph, carry, [*x_any, *rest])
-    return [
-        *carry,
-        *(
-            None if y is None else y.gather(np.tile(np.arange(k), length))
-            for y, k in zip(outs[n:], y_sizes)
-        ),
-    ]
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
@@ -359,9 +326,10 @@ def _length(x_leaves: list, names: list, length: Any) -> int:
 # --- staging: the body staged once --------------------------------------------------------------
 
 
-@process.register(StagingInterpreter, ScanPrimitive)
 def scan_stage(interp: StagingInterpreter, prim: ScanPrimitive, args: tuple, params: dict):
-    if params["unroll"]:  # every step recorded at this level
+    """Staging (``jit``, ``make_graph``): one equation holding the body staged once;
+    with ``unroll=True`` every step recorded at the staging's level instead."""
+    if params["unroll"]:
         return run_here(interp, prim, args, params)
     return stage_control(interp, prim, args, params, _stage_body)
 
@@ -390,25 +358,108 @@ def bind_scan(step: Callable, carry: list, xs: list, length: int, reverse: bool,
     return outs[: len(carry)], outs[len(carry) :]
 
 
-# --- vmap and jvp inside a jit: one staged scan -------------------------------------------------
+# --- lowering and sparsity: rules of the staged equation ----------------------------------------
 
 
-@process.register(BatchInterpreter, ScanPrimitive)
+def _scan_lowering(ctx, *operands, body, length, reverse, n_consts=0, **params):
+    """Staged: the loop in compiled code, the body written inline (where everything in
+    it lowers); each step's ``y`` written into the stacked result."""
+    if not isinstance(body, GraphFn):
+        raise NotLowered("scan's body is not staged")
+    n, split = body.n_carry, len(operands) - n_consts
+    out_avals = ctx.out_avals
+    carry = ctx.variables(out_avals[:n], operands[:n])
+    xs, consts = operands[n:split], operands[split:]
+    ys = [ctx.empty(aval) for aval in out_avals[n:]]
+    with ctx.loop(length, reverse) as step:
+        x_t = [ctx.at(x, step) for x in xs]
+        new = inline_function(ctx, body, [*ctx.read(carry), *x_t], consts)
+        for y, value in zip(ys, new[n:], strict=True):
+            ctx.store_at(y, step, value)
+        ctx.assign(carry, new[:n])
+    return (*ctx.read(carry), *ys)
+
+
+# A staged scan is unrolled for sparsity detection (each step reads its own slice of xs)
+# up to this many equations in all; longer ones take every step's slice as one.
+UNROLL_EQUATIONS = 20_000
+
+
+@propagating
+def _scan_sparsity(sets, operands, *, body, length, reverse, n_consts=0, **params):
+    n, split = body.n_carry, len(sets) - n_consts
+    carry, xs = list(sets[:n]), sets[n:split]
+    rest = [sets[split + i] for i in body.picks]
+    x_sizes = [shape_of_operand(x)[1:] for x in operands[n:split]]
+    x_sizes = [int(np.prod(s)) for s in x_sizes]
+    y_sizes = [v.aval.size for v in body.graph.outvars[n:]]
+    if length * len(body.graph.eqns) <= UNROLL_EQUATIONS:
+        ys: list = [None] * length
+        for t in _steps(length, reverse):
+            x_t = [
+                None if x is None else x.gather(np.arange(k) + t * k) for x, k in zip(xs, x_sizes)
+            ]
+            out = propagate(body.graph, [*carry, *x_t, *rest])
+            carry, ys[t] = out[:n], out[n:]
+        return [*carry, *(stacked_sets([y[j] for y in ys], k) for j, k in enumerate(y_sizes))]
+    x_any = [
+        apply_read(Groups(np.arange(k * length) % max(k, 1), np.arange(k)), x, k)
+        for x, k in zip(xs, x_sizes)
+    ]  # fmt: skip  (each step's slice, any step)
+    carry, outs = fixed_point(body.graph, carry, [*x_any, *rest])
+    return [
+        *carry,
+        *(
+            None if y is None else y.gather(np.tile(np.arange(k), length))
+            for y, k in zip(outs[n:], y_sizes)
+        ),
+    ]
+
+
+# --- the staged regime: the body staged on one step, transformed as a graph ---------------------
+
+
+def _inside_jit(interp: Interpreter, params: dict) -> bool:
+    """Whether the scan is the staged regime's: a ``jit`` stages below this transform
+    (which includes a transform of a jitted function, whose graph is transformed under a
+    staging: ``compiler/call.py``) and the scan is not unrolled."""
+    return staging_below(interp) and not params["unroll"]
+
+
+def _staged_body(fn: Callable, carry: Sequence, xs: Sequence, like: Any,
+                 interp: Interpreter) -> Staged | None:  # fmt: skip
+    """The body staged on the carry and one slice of ``xs``; None where it closes over a
+    value of a transform running inside ``interp``'s (that transform's level, nearer the
+    body, then runs the steps: the eager regime)."""
+    avals = [*map(aval_of, carry), *map(sliced, xs)]
+    staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
+    return None if closes_over_above(staged.captured, interp) else staged
+
+
+# --- vmap ---------------------------------------------------------------------------------------
+
+
 def scan_batch(interp: BatchInterpreter, prim: ScanPrimitive, args: tuple, params: dict):
-    """A scan under a vmap inside a jit: its body staged on one example and batched as
-    a jitted graph is, then one scan a level down (carry batched on axis 0, ``xs`` on
-    axis 1), instead of every step unrolled into the graph."""
-    if not staging_below(interp) or params.get("unroll"):
-        return run_here(interp, prim, args, params)
-    args, params = unclosed(args, params)
-    fn, length, size = params["body"], params["length"], interp.size
-    n = fn.n_carry
+    """vmap of a scan.  Staged: the body staged on one example and batched as a jitted
+    graph is, then one scan a level down (``_batched_scan``) instead of every step
+    unrolled into the graph.  Eager: the steps at vmap's level."""
+    if _inside_jit(interp, params):
+        args, params = unclosed(args, params)
+        values = [batched_parts(interp, a)[0] for a in args]
+        n = params["body"].n_carry
+        # a BatchedTensor's shape is one example's
+        staged = _staged_body(params["body"], args[:n], args[n:], library_of(values), interp)
+        if staged is not None:
+            return _batched_scan(interp, staged, args, params)
+    return run_here(interp, prim, args, params)
+
+
+def _batched_scan(interp: BatchInterpreter, staged: Staged, args: tuple, params: dict) -> tuple:
+    """One scan a level down of the batched body: carry batched on axis 0, ``xs`` on
+    axis 1, the ys on axis 1."""
+    length, size, n = params["length"], interp.size, params["body"].n_carry
     values, dims = unzip(batched_parts(interp, a) for a in args)
     like = library_of(values)
-    avals = [*map(aval_of, args[:n]), *map(sliced, args[n:])]  # one example's
-    staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
-    if closes_over_above(staged.captured, interp):
-        return run_here(interp, prim, args, params)
     consts, c_dims = unzip(batched_parts(interp, c) for c in staged.captured)
     carry = [batch_axis_at(v, d, size) for v, d in zip(values[:n], dims[:n], strict=True)]
     xs = [v if d is None else batch_axis_at(v, d, size, where_to=1)
@@ -428,21 +479,30 @@ def scan_batch(interp: BatchInterpreter, prim: ScanPrimitive, args: tuple, param
             *(BatchedTensor(interp, y, 1) for y in ys))  # fmt: skip
 
 
-@process.register(JvpInterpreter, ScanPrimitive)
+# --- jvp ----------------------------------------------------------------------------------------
+
+
 def scan_jvp(interp: JvpInterpreter, prim: ScanPrimitive, args: tuple, params: dict):
-    """A scan under a jvp inside a jit: one scan a level down carrying the tangents
-    with the primals (``xs``' tangents as more ``xs``, the ys' tangents as more ys)."""
-    if not staging_below(interp) or params.get("unroll"):
-        return run_here(interp, prim, args, params)
-    args, params = unclosed(args, params)
-    fn, length = params["body"], params["length"]
-    n, m = fn.n_carry, len(args) - fn.n_carry
+    """jvp of a scan.  Staged: one scan a level down carrying the tangents with the
+    primals (``_pushed_scan``).  Eager: the steps at jvp's level."""
+    if _inside_jit(interp, params):
+        args, params = unclosed(args, params)
+        primals = [dual_parts(interp, a)[0] for a in args]
+        n = params["body"].n_carry
+        staged = _staged_body(params["body"], primals[:n], primals[n:], library_of(primals),
+                              interp)  # fmt: skip
+        if staged is not None:
+            return _pushed_scan(interp, staged, args, params)
+    return run_here(interp, prim, args, params)
+
+
+def _pushed_scan(interp: JvpInterpreter, staged: Staged, args: tuple, params: dict) -> tuple:
+    """One scan a level down of the body's JVP graph: the carry's tangents as more
+    carry, ``xs``' tangents as more ``xs``, the ys' tangents as more ys."""
+    length, n = params["length"], params["body"].n_carry
+    m = len(args) - n
     primals, tangents = unzip(dual_parts(interp, a) for a in args)
     like = library_of(primals)
-    avals = [*map(aval_of, primals[:n]), *map(sliced, primals[n:])]
-    staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
-    if closes_over_above(staged.captured, interp):
-        return run_here(interp, prim, args, params)
     pairs = [dual_parts(interp, c) for c in staged.captured]
     x_tangents = [t for t in tangents[n:] if t is not None]
     rest_has = [*(t is not None for t in tangents[n:]), *(t is not None for _, t in pairs)]
@@ -474,31 +534,49 @@ def scan_jvp(interp: JvpInterpreter, prim: ScanPrimitive, args: tuple, params: d
     return (*carry, *y_out)
 
 
-# --- reverse mode -------------------------------------------------------------------------------
+# --- grad and vjp -------------------------------------------------------------------------------
 
 
-@process.register(GradInterpreter, ScanPrimitive)
 def scan_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
-    """Inside a jit, two staged scans; else the steps recorded like a Python loop, or
-    (``checkpoint=True``) one tape node that recomputes them."""
+    """grad/vjp of a scan, one of three routes.  Staged: two scans, a forward one
+    keeping residuals and a reversed one of the body's VJP (``_two_scans``).  Eager with
+    ``checkpoint=True``: one tape node recomputing the steps in the backward pass
+    (``_recomputed``).  Eager: the steps recorded like a Python loop.  The staged route
+    gives way to the eager ones where the body closes over a value of a transform
+    inside the grad, or nothing in it is differentiated; the checkpointed one to the
+    plain loop where a step's outputs are values of such a transform."""
     args, params = unclosed(args, params)  # staged: the closed-over values as closures
-    if (params["length"] and recording(interp) and not interp.keep_all_residuals
-            and not params["unroll"] and staging_below(interp)):  # fmt: skip
-        return _staged_scan_grad(interp, prim, args, params)
-    return _eager_scan_grad(interp, prim, args, params)
-
-
-def _eager_scan_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
-    if params["checkpoint"] and params["length"] and recording(interp) \
-            and not interp.keep_all_residuals:  # fmt: skip
-        return _checkpointed_scan_grad(interp, prim, args, params)
+    if params["length"] and recording(interp) and not interp.keep_all_residuals:
+        if _inside_jit(interp, params):
+            out = _two_scans(interp, args, params)
+            if out is not None:
+                return out
+        if params["checkpoint"]:
+            out = _recomputed(interp, args, params)
+            if out is not None:
+                return out
     return prim.impl(*args, **params)  # the steps, recorded like any Python loop
+
+
+def scan_vjp(cts, ans, primals, params, argnums):
+    """The VJP rule of the tape node ``scan_grad`` records (``params["route"]``): the
+    reversed scan of the staged route, or the recomputation of the checkpointed one."""
+    route = params.get("route")
+    if route == "two scans":
+        return _reversed_scan(cts, primals, params, argnums)
+    if route == "recompute":
+        return _recomputed_vjp(cts, primals, params, argnums)
+    raise RuleError(
+        "scan's VJP rule runs on the tape nodes its reverse-mode method (scan_grad) records, "
+        "not on a scan's own parameters: differentiate a scan by calling it under grad or "
+        "vjp, and a transform of your own by running it at its level (docs/extending.md)."
+    )
 
 
 def _for_checkpoint(operands: list) -> list:
     """Where nothing passed to the scan is a value of the innermost transform and that
     transform is a grad, its values may still reach the steps through ``f``'s closure:
-    lift one operand into it, so that its method for scan (below) sees the scan."""
+    lift one operand into it, so that its method for scan (above) sees the scan."""
     stack = current_interpreters()
     if not stack or not isinstance(stack[-1], GradInterpreter) or not operands:
         return operands
@@ -508,19 +586,20 @@ def _for_checkpoint(operands: list) -> list:
     return [lift(top, operands[0]), *operands[1:]]
 
 
-# --- reverse mode inside a jit: two staged scans ------------------------------------------------
+# --- grad, staged: two scans --------------------------------------------------------------------
 
 
-def _staged_scan_grad(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict):
+def _two_scans(interp: GradInterpreter, args: tuple, params: dict) -> tuple | None:
+    """The forward scan now, keeping each step's residuals (or carries) for the
+    reversed scan of ``scan_vjp``; None where the eager routes must run instead."""
     values, parents, _ = unpack(interp, args)
     fn, length, reverse = params["body"], params["length"], params["reverse"]
     n = fn.n_carry
     carry, xs = list(values[:n]), list(values[n:])
     like = library_of(values)
-    avals = [*map(aval_of, carry), *map(sliced, xs)]
-    staged = stage(fn, avals, transform="jit", name="scan.body", like=like)
-    if closes_over_above(staged.captured, interp):
-        return _eager_scan_grad(interp, prim, args, params)  # a transform inside the grad
+    staged = _staged_body(fn, carry, xs, like, interp)
+    if staged is None:
+        return None  # a transform inside the grad: its level runs the steps
     consts, const_parents = [], []
     for k, c in enumerate(staged.captured):
         if isinstance(c, GradTensor) and c._interp is interp:
@@ -530,7 +609,7 @@ def _staged_scan_grad(interp: GradInterpreter, prim: Primitive, args: tuple, par
         else:
             consts.append(c)
     if not parents and not const_parents:
-        return _eager_scan_grad(interp, prim, args, params)
+        return None  # nothing here is differentiated
     x_parents = {i - n for i, _, _ in parents if i >= n}
     diff_carry = [i for i in range(n) if is_float(carry[i])]
     diff_xs = sorted(x_parents)
@@ -548,15 +627,17 @@ def _staged_scan_grad(interp: GradInterpreter, prim: Primitive, args: tuple, par
     n_y = vg.n_out - n
     outs = (*final, *stacked[:n_y])
     saved = list(stacked[n_y:])
-    node_params = {"vg": vg, "saved": saved, "consts": consts, "xs": xs, "n": n,
-                   "diff": (diff_carry, diff_xs, diff_consts), "length": length,
+    node_params = {"route": "two scans", "vg": vg, "saved": saved, "consts": consts, "xs": xs,
+                   "n": n, "diff": (diff_carry, diff_xs, diff_consts), "length": length,
                    "reverse": reverse, "checkpoint": checkpoint}  # fmt: skip
     all_parents = [*parents, *((len(values) + k, node, index) for k, node, index in const_parents)]
-    node = Node(staged_scan_p, node_params, [*values, *consts], outs, all_parents)
+    node = Node(scan_p, node_params, [*values, *consts], outs, all_parents)
     return tuple(GradTensor(interp, o, node, i) if is_float(o) else o for i, o in enumerate(outs))
 
 
-def _staged_scan_vjp(cts, ans, primals, params, argnums):
+def _reversed_scan(cts: tuple, primals: list, params: dict, argnums: list) -> list:
+    """``scan_vjp`` of the staged route: a reversed scan of the body's backward graph,
+    carrying the carry's cotangents and the sums of the closed-over values'."""
     vg, saved, consts, xs = params["vg"], params["saved"], params["consts"], params["xs"]
     n, length, checkpoint = params["n"], params["length"], params["checkpoint"]
     diff_carry, diff_xs, diff_consts = params["diff"]
@@ -599,13 +680,7 @@ def _or_zeros(ct: Any, like: Any) -> Any:
     return ct
 
 
-# The tape node of a staged scan: its VJP is the reversed scan above.
-staged_scan_p = Primitive("scan", lambda *a: a, multiple_results=True)
-
-staged_scan_p.vjp = _staged_scan_vjp
-
-
-# --- reverse mode with recomputation (checkpoint=True) ------------------------------------------
+# --- grad, eager with checkpoint=True: one node, the steps recomputed ----------------------------
 
 
 def _fresh(interp: GradInterpreter, value: Any) -> Any:
@@ -654,7 +729,10 @@ def _closed_over(interp: GradInterpreter, outs: tuple, start: int, found: dict) 
                 todo.append(parent)
 
 
-def _checkpointed_scan_grad(interp, prim, args, params):
+def _recomputed(interp: GradInterpreter, args: tuple, params: dict) -> tuple | None:
+    """The steps run now, each on a tape of its own, keeping the carry each started
+    from; one node whose VJP (``scan_vjp``) recomputes them.  None where a step's
+    outputs are values of a transform inside the grad (the plain loop must run)."""
     values, parents, _ = unpack(interp, args)
     body, length, reverse = params["body"], params["length"], params["reverse"]
     n = body.n_carry
@@ -669,7 +747,7 @@ def _checkpointed_scan_grad(interp, prim, args, params):
         x = [_fresh(interp, v[t]) if j in traced_xs else v[t] for j, v in enumerate(xs)]
         outs = body(*(_fresh(interp, c) for c in carry), *x)
         if _outside(interp, outs):
-            return prim.impl(*args, **params)
+            return None
         _closed_over(interp, outs, start, closures)
         carry = tuple(_value(interp, o) for o in outs[:n])
         ys[t] = tuple(_value(interp, o) for o in outs[n:])
@@ -678,49 +756,17 @@ def _checkpointed_scan_grad(interp, prim, args, params):
     parents += [(len(values) + k, node, index) for k, (node, index, _) in enumerate(found)]
     if not parents:
         return outs
-    residuals = dict(params, saved=saved, closures=found, interp=interp,
-                     no_grad=no_grad_below.get())  # fmt: skip
-    node = Node(prim, residuals, [*values, *(stand_in for _, _, stand_in in found)], outs, parents)
+    residuals = dict(params, route="recompute", saved=saved, closures=found, interp=interp,
+                     no_grad=no_grad_level())  # fmt: skip
+    primals = [*values, *(stand_in for _, _, stand_in in found)]
+    node = Node(scan_p, residuals, primals, outs, parents)
     return tuple(GradTensor(interp, o, node, i) for i, o in enumerate(outs))
 
 
-# How many recomputations have each interpreter live now (backward passes of one tape
-# may run in several threads at once), and whether it was before the first.
-_lives: dict[GradInterpreter, list] = {}
-
-_lives_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _live(interp: GradInterpreter, no_grad: int) -> Iterator[None]:
-    """``interp`` live again, as when the forward pass ran: a step recomputed during
-    the backward pass is recorded on a tape of its own, reaching the nodes that the
-    values it closes over had in the forward pass.  On this thread's stack for the
-    time, ``no_grad`` as it was; active until the last recomputation using it ends."""
-    with _lives_lock:
-        count = _lives.setdefault(interp, [0, interp.active])
-        count[0] += 1
-        interp.active = True
-    no_grad_token = no_grad_below.set(no_grad)
-    stack = current_interpreters()
-    token = None if interp in stack else _core._stack.set((*stack, interp))
-    try:
-        yield
-    finally:
-        if token is not None:
-            _core._stack.reset(token)
-        no_grad_below.reset(no_grad_token)
-        with _lives_lock:
-            count[0] -= 1
-            if not count[0]:
-                interp.active = count[1]
-                del _lives[interp]
-
-
-def _checkpointed_scan_vjp(cts, ans, primals, params, argnums):
-    """The checkpointed scan's VJP: the steps backwards, each recomputed, then its
-    own backward pass from the cotangents of its outputs to those of its inputs and of
-    the values it closes over."""
+def _recomputed_vjp(cts: tuple, primals: list, params: dict, argnums: list) -> list:
+    """``scan_vjp`` of the checkpointed route: the steps backwards, each recomputed,
+    then its own backward pass from the cotangents of its outputs to those of its inputs
+    and of the values it closes over."""
     interp, body, saved, found = (params[k] for k in ("interp", "body", "saved", "closures"))
     n, length = body.n_carry, params["length"]
     xs = primals[n : len(primals) - len(found)]
@@ -730,7 +776,7 @@ def _checkpointed_scan_vjp(cts, ans, primals, params, argnums):
     ct_closures: list = [None] * len(found)
     position = {(id(node), index): k for k, (node, index, _) in enumerate(found)}
     for t in reversed(_steps(length, params["reverse"])):
-        with _live(interp, params["no_grad"]):
+        with recording_again(interp, params["no_grad"]):
             start = _mark()
             carry = [_fresh(interp, c) for c in saved[t]]
             x = [_fresh(interp, v[t]) if j in wanted_xs else v[t] for j, v in enumerate(xs)]
@@ -780,4 +826,17 @@ def _ct_of(got: dict, carry: Any, value: Any) -> Any:
     return np.zeros_like(value) if ct is None else ct
 
 
-scan_p.vjp = _checkpointed_scan_vjp
+# --- scan_p: every transform's one entry --------------------------------------------------------
+# The implementation is _scan_impl (the loop in Python).  grad(jit(f)), jvp(jit(f)) and
+# vmap(jit(f)) transform the jitted graph under a staging (compiler/call.py), so a scan
+# staged by jit reaches the staged regime of the entries below, as inside a jit.
+
+process.register(GradInterpreter, ScanPrimitive)(scan_grad)  # grad, vjp: three routes
+scan_p.def_vjp(scan_vjp, packed=True)  # the backward pass of scan_grad's tape node
+process.register(JvpInterpreter, ScanPrimitive)(scan_jvp)  # jvp, jacfwd, linearize
+process.register(BatchInterpreter, ScanPrimitive)(scan_batch)  # vmap
+process.register(ExplainInterpreter, ScanPrimitive)(run_here)  # explain: the steps
+process.register(StagingInterpreter, ScanPrimitive)(scan_stage)  # jit, make_graph
+scan_p.def_lowering(Emitter(_scan_lowering))  # jit's compiling tier
+scan_p.def_sparsity(_scan_sparsity)  # jacobian_sparsity, jacobian(..., sparsity="auto")
+process.register(JetInterpreter, ScanPrimitive)(run_here)  # jet, the operators: the steps

@@ -1,23 +1,31 @@
-"""``while_loop``: the primitive ``while_loop_p`` and every transform's method for it.
+"""``while_loop``: the primitive ``while_loop_p`` and every transform's entry for it.
 
-How each interpreter treats it:
+The registration block at the end of this module lists each transform's one entry;
+where a transform has two regimes (eager, and staged inside a ``jit``), the entry
+chooses between them in its first lines.  The routes, by transform:
 
 - no tracer: the loop in Python (``_while_impl``);
-- grad, jvp, vmap, explain: the loop at the transform's own level; grad records the
+- grad, jvp, vmap, explain, jet: the loop at the transform's own level; grad records the
   iterations that ran (JAX's reverse mode refuses); under vmap it runs while any
-  example runs, finished examples frozen by ``where`` (``common.run_here``);
-- staging (``jit``): ``cond_fun`` and ``body_fun`` staged once, one equation
-  (``while_loop_stage``);
-- vmap inside a jit: the functions staged on one example and batched as a jitted graph
-  is, then one batched loop a level down (``while_loop_batch``);
-- jvp inside a jit: one loop a level down carrying the tangents; a carry leaf gains a
-  tangent wherever the body gives it one, found by a fixed point before the loop
-  (``while_loop_jvp``);
-- grad inside a jit: where the carry holds nothing that grad differentiates (a
-  ``custom_vjp``'s ``fwd`` solving by iteration, as JAX's fixed-point recipe does), the
-  loop is staged one level down and its result is a constant for the grad
-  (``while_loop_grad``); else ``ConcretizationError``, since the trip count is not known
-  while staging, as in JAX's reverse mode (``_decided``).
+  example runs, finished examples frozen by ``where`` (``common.run_here``); a
+  transform of a jitted function holding a while_loop evaluates its graph at the
+  transform's level (``compiler/call.py``), so this is its route too;
+- staging (``jit``, ``make_graph``): ``cond_fun`` and ``body_fun`` staged once, one
+  equation (``while_loop_stage``); lowering: the loop in compiled code with both
+  functions inline (``_while_lowering``); sparsity detection: ``_while_sparsity``;
+- vmap inside a jit (``while_loop_batch``): the functions staged on one example and
+  batched as a jitted graph is, then one batched loop a level down (``_batched_loop``);
+- jvp inside a jit (``while_loop_jvp``): one loop a level down carrying the tangents; a
+  carry leaf gains a tangent wherever the body gives it one, found by a fixed point
+  before the loop (``_pushed_loop``);
+- Taylor mode inside a jit (``while_loop_jet``): one loop a level down carrying every
+  floating carry's coefficients, the body pushed through Taylor mode at each step
+  (``_jet_loop``); under a differential operator's collapsed mode it refuses;
+- grad inside a jit (``while_loop_grad``): where the carry holds nothing that grad
+  differentiates (a ``custom_vjp``'s ``fwd`` solving by iteration, as JAX's fixed-point
+  recipe does), the loop is staged one level down and its result is a constant for the
+  grad; else ``ConcretizationError``, since the trip count is not known while staging,
+  as in JAX's reverse mode (``_decided``).
 
 ``fori_loop`` with traced bounds is a ``while_loop`` (``fori_loop.py``).
 """
@@ -58,7 +66,7 @@ from autodiff.control.subgraphs import (
     unzip,
 )
 from autodiff.core.args import check_callable
-from autodiff.core.arrays import library_of, shape_of
+from autodiff.core.arrays import is_float, library_of, shape_of
 from autodiff.core.graph import Graph, aval_of
 from autodiff.core.index_sets import propagating
 from autodiff.core.lowering import Emitter, NotLowered
@@ -66,10 +74,12 @@ from autodiff.core.primitive import process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError, TransformTypeError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
+from autodiff.interpreters.explain import ExplainInterpreter
 from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import GradInterpreter, unpack
 from autodiff.interpreters.sparsity import fixed_point
 from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
+from autodiff.interpreters.taylor import JetInterpreter, JetTensor, jet_parts, push_series
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import reductions as _red
@@ -147,10 +157,6 @@ def _while_lowering(ctx, *operands, cond_fun, body_fun, n_consts=0, **params):
     return tuple(ctx.read(carry))
 
 
-while_loop_p.def_lowering(Emitter(_while_lowering))
-
-
-@while_loop_p.def_sparsity
 @propagating
 def _while_sparsity(sets, operands, *, body_fun, n_consts=0, **params):
     """Staged: the carries after any number of iterations (the condition passes no
@@ -197,9 +203,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
 # --- staging: cond_fun and body_fun staged once -------------------------------------------------
 
 
-@process.register(StagingInterpreter, WhileLoopPrimitive)
 def while_loop_stage(interp: StagingInterpreter, prim: WhileLoopPrimitive, args: tuple,
                      params: dict):  # fmt: skip
+    """Staging (``jit``, ``make_graph``): ``cond_fun`` and ``body_fun`` staged once, one
+    equation."""
     return stage_control(interp, prim, args, params, _stage_functions)
 
 
@@ -223,24 +230,44 @@ def _stage_functions(interp, args, avals, params) -> tuple[dict, list, list]:
     )
 
 
-# --- grad inside a jit: a loop it need not differentiate -------------------------------------
+# --- grad and vjp -------------------------------------------------------------------------------
 
 
-@process.register(GradInterpreter, WhileLoopPrimitive)
 def while_loop_grad(interp: GradInterpreter, prim: WhileLoopPrimitive, args: tuple,
                     params: dict):  # fmt: skip
-    """Inside a jit, a loop whose carry has no derivative at this level (a ``custom_vjp``'s
-    ``fwd``, which the grad does not differentiate) is staged one level down: its result
-    is a constant here.  Where its functions close over values this grad differentiates,
-    the staging hands it back with them as operands, and it runs here (and raises, as
-    the trip count is unknown while staging)."""
+    """grad/vjp of a while_loop.  Eager: the iterations that ran, recorded at grad's
+    level.  Staged (inside a jit), a loop whose carry has no derivative at this level (a
+    ``custom_vjp``'s ``fwd``, which the grad does not differentiate): staged one level
+    down, its result a constant here.  Where its functions close over values this grad
+    differentiates, the staging hands it back with them as operands, and it runs here
+    (and raises, as the trip count is unknown while staging: ``_decided``)."""
     values, parents, _ = unpack(interp, args)
-    if parents or not staging_below(interp):
-        return run_here(interp, prim, args, params)
-    return prim.bind(*reaching(list(values)), **params)
+    if staging_below(interp) and not parents:
+        return prim.bind(*reaching(list(values)), **params)
+    return run_here(interp, prim, args, params)
 
 
-# --- vmap and jvp inside a jit: one staged loop -------------------------------------------------
+# --- vmap and jvp: inside a jit one staged loop -------------------------------------------------
+
+
+def while_loop_batch(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                     params: dict):  # fmt: skip
+    """vmap of a while_loop.  Staged: both functions staged on one example and batched
+    as a jitted graph is, then one loop a level down running while any example runs
+    (``_batched_loop``).  Eager: the loop at vmap's level, finished examples frozen."""
+    if staging_below(interp):
+        return _batched_loop(interp, *unclosed(args, params))
+    return run_here(interp, prim, args, params)
+
+
+def while_loop_jvp(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                   params: dict):  # fmt: skip
+    """jvp of a while_loop.  Staged: one loop a level down carrying the tangents; a carry
+    leaf gains a tangent wherever the body gives it one, found by a fixed point before
+    the loop (``_pushed_loop``).  Eager: the loop at jvp's level."""
+    if staging_below(interp):
+        return _pushed_loop(interp, *unclosed(args, params))
+    return run_here(interp, prim, args, params)
 
 
 def _function_graphs(params: dict, args: tuple, like: Any) -> tuple[Graph, Graph, list, list]:
@@ -268,12 +295,8 @@ def _lowered(who: str, cond: Callable, body: Callable, carry: list) -> tuple:
                              who=who)  # fmt: skip
 
 
-@process.register(BatchInterpreter, WhileLoopPrimitive)
-def while_loop_batch(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: tuple,
-                    params: dict):  # fmt: skip
-    if not staging_below(interp):
-        return run_here(interp, prim, args, params)
-    args, params = unclosed(args, params)
+def _batched_loop(interp: BatchInterpreter, args: tuple, params: dict) -> tuple:
+    """One loop a level down of the batched functions, the carry batched on axis 0."""
     size, who = interp.size, params["who"]
     carry = [batch_axis_at(*batched_parts(interp, a), size) for a in args]
     like = library_of(carry)
@@ -315,12 +338,8 @@ def while_loop_batch(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: t
     return tuple(BatchedTensor(interp, o, 0) for o in outs)
 
 
-@process.register(JvpInterpreter, WhileLoopPrimitive)
-def while_loop_jvp(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple,
-                  params: dict):  # fmt: skip
-    if not staging_below(interp):
-        return run_here(interp, prim, args, params)
-    args, params = unclosed(args, params)
+def _pushed_loop(interp: JvpInterpreter, args: tuple, params: dict) -> tuple:
+    """One loop a level down of the body's JVP graph, the tangents as more carry."""
     who, n = params["who"], len(args)
     primals, tangents = unzip(dual_parts(interp, a) for a in args)
     like = library_of(primals)
@@ -352,3 +371,74 @@ def while_loop_jvp(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple
     assert len(outs) == n + k
     return tuple(DualTensor(interp, o, next(moving)) if h else o
                  for o, h in zip(outs[:n], has, strict=True))  # fmt: skip
+
+
+def while_loop_jet(interp: JetInterpreter, prim: WhileLoopPrimitive, args: tuple,
+                   params: dict):  # fmt: skip
+    """Taylor mode of a while_loop.  Staged: one loop a level down carrying each floating
+    carry's K coefficients (zeros where it has none yet), its body pushed through Taylor
+    mode at every step (``_jet_loop``).  Eager: the loop at jet's level."""
+    if not staging_below(interp):
+        return run_here(interp, prim, args, params)
+    if interp.collapse is not None:
+        raise ConcretizationError(
+            f"{params['who']}: its condition is staged by jit, under a differential operator "
+            f"running inside the jit (collapsed Taylor mode), whose directions a staged loop "
+            f"cannot carry. Put the jit inside the operator (laplacian(jit(f))), or loop a "
+            f"fixed number of times with fori_loop(0, n, ...) or scan."
+        )
+    return _jet_loop(interp, *unclosed(args, params))
+
+
+def _jet_loop(interp: JetInterpreter, args: tuple, params: dict) -> tuple:
+    """One loop a level down, the coefficients as more carry."""
+    who, n, order = params["who"], len(args), interp.order
+    primals, series = unzip(jet_parts(interp, a) for a in args)
+    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, tuple(primals),
+                                                              library_of(primals))  # fmt: skip
+    cond_consts = [jet_parts(interp, c)[0] for c in cond_c]
+    body_pairs = [jet_parts(interp, c) for c in body_c]
+    moving = [i for i, p in enumerate(primals) if is_float(p)]
+    none = (None,) * order
+
+    def filled(values: Any, coefficients: Any) -> list:
+        return [c if c is not None else _cre.zeros_like(values)
+                for c in (coefficients or none)]  # fmt: skip
+
+    def cond(*vals: Any) -> Any:
+        return eval_graph(cond_graph, *vals[:n], *cond_consts)[0]
+
+    def body(*vals: Any) -> tuple:
+        carried = [none] * n
+        for j, i in enumerate(moving):
+            carried[i] = tuple(vals[n + j * order : n + (j + 1) * order])
+        outs, out_series = push_series(
+            lambda *xs: tuple(eval_graph(body_graph, *xs)),
+            [*vals[:n], *(p for p, _ in body_pairs)],
+            [*carried, *(s or none for _, s in body_pairs)],
+            order,
+        )
+        return (*outs, *(c for i in moving for c in filled(outs[i], out_series[i])))
+
+    carry = [*primals, *(c for i in moving for c in filled(primals[i], series[i]))]
+    outs = _lowered(who, cond, body, carry)
+    result = list(outs[:n])
+    for j, i in enumerate(moving):
+        result[i] = JetTensor(interp, outs[i], tuple(outs[n + j * order : n + (j + 1) * order]))
+    return tuple(result)
+
+
+# --- while_loop_p: every transform's one entry --------------------------------------------------
+# The implementation is _while_impl (the loop in Python; under vmap, while any example
+# runs).  A transform of a jitted function holding a while_loop evaluates the graph at
+# its own level (compiler/call.py: decided_by_values), so it reaches the eager regime of
+# the entries below.
+
+process.register(GradInterpreter, WhileLoopPrimitive)(while_loop_grad)  # grad, vjp
+process.register(JvpInterpreter, WhileLoopPrimitive)(while_loop_jvp)  # jvp, jacfwd
+process.register(BatchInterpreter, WhileLoopPrimitive)(while_loop_batch)  # vmap
+process.register(ExplainInterpreter, WhileLoopPrimitive)(run_here)  # explain: the iterations
+process.register(StagingInterpreter, WhileLoopPrimitive)(while_loop_stage)  # jit, make_graph
+process.register(JetInterpreter, WhileLoopPrimitive)(while_loop_jet)  # jet, the operators
+while_loop_p.def_lowering(Emitter(_while_lowering))  # jit's compiling tier
+while_loop_p.def_sparsity(_while_sparsity)  # jacobian_sparsity

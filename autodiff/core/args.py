@@ -27,6 +27,9 @@ __all__ = [
     "at_positions",
     "number_as_array",
     "leaf_paths",
+    "is_list_of_numbers",
+    "note_list_inputs",
+    "numbers_for_array",
 ]
 
 
@@ -153,9 +156,14 @@ def as_output(x: Any) -> Any:
 def as_input_array(x: Any, what: str, transform: str, *, differentiable: bool) -> Any:
     """Check one input leaf; Python scalars become NumPy values."""
     if isinstance(x, (bool, np.bool_)) or (isinstance(x, (int, np.integer)) and differentiable):
+        fix = (  # a flag: not an input to differentiate
+            "pass it through an argument that is not differentiated (argnums)"
+            if isinstance(x, (bool, np.bool_))
+            else f"pass {float(x)!r}"
+        )
         raise TransformTypeError(
-            f"{transform}: {what} is the {type(x).__name__} {x!r}; {transform} needs "
-            f"floating-point inputs. Pass a float (e.g. {float(x)!r}) instead."
+            f"{transform}: {what} is the {type(x).__name__} {x!r}, and {transform} "
+            f"differentiates floating-point inputs only: {fix}."
         )
     if isinstance(x, (int, float, complex)):
         return np.asarray(x)
@@ -168,8 +176,8 @@ def as_input_array(x: Any, what: str, transform: str, *, differentiable: bool) -
         )
     if differentiable and np.dtype(x.dtype).kind not in "fc":
         raise TransformTypeError(
-            f"{transform}: {what} has dtype {x.dtype}; {transform} needs floating-point "
-            f"(or complex) inputs. Convert it with x.astype(float), or pass it "
+            f"{transform}: {what} has dtype {x.dtype}, and {transform} differentiates "
+            f"floating-point (or complex) inputs only: pass x.astype(float), or pass it "
             f"through an argument that is not differentiated (argnums)."
         )
     return x
@@ -204,6 +212,51 @@ def as_tangent(t: Any, dtype: Any, what: str, transform: str) -> Any:
             f"cotangents. Pass its real part (np.real) if that is what you mean."
         )
     return t
+
+
+def numbers_for_array(given: Any, expected: Any, what: str) -> str | None:
+    """Where ``given`` has a list (or tuple) of numbers in place of an array leaf of the
+    ``expected`` structure (a treespec): the first sentence of the error that says so,
+    naming the fix (``np.asarray``), else None.  JAX and torch users pass a list where
+    NumPy would take one; a transform's pytrees take it for several leaves."""
+    try:
+        parts = expected.flatten_up_to(given)
+    except (ValueError, TypeError):
+        return None
+    for i, part in enumerate(parts):
+        if is_list_of_numbers(part):
+            return (
+                f"{what} {i} is {'a list' if isinstance(part, list) else 'a tuple'} of "
+                f"{len(part)} numbers where an array goes: pass np.asarray(...) of it."
+            )
+    return None
+
+
+def note_list_inputs(error: BaseException, args: tuple, transform: str) -> None:
+    """A TypeError in the function a transform runs, given a list of numbers as an input:
+    add a note (the last line of the traceback) that the transform took the list for
+    separate scalar inputs, and that np.asarray(...) makes it one array."""
+    if not isinstance(error, TypeError) or not hasattr(error, "add_note"):  # (3.11+)
+        return
+    for i, arg in enumerate(args):
+        if is_list_of_numbers(arg):
+            error.add_note(
+                f"{transform}: argument {i} is {'a list' if isinstance(arg, list) else 'a tuple'}"
+                f" of {len(arg)} numbers, which {transform} takes for {len(arg)} separate "
+                f"scalar inputs (a pytree) and hands to the function as such: to give it "
+                f"one array, pass np.asarray(...) of it."
+            )
+            return
+
+
+def is_list_of_numbers(x: Any) -> bool:
+    """A non-empty list or tuple of Python or NumPy numbers: where a JAX or torch user
+    passes one, they mean an array."""
+    return (
+        isinstance(x, (list, tuple))
+        and bool(x)
+        and all(isinstance(v, (bool, int, float, complex, np.generic)) for v in x)
+    )
 
 
 def split_aux(out: Any, transform: str) -> tuple[Any, Any]:

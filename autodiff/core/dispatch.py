@@ -21,16 +21,19 @@ registers by the function's name and reads the types from its annotations.
 Only concrete classes are dispatched on, so that the type of a value decides
 its method (plum calls such types *faithful*); anything else is refused at
 registration.
+
+plum (with beartype, which it imports) takes longer to import than the rest of the
+package: it is imported at the first resolution, not at ``import autodiff``.  Until
+then a dispatch point keeps its registrations, and hands them to plum then, in order.
 """
 
 from __future__ import annotations
 
+import abc
 import functools
 import threading
 from collections.abc import Callable
 from typing import Any
-
-import plum
 
 __all__ = ["DispatchPoint", "dispatch"]
 
@@ -50,12 +53,12 @@ class DispatchPoint:
     ('an int', 'something', True)
     """
 
-    __slots__ = ("_lock", "function", "name", "on", "rest", "table")
+    __slots__ = ("_function", "_lock", "_registered", "default", "name", "on", "rest", "table")
 
     def __init__(
         self, name: str, default: Callable, bases: tuple[type, ...], rest: tuple[type, ...] = ()
     ) -> None:
-        self.function = plum.Function(default)
+        self.default = default
         self.name = name
         self.on = len(bases)
         self.rest = rest
@@ -63,7 +66,10 @@ class DispatchPoint:
         # atomic), written under the lock so a registration never races a fill.
         self.table: dict[tuple[type, ...], Callable] = {}
         self._lock = threading.Lock()
-        self._add(default, plum.Signature(*bases, *rest))
+        # (method, all argument types, or a method whose annotations give them; precedence)
+        self._registered: list[tuple[Callable, tuple | None, int]] = []
+        self._function: Any = None  # plum's Function, made at the first resolution
+        self._add(default, (*bases, *rest))
 
     def register(self, *types: type) -> Callable[[Callable], Callable]:
         """Decorator: the method for arguments of these types (and subclasses)."""
@@ -72,8 +78,8 @@ class DispatchPoint:
                 f"{self.name}.register takes {self.on} types (one per dispatched "
                 f"argument), got {len(types)}: {types}"
             )
-        signature = plum.Signature(*types, *self.rest)
-        self._check(signature, f"{self.name}.register{types}")
+        signature = (*types, *self.rest)
+        _check(signature, f"{self.name}.register{types}")
 
         def decorate(method: Callable) -> Callable:
             self._add(method, signature)
@@ -81,29 +87,39 @@ class DispatchPoint:
 
         return decorate
 
-    def _check(self, signature: plum.Signature, what: str) -> None:
-        concrete = all(t is Any or isinstance(t, type) for t in signature.types)
-        if not concrete or not signature.is_faithful:
-            raise TypeError(
-                f"{what}: dispatch only on concrete classes (got {signature.types}); "
-                f"parametric types, generic aliases and unions cannot be decided by the "
-                f"type of a value, which is what the dispatch tables are keyed by."
-            )
-
-    def _add(self, method: Callable, signature: plum.Signature) -> None:
+    def _add(self, method: Callable, types: tuple | None, precedence: int = 0) -> None:
         with self._lock:
-            self.function.register(method, signature=signature)
+            self._registered.append((method, types, precedence))
+            if self._function is not None:
+                _register(self._function, method, types, precedence)
             self.table.clear()
+
+    @property
+    def function(self) -> Any:
+        """plum's ``Function`` holding the methods (made, with plum imported, on first use)."""
+        if self._function is None:
+            with self._lock:
+                if self._function is None:
+                    import plum
+
+                    function = plum.Function(self.default)
+                    for method, types, precedence in self._registered:
+                        _register(function, method, types, precedence)
+                    self._function = function
+        return self._function
 
     def resolve(self, *types: type) -> Callable:
         """The method for arguments of ``types`` (the dispatched ones), cached."""
+        function = self.function
         with self._lock:
             method = self.table.get(types)
             if method is None:
-                impl, returns = self.function.resolve_method(plum.Signature(*types, *self.rest))
+                import plum
+
+                impl, returns = function.resolve_method(plum.Signature(*types, *self.rest))
                 # A method with a return annotation converts its result: plum's invoke
                 # does that (slowly); without one the implementation is called as is.
-                method = impl if returns is Any else self.function.invoke(*types, *self.rest)
+                method = impl if returns is Any else function.invoke(*types, *self.rest)
                 self.table[types] = method
             return method
 
@@ -118,7 +134,7 @@ class DispatchPoint:
         return method(*args)
 
     def __repr__(self) -> str:
-        return f"<dispatch point {self.name}: {len(self.methods)} method(s)>"
+        return f"<dispatch point {self.name}: {len(self._registered)} method(s)>"
 
 
 class _Dispatcher:
@@ -138,10 +154,41 @@ class _Dispatcher:
                 f"@dispatch registers methods of {sorted(self.points)}, not "
                 f"{method.__name__!r}; name the function after the dispatch point."
             )
+        import plum  # (the annotations are read with plum: this spelling imports it)
+
         signature = plum.Signature.from_callable(method, precedence=precedence)
-        point._check(signature, f"{point.name} method {method.__qualname__!r}")
-        point._add(method, signature)
+        _check(signature.types, f"{point.name} method {method.__qualname__!r}")
+        point._add(method, None, precedence)
         return point
+
+
+def _check(types: tuple, what: str) -> None:
+    """Concrete classes only, whose instance checks are the type's (plum's *faithful*:
+    ``isinstance(x, t) == issubclass(type(x), t)``), or ``Any``."""
+    if not all(t is Any or _faithful(t) for t in types):
+        raise TypeError(
+            f"{what}: dispatch only on concrete classes (got {types}); "
+            f"parametric types, generic aliases and unions cannot be decided by the "
+            f"type of a value, which is what the dispatch tables are keyed by."
+        )
+
+
+def _faithful(t: Any) -> bool:
+    if not isinstance(t, type):
+        return False
+    if hasattr(t, "__faithful__"):
+        return bool(t.__faithful__)
+    return type(t).__instancecheck__ in (type.__instancecheck__, abc.ABCMeta.__instancecheck__)
+
+
+def _register(function: Any, method: Callable, types: tuple | None, precedence: int) -> None:
+    import plum
+
+    if types is None:  # the method's annotations give its types
+        signature = plum.Signature.from_callable(method, precedence=precedence)
+    else:
+        signature = plum.Signature(*types, precedence=precedence)
+    function.register(method, signature=signature)
 
 
 dispatch = _Dispatcher()

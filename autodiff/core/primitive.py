@@ -25,13 +25,22 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from autodiff.core.dispatch import DispatchPoint, dispatch
 from autodiff.core.lowering import Lowering
 from autodiff.core.observe import Observer, current_observer
-from autodiff.core.rule_forms import check_arity, normalize_reads, normalized_jvp, normalized_vjp
+from autodiff.core.rule_forms import (
+    check_arity,
+    check_batch,
+    check_packed,
+    check_taylor_arity,
+    normalize_reads,
+    normalized_jvp,
+    normalized_vjp,
+)
 from autodiff.core.tracer import Tracer, leaked_error
 from autodiff.errors import LeakedTracerError, MissingRuleError
 
@@ -42,6 +51,7 @@ __all__ = [
     "current_interpreters",
     "dispatch",
     "lift",
+    "live_again",
     "new_interpreter",
     "owned",
     "process",
@@ -122,6 +132,49 @@ def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
     finally:
         interp.active = False
         _stack.set(previous)
+
+
+# How many ``live_again`` blocks hold each interpreter now (a tape's backward passes may
+# run in several threads at once), and whether it was active before the first began.
+_revived: dict[Interpreter, list] = {}
+_revived_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def live_again(interp: Interpreter) -> Iterator[Interpreter]:
+    """``interp`` live again for the block, as while its transform ran: active, and on
+    this thread's stack (innermost) unless it is there already.  For work its transform
+    defers past its end: reverse mode recomputing a step of ``scan(..., checkpoint=True)``
+    in the backward pass records it with the interpreter of the forward pass, reaching
+    the nodes recorded then.  It stays active until the last block holding it ends, in
+    whatever thread; then it is as it was (inactive, once its transform has ended).
+
+    >>> class Plain(Interpreter):
+    ...     transform = "plain"
+    >>> with new_interpreter(Plain()) as interp:
+    ...     pass
+    >>> with live_again(interp):
+    ...     print(current_interpreters()[-1] is interp, interp.active)
+    True True
+    >>> interp.active, current_interpreters()
+    (False, ())
+    """
+    with _revived_lock:
+        count = _revived.setdefault(interp, [0, interp.active])
+        count[0] += 1
+        interp.active = True
+    stack = _stack.get()
+    token = None if interp in stack else _stack.set((*stack, interp))
+    try:
+        yield interp
+    finally:
+        if token is not None:
+            _stack.reset(token)
+        with _revived_lock:
+            count[0] -= 1
+            if not count[0]:
+                interp.active = count[1]
+                del _revived[interp]
 
 
 def check_live(x: Any) -> Any:
@@ -227,6 +280,16 @@ class Primitive:
         element; equations of one shape fuse into one loop) or ``Emitter`` (source for
         whole arrays).  Without one, the primitive is a NumPy call between compiled
         regions (``core/lowering.py``).
+    taylor
+        Optional, for Taylor mode (``jet`` and the differential operators):
+        ``taylor(primals, series, **params) -> (ans, series_out)`` pushes a truncated
+        Taylor series through the primitive.  ``series`` has one entry per argument, a
+        tuple of its K *normalised* coefficients (``x(t) = x0 + x1 t + ... + xK t^K``;
+        ``None``: a zero coefficient); ``series_out`` is a list of K coefficients (None:
+        zero), a tuple of them for ``multiple_results``.  Forms for whole families are in
+        ``core/rule_forms.py`` (``linear_taylor``, ``multilinear_taylor``).  Without one,
+        Taylor mode derives the coefficients from the JVP rule (exact, slower; it warns
+        once).
 
     >>> import numpy as np
     >>> from autodiff.core.primitive import Primitive
@@ -237,7 +300,7 @@ class Primitive:
 
     __slots__ = ("__weakref__", "_derived_jvp", "_derived_vjp", "batch", "differentiable",
                  "impl", "jvp", "lowering", "multiple_results", "name", "shape", "sparsity",
-                 "traceable", "vjp", "vjp_reads")  # fmt: skip
+                 "taylor", "traceable", "vjp", "vjp_reads")  # fmt: skip
     # Effectful primitives (random draws) run at every replay of a staged graph, in
     # order: graph passes never drop, merge or precompute them.
     effectful = False
@@ -257,11 +320,16 @@ class Primitive:
         traceable: bool = False,
         sparsity: Callable | None = None,
         lowering: Lowering | None = None,
+        taylor: Callable | None = None,
     ) -> None:
         self.name = name
-        self.shape = shape
-        self.sparsity = sparsity
+        self.shape: Callable | None = None
+        self.sparsity: Callable | None = None
         self.lowering: Lowering | None = None
+        if shape is not None:
+            self.def_shape(shape)
+        if sparsity is not None:
+            self.def_sparsity(sparsity)
         if lowering is not None:
             self.def_lowering(lowering)
         self.traceable = traceable
@@ -281,15 +349,33 @@ class Primitive:
             self.def_jvp(jvp)
         if batch is not None:
             self.def_batch(batch)
+        self.taylor: Callable | None = None
+        if taylor is not None:
+            self.def_taylor(taylor)
 
-    def def_vjp(self, rule: Callable | Sequence[Callable | None]) -> Any:
-        check_arity(self, "VJP", rule)
-        self.vjp = normalized_vjp(rule)
+    def def_vjp(self, rule: Callable | Sequence[Callable | None], *, packed: bool = False) -> Any:
+        """The VJP rule, in either form described above; ``packed=True``: already in the
+        form the transforms call, ``rule(ct, ans, primals, params, argnums)`` returning a
+        cotangent for each position in ``argnums`` (``core/rule_forms.py``), for rules
+        that read parameters recorded with the call (control flow, ``custom_vjp``)."""
+        if packed:
+            check_packed(self, "VJP", rule)
+            self.vjp = rule  # type: ignore[assignment]
+        else:
+            check_arity(self, "VJP", rule)
+            self.vjp = normalized_vjp(rule)
         return rule
 
-    def def_jvp(self, rule: Callable | Sequence[Callable | None]) -> Any:
-        check_arity(self, "JVP", rule)
-        self.jvp = normalized_jvp(self, rule)
+    def def_jvp(self, rule: Callable | Sequence[Callable | None], *, packed: bool = False) -> Any:
+        """The JVP rule, in either form described above; ``packed=True``: already in the
+        form the transforms call, ``rule(tangents, ans, primals, params)`` with None for
+        a zero tangent."""
+        if packed:
+            check_packed(self, "JVP", rule)
+            self.jvp = rule  # type: ignore[assignment]
+        else:
+            check_arity(self, "JVP", rule)
+            self.jvp = normalized_jvp(self, rule)
         return rule
 
     def vjp_rule(self) -> Callable:
@@ -313,30 +399,47 @@ class Primitive:
         return derived[1]
 
     def def_batch(self, rule: Callable) -> Callable:
+        """``rule(args, dims, **params) -> (out, out_dim)`` (see ``batch`` above)."""
+        check_batch(self, rule)
         self.batch = rule
         return rule
 
     def def_shape(self, rule: Callable) -> Callable:
         """``rule(*avals, **params) -> aval`` (or a tuple of avals): the result's
         shape and dtype for staging, from the arguments' (see ``shape`` above)."""
-        self.shape = rule
+        self.shape = self._function("shape", rule)
         return rule
 
     def def_sparsity(self, rule: Callable) -> Callable:
         """``rule(*operands, **params) -> Sparsity``: which operand elements each output
         element reads, for sparsity detection (see ``sparsity`` above)."""
-        self.sparsity = rule
+        self.sparsity = self._function("sparsity", rule)
         return rule
 
-    def def_lowering(self, lowering: Lowering) -> Lowering:
-        """How the primitive is written as compiled code (see ``lowering`` above)."""
-        if not isinstance(lowering, Lowering):
+    def def_taylor(self, rule: Callable) -> Callable:
+        """``rule(primals, series, **params) -> (ans, series_out)``: how a truncated
+        Taylor series of the arguments maps to the result's (see ``taylor`` above)."""
+        check_taylor_arity(self, rule)
+        self.taylor = rule
+        return rule
+
+    def def_lowering(self, lowering: Lowering | None) -> Lowering | None:
+        """How the primitive is written as compiled code (see ``lowering`` above);
+        None: it has none (a NumPy call between compiled regions), also where a helper
+        gave it one."""
+        if lowering is not None and not isinstance(lowering, Lowering):
             raise TypeError(
                 f"primitive '{self.name}': a lowering is an Elementwise or an Emitter "
-                f"(autodiff.core.lowering), got {lowering!r:.60}"
+                f"(autodiff.core.lowering), or None, got {lowering!r:.60}"
             )
         self.lowering = lowering
         return lowering
+
+    def _function(self, what: str, rule: Any) -> Callable:
+        if not callable(rule):
+            raise TypeError(f"primitive '{self.name}': its {what} rule must be a function, "
+                            f"got {rule!r:.60}")  # fmt: skip
+        return rule
 
     def bind(self, *args: Any, **params: Any) -> Any:
         # The hot path of the library.  With no tracer among the arguments this

@@ -7,12 +7,24 @@ Rule blocks declare VJP and JVP rules per argument or whole (see
     jvp(tangents, ans, primals, params)    -> output tangent (tangents: None = 0)
 
 and ``vjp_reads`` to one frozenset of positions (and/or ``"ans"``) per argument.
-At registration each rule's arity is checked against the implementation's.
+A rule may be given in that form itself (``def_vjp(rule, packed=True)``): control
+flow's, ``custom_vjp``'s and the solvers' rules read parameters recorded with the
+call, and the positions that need a cotangent.  At registration each rule's arity is
+checked against the implementation's (a packed rule's against its form).
+
+A Taylor rule has one form, ``taylor(primals, series, **params) -> (ans, series_out)``
+(``Primitive``'s docstring), and three makers here serve whole families:
+``linear_taylor`` (each coefficient through the JVP rule: a linear function maps the
+series term by term), ``multilinear_taylor`` (Leibniz's rule through the primitive
+itself: a product's coefficients are the convolutions of its factors') and
+``jvp_taylor`` (the JVP rule pushed through Taylor mode).
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +32,20 @@ import numpy as np
 
 from autodiff.errors import RuleError
 
-__all__ = ["check_arity", "normalize_reads", "normalized_jvp", "normalized_vjp"]
+__all__ = [
+    "by_output",
+    "check_arity",
+    "check_batch",
+    "check_packed",
+    "check_taylor_arity",
+    "derivations",
+    "jvp_taylor",
+    "linear_taylor",
+    "multilinear_taylor",
+    "normalize_reads",
+    "normalized_jvp",
+    "normalized_vjp",
+]
 
 
 def normalized_vjp(rule: Callable | Sequence[Callable | None]) -> Callable:
@@ -96,12 +121,24 @@ def normalize_reads(name: str, reads: Any) -> tuple[frozenset, ...] | None:
     return out
 
 
+# Attributes that make a function's signature other than its code's (functools.wraps).
+_SIGNED = {"__wrapped__", "__signature__"}
+
+
 def _arity(fn: Callable) -> tuple[int, int] | None:
     """How many positional arguments ``fn`` takes: (required, at most), or None
     if that varies (``*args``) or cannot be read."""
     nin = getattr(fn, "nin", None)  # NumPy ufuncs
     if isinstance(nin, int):
         return nin, nin
+    code = getattr(fn, "__code__", None)
+    plain = type(fn) is types.FunctionType and not _SIGNED & vars(fn).keys()
+    if plain and code is not None:
+        # from the code object: a rule made per call (custom_vjp's) is checked in a
+        # microsecond, where inspect.signature takes tens
+        if code.co_flags & inspect.CO_VARARGS:
+            return None
+        return code.co_argcount - len(fn.__defaults__ or ()), code.co_argcount
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -118,6 +155,9 @@ def check_arity(prim: Any, rule: str, rules: Any) -> None:
     and every rule takes (cotangent or tangent, ans, *primals)."""
     arity = _arity(prim.impl)
     per_argument = isinstance(rules, (list, tuple))
+    for fn in rules if per_argument else [rules]:
+        if fn is not None and not callable(fn):
+            raise _arity_error(prim, rule, f"is {type(fn).__name__}, not a function")
     if per_argument and arity is not None and not arity[0] <= len(rules) <= arity[1]:
         raise _arity_error(
             prim,
@@ -139,5 +179,155 @@ def check_arity(prim: Any, rule: str, rules: Any) -> None:
             )
 
 
+# The packed forms (the module docstring): what each takes, positionally.
+_PACKED = {"VJP": "(ct, ans, primals, params, argnums)", "JVP": "(tangents, ans, primals, params)"}
+
+
+def check_packed(prim: Any, rule: str, fn: Any) -> None:
+    """At registration: a rule given in the packed form is one function taking that
+    form's arguments."""
+    form = _PACKED[rule]
+    if isinstance(fn, (list, tuple)) or not callable(fn):
+        raise _arity_error(prim, rule, f"is packed, so one function {form}; got {fn!r:.60}")
+    takes = _arity(fn)
+    count = form.count(",") + 1
+    if takes is not None and not takes[0] <= count <= takes[1]:
+        raise _arity_error(prim, rule, f"is packed and takes {takes[0]} positional arguments; "
+                                       f"it should take {form}: {count}")  # fmt: skip
+
+
+def check_batch(prim: Any, fn: Any) -> None:
+    """At registration: a batching rule is a function taking ``(args, dims)``."""
+    takes = _arity(fn) if callable(fn) else (0, -1)
+    if takes is not None and not takes[0] <= 2 <= takes[1]:
+        got = "takes a different number of arguments" if callable(fn) else f"is {fn!r:.60}"
+        raise RuleError(f"the batching rule of primitive '{prim.name}' {got}; it should be a "
+                        f"function batch(args, dims, **params) -> (out, out_dims)")  # fmt: skip
+
+
 def _arity_error(prim: Any, rule: str, message: str) -> RuleError:
     return RuleError(f"the {rule} rule of primitive '{prim.name}' {message}")
+
+
+def check_taylor_arity(prim: Any, rule: Any) -> None:
+    """At registration: a Taylor rule is callable as ``rule(primals, series, **params)``."""
+    if not callable(rule):
+        raise RuleError(f"the Taylor rule of primitive '{prim.name}' is {rule!r:.60}, not callable")
+    takes = _arity(rule)
+    if takes is not None and not takes[0] <= 2 <= takes[1]:
+        raise _arity_error(
+            prim,
+            "Taylor",
+            f"takes {takes[0]} positional arguments; it should take (primals, series): 2",
+        )
+
+
+# --- Taylor rules of whole families ------------------------------------------------------------
+
+
+def by_output(prim: Any, coefficients: list) -> Any:
+    """Coefficients per order (a tuple per output for ``multiple_results``) as a list
+    per output."""
+    if not prim.multiple_results:
+        return coefficients
+    n = next(len(c) for c in coefficients if c is not None)
+    return tuple([None if c is None else c[j] for c in coefficients] for j in range(n))
+
+
+# Taylor mode is an interpreter, a layer above the core: ``interpreters/taylor.py``
+# installs here how a Taylor rule is derived from a JVP rule when it is imported.
+derivations: dict[str, Callable] = {}
+
+
+def jvp_taylor(prim: Any) -> Callable:
+    """The Taylor rule derived from the primitive's JVP rule (``interpreters/taylor.py``
+    says how): exact, slower than a rule of its own; for primitives whose JVP rule is the
+    one to respect (``custom_jvp`` functions, ``odeint``) or whose derivative is itself
+    a composition of primitives (an elementwise function with no recurrence).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> rule = jvp_taylor(anp.arctan.primitive)
+    >>> ans, (d1, d2) = rule((0.0,), ((1.0, 0.0),))   # arctan(t) = t - t^3/3 + ...
+    >>> float(ans), float(d1), float(d2)
+    (0.0, 1.0, 0.0)
+    """
+
+    def taylor(primals, series, **params):
+        return derivations["taylor_from_jvp"](prim, primals, series, params)
+
+    taylor.form = "jvp"  # type: ignore[attr-defined]
+    return taylor
+
+
+def linear_taylor(prim: Any) -> Callable:
+    """The Taylor rule of a primitive that is linear in its arguments jointly (``add``,
+    ``reshape``, ``sum``, an FFT), or piecewise linear (``abs``, ``maximum``, ``where``,
+    ``sort``): each coefficient is mapped by the JVP rule at the primal point, so
+    ``f(x0 + x1 t + ...) = f(x0) + J x1 t + ...``.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> rule = linear_taylor(anp.cumsum.primitive)
+    >>> ans, out = rule((np.ones(3),), ((np.ones(3), None),), axis=0)
+    >>> out[0], out[1]
+    (array([1., 2., 3.]), None)
+    """
+
+    def taylor(primals, series, **params):
+        ans = prim.bind(*primals, **params)
+        jvp = prim.jvp_rule()
+        out: list = []
+        for k in range(len(series[0]) if series else 0):
+            terms = tuple(s[k] for s in series)
+            out.append(None if all(t is None for t in terms) else jvp(terms, ans, primals, params))
+        return ans, by_output(prim, out)
+
+    taylor.form = "linear"  # type: ignore[attr-defined]
+    return taylor
+
+
+def multilinear_taylor(prim: Any, positions: Sequence[int] | None = None) -> Callable:
+    """The Taylor rule of a primitive linear in each of the arguments at ``positions``
+    separately (``multiply``, ``matmul``, ``einsum``, a convolution; by default every
+    argument), by Leibniz's rule through the primitive itself: coefficient ``k`` of
+    ``f(a, b)`` is ``sum_j f(a_j, b_(k-j))``.  Arguments elsewhere must be constants.
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> rule = multilinear_taylor(anp.multiply.primitive)
+    >>> ans, out = rule((2.0, 3.0), ((1.0, 0.0), (1.0, 0.0)))
+    >>> float(ans), [float(c) for c in out]   # (2 + t)(3 + t) = 6 + 5t + t^2
+    (6.0, [5.0, 1.0])
+    """
+
+    def taylor(primals, series, **params):
+        where = range(len(primals)) if positions is None else positions
+        for i, s in enumerate(series):
+            if i not in where and any(c is not None for c in s):
+                raise RuleError(
+                    f"primitive '{prim.name}' is multilinear in its arguments at {tuple(where)}, "
+                    f"but argument {i} carries a Taylor series; declare its Taylor rule "
+                    f"another way (Primitive.def_taylor)"
+                )
+        ans = prim.bind(*primals, **params)
+        # the coefficients of each multilinear argument, order 0 first (None: zero)
+        coefficients = {i: (primals[i], *series[i]) for i in where}
+        out: list = []
+        for k in range(1, len(series[0]) + 1 if series else 1):
+            term = None
+            for degrees in _compositions(k, len(coefficients)):
+                args = list(primals)
+                for i, d in zip(coefficients, degrees):
+                    args[i] = coefficients[i][d]
+                if any(args[i] is None for i in coefficients):
+                    continue
+                value = prim.bind(*args, **params)
+                term = value if term is None else term + value
+            out.append(term)
+        return ans, out
+
+    taylor.form = "multilinear"  # type: ignore[attr-defined]
+    return taylor
+
+
+def _compositions(k: int, n: int) -> list[tuple[int, ...]]:
+    """Every way of writing ``k`` as an ordered sum of ``n`` non-negative integers."""
+    return [c for c in itertools.product(range(k + 1), repeat=n) if sum(c) == k]

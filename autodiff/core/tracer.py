@@ -11,21 +11,24 @@ silently treated as a constant.
 
 from __future__ import annotations
 
-import dis
-import itertools
 import math
 import operator
 import sys
 from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 import numpy as np
 
+from autodiff.core import conversions
+from autodiff.core.last_word import surface
 from autodiff.core.numpy_args import takes_array_likes
 from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedFunctionError
 
 __all__ = [
     "INDEX_UPDATE",
+    "THEIR_SPELLINGS",
+    "lazy_rules",
     "SET_ITEM",
     "Tracer",
     "leaked_error",
@@ -44,10 +47,19 @@ def _function_name(func: Any) -> str:
     return f"{module}.{getattr(func, '__name__', func)}"
 
 
+# Rules registered when first needed: each is called with a NumPy function that has no
+# entry yet, loads the rules it may have and says whether it did (rules/__init__.py:
+# scipy.special's, once SciPy is imported).
+lazy_rules: list[Callable[[Any], bool]] = []
+
+
 class _Overrides(dict):
     """NumPy function -> autodiff implementation; a missing key is an error."""
 
     def __missing__(self, func: Any) -> Callable:
+        for load in lazy_rules:
+            if load(func) and dict.__contains__(self, func):
+                return dict.__getitem__(self, func)
         if isinstance(func, np.ufunc) and all(set(t) <= set("O->") for t in func.types):
             raise UnsupportedFunctionError(
                 f"numpy.frompyfunc's ufunc {func.__name__!r} computes on object arrays, "
@@ -102,88 +114,10 @@ def leaked_error(tracer: Tracer) -> LeakedTracerError:
     )
 
 
-_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
-
-
-def _numpy_is_storing(depth: int) -> bool:
-    """Is the Python frame ``depth`` levels up assigning into a container?
-
-    ``plain_array[i] = tracer`` makes NumPy convert the tracer with float()
-    (or int(), bool(), complex()) itself, which would silently drop its
-    derivative.  A user's own ``float(x)`` is a call, not a store, so looking
-    at the instruction the frame is executing tells the two apart.
-    """
-    frame = sys._getframe(depth + 1)
-    lasti = frame.f_lasti
-    return lasti >= 0 and frame.f_code.co_code[lasti] == _STORE_SUBSCR
-
-
 _API_VERSIONS = (None, "2021.12", "2022.12", "2023.12", "2024.12")
 # What __array_namespace__ returns: autodiff.numpy, which sets it when it is imported
 # (it sits layers above this module, which therefore cannot import it).
 array_namespace: Any = None
-
-
-# What to use where NumPy would convert a traced value.
-_ANP_ADVICE = (
-    "use autodiff.numpy (anp) functions, which accept traced values: anp.array/anp.asarray "
-    "(also of lists holding traced values), anp.stack, anp.concatenate, anp.where, and "
-    "x.at[i].set(v) instead of writing into a NumPy array"
-)
-
-# NumPy's vectorize converts its arguments to arrays in these methods.
-_VECTORIZE_CALLS = {"_get_ufunc_and_otypes", "_vectorize_call", "_vectorize_call_with_signature"}
-
-
-def _conversion_hint(frame: Any) -> str:
-    """What to write instead, for the NumPy code that is converting a traced value:
-    ``np.r_``/``np.c_`` (which call np.array on their items), ``np.vectorize``, else
-    the general case."""
-    for _ in range(3):  # r_[...] -> AxisConcatenator.__getitem__ -> np.array -> here
-        if frame is None:
-            break
-        code = frame.f_code
-        if code.co_filename.endswith("_index_tricks_impl.py"):
-            return (
-                " np.r_[...] and np.c_[...] convert their items with np.array, which "
-                "NumPy cannot hand to autodiff: write anp.r_[...] and anp.c_[...]."
-            )
-        if code.co_filename.endswith("_function_base_impl.py") and code.co_name in (
-            _VECTORIZE_CALLS
-        ):
-            return (
-                " np.vectorize converts its arguments with np.asarray, which NumPy cannot "
-                "hand to autodiff: write anp.vectorize(f, ...), which calls f under vmap."
-            )
-        frame = frame.f_back
-    return (
-        " NumPy also converts traced values it can't hand to autodiff: the index in "
-        "plain_array[i] and the argument of ndarray methods like a.dot(x) (write "
-        "anp.getitem(plain_array, i) and a @ x or anp.dot(a, x)), and a list of traced "
-        "values where an array is expected, as in np.array([x, y]) or np.sum([x, y]): "
-        "combine them with anp.array([...]) or anp.stack first."
-    )
-
-
-def _numpy_function(frame: Any) -> tuple[str, str] | None:
-    """``("numpy.mean", "anp.mean")`` when the NumPy code converting a traced value is
-    a public NumPy function that autodiff implements (``np.mean([x, y])``: a list has
-    no ``__array_function__``, so NumPy converts it instead of handing the call over);
-    the outermost of the NumPy frames above ``frame``."""
-    outer = None
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "numpy":
-        outer, frame = frame, frame.f_back
-    if outer is None:
-        return None
-    parts = list(itertools.takewhile(lambda p: not p.startswith("_"),
-                                     outer.f_globals["__name__"].split(".")))  # fmt: skip
-    for n in range(len(parts), 0, -1):  # numpy.linalg._linalg: numpy.linalg, then numpy
-        module = ".".join(parts[:n])
-        func = getattr(sys.modules.get(module), outer.f_code.co_name, None)
-        if func is not None and dict.__contains__(numpy_overrides, func):
-            name = f"{module}.{outer.f_code.co_name}"
-            return name, "anp" + name.removeprefix("numpy")
-    return None
 
 
 def _binary(ufunc: Any) -> tuple[Callable, Callable]:
@@ -227,6 +161,30 @@ def _method(func: Any) -> Callable:
     return method
 
 
+# torch's and JAX's spellings a traced value does not have, and autodiff's for them.
+THEIR_SPELLINGS = {
+    "detach": "torch's x.detach() is autodiff.stop_gradient(x)",
+    "requires_grad": "the inputs a transform differentiates are its argnums (grad(f, argnums=1))",
+    "requires_grad_": "the inputs a transform differentiates are its argnums (grad(f, argnums=1))",
+    "backward": "write autodiff.grad(f)(x) (or vjp) around the function: it returns the gradient",
+    "grad": "write autodiff.grad(f)(x) around the function: it returns the gradient",
+    "numpy": "a traced value has no NumPy array (it would drop the derivative or the batch); "
+    "return it from the function, or convert autodiff.stop_gradient(x) for a constant",
+    "block_until_ready": "autodiff computes eagerly: a result is ready when it is returned",
+}
+
+
+def _their_spelling(name: str, hint: str) -> property:
+    """A property that raises as a missing attribute does (``hasattr`` is False), naming
+    autodiff's spelling: a class attribute, so that looking up the others costs nothing
+    more (a ``__getattr__`` would slow every attribute access of a tracer)."""
+
+    def missing(self: Tracer) -> Any:
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}': {hint}.")
+
+    return property(missing, doc=f"Not an attribute of traced values: {hint}.")
+
+
 def _copy_slots(source: Tracer, target: Tracer) -> None:
     for cls in type(source).__mro__:
         for slot in getattr(cls, "__slots__", ()):
@@ -265,14 +223,41 @@ class Tracer:
         inner = self._inner
         return inner.dtype if hasattr(inner, "dtype") else np.result_type(inner)
 
-    def _concrete(self, what: str) -> Any:
+    def _concrete(self, what: str | conversions.Described, kind: str = "read") -> Any:
+        """The concrete value, for ``what`` (a description: ``"float(s)"``).  ``kind``
+        says what the value is for: ``"read"`` (the library reads it), ``"condition"``
+        (Python control flow), ``"value"`` (a Python number), ``"array"`` (NumPy's);
+        tracers without one (batched, staged) name their fix by it."""
         inner = self._inner
-        return inner._concrete_value(what) if isinstance(inner, Tracer) else inner
+        return inner._concrete_value(what, kind) if isinstance(inner, Tracer) else inner
 
-    def _concrete_value(self, what: str) -> Any:
+    def _concrete_value(self, what: str | conversions.Described, kind: str = "read") -> Any:
+        """The value a library function reads where that is right (a size, a position,
+        a Python branch under ``grad``): derivatives are not dropped silently by this,
+        the caller decides.  Batched and staged values have none and raise."""
         if not self._interp.active:
             raise leaked_error(self)
-        return self._concrete(what)
+        return self._concrete(what, kind)
+
+    def _convert(self, what: str, kind: str, frame: FrameType) -> Any:
+        """The value for a user's conversion that leaves the transforms (``float(x)``,
+        ``x.item()``, ``np.asarray(x)``), made by the code in ``frame``: refused by every
+        transform whose value would be lost (a derivative, a batch)."""
+        if not self._interp.active:
+            raise leaked_error(self)
+        self._refuse(what, kind, frame)
+        inner = self._inner
+        return inner._convert(what, kind, frame) if isinstance(inner, Tracer) else inner
+
+    def _refuse(self, what: str, kind: str, frame: FrameType) -> None:
+        """Raise if converting this value for ``kind`` would lose what its transform
+        carries.  Transforms that carry nothing a conversion loses keep this."""
+
+    def _derivative_error(self, what: str, frame: FrameType) -> ConcretizationError:
+        """The error of a conversion that would drop this value's derivative."""
+        return ConcretizationError(
+            conversions.derivative_message(what, self._interp.describe(), frame, array_namespace)
+        )
 
     # --- array attributes -----------------------------------------------------
     @property
@@ -299,10 +284,18 @@ class Tracer:
             yield self[i]
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}({self._interp.describe()}, "
-            f"shape={self.shape}, dtype={self.dtype})"
-        )
+        # What print(x) shows inside a transform: the value where there is one (under
+        # grad and jvp it is concrete), as torch.func's and JAX's tracers show theirs.
+        return f"{type(self).__name__}({', '.join(self._fields())}, {self._interp.describe()})"
+
+    def _fields(self) -> list[str]:
+        """``["value=array([1., 2.])"]``: what ``repr`` shows of this tracer."""
+        return [f"value={self._inner!r}"]
+
+    def __format__(self, spec: str) -> str:
+        if not spec:  # f"{x}": as print(x)
+            return str(self)
+        return format(self._python_value("format(x, spec)", "value", sys._getframe(1)), spec)
 
     # --- operators ----------------------------------------------------------
     __add__, __radd__ = _binary(np.add)
@@ -452,43 +445,30 @@ class Tracer:
         return numpy_overrides[func](*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        caller = _numpy_function(sys._getframe(1))
-        if caller is not None:
-            numpy_name, anp_name = caller
+        # NumPy converts: np.asarray(x), np.array([x, y]), np.float32(x), plain[i:j] = x,
+        # or a NumPy function given a list holding x (np.mean([x, y])).
+        caller = sys._getframe(1)
+        numpy_function = conversions.numpy_function(caller, numpy_overrides)
+        while caller.f_globals.get("__name__", "").split(".")[0] == "numpy":
+            caller = caller.f_back  # the code that called NumPy, for the message
+        if numpy_function is not None:
             raise ConcretizationError(
-                f"{numpy_name} converted a {type(self).__name__} of "
-                f"{self._interp.describe()} to a NumPy array, which a traced value cannot "
-                f"become: NumPy hands a call to autodiff only when an argument it "
-                f"dispatches on is a traced value itself, not a list or tuple holding one. "
-                f"Write {anp_name}(...), which takes traced values wherever NumPy takes "
-                f"arrays, in lists and tuples too."
+                conversions.list_message(
+                    numpy_function, self._interp.describe(), caller, array_namespace
+                )
             )
-        if _numpy_is_storing(1):  # plain_array[i:j] = x: NumPy converts x with asarray
-            raise self._store_error()
-        hint = _conversion_hint(sys._getframe(1))
-        try:
-            self._concrete_value("np.asarray()")  # batched, staged or leaked values raise here
-        except ConcretizationError as e:
-            raise ConcretizationError(f"{e} Where NumPy converts it, {_ANP_ADVICE}{hint}") from None
-        raise ConcretizationError(
-            f"np.asarray()/np.array() on a {type(self).__name__} of "
-            f"{self._interp.describe()} would silently drop its derivative. "
-            f"{_ANP_ADVICE[0].upper()}{_ANP_ADVICE[1:]}; or, to use the value as a constant "
-            f"on purpose, convert autodiff.stop_gradient(x)." + hint
-        )
+        value = self._python_value("np.asarray(x)", "array", caller)  # (a constant here)
+        return np.array(value, dtype=dtype, copy=True) if copy else np.asarray(value, dtype)
 
-    def _store_error(self) -> ConcretizationError:
+    def _store_error(self, frame: FrameType) -> ConcretizationError:
         """The error for ``plain_array[i] = x``, where NumPy converts ``x`` itself."""
-        why = "would silently drop its derivative"
+        reason = "would drop its derivative"
         try:
             self._concrete_value("a store")
         except ConcretizationError:  # staged, batched: there is no one value to store
-            why = "needs one concrete value, which it does not have here"
+            reason = "needs one value, which it does not have here"
         return ConcretizationError(
-            f"writing a {type(self).__name__} of {self._interp.describe()} into a plain "
-            f"NumPy array (out[i] = x) {why}. Build the result functionally instead: "
-            f"anp.array([...]) or anp.stack([...]) of the pieces, anp.where(mask, x, out), "
-            f"or out = anp.asarray(out).at[i].set(x)."
+            conversions.store_message(self._interp.describe(), reason, frame)
         )
 
     # --- the array API standard ------------------------------------------------
@@ -520,29 +500,53 @@ class Tracer:
     def mT(self):
         return numpy_overrides[np.matrix_transpose](self)
 
-    # --- concrete Python values (control flow) ---------------------------------
-    def _scalar(self, what: str) -> Any:
-        if _numpy_is_storing(2):
-            raise self._store_error()
-        return self._concrete_value(what)
+    # --- concrete Python values -------------------------------------------------------
+    # Conversions that leave the transforms (float(x), x.item(), "%f" % x, math.sqrt(x),
+    # np.float64(x), operator.index(x)) are refused wherever they would drop a derivative
+    # or a batch; bool() (Python control flow) is refused only where there is no one
+    # value (vmap, jit).  The error is surfaced in the converting frame: C code between
+    # (NumPy's store, %-formatting) would otherwise raise its own instead.
+    def _python_value(self, what: str, kind: str, frame: FrameType) -> Any:
+        try:
+            if conversions.is_storing(frame):  # plain_array[i] = x: NumPy converts x
+                raise self._store_error(frame)
+            if kind == "condition":  # (spelled out only if it raises)
+                return self._concrete_value(conversions.Described(frame, what, kind), kind)
+            return self._convert(what, kind, frame)
+        except (ConcretizationError, LeakedTracerError) as error:
+            surface(error, frame)
+            raise
 
     def __bool__(self) -> bool:
-        return bool(self._scalar("bool()"))
+        return bool(self._python_value("bool(x)", "condition", sys._getframe(1)))
 
     def __float__(self) -> float:
-        return float(self._scalar("float()"))
+        return float(self._python_value("float(x)", "value", sys._getframe(1)))
 
     def __int__(self) -> int:
-        return int(self._scalar("int()"))
+        return int(self._python_value("int(x)", "value", sys._getframe(1)))
 
     def __complex__(self) -> complex:
-        return complex(self._scalar("complex()"))
+        return complex(self._python_value("complex(x)", "value", sys._getframe(1)))
 
     def __index__(self) -> int:
-        return operator.index(self._concrete_value("use as an index"))
+        return operator.index(self._python_value("operator.index(x)", "value", sys._getframe(1)))
+
+    def __round__(self, ndigits=None):
+        if ndigits is not None:  # round(x, 2): an array, as np.round(x, 2)
+            return numpy_overrides[np.round](self, ndigits)
+        return round(np.asarray(self._python_value("round(x)", "value", sys._getframe(1))).item())
+
+    def __trunc__(self) -> int:
+        return math.trunc(float(self._python_value("math.trunc(x)", "value", sys._getframe(1))))
 
     def item(self, *args):
-        return self._concrete_value(".item()").item(*args)
+        return self._python_value("x.item()", "value", sys._getframe(1)).item(*args)
 
     def tolist(self):
-        return self._concrete_value(".tolist()").tolist()
+        return self._python_value("x.tolist()", "value", sys._getframe(1)).tolist()
+
+
+# torch's and JAX's spellings, which name autodiff's (x.detach(): stop_gradient(x))
+for _name, _hint in THEIR_SPELLINGS.items():
+    setattr(Tracer, _name, _their_spelling(_name, _hint))

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import optree
 
+from autodiff.core import conversions, tracer
 from autodiff.core.args import (
     a_type,
     as_output,
@@ -26,6 +27,7 @@ from autodiff.core.args import (
     check_chunk_size,
     check_randomness,
     is_array,
+    is_list_of_numbers,
     leaf_paths,
     number_as_array,
 )
@@ -48,6 +50,7 @@ from autodiff.errors import (
     TransformTypeError,
     TransformValueError,
 )
+from autodiff.interpreters.unseen_draws import check_not_drawn, unseen_sources
 from autodiff.rules import reductions as _reductions
 from autodiff.rules import shape as _shape_rules
 from autodiff.rules._helpers import bring_to_front
@@ -86,14 +89,38 @@ class BatchedTensor(Tracer):
             return shape
         return shape[: self.bdim] + shape[self.bdim + 1 :]
 
-    def _concrete(self, what):
+    def _fields(self):
+        return [f"value={self.value!r}", f"bdim={self.bdim}"]
+
+    def _refuse(self, what, kind, frame):
+        self._concrete(conversions.describe(frame, what, kind), kind)
+
+    def _concrete(self, what, kind="read"):
+        # The first sentence names the fix for what the code does with the value.
         raise ConcretizationError(
-            f"{what} needs a concrete value, but this value is batched by "
-            f"{self._interp.describe()} and differs across the batch. Python control "
-            f"flow (if/while/and/or, float(), int(), .item(), np.asarray()) cannot "
-            f"depend on a batched value: use anp.where(cond, x, y) to choose "
-            f"elementwise, or compute the condition outside vmap."
+            f"{what} needs one {_NEEDS.get(kind, 'value')}, but it is batched by "
+            f"{self._interp.describe()}: {_batched_fix(what, kind)}. "
+            f"Python control flow (if/while/and/or, float(), int(), .item(), np.asarray()) "
+            f"cannot depend on a batched value: anp.where(cond, x, y) chooses elementwise, "
+            f"and autodiff.cond, switch, while_loop, fori_loop and scan run control flow "
+            f"per example."
         )
+
+
+_NEEDS = {"condition": "truth value", "array": "array"}
+
+
+def _batched_fix(what: str, kind: str) -> str:
+    if kind == "condition":
+        return (
+            "choose per example with anp.where(pred, a, b) or autodiff.cond(pred, "
+            "true_fun, false_fun, x)"
+        )
+    if kind == "array":
+        return f"{conversions.array_fix(str(what), tracer.array_namespace)}, which batches"
+    if kind == "value":
+        return "keep it an array (each example sees its own), or compute it outside vmap"
+    return "compute it outside vmap, or pass what it depends on unbatched (in_dims=None)"
 
 
 @lift.register(BatchInterpreter, object)
@@ -228,16 +255,14 @@ def _flatten_inputs(args: tuple, in_dims: Any):
     flat, tree = optree.tree_flatten(args)
     paths = leaf_paths(args)
     out_dims: list[int | None] = []
-    for leaf, dim, path in zip(flat, dims, paths):
+    tops = [i for i, arg in enumerate(args) for _ in optree.tree_leaves(arg)]
+    for leaf, dim, path, top in zip(flat, dims, paths, tops):
         check_live(leaf)  # a leaked tracer raises here, even if func never uses it
         if dim is None:
             out_dims.append(None)
             continue
         if not is_array(leaf):
-            raise TransformValueError(
-                f"vmap: {path} is {a_type(leaf)} but in_dims maps it over "
-                f"axis {dim}; only arrays can be batched. Use in_dims=None for it."
-            )
+            raise TransformValueError(_unmappable(leaf, dim, path, top, args))
         ndim = len(leaf.shape)
         if ndim == 0:
             raise TransformValueError(
@@ -253,6 +278,26 @@ def _flatten_inputs(args: tuple, in_dims: Any):
             )
         out_dims.append(int(dim) % ndim)
     return flat, out_dims, tree, paths
+
+
+def _unmappable(leaf: Any, dim: int, path: str, top: int, args: tuple) -> str:
+    """The message for a mapped input that is not an array: a list of numbers (JAX and
+    torch users pass one where they mean an array) or a Python number or object."""
+    arg = args[top]
+    if is_list_of_numbers(arg):
+        kind = type(arg).__name__
+        return (
+            f"vmap: argument {top} is {a_type(arg)} of {len(arg)} numbers, not an array: "
+            f"pass np.asarray(...) of it to map over its elements. A {kind} is a pytree of "
+            f"inputs to vmap, each mapped over its own axis {dim}, and a number has none; "
+            f"in_dims=None would pass the whole {kind} to every example."
+        )
+    spelled = tuple(None if i == top else 0 for i in range(len(args)))
+    return (
+        f"vmap: {path} is {a_type(leaf)}, which has no axis {dim} to map over: give it "
+        f"in_dims=None (in_dims={spelled} here) to pass it to every example, or pass an "
+        f"array. Only arrays are batched."
+    )
 
 
 def _batch_size(flat: list, dims: list, paths: list) -> int:
@@ -287,7 +332,8 @@ def _unbatch_output(interp: BatchInterpreter, leaf: Any, out_dim: int | None, i:
                 f"the batched inputs; give it an integer out_dim."
             )
         return value
-    value = number_as_array(value)
+    # A Python bool too (a flag the function returns): JAX broadcasts it like a number.
+    value = np.asarray(value) if isinstance(value, bool) else number_as_array(value)
     if not is_array(value):
         raise TransformTypeError(
             f"vmap: output {i} of func is {a_type(value)}, not an array; "
@@ -320,9 +366,12 @@ class _Call(NamedTuple):
 
 def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
     interp = BatchInterpreter(size, call.randomness)
+    unseen = unseen_sources(call.func) if call.randomness == "error" else ()
     with new_interpreter(interp):
-        leaves = [x if d is None else BatchedTensor(interp, x, d) for x, d in zip(flat, dims)]
+        leaves = [_leaf(interp, x, d) for x, d in zip(flat, dims)]
         out = call.func(*optree.tree_unflatten(call.tree, leaves), **call.kwargs)
+        for rng, state in unseen:
+            check_not_drawn(rng, state, interp.describe())
         out_flat, out_tree = optree.tree_flatten(out)
         dims_out = _out_dims_for(out, call.out_dims)
         results = [
@@ -330,6 +379,15 @@ def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
             for i, (leaf, d) in enumerate(zip(out_flat, dims_out))
         ]
     return optree.tree_unflatten(out_tree, results)
+
+
+def _leaf(interp: BatchInterpreter, x: Any, bdim: int | None) -> Any:
+    if bdim is not None:
+        return BatchedTensor(interp, x, bdim)
+    if isinstance(x, np.random.Generator) and tracer.array_namespace is not None:
+        # A Generator argument: its draws follow randomness, like anp.random's.
+        return tracer.array_namespace.random.vmapped_generator(x)
+    return x
 
 
 def _take(x: Any, dim: int, index: Any) -> Any:
@@ -415,10 +473,17 @@ def vmap(
     that does not depend on the batch, or a pytree prefix).  An output that
     ignores the batched inputs is broadcast along the batch.
 
-    ``randomness`` says what ``autodiff.numpy.random`` functions do inside:
-    ``"error"`` raises, ``"different"`` draws independently for each example
-    (for one random call, exactly the draws a Python loop over the batch
-    makes, in order), ``"same"`` draws once for the whole batch.
+    ``randomness`` says what ``autodiff.numpy.random`` functions, and the draws of a
+    ``numpy.random.Generator`` passed as an argument (``in_dims=None`` for it), do
+    inside: ``"error"`` raises, ``"different"`` draws independently for each example
+    (for one random call, exactly the draws a Python loop over the batch makes, in
+    order), ``"same"`` draws once for the whole batch.  **NumPy's draws that vmap does
+    not see** (a Generator the function closes over, ``np.random.normal()``) **draw
+    once for the whole batch**: every example gets the same value.  Under
+    ``randomness="error"`` vmap raises after the call if the generators the function
+    closes over or names (or NumPy's global functions its code names) drew; one reached
+    only through another object or module is not seen.  Write ``anp.random.normal(...)``
+    or pass the Generator as an argument.
     ``chunk_size=k`` runs ``k`` examples at a time with the same result;
     ``chunk_size=1`` is a plain Python loop (data-dependent control flow
     works, and random functions draw as in a loop).
@@ -430,6 +495,9 @@ def vmap(
     >>> from autodiff import vmap
     >>> vmap(lambda row: row.sum())(np.arange(6.0).reshape(2, 3))
     array([ 3., 12.])
+    >>> noisy = vmap(lambda x, rng: x + rng.normal(), (0, None), randomness="different")
+    >>> noisy(np.zeros(3), np.random.default_rng(0)).round(2)  # a draw per example
+    array([ 0.13, -0.13,  0.64])
     """
     check_callable(func, "vmap")
     _check_dims_spec(in_dims, "in_dims")

@@ -24,7 +24,9 @@ from autodiff.core.args import (
     check_no_none,
     is_array,
     leaf_paths,
+    note_list_inputs,
     number_as_array,
+    numbers_for_array,
     split_aux,
 )
 from autodiff.core.arrays import shape_of
@@ -55,6 +57,13 @@ class DualTensor(Tracer):
     @property
     def _inner(self):
         return self.primal
+
+    def _fields(self):
+        return [f"primal={self.primal!r}", f"tangent={self.tangent!r}"]
+
+    def _refuse(self, what, kind, frame):  # noqa: ARG002  (every kind drops it)
+        if self.tangent is not None:  # converting drops the tangent
+            raise self._derivative_error(what, frame)
 
 
 @lift.register(JvpInterpreter, object)
@@ -116,8 +125,10 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
     flat_p, tree_p = optree.tree_flatten(tuple(primals))
     flat_t, tree_t = optree.tree_flatten(tuple(tangents))
     if tree_p != tree_t:
+        listed = numbers_for_array(tuple(tangents), tree_p, "jvp: tangent")
         raise TransformValueError(
-            f"jvp: tangents must have the same structure as primals, got primals "
+            (f"{listed} " if listed else "")
+            + f"jvp: tangents must have the same structure as primals, got primals "
             f"{tree_p} and tangents {tree_t}."
         )
     paths = leaf_paths(tuple(primals))
@@ -145,7 +156,11 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
     interp = JvpInterpreter()
     with new_interpreter(interp):
         duals = [DualTensor(interp, p, t) for p, t in zip(flat_p, flat_t)]
-        out = func(*optree.tree_unflatten(tree_p, duals))
+        try:
+            out = func(*optree.tree_unflatten(tree_p, duals))
+        except TypeError as e:  # a list for an array: list ** 2 fails in func
+            note_list_inputs(e, tuple(primals), "jvp")
+            raise
         aux = None
         if has_aux:
             out, aux = split_aux(out, "jvp")

@@ -31,7 +31,9 @@ from autodiff.core.args import (
     is_array,
     leaf_paths,
     normalize_argnums,
+    note_list_inputs,
     number_as_array,
+    numbers_for_array,
     split_aux,
 )
 from autodiff.core.arrays import is_complex, shape_of
@@ -40,10 +42,12 @@ from autodiff.core.primitive import (
     Primitive,
     current_interpreters,
     lift,
+    live_again,
     new_interpreter,
     owned,
     process,
 )
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, checking_nans, user_site
 from autodiff.errors import TransformTypeError, TransformValueError
@@ -99,6 +103,12 @@ class GradTensor(Tracer):
     def _inner(self):
         return self.value
 
+    def _refuse(self, what, kind, frame):  # noqa: ARG002  (every kind drops it)
+        # Converting drops the derivative unless no_grad() covers this level (the user
+        # stopped it on purpose) or the value is a constant at it.
+        if self.node is not None and recording(self._interp):
+            raise self._derivative_error(what, frame)
+
 
 @lift.register(GradInterpreter, object)
 def _lift_grad(interp: GradInterpreter, x: Any):
@@ -108,6 +118,27 @@ def _lift_grad(interp: GradInterpreter, x: Any):
 def recording(interp: GradInterpreter) -> bool:
     """Whether ``interp`` records: not inside a ``no_grad()`` entered at or above its level."""
     return interp.level > no_grad_below.get()
+
+
+def no_grad_level() -> int:
+    """What ``no_grad()`` covers now (the grad levels at or below it record nothing): kept
+    by work that records again later (``recording_again``)."""
+    return no_grad_below.get()
+
+
+@contextlib.contextmanager
+def recording_again(interp: GradInterpreter, no_grad: int) -> Iterator[None]:
+    """``interp`` recording again after its transform ended, as when it ran: live again
+    (``core.primitive.live_again``) and ``no_grad()`` covering ``no_grad`` (what
+    ``no_grad_level()`` returned then).  The backward pass of ``scan(...,
+    checkpoint=True)`` recomputes each step so, on a tape of its own that reaches the
+    nodes the values the step closes over had in the forward pass."""
+    with live_again(interp):
+        token = no_grad_below.set(no_grad)
+        try:
+            yield
+        finally:
+            no_grad_below.reset(token)
 
 
 def unpack(interp: GradInterpreter, args: tuple) -> tuple[list, list, bool]:
@@ -183,8 +214,10 @@ class _VJPFunction:
             )
         flat, tree = optree.tree_flatten(args[0])
         if tree != self._out_tree:
+            listed = numbers_for_array((args[0],), _one(self._out_tree), "vjp_fn: cotangent")
             raise TransformValueError(
-                f"vjp_fn: the cotangent structure {tree} does not match the structure "
+                (f"{listed} " if listed else "")
+                + f"vjp_fn: the cotangent structure {tree} does not match the structure "
                 f"of the function's output {self._out_tree}; pass one cotangent per "
                 f"output, in the same containers."
             )
@@ -212,6 +245,11 @@ class _VJPFunction:
         return optree.tree_unflatten(self._in_tree, grads)
 
 
+def _one(tree: Any) -> Any:
+    """The treespec of ``(x,)`` for ``x`` structured as ``tree``."""
+    return optree.tree_structure((optree.tree_unflatten(tree, [0] * tree.num_leaves),))
+
+
 def _vjp(
     func: Callable,
     primals: tuple,
@@ -230,7 +268,11 @@ def _vjp(
     with new_interpreter(interp):
         in_nodes = [Node(None, {}, (), None, ()) for _ in flat]
         tracers = [GradTensor(interp, x, node) for x, node in zip(flat, in_nodes)]
-        out = func(*optree.tree_unflatten(in_tree, tracers))
+        try:
+            out = func(*optree.tree_unflatten(in_tree, tracers))
+        except TypeError as e:  # a list for an array: list ** 2 fails in func
+            note_list_inputs(e, primals, transform)
+            raise
         aux = None
         if has_aux:
             out, aux = split_aux(out, transform)
@@ -433,6 +475,7 @@ no_grad_p = NoGradPrimitive(
     shape=lambda aval: aval,
     sparsity=elementwise_sparsity([True], ()),  # each element its own, linear
 )
+no_grad_p.def_taylor(linear_taylor(no_grad_p))
 
 
 @process.register(GradInterpreter, NoGradPrimitive)

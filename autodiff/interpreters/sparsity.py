@@ -35,6 +35,7 @@ from autodiff.core.primitive import Primitive
 from autodiff.interpreters.staging import traced_impl
 
 __all__ = [
+    "PairLimit",
     "Pairs",
     "collecting_pairs",
     "dense_sets",
@@ -50,12 +51,25 @@ __all__ = [
 MAX_PASSES = 64
 
 
+class PairLimit(Exception):
+    """More pairs than ``collecting_pairs(limit=...)`` allows: the Hessian is too dense
+    to be worth detecting (a caller choosing a method by cost gives up early)."""
+
+
 class Pairs:
     """The input pairs found so far (rows and columns, merged now and then)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.count = 0
+        self.seen = 0  # pairs added, repeats included
+        self.limit = limit
+
+    def expect(self, count: int) -> None:
+        """Count ``count`` more pairs before they are made (``PairLimit`` past the limit)."""
+        self.seen += count
+        if self.limit is not None and self.seen > self.limit:
+            raise PairLimit(f"more than {self.limit} pairs")
 
     def add(self, rows: np.ndarray, cols: np.ndarray) -> None:
         if not len(rows):
@@ -83,9 +97,10 @@ _pairs: contextvars.ContextVar[Pairs | None] = contextvars.ContextVar("sparsity_
 
 
 @contextlib.contextmanager
-def collecting_pairs() -> Iterator[Pairs]:
-    """Inside, ``propagate`` also collects the Hessian's pairs into the ``Pairs`` yielded."""
-    pairs = Pairs()
+def collecting_pairs(limit: int | None = None) -> Iterator[Pairs]:
+    """Inside, ``propagate`` also collects the Hessian's pairs into the ``Pairs`` yielded;
+    past ``limit`` pairs (repeats included) it raises ``PairLimit``."""
+    pairs = Pairs(limit)
     token = _pairs.set(pairs)
     try:
         yield pairs
@@ -111,6 +126,7 @@ def dense_sets(sets: Sequence[IndexSets | None], sizes: Sequence[int],
     every = np.unique(np.concatenate(present))
     pairs = _pairs.get()
     if pairs is not None and nonlinear:
+        pairs.expect(len(every) ** 2)
         pairs.add(np.repeat(every, len(every)), np.tile(every, len(every)))
     n = len(every)
     return [IndexSets(np.arange(size + 1, dtype=np.int64) * n, np.tile(every, size))
@@ -151,6 +167,7 @@ def _apply(eqn: Eqn, sets: list, consts: dict) -> list:
                 if k not in cache:
                     cache[k] = apply_read(term_reads[k], sets[k], n_terms)
             if cache[i] is not None and cache[j] is not None:
+                pairs.expect(int(np.dot(cache[i].lengths, cache[j].lengths)))
                 pairs.add(*cross_pairs(cache[i], cache[j]))
     return outs
 

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from autodiff.core import tracer
+from autodiff.core import conversions, tracer
 from autodiff.core.caches import LRUCache
 from autodiff.core.errstate import Watch, applied, own, watching
 from autodiff.core.graph import Eqn, Graph, Literal, OpaqueAval, ShapedArray, Var, aval_of
@@ -162,13 +162,22 @@ class StagedTensor(Tracer):
     def dtype(self) -> np.dtype:
         return self._var.aval.dtype
 
-    def _concrete(self, what: str) -> Any:
+    def _refuse(self, what: str, kind: str, frame: Any) -> None:
+        self._concrete(conversions.describe(frame, what, kind), kind)
+
+    def _concrete(self, what: str | conversions.Described, kind: str = "read") -> Any:
+        fix = (
+            conversions.array_fix(str(what), tracer.array_namespace)
+            if kind == "array"
+            else "mark the argument static (jit(f, static_argnums=...)) or use autodiff.cond "
+            "or anp.where"
+        )
         raise ConcretizationError(
-            f"{what} needs a concrete value, but this value is staged by "
-            f"{self._interp.describe()}: it stands for every value of shape "
-            f"{self.aval.str_short()} the function may be called with, so Python control "
-            f"flow (if/while/and/or, float(), int(), .item(), np.asarray()) cannot depend "
-            f"on it. To fix it, {CONTROL_FLOW_HINT}."
+            f"{what} needs a concrete value, but it is staged by {self._interp.describe()}: "
+            f"{fix}. A staged value stands for any {self.aval.str_short()} value the "
+            f"function may be called with: Python control flow (if/while/and/or, float(), "
+            f"int(), .item(), np.asarray()) cannot depend on it; the ways out: "
+            f"{CONTROL_FLOW_HINT}."
         )
 
     def __getattr__(self, name: str) -> Any:
@@ -179,7 +188,11 @@ class StagedTensor(Tracer):
             namespace = tracer.array_namespace
             if namespace is not None and not name.startswith("_"):
                 return namespace.random.generator_method(self, name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        hint = tracer.THEIR_SPELLINGS.get(name)  # (its property raised and led here)
+        raise AttributeError(
+            f"'{type(self).__name__}' object has no attribute '{name}'"
+            + (f": {hint}." if hint else "")
+        )
 
     def __repr__(self) -> str:
         return f"StagedTensor({self.aval.str_short()}, {self._interp.describe()})"

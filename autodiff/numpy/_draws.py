@@ -46,7 +46,15 @@ from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
 from autodiff.interpreters.staging import StagedTensor, StagingInterpreter, innermost_staging
 from autodiff.rules.elementwise import add, less, multiply, subtract
 
-__all__ = ["GLOBAL_STATE", "RandomPrimitive", "bernoulli", "draw", "normal", "uniform"]
+__all__ = [
+    "GLOBAL_STATE",
+    "RandomPrimitive",
+    "VmappedGenerator",
+    "bernoulli",
+    "draw",
+    "normal",
+    "uniform",
+]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -149,15 +157,33 @@ def _batch_levels(name: str) -> list[BatchInterpreter]:
             continue
         if interp.randomness == "error":
             raise TransformValueError(
-                f"anp.random.{name} was called inside {interp.describe()}, whose "
-                f"randomness is 'error' (the default): it cannot tell whether the "
-                f"examples should get their own draws or share one. Pass "
-                f'randomness="different" (independent draws per example) or '
-                f'randomness="same" (one draw shared by the batch) to that vmap.'
+                f"anp.random.{name} (or a Generator argument's {name}) inside "
+                f"{interp.describe()} with randomness='error' (the default): pass "
+                f'randomness="different" for a draw per example or randomness="same" for '
+                f"one shared draw. vmap cannot tell which is meant."
             )
         if interp.randomness == "different":
             levels.append(interp)
     return levels
+
+
+class VmappedGenerator(np.random.Generator):
+    """A ``numpy.random.Generator`` argument of ``vmap``, as the function sees it: the
+    same stream (the same bit generator), whose draws follow the vmap's ``randomness``
+    like ``anp.random``'s, as a Generator argument of a jitted function does
+    (``random.py`` gives it its draw methods).  A draw's source is the Generator it
+    stands for: the primitive's implementation draws from that one."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        super().__init__(rng.bit_generator)
+        self._rng = rng
+
+    def __repr__(self) -> str:
+        return f"{self._rng!r} (under vmap: its draws follow randomness)"
+
+
+def _drawn_from(source: Any) -> Any:
+    return source._rng if isinstance(source, VmappedGenerator) else source
 
 
 class _GlobalState:
@@ -214,7 +240,7 @@ def random_primitive(name: str) -> RandomPrimitive:
     if prim is None:
         prim = _primitives[name] = RandomPrimitive(
             f"random_{name}",
-            lambda source, *, sample, size, dtype: sample(source, size),
+            lambda source, *, sample, size, dtype: sample(_drawn_from(source), size),
             differentiable=False,
             shape=_draw_shape,
         )

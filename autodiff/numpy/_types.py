@@ -85,7 +85,9 @@ def _numeric_scalar_types() -> dict[str, type]:
     twins: dict[type, type] = {}
     out = {}
     for name in np.__all__:
-        obj = getattr(np, name, None)
+        # (vars, not getattr: NumPy imports a submodule such as numpy.testing or
+        # numpy.f2py when its name is first read, which would cost import autodiff ~0.5 s)
+        obj = vars(np).get(name)
         if not (isinstance(obj, type) and issubclass(obj, np.generic)):
             continue
         try:

@@ -14,8 +14,19 @@ Every public name of ``numpy.random`` exists.  Two ways to draw:
 Inside ``vmap`` every draw follows that vmap's ``randomness``: ``"error"`` (the
 default) raises, ``"same"`` draws once for the whole batch, ``"different"`` gives
 each example its own draws (for one random call per example exactly what a Python
-loop over the batch draws, in order).  ``seed``, ``get_state``, ``default_rng``,
-``Generator`` and the bit generators are NumPy's own.
+loop over the batch draws, in order).  So do the draws of a ``numpy.random.Generator``
+passed to the vmapped function as an argument (``rng.normal(...)``, with ``in_dims=None``
+for it).  ``seed``, ``get_state``, ``default_rng``, ``Generator`` and the bit generators
+are NumPy's own.
+
+**NumPy's own draws that vmap does not see draw once for the whole batch**: a Generator
+the function closes over (``rng.normal()``) and ``np.random.normal()`` give every
+example the same value, whatever ``randomness`` says.  Under ``randomness="error"``
+vmap checks after the call that the generators the function closes over or names (and
+NumPy's global functions its code names) did not draw, and raises if they did; a
+generator reached only through another object's attributes or another module's
+function is not seen.  Write ``anp.random.normal(...)`` for NumPy's global functions,
+and pass a Generator as an argument.
 
 >>> import numpy as np, autodiff.numpy as anp
 >>> from autodiff import vmap
@@ -217,14 +228,34 @@ def generator_method(rng: Any, name: str) -> Any:
     return staged_draw
 
 
+def _vmapped_draw(name: str) -> Callable:
+    def method(self, *args, **kwargs):
+        return generator_method(self._rng, name)(*args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = getattr(np.random.Generator, name).__doc__
+    return method
+
+
+for _name in dir(np.random.Generator):
+    if not _name.startswith("_") and _name not in _NOT_GENERATOR_DRAWS:  # its draws
+        setattr(_draws.VmappedGenerator, _name, _vmapped_draw(_name))
+
+
+def vmapped_generator(rng: np.random.Generator) -> np.random.Generator:
+    """``rng`` as a function under ``vmap`` gets it (``interpreters/batching.py``)."""
+    return rng if isinstance(rng, _draws.VmappedGenerator) else _draws.VmappedGenerator(rng)
+
+
 _plain_normal, _plain_uniform = _legacy("normal"), _legacy("uniform")
 for _name in np.random.__all__:
     if _name not in _NOT_DRAWS:
         globals()[_name] = _legacy(_name)
 
 _own = frozenset(["bernoulli", "normal", "uniform", *(set(np.random.__all__) - _NOT_DRAWS)])
-# generator_method is reached through staged Generators (interpreters/staging.py), not
-# a NumPy name: it is not in __all__.
+# generator_method and vmapped_generator are reached through staged Generators
+# (interpreters/staging.py) and vmap's (interpreters/batching.py), not NumPy names: they
+# are not in __all__.
 # Seeding, state and generator classes: NumPy's own (see autodiff/numpy/_borrow.py).
 _borrowed, __getattr__ = _borrow(globals(), np.random)
 __all__ = sorted(_own | set(_borrowed))

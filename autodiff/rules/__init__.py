@@ -2,6 +2,11 @@
 (implementation + VJP + JVP + batching rule), and the public functions that
 ``autodiff.numpy`` re-exports.  See ``README.md`` in this folder."""
 
+import sys as _sys
+
+import numpy as _np
+
+from autodiff.core import tracer as _tracer
 from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     creation,
     dtypes,
@@ -18,15 +23,21 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     statistics,
 )
 
-try:
-    import scipy.special  # noqa: F401
-except ImportError:  # SciPy is optional; the autodiff.scipy modules say so when imported
-    pass
-else:
-    # registers scipy.special's ufuncs, so that scipy.special.erf(traced) reaches the rules;
-    # scipy_linalg and signal (whose SciPy functions cannot meet a traced value) are
-    # imported with autodiff.scipy.linalg and .signal (scipy.signal takes a second to import)
-    from autodiff.rules import special  # noqa: F401
+
+def _scipy_special_rules(func: object) -> bool:
+    """scipy.special's ufuncs reach their rules (``special.py``) the first time one of
+    them meets a traced value (``scipy.special.erf(x)``): SciPy is imported by the code
+    that calls it, not by ``import autodiff`` (it takes longer than the whole package).
+    ``scipy_linalg`` and ``signal``, whose SciPy functions cannot meet a traced value,
+    are imported with ``autodiff.scipy.linalg`` and ``.signal``."""
+    if "scipy.special" not in _sys.modules or not isinstance(func, _np.ufunc):
+        return False
+    from autodiff.rules import special  # noqa: F401  (registers them)
+
+    return True
+
+
+_tracer.lazy_rules.append(_scipy_special_rules)
 
 # Shape rules for staging, for the primitives no elementwise helper declared.
-from autodiff.rules import _shapes  # noqa: F401
+from autodiff.rules import _shapes  # noqa: E402, F401

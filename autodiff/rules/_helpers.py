@@ -27,6 +27,7 @@ from autodiff.core.arrays import (
 from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import ConcretizationError
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
@@ -344,7 +345,10 @@ def broadcasting(
     (summed back down to the argument's shape).  ``reads`` is the primitive's
     ``vjp_reads`` (what each argument's ``deriv`` reads, for a lean tape).
     ``pairs`` says which arguments interact non-linearly, for Hessian sparsity
-    (``[(0, 1)]`` for ``multiply``, ``()`` for ``add``; None, the default: every pair).
+    (``[(0, 1)]`` for ``multiply``, ``()`` for ``add``; None, the default: every pair);
+    with ``pairs=()`` the function is (piecewise) linear and Taylor mode maps each
+    coefficient through its JVP, else it derives the coefficients from it (a block
+    declares a recurrence where there is one: ``rules/_taylor.py``).
     Returns the primitive and its public function: ``hypot_p, hypot = broadcasting(...)``.
 
     >>> import numpy as np
@@ -360,9 +364,10 @@ def broadcasting(
     if differentiable:
         prim.def_vjp([d and _unbroadcast_vjp(d, i) for i, d in enumerate(derivs)])
         prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
+        prim.def_taylor(linear_taylor(prim) if pairs == () else jvp_taylor(prim))
     prim.def_batch(_broadcasting_batch(prim))
     prim.def_shape(elementwise_shape(prim))
-    prim.lowering = ufunc_lowering(impl)
+    prim.def_lowering(ufunc_lowering(impl))
     prim.def_sparsity(
         elementwise_sparsity(
             [d is not None for d in derivs] + [False] * (nargs - len(derivs)), pairs
@@ -391,7 +396,10 @@ def unary(
     ``reads`` says what the VJP reads: ``(0,)`` for ``x``, ``("ans",)``, both,
     or ``()`` (see ``Primitive``'s ``vjp_reads``).  ``linear=True``: its second
     derivative is zero (``negative``, ``real``; also piecewise, ``abs``), which Hessian
-    sparsity uses.  Returns the primitive and its public function: ``cosh_p, cosh = unary(...)``.
+    sparsity and Taylor mode use (each coefficient mapped by the JVP); otherwise Taylor
+    mode derives the coefficients from ``deriv`` unless the block declares a recurrence
+    (``rules/_taylor.py``).  Returns the primitive and its public function:
+    ``cosh_p, cosh = unary(...)``.
 
     >>> import numpy as np
     >>> from autodiff import grad, vmap
@@ -405,9 +413,12 @@ def unary(
     if differentiable:
         prim.def_vjp([vjp or deriv])
         prim.def_jvp([deriv])
+        taylor = linear_taylor(prim) if linear else jvp_taylor(prim)
+        taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode)
+        prim.def_taylor(taylor)
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
     prim.def_shape(elementwise_shape(prim))
-    prim.lowering = ufunc_lowering(impl)
+    prim.def_lowering(ufunc_lowering(impl))
     prim.def_sparsity(elementwise_sparsity([True], () if linear else None))
     return prim, _public(prim, 1, numpy, _doc(name, numpy, differentiable))
 

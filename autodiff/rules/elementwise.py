@@ -38,10 +38,22 @@ from autodiff.core.arrays import (
 )
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import TransformValueError
 from autodiff.rules._helpers import broadcasting, implements, numpy_impl, unary
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
+from autodiff.rules._taylor import (
+    by_recurrence,
+    exp_like,
+    log_like,
+    quotient,
+    reciprocal_like,
+    riccati,
+    sine_like,
+    sqrt_like,
+    square_like,
+)
 
 __all__ = [
     # arithmetic
@@ -107,6 +119,7 @@ multiply_p, multiply = broadcasting(
     reads=[(1,), (0,)],
     pairs=[(0, 1)],
 )
+multiply_p.def_taylor(multilinear_taylor(multiply_p))
 divide_p, divide = broadcasting(
     "divide",
     np.divide,
@@ -116,6 +129,7 @@ divide_p, divide = broadcasting(
     reads=[(1,), (1, "ans")],
     pairs=[(0, 1), (1, 1)],
 )
+divide_p.def_taylor(quotient(divide))
 true_divide = divide
 negative_p, negative = unary(
     "negative", np.negative, lambda g, a, x: -g, numpy=[np.negative], reads=(), linear=True
@@ -126,10 +140,13 @@ positive_p, positive = unary(
 reciprocal_p, reciprocal = unary(
     "reciprocal", np.reciprocal, lambda g, a, x: -g * a * a, numpy=[np.reciprocal]
 )
+reciprocal_p.def_taylor(by_recurrence(reciprocal, reciprocal_like))
 square_p, square = unary(
     "square", np.square, lambda g, a, x: g * (2 * x), numpy=[np.square], reads=(0,)
 )
+square_p.def_taylor(by_recurrence(square, square_like))
 sqrt_p, sqrt = unary("sqrt", np.sqrt, lambda g, a, x: g / (2 * a), numpy=[np.sqrt], reads=("ans",))
+sqrt_p.def_taylor(by_recurrence(sqrt, sqrt_like))
 cbrt_p, cbrt = unary("cbrt", np.cbrt, lambda g, a, x: g / (3 * a * a), numpy=[np.cbrt])
 
 
@@ -206,12 +223,19 @@ fabs_p, fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fab
 # --- exponentials and logarithms ----------------------------------------------------------
 _LN2, _LN10 = math.log(2), math.log(10)  # Python floats: they keep float32 float32
 exp_p, exp = unary("exp", np.exp, lambda g, a, x: g * a, numpy=[np.exp], reads=("ans",))
+exp_p.def_taylor(by_recurrence(exp, exp_like()))
 exp2_p, exp2 = unary("exp2", np.exp2, lambda g, a, x: g * (a * _LN2), numpy=[np.exp2])
+exp2_p.def_taylor(by_recurrence(exp2, exp_like(scale=_LN2)))
 expm1_p, expm1 = unary("expm1", np.expm1, lambda g, a, x: g * (a + 1), numpy=[np.expm1])
+expm1_p.def_taylor(by_recurrence(expm1, exp_like(shift=1)))
 log_p, log = unary("log", np.log, lambda g, a, x: g / x, numpy=[np.log], reads=(0,))
+log_p.def_taylor(by_recurrence(log, log_like()))
 log2_p, log2 = unary("log2", np.log2, lambda g, a, x: g / (x * _LN2), numpy=[np.log2])
+log2_p.def_taylor(by_recurrence(log2, log_like(scale=_LN2)))
 log10_p, log10 = unary("log10", np.log10, lambda g, a, x: g / (x * _LN10), numpy=[np.log10])
+log10_p.def_taylor(by_recurrence(log10, log_like(scale=_LN10)))
 log1p_p, log1p = unary("log1p", np.log1p, lambda g, a, x: g / (1 + x), numpy=[np.log1p])
+log1p_p.def_taylor(by_recurrence(log1p, log_like(lambda x0: 1 + x0)))
 logaddexp_p, logaddexp = broadcasting(
     "logaddexp",
     np.logaddexp,
@@ -229,8 +253,11 @@ logaddexp2_p, logaddexp2 = broadcasting(
 
 # --- trigonometric and hyperbolic ----------------------------------------------------------
 sin_p, sin = unary("sin", np.sin, lambda g, a, x: g * cos(x), numpy=[np.sin], reads=(0,))
+sin_p.def_taylor(by_recurrence(sin, sine_like(lambda x0: cos(x0), -1)))
 cos_p, cos = unary("cos", np.cos, lambda g, a, x: -g * sin(x), numpy=[np.cos], reads=(0,))
+cos_p.def_taylor(by_recurrence(cos, sine_like(sin, -1, cosine=True)))
 tan_p, tan = unary("tan", np.tan, lambda g, a, x: g * (1 + a * a), numpy=[np.tan])
+tan_p.def_taylor(by_recurrence(tan, riccati(1)))
 arcsin_p, arcsin = unary(
     "arcsin", np.arcsin, lambda g, a, x: g / sqrt(1 - x * x), numpy=[np.arcsin]
 )
@@ -249,7 +276,9 @@ hypot_p, hypot = broadcasting(
     "hypot", np.hypot, lambda g, a, x, y: g * x / a, lambda g, a, x, y: g * y / a, numpy=[np.hypot]
 )
 sinh_p, sinh = unary("sinh", np.sinh, lambda g, a, x: g * cosh(x), numpy=[np.sinh])
+sinh_p.def_taylor(by_recurrence(sinh, sine_like(lambda x0: cosh(x0), 1)))
 cosh_p, cosh = unary("cosh", np.cosh, lambda g, a, x: g * sinh(x), numpy=[np.cosh])
+cosh_p.def_taylor(by_recurrence(cosh, sine_like(sinh, 1, cosine=True)))
 
 
 def _tanh_deriv(g, ans, x):
@@ -271,6 +300,7 @@ _LARGE = 1 << 18  # bytes: NumPy's own threshold for reusing a temporary's buffe
 
 
 tanh_p, tanh = unary("tanh", np.tanh, _tanh_deriv, numpy=[np.tanh], reads=("ans",))
+tanh_p.def_taylor(by_recurrence(tanh, riccati(-1)))
 
 arcsinh_p, arcsinh = unary(
     "arcsinh", np.arcsinh, lambda g, a, x: g / sqrt(x * x + 1), numpy=[np.arcsinh]
@@ -348,8 +378,9 @@ def _i1_deriv(g, ans, x):
     return g * where(at_zero, 0.5, i0(x) - ans / safe)
 
 
-_i1_p, _i1 = unary("i1", _i1_impl, _i1_deriv)
-i0_p, _i0 = unary("i0", numpy_impl(np.i0), lambda g, a, x: g * _i1(x), reads=(0,))
+# Named apart from SciPy's i0 and i1 (rules/special.py), which are primitives too.
+_i1_p, _i1 = unary("numpy_i1", _i1_impl, _i1_deriv)
+i0_p, _i0 = unary("numpy_i0", numpy_impl(np.i0), lambda g, a, x: g * _i1(x), reads=(0,))
 
 
 @implements(i0_p, np.i0)
@@ -738,7 +769,6 @@ right_shift_p, right_shift = _nondiff("right_shift", np.right_shift, 2, np.right
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 bitwise_count_p, bitwise_count = _nondiff("bitwise_count", np.bitwise_count, 1, np.bitwise_count)
 
-
 # The array API standard's names for functions above (in NumPy 2 the same ufuncs).
 acos, asin, atan, atan2 = arccos, arcsin, arctan, arctan2
 acosh, asinh, atanh, pow = arccosh, arcsinh, arctanh, power
@@ -976,6 +1006,11 @@ def cast(x, dtype, casting, name):
             f"the rule {casting!r}"
         )
     return astype(x, dtype)
+
+
+# Taylor mode: casts between floating types, nan_to_num and real_if_close are linear.
+for _p in (astype_p, _nan_to_num_p, real_if_p):
+    _p.def_taylor(linear_taylor(_p))
 
 
 # Rules here call reductions and shape primitives, which import these helpers.

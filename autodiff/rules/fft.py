@@ -38,6 +38,7 @@ import numpy as np
 from autodiff.core.arrays import array_like, is_complex, ndim_of, normalize_axes, shape_of
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements
 from autodiff.rules._sparsity import along_axes, moves
@@ -601,3 +602,8 @@ def rfftfreq(n, d=1.0, device=None):
     [0.0, 0.5, 1.0]
     """
     return _bins(n, d, device, (0, n // 2 + 1))
+
+
+# Taylor mode: Fourier transforms, their resizing and shifts are linear.
+for _p in (fft_c2c_p, fft_resize_p, rfft_p, irfft_p, fftshift_p):
+    _p.def_taylor(linear_taylor(_p))

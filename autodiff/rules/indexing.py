@@ -31,6 +31,7 @@ from autodiff.core.arrays import (
 from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity
 from autodiff.core.lowering import Emitter, NotLowered, View
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor
 from autodiff.core.tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
 from autodiff.errors import ConcretizationError
 from autodiff.rules._helpers import bring_to_front, implements, move_to_front, to_front_padded
@@ -1318,6 +1319,14 @@ def extract(condition, arr, *, size=None, fill_value=0):
         return take(_shp.ravel(arr), np.flatnonzero(flags))
     positions, valid = first_true(_elt.not_equal(_shp.ravel(condition), 0), size)
     return _fill(take(_shp.ravel(arr), positions), valid, fill_value)
+
+
+# Taylor mode: reading, writing and adding elements is linear in the data, and the
+# choosers (index_min, index_max) are piecewise linear; index_mul multiplies by 1 where
+# nothing is written, so its coefficients come from its JVP.
+for _p in (getitem_p, index_set_p, index_add_p, untake_p, index_min_p, index_max_p):
+    _p.def_taylor(linear_taylor(_p))
+index_mul_p.def_taylor(jvp_taylor(index_mul_p))
 
 
 from autodiff.rules import creation as _cre  # noqa: E402

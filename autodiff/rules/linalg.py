@@ -67,6 +67,7 @@ from autodiff.core.arrays import (
 )
 from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.rules._helpers import (
     implements,
@@ -1653,6 +1654,13 @@ def roots(p):
     if ndim_of(p) != 1:
         raise ValueError("Input must be a rank-1 array.")
     return roots_p.bind(p)
+
+
+# Taylor mode: the coefficients of matrix functions come from their JVP rules (written
+# with primitives, so Taylor mode pushes them through order K-1: exact).
+for _p in (solve_p, inv_p, det_p, slogdet_p, cholesky_p, eigh_p, eigvalsh_p, eig_p, eigvals_p,
+           svd_p, svdvals_p, qr_p, pinv_p, lstsq_residuals_p, norm_root_p, roots_p):  # fmt: skip
+    _p.def_taylor(jvp_taylor(_p))
 
 
 # Rules call primitives of the other families, which are complete by the time they run.

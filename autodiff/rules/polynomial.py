@@ -29,6 +29,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from autodiff.core.arrays import array_library, array_like, dtype_of, is_complex, ndim_of, shape_of
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import multilinear_taylor
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import ConcretizationError
 from autodiff.rules._helpers import implements, to_front_padded, unbroadcast
@@ -608,6 +609,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         # From the nearer end of the segment: exact at every sample point, as NumPy is.
         inside = _elt.where(_elt.greater_equal(x, x1), slope * (x - x1) + f1, slope * (x - x0) + f0)
     return _elt.where(_elt.less(x, xp[0]), left, _elt.where(_elt.greater(x, xp[-1]), right, inside))
+
+
+# Taylor mode: a correlation is (real-)bilinear (Leibniz's rule through it).
+correlate_p.def_taylor(multilinear_taylor(correlate_p))
 
 
 # The rules above call these families, which import the helpers first.

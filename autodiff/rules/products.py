@@ -25,6 +25,7 @@ from autodiff.core.arrays import dtype_of, eye_like, ndim_of, normalize_axes, sh
 from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import multilinear_taylor
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
 from autodiff.rules._sparsity import contraction, shape_of_operand
@@ -654,6 +655,11 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     else:
         out = cross_p.bind(a, b)
     return _shp.moveaxis(out, -1, normalize_axes(axisc, ndim_of(out))[0])
+
+
+# Taylor mode: products are multilinear, so Leibniz's rule through the product itself.
+for _p in (matmul_p, einsum_p, cross_p):
+    _p.def_taylor(multilinear_taylor(_p))
 
 
 from autodiff.rules import elementwise as _elt  # noqa: E402

@@ -23,6 +23,7 @@ from autodiff.core.arrays import dtype_of, is_complex, ndim_of, normalize_axes, 
 from autodiff.core.lowering import Reduction
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor
 from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import implements, move_to_front
 from autodiff.rules._sparsity import reduction, running
@@ -796,6 +797,13 @@ register_numpy((np.add, "accumulate"))(_ufunc_accumulate(cumsum))
 register_numpy((np.multiply, "accumulate"))(_ufunc_accumulate(cumprod))
 register_numpy((np.maximum, "accumulate"))(_cumulative_extreme(lambda x, y: _elt.maximum(x, y)))
 register_numpy((np.minimum, "accumulate"))(_cumulative_extreme(lambda x, y: _elt.minimum(x, y)))
+
+
+# Taylor mode: sums and running sums are linear, max and min piecewise linear; a
+# product's coefficients come from its JVP.
+for _p in (sum_p, max_p, min_p, cumsum_p):
+    _p.def_taylor(linear_taylor(_p))
+prod_p.def_taylor(jvp_taylor(prod_p))
 
 
 # Rules here call shape and elementwise primitives, which import these helpers.

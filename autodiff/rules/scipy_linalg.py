@@ -35,6 +35,7 @@ import scipy.linalg as _sl
 
 from autodiff.core.arrays import array_like, dtype_of, eye_like, is_complex, ndim_of, shape_of
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import indexing as _idx
@@ -468,3 +469,8 @@ def block_diag(*arrs):
         rows.append(_shp.pad(x, ((0, 0), (left, total - left - width))))
         left += width
     return _shp.concatenate(rows, axis=0)
+
+
+# Taylor mode: as for linalg.py's matrix functions, from the JVP rules.
+for _p in (solve_triangular_p, lu_factor_p, expm_p, sqrtm_p):
+    _p.def_taylor(jvp_taylor(_p))

@@ -22,6 +22,7 @@ import numpy as np
 from autodiff.core.arrays import array_like, ndim_of, normalize_axes, shape_of
 from autodiff.core.lowering import Emitter, NotLowered, View
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.rules._helpers import (
     bring_to_front,
@@ -1165,6 +1166,12 @@ def size(a, axis=None):
     """Like numpy.size; for a traced value, its logical number of elements."""
     s = shape_of(a)
     return math.prod(s) if axis is None else s[axis]
+
+
+# Taylor mode: moving elements is linear, so each coefficient moves alike (the JVP).
+for _p in (reshape_p, transpose_p, broadcast_to_p, expand_dims_p, squeeze_p, concatenate_p,
+           stack_p, pad_p, roll_p):  # fmt: skip
+    _p.def_taylor(linear_taylor(_p))
 
 
 # Slicing cotangents needs the indexing primitives, which are built on these.

@@ -24,6 +24,7 @@ import scipy.signal as _ss
 
 from autodiff.core.arrays import is_complex, ndim_of, shape_of
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import multilinear_taylor
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import implements, move_to_front, unbroadcast
@@ -192,3 +193,7 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     a, b = (_shp.transpose(x, order) for x in (in1, in2))
     out = convolve_p.bind(a, b, mode=mode, nbatch=len(others))
     return _shp.transpose(out, [int(i) for i in np.argsort(order)])
+
+
+# Taylor mode: a convolution is bilinear (Leibniz's rule through it).
+convolve_p.def_taylor(multilinear_taylor(convolve_p))

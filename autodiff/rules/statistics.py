@@ -47,6 +47,7 @@ from autodiff.core.arrays import (
 )
 from autodiff.core.numpy_args import reads_its_lists, warn_caller
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import ConcretizationError
 from autodiff.rules._helpers import bring_to_front, implements
@@ -878,6 +879,10 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     if is_complex(c):
         return _elt.clip(_elt.real(c), -1, 1) + 1j * _elt.clip(_elt.imag(c), -1, 1)
     return _elt.clip(c, -1, 1)
+
+
+# Taylor mode: a weighted count is linear in the weights.
+weighted_bincount_p.def_taylor(linear_taylor(weighted_bincount_p))
 
 
 # Rules here call shape, indexing and elementwise primitives, which import these helpers.

@@ -51,6 +51,7 @@ from autodiff.core.args import at_positions  # noqa: E402
 from autodiff.core.arrays import shape_of  # noqa: E402
 from autodiff.core.graph import aval_of  # noqa: E402
 from autodiff.core.primitive import Primitive  # noqa: E402
+from autodiff.core.rule_forms import jvp_taylor  # noqa: E402
 from autodiff.core.tracer import Tracer  # noqa: E402
 from autodiff.errors import ConcretizationError, TransformTypeError  # noqa: E402
 from autodiff.interpreters.batching import vmap  # noqa: E402
@@ -140,6 +141,10 @@ def _odeint_primitive(fn: Callable, options: dict, staged: bool = False) -> Prim
         f"odeint({getattr(fn, '__name__', 'func')})",
         scipy_impl(_si.odeint, lambda y0, t, *args: _solve(fn, options, staged, y0, t, *args)),
     )
+
+    # Taylor mode from the forward sensitivities, pushed through to order K-1 (each order
+    # one more augmented system)
+    prim.def_taylor(jvp_taylor(prim))
 
     def solve(y0, t, *args, rhs=fn):
         return _odeint_primitive(rhs, options, staged=rhs is not fn).bind(y0, t, *args)
@@ -241,7 +246,9 @@ def _odeint_primitive(fn: Callable, options: dict, staged: bool = False) -> Prim
             outs.append(y0)
         return anp.stack(outs, axis=1), 0
 
-    prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_batch(batch_rule)
     return prim
 
 

@@ -13,7 +13,7 @@ raise ``AssertionError`` with the offending numbers.
 >>> check_grads(np.sin, (np.array([0.1, 0.2]),), order=2)
 >>> check_vmap(lambda x: x.sum(), 0, (np.ones((3, 2)),))
 >>> check_primitive(anp.sin.primitive, (np.array([0.1, 0.2]),)).checks_run
-['forward', 'VJP', 'JVP', 'VJP vs JVP', 'second order', 'batching']
+['forward', 'VJP', 'JVP', 'VJP vs JVP', 'second order', 'batching', 'Taylor']
 """
 
 from autodiff.testing.check_primitive import PrimitiveReport, check_primitive

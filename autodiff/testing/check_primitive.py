@@ -16,6 +16,7 @@ from autodiff.core.graph import aval_of
 from autodiff.core.primitive import Primitive
 from autodiff.errors import TransformTypeError
 from autodiff.interpreters.tape import keep_residuals
+from autodiff.interpreters.taylor import taylor_from_jvp
 from autodiff.testing.checkers import check_grads, precision
 
 __all__ = ["PrimitiveReport", "check_primitive"]
@@ -327,6 +328,56 @@ def _check_second_order(s: _Sample, args: list, diff: list) -> None:
     s.report.ran("second order")
 
 
+def _check_taylor(s: _Sample, args: list, outs: list, order: int = 3) -> None:
+    """The Taylor rule against the coefficients derived from the JVP rule (Taylor mode's
+    fallback: the JVP rule pushed through order K-1), on random series of every
+    floating-point argument: each coefficient's shape, dtype and value."""
+    prim = s.prim
+    diff = [i for i, a in enumerate(args) if a.dtype.kind in "fc"]
+    if not diff or not all(np.isfinite(args[i]).all() for i in diff):
+        return
+    rng = np.random.default_rng(s.index)
+    series = tuple(
+        tuple(_random_like(a, rng) for _ in range(order)) if i in diff else (None,) * order
+        for i, a in enumerate(args)
+    )
+    _, got = s.call("Taylor rule", prim.taylor, tuple(args), series, **s.params)
+    _, want = s.call("Taylor mode of the JVP rule", taylor_from_jvp, prim, tuple(args), series,
+                     dict(s.params))  # fmt: skip
+    got, want = (got, want) if prim.multiple_results else ((got,), (want,))
+    if len(got) != len(outs):
+        raise s.error(f"Taylor rule returned series for {len(got)} outputs, impl has {len(outs)}")
+    for n, (g_series, w_series, out) in enumerate(zip(got, want, outs)):
+        name = f"output {n}" if prim.multiple_results else "output"
+        g_series = [None] * order if g_series is None else list(g_series)
+        w_series = [None] * order if w_series is None else list(w_series)
+        if len(g_series) != order:
+            raise s.error(f"Taylor rule returned {len(g_series)} coefficients of {name}, "
+                          f"not {order}")  # fmt: skip
+        for k, (g, w) in enumerate(zip(g_series, w_series), start=1):
+            s.check_like("Taylor rule", g, out, f"coefficient {k} of {name}", exact=True)
+            g = np.zeros_like(out) if g is None else np.asarray(g)
+            w = np.zeros_like(out) if w is None else np.asarray(w)
+            size = np.where(np.isfinite(w), np.abs(w), 0.0)
+            tol = s.rtol * (size + np.max(size, initial=0.0)) + s.atol
+            at = [f"{name}{_index(j, out.shape)}" for j in range(out.size)]
+            text = (f"Taylor rule wrong at coefficient {k} of {{at}}: the rule gives {{got}}, "
+                    f"the JVP rule pushed through Taylor mode gives {{want}}")  # fmt: skip
+            s.compare("Taylor", g, w, tol, at, text)
+
+
+def _own_taylor_rule(prim: Primitive) -> bool:
+    """A Taylor rule given, not derived from the JVP rule (``rule_forms.jvp_taylor``)."""
+    return prim.taylor is not None and getattr(prim.taylor, "form", None) != "jvp"
+
+
+def _random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    out = rng.standard_normal(a.shape)
+    if a.dtype.kind == "c":
+        out = out + 1j * rng.standard_normal(a.shape)
+    return out.astype(a.dtype)
+
+
 def _example(a: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """Example ``k`` of a batch built from the sample ``a`` (example 0 is ``a``):
     floats scaled by 1 + 0.05 k and each element by its own factor in [0.9, 1.1]
@@ -449,6 +500,10 @@ def check_primitive(
     element by its own factor in [0.9, 1.1], so that examples differ by more
     than a scale; other arrays shuffled), against a loop of ``impl`` (to
     ``rtol / 1000``): outputs, their number, shapes, dtypes and values.
+    Taylor: a Taylor rule (``prim.taylor``, not derived from the JVP rule) against the
+    coefficients Taylor mode derives from the JVP rule, to order 3 on random series of
+    every floating-point argument: shapes, dtypes and values (within ``rtol`` of the
+    largest coefficient, plus ``atol``).
 
     Primitives with ``differentiable=False`` only get the forward and batching
     checks.  A missing rule is listed in the report's ``missing``, not an error;
@@ -485,6 +540,9 @@ def check_primitive(
         report.derived.append(f"{derived} rule (the transpose of the {given} rule)")
     if prim.batch is None:
         report.missing.append("batching rule (transforms loop over the batch)")
+    has_derivative = prim.vjp is not None or prim.jvp is not None
+    if prim.differentiable and has_derivative and not _own_taylor_rule(prim):
+        report.derived.append("Taylor rule (from the JVP rule)")
     for index, sample in enumerate(samples):
         args = [np.asarray(a) for a in sample]
         single = precision(args) > 1e-10
@@ -504,4 +562,6 @@ def check_primitive(
             _check_derivatives(s, args, ans, outs)
         if prim.batch is not None:
             _check_batching(s, args)
+        if prim.differentiable and _own_taylor_rule(prim):
+            _check_taylor(s, args, outs)
     return report

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +21,7 @@ import optree
 from autodiff.core.args import at_positions, check_callable, is_array
 from autodiff.core.graph import aval_of
 from autodiff.core.primitive import Primitive, current_interpreters
+from autodiff.core.reach import refers_to
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
 from autodiff.interpreters.batching import vmap
@@ -29,6 +29,7 @@ from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import vjp
 from autodiff.interpreters.sparsity import through_impl
 from autodiff.interpreters.staging import graph_function, innermost_staging, traced_impl
+from autodiff.interpreters.taylor import push_series
 
 __all__ = ["checkpoint"]
 
@@ -67,8 +68,17 @@ def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
 
     prim = CheckpointPrimitive(f"checkpoint({name})", fn, multiple_results=True, traceable=True)
     prim.base_name = name
-    prim.vjp, prim.jvp, prim.batch = vjp_rule, jvp_rule, batch_rule
-    prim.sparsity = through_impl(prim)  # its derivative is its implementation's
+
+    def taylor_rule(primals, series):  # its function's, pushed through (no recomputation)
+        order = len(series[0])
+        outs, coefficients = push_series(fn, primals, series, order)
+        return tuple(outs), tuple([None] * order if c is None else c for c in coefficients)
+
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_batch(batch_rule)
+    prim.def_taylor(taylor_rule)
+    prim.def_sparsity(through_impl(prim))  # its derivative is its implementation's
     return prim
 
 
@@ -92,33 +102,7 @@ def _reaches_tracer(obj: Any, depth: int = 4) -> bool:
     is one more run of its Python code)."""
     if isinstance(obj, Tracer):
         return True
-    if depth == 0 or isinstance(obj, (str, bytes, int, float, complex, np.ndarray, type)):
-        return False
-    parts: Any = ()
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        parts = obj
-    elif isinstance(obj, dict):
-        parts = obj.values()
-    elif isinstance(obj, functools.partial):
-        parts = (obj.func, *obj.args, *obj.keywords.values())
-    elif isinstance(obj, types.MethodType):
-        parts = (obj.__func__, obj.__self__)
-    elif isinstance(obj, types.FunctionType):
-        cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
-        named = [obj.__globals__[n] for n in obj.__code__.co_names if n in obj.__globals__]
-        parts = (*cells, *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
-                 *(v for v in named if not isinstance(v, types.ModuleType)))  # fmt: skip
-    elif not isinstance(obj, types.ModuleType) and hasattr(obj, "__dict__"):
-        parts = vars(obj).values()
-    return any(_reaches_tracer(part, depth - 1) for part in parts)
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018  (an empty cell raises)
-    except ValueError:
-        return False
-    return True
+    return depth > 0 and any(_reaches_tracer(part, depth - 1) for part in refers_to(obj))
 
 
 def checkpoint(func: Callable) -> Callable:

@@ -29,7 +29,13 @@ import numpy as np
 
 from autodiff.core.index_sets import IndexSets, cross_pairs
 
-__all__ = ["column_coloring", "row_coloring", "star_coloring", "star_recovery"]
+__all__ = [
+    "column_coloring",
+    "diagonal_coloring",
+    "row_coloring",
+    "star_coloring",
+    "star_recovery",
+]
 
 
 def _adjacency(rows: IndexSets, n: int) -> list[list[int]]:
@@ -162,6 +168,24 @@ def column_coloring(pattern: IndexSets, n_cols: int) -> np.ndarray:
     adj = _adjacency(pattern, n_cols)
     bound = int(pattern.lengths.max(initial=0))  # a row's columns all differ
     return _best(adj, _greedy, bound, _dsatur)
+
+
+def diagonal_coloring(pattern: IndexSets) -> np.ndarray:
+    """A colour per index of a symmetric pattern (``pattern``: each index's neighbours,
+    itself allowed) such that no two neighbours share one: a proper (distance-1)
+    colouring of its graph.  Seeded together, one colour's unit vectors give that
+    colour's diagonal entries unmixed: a Hessian-vector product along their sum holds
+    each (the diagonal), a second directional derivative along it is their sum (the
+    trace), which is what ``hessian_diag`` and ``laplacian`` with ``method="sparse"`` use.
+
+    >>> tridiagonal = IndexSets.from_pairs(np.array([0, 0, 1, 1, 1, 2, 2]),
+    ...                                    np.array([0, 1, 0, 1, 2, 1, 2]), 3)
+    >>> diagonal_coloring(tridiagonal).tolist()
+    [0, 1, 0]
+    """
+    indices, bounds = pattern.indices.tolist(), pattern.indptr.tolist()
+    adj = [[j for j in indices[bounds[k] : bounds[k + 1]] if j != k] for k in range(pattern.size)]
+    return _best(adj, _greedy, 1 if pattern.size else 0, _dsatur)
 
 
 def row_coloring(pattern: IndexSets, n_cols: int) -> np.ndarray:

@@ -22,6 +22,7 @@ import optree
 from autodiff.core.args import check_callable
 from autodiff.core.arrays import batch_size_of
 from autodiff.core.primitive import Primitive, process
+from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import vmap
@@ -174,11 +175,14 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
                 )
         return [cts_in[i] for i in argnums]
 
-    prim.vjp = vjp_rule
-    prim.jvp = jvp_from_vjp(vjp_rule)
-    prim.batch = _batched(
-        lambda: _make_custom_vjp_primitive(
-            name, vmap(fun), vmap(fwd), vmap(lambda res, cts: bwd(res, cts))
+    prim.def_vjp(vjp_rule, packed=True)
+    prim.def_jvp(jvp_from_vjp(vjp_rule), packed=True)
+    prim.def_taylor(jvp_taylor(prim))  # through bwd's transpose: the custom rule, respected
+    prim.def_batch(
+        _batched(
+            lambda: _make_custom_vjp_primitive(
+                name, vmap(fun), vmap(fwd), vmap(lambda res, cts: bwd(res, cts))
+            )
         )
     )
     return prim
@@ -322,9 +326,10 @@ def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> P
         tangents = tuple(np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals))
         return jvp_fun(primals, tangents)
 
-    prim.jvp = jvp_rule
-    prim.vjp = vjp_from_jvp(jvp_rule)
-    prim.batch = _batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun)))
+    prim.def_jvp(jvp_rule, packed=True)
+    prim.def_vjp(vjp_from_jvp(jvp_rule), packed=True)
+    prim.def_taylor(jvp_taylor(prim))  # Taylor mode through the custom rule (JAX ignores it)
+    prim.def_batch(_batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun))))
     return prim
 
 

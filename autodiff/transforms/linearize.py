@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.core.args import as_output, as_tangent, check_callable, leaf_paths
+from autodiff.core.args import (
+    as_output,
+    as_tangent,
+    check_callable,
+    leaf_paths,
+    numbers_for_array,
+)
 from autodiff.errors import TransformValueError
 from autodiff.interpreters.reverse import _vjp
 from autodiff.interpreters.tape import Node, reachable
@@ -46,8 +52,10 @@ def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
     def jvp_fn(*tangents: Any) -> Any:
         flat, tree = optree.tree_flatten(tangents)
         if tree != in_tree:
+            listed = numbers_for_array(tangents, in_tree, "linearize's jvp_fn: tangent")
             raise TransformValueError(
-                f"linearize's jvp_fn: tangents must be structured like the primals "
+                (f"{listed} " if listed else "")
+                + f"linearize's jvp_fn: tangents must be structured like the primals "
                 f"({in_tree}), got {tree}; pass one tangent per primal."
             )
         for i, (t, primal, path) in enumerate(zip(flat, vjp_fn._in_values, paths)):

@@ -31,6 +31,7 @@ from autodiff.core.args import check_callable, check_flag
 from autodiff.core.arrays import batch_size_of, dtype_of
 from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.primitive import Primitive
+from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.forward import jvp
@@ -174,9 +175,11 @@ linear_solve_p = Primitive(
     multiple_results=True,
     shape=lambda *avals, n_b, **params: tuple(avals[:n_b]),
 )
-linear_solve_p.jvp = _linear_solve_jvp
-linear_solve_p.vjp = _linear_solve_vjp
+linear_solve_p.def_jvp(_linear_solve_jvp, packed=True)
+linear_solve_p.def_vjp(_linear_solve_vjp, packed=True)
 linear_solve_p.def_batch(_loop_batch(linear_solve_p))
+# Taylor mode through the implicit function theorem's JVP (the solver is never differentiated)
+linear_solve_p.def_taylor(jvp_taylor(linear_solve_p))
 
 
 def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
@@ -297,7 +300,8 @@ root_p = Primitive(
         else tuple(avals[:n_x])
     ),
 )
-root_p.jvp = _root_jvp
+root_p.def_jvp(_root_jvp, packed=True)
+root_p.def_taylor(jvp_taylor(root_p))
 
 
 def _root_vjp(cts, ans, primals, params, argnums):
@@ -337,7 +341,7 @@ def _pulled_back(call: Callable, at: Any, p: Sequence, wanted: list, ct: Sequenc
     return dict(zip(wanted, pull(tuple(-c for c in ct))))
 
 
-root_p.vjp = _root_vjp
+root_p.def_vjp(_root_vjp, packed=True)
 root_p.def_batch(_loop_batch(root_p))
 
 

@@ -151,6 +151,13 @@ class SparseMatrix(NamedTuple):
         return out
 
 
+# The fields' own documentation (a NamedTuple's would read "Alias for field number 0").
+SparseMatrix.data.__doc__ = "The stored values, one per (row, col) pair (an array, maybe traced)."
+SparseMatrix.row.__doc__ = "The row of each stored value (an integer array)."
+SparseMatrix.col.__doc__ = "The column of each stored value (an integer array)."
+SparseMatrix.shape.__doc__ = "The matrix's shape, ``(rows, columns)``."
+
+
 class Detection(NamedTuple):
     """What detection found for one input signature: the pattern, how the differentiated
     inputs and the outputs are laid out (leaf shapes, pytree structures)."""

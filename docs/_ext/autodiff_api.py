@@ -327,7 +327,11 @@ def _signature(fn: Any) -> str:
 def process_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list):
     """autodoc-process-docstring: a docstring that ends with NumPy's documentation of the
     function it wraps (``anp.random``'s legacy draws) stops where NumPy's begins, and a
-    namespace function's rules follow its docstring."""
+    namespace function's rules follow its docstring.  A namedtuple field left with
+    Python's own docstring ("Alias for field number 0") is a warning: say what it holds."""
+    if len(lines) == 1 and lines[0].startswith("Alias for field number"):
+        logger.warning(f"{name}: a namedtuple field without a docstring of its own (set "
+                       f"its __doc__ next to the class)")  # fmt: skip
     wrapped = getattr(obj, "__wrapped__", None)
     theirs = inspect.getdoc(wrapped) if wrapped is not None and not _ours(wrapped) else None
     if theirs:

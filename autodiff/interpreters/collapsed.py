@@ -1,0 +1,155 @@
+"""Collapsed Taylor mode (Dangel et al. 2025), the forward Laplacian (Li et al. 2024) with
+it: ``push_collapsed`` and ``Collapse``, a mode of ``JetInterpreter``.
+
+For a sum over directions ``v_r`` of K-th directional derivatives (a Laplacian: K = 2,
+``v_r`` the unit vectors), coefficients 1..K-1 differ per direction, but the K-th enters
+each primitive's K-th coefficient linearly, through the JVP at the primal point:
+``y_K = f'(x0) x_K + g(x0, x_1..x_(K-1))``.  So only the weighted sum over directions of
+``y_K`` is carried.  A ``vmap`` over the directions batches the lower coefficients; each
+primitive's rule runs on them with ``x_K = 0``, and the ``g`` it gives is summed over
+the directions at once, by unwrapping that ``vmap``'s tracers; the JVP maps the carried
+sum.  Elementwise functions go by composition with their own Taylor coefficients
+(``_elementwise``): for a Laplacian, two batched operations per function.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from autodiff.core.arrays import shape_of
+from autodiff.core.primitive import Primitive, current_interpreters, new_interpreter, owned
+from autodiff.core.tracer import Tracer
+from autodiff.errors import TransformValueError
+from autodiff.interpreters.batching import vmap
+from autodiff.interpreters.taylor import JetInterpreter, JetTensor, is_zero, taylor_rule, wrap
+from autodiff.rules.creation import ones_like as _ones_like
+from autodiff.rules.reductions import sum as _sum
+from autodiff.rules.shape import reshape as _reshape
+
+__all__ = ["Collapse", "push_collapsed"]
+
+
+class Collapse:
+    """What makes a ``JetInterpreter`` collapsed: the ``vmap`` over the directions
+    (``directions``, its interpreter) and their weights (None: 1)."""
+
+    __slots__ = ("directions", "weights")
+
+    def __init__(self, directions: Any, weights: Any = None) -> None:
+        self.directions, self.weights = directions, weights
+
+    def push(self, interp: JetInterpreter, prim: Primitive, primals: tuple, series: tuple,
+             params: dict) -> Any:  # fmt: skip
+        """``prim`` on jets whose lower coefficients are batched by the directions."""
+        lower = tuple((*s[:-1], None) for s in series)
+        tops = tuple(s[-1] for s in series)
+        if all(is_zero(s) for s in lower):
+            ans, out = prim.bind(*primals, **params), None
+        else:
+            rule = taylor_rule(prim)
+            if getattr(rule, "elementwise", False) and len(primals) == 1:
+                return self._elementwise(interp, rule, primals[0], series[0], params)
+            ans, out = rule(primals, lower, **params)
+        outs = ans if prim.multiple_results else (ans,)
+        if out is None:
+            out = tuple([None] * interp.order for _ in outs)
+        elif not prim.multiple_results:
+            out = (out,)
+        moved = None
+        if any(t is not None for t in tops):
+            moved = prim.jvp_rule()(tops, ans, primals, params)
+            moved = moved if prim.multiple_results else (moved,)
+        wrapped = []
+        for j, (a, coefficients) in enumerate(zip(outs, out)):
+            coefficients = list(coefficients or [None] * interp.order)
+            top = self.summed(coefficients[-1])
+            if moved is not None and moved[j] is not None:
+                top = moved[j] if top is None else top + moved[j]
+            coefficients[-1] = top
+            wrapped.append(wrap(interp, a, coefficients))
+        return tuple(wrapped) if prim.multiple_results else wrapped[0]
+
+    def _elementwise(self, interp: JetInterpreter, rule: Callable, x0: Any, series: tuple,
+                     params: dict) -> Any:  # fmt: skip
+        """An elementwise function of one argument, by composition:
+        ``f(x0 + d(t)) = sum_j c_j d(t)^j`` with ``c_j = f^(j)(x0) / j!`` from the rule
+        along ``x0 + t`` (unbatched: no direction in it).  The powers of ``d`` need only
+        the batched lower coefficients, and each one's top coefficient is summed over the
+        directions before its ``c_j`` multiplies it: for a Laplacian (K = 2) the top is
+        ``c_1 x_2 + c_2 sum_r (x_1^(r))^2``, two batched operations instead of the rule's
+        half dozen."""
+        order = interp.order
+        ans, c = rule((x0,), ((_ones_like(x0), *(None,) * (order - 1)),), **params)
+        c = [ans, *c]
+        delta = [None, *series[:-1], None]  # d's coefficients 0..K (the top joins linearly)
+        out = [_times(c[1], d) for d in delta[1:-1]]
+        top = _times(c[1], series[-1])
+        power = delta
+        for j in range(2, order + 1):
+            power = [_convolved(power, delta, k) for k in range(order + 1)]
+            for k in range(j, order):
+                out[k - 1] = _plus(out[k - 1], _times(c[j], power[k]))
+            top = _plus(top, _times(c[j], self.summed(power[order])))
+        return wrap(interp, ans, [*out, top])
+
+    def summed(self, value: Any) -> Any:
+        """The (weighted) sum over the directions of a coefficient batched by them."""
+        if value is None:
+            return None
+        if isinstance(value, Tracer) and value._interp is self.directions:
+            v, axis = value._inner, value.bdim  # type: ignore[attr-defined]
+            if self.weights is None:
+                return _sum(v, axis=axis)
+            w = _reshape(self.weights, [-1 if i == axis else 1 for i in range(len(shape_of(v)))])
+            return _sum(v * w, axis=axis)
+        # the same in every direction
+        return value * (self.directions.size if self.weights is None else _sum(self.weights))
+
+
+def _convolved(a: list, b: list, k: int) -> Any:
+    """Coefficient ``k`` of the product of two series (None: zero)."""
+    terms = [a[i] * b[k - i] for i in range(k + 1) if a[i] is not None and b[k - i] is not None]
+    return None if not terms else functools.reduce(operator.add, terms)
+
+
+def _times(c: Any, x: Any) -> Any:
+    return None if c is None or x is None else c * x
+
+
+def _plus(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else a + b
+
+
+def push_collapsed(fn: Callable, primals: Sequence, directions: Sequence, order: int,
+                   weights: Any = None) -> tuple:  # fmt: skip
+    """``fn(*primals)`` (a tuple of leaves) and, per output leaf, ``sum_r w_r y_K^(r)``: the
+    weighted sum over the directions ``v_r`` of the normalised coefficient ``K = order``
+    of ``fn(x + v_r t)`` (``D^K fn[v_r, ..., v_r] / K!``), by collapsed Taylor mode.
+    ``directions`` holds one array per primal with the directions along a leading axis
+    (None: the primal does not move).  A zero is returned where an output does not
+    depend on the directions."""
+    if order < 2:
+        raise TransformValueError(f"collapsed Taylor mode needs order >= 2, got {order}")
+    moving = [i for i, v in enumerate(directions) if v is not None]
+
+    def per_direction(*vs):
+        interp = JetInterpreter(order, Collapse(current_interpreters()[-1], weights))
+        ins = list(primals)
+        with new_interpreter(interp):
+            for i, v in zip(moving, vs):
+                ins[i] = JetTensor(interp, primals[i], (v, *(None,) * (order - 1)))
+            primals_out, tops = [], []
+            for leaf in fn(*ins):
+                mine = owned(interp, leaf)
+                primal = leaf if mine is None else mine.primal
+                top = None if mine is None else mine.series[-1]
+                primals_out.append(primal)
+                tops.append(np.zeros_like(primal) if top is None else top)
+        return tuple(primals_out), tuple(tops)
+
+    return vmap(per_direction, out_dims=None)(*(directions[i] for i in moving))

@@ -1,0 +1,116 @@
+"""NumPy's draws that ``vmap`` cannot see, caught after the call where they are wrong.
+
+A ``numpy.random.Generator`` the vmapped function closes over (or names as a global),
+and NumPy's global functions (``np.random.normal``), are not arguments: vmap cannot make
+their draws follow ``randomness`` (a Generator *argument* it can, ``batching.py``).
+Under ``randomness="error"``, where no draw is right, vmap reads their states before the
+call and checks after it that they did not advance: a draw there gave every example the
+same value.  Which sources a function reaches is looked up once per function
+(:func:`autodiff.core.reach.refers_to`, within a bound); NumPy's global state is read
+only where the function's code names one of its draws, since reading it costs about a
+vmap call.  A generator reached only through another object's attributes or another
+module's function is not seen (the documentation says so).
+"""
+
+from __future__ import annotations
+
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autodiff.core.reach import global_names, refers_to
+from autodiff.errors import TransformValueError
+
+__all__ = ["check_not_drawn", "unseen_sources"]
+
+_LOOK_AT_MOST = 64  # objects visited per call, through closures and the globals code names
+# np.random's draws by name; not "random" itself, which names the module too (so
+# np.random.random() alone is not checked: a function naming "random" is common).
+_GLOBAL_DRAWS = frozenset(n for n in dir(np.random.RandomState) if not n.startswith("_")) - {
+    "get_state", "set_state", "seed", "random",
+}  # fmt: skip
+
+
+class _GlobalState:
+    """NumPy's global random state (``np.random.seed``), as a stream vmap watches."""
+
+    def __repr__(self) -> str:
+        return "numpy.random's global state"
+
+
+def _state(source: Any) -> Any:
+    if isinstance(source, np.random.Generator):
+        return source.bit_generator.state
+    if isinstance(source, np.random.RandomState):
+        return source.get_state(legacy=False)
+    return np.random.get_state(legacy=False)  # (one read: about a vmap call's time)
+
+
+_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # func -> its sources
+
+
+def unseen_sources(func: Callable) -> list[tuple[Any, Any]]:
+    """The random streams func reaches outside its arguments, with their states now."""
+    try:
+        sources = _sources.get(func)
+    except TypeError:  # not weakly referable (a ufunc): nothing of its own to find
+        return []
+    if sources is None:
+        sources = _sources[func] = _find_sources(func)
+    return [(source, _state(source)) for source in sources]
+
+
+def _find_sources(func: Callable) -> tuple[Any, ...]:
+    """Looked for once per function (the search walks what it refers to)."""
+    found: dict[int, Any] = {}
+    names: set[str] = set()
+    todo: list[Any] = [func]
+    seen: set[int] = set()
+    while todo and len(seen) < _LOOK_AT_MOST:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (np.random.Generator, np.random.RandomState)):
+            found[id(obj)] = obj
+            continue
+        if isinstance(obj, types.BuiltinMethodType):  # rng.normal itself
+            todo.append(obj.__self__)
+        if isinstance(obj, types.FunctionType):
+            names.update(global_names(obj.__code__))
+        todo += refers_to(obj)
+    if "random" in names and names & _GLOBAL_DRAWS:  # np.random.normal(...) in func's code
+        found[0] = _GlobalState()
+    return tuple(found.values())
+
+
+def check_not_drawn(source: Any, state: Any, vmap: str) -> None:
+    """Raise if ``source`` drew since its ``state`` was read, naming the fix."""
+    if _same_state(_state(source), state):
+        return
+    if isinstance(source, np.random.Generator):
+        fix = "pass the Generator as an argument with in_dims=None, and its draws follow randomness"
+        what = "a numpy.random.Generator it closes over"
+    elif isinstance(source, np.random.RandomState):
+        fix = "draw from a Generator passed as an argument (in_dims=None), which follows randomness"
+        what = "a numpy.random.RandomState it closes over"
+    else:
+        fix = "write anp.random.normal(...) (any np.random name), which follows randomness"
+        what = "NumPy's global random functions (np.random.normal, ...)"
+    raise TransformValueError(
+        f"vmap: func drew from {what}, one draw for the whole batch: {fix}. NumPy drew once "
+        f"({source!r}), so every example of {vmap} got the same value. With "
+        f"randomness='different' each example gets its own draws (anp.random.normal(rng, "
+        f"shape) too); randomness='same' says one shared draw is meant."
+    )
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+        )
+    return bool(np.array_equal(a, b))

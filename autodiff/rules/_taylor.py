@@ -1,0 +1,185 @@
+"""The Taylor-rule kit: recurrences for elementwise functions.
+
+A Taylor rule (``Primitive.taylor``) gets each argument's normalised coefficients
+``x1..xK`` (``x(t) = x0 + x1 t + ... + xK t^K``; ``None`` for a zero one) and returns the
+result's.  Elementwise functions that satisfy a simple differential equation have a
+recurrence (Griewank and Walther, *Evaluating Derivatives*, ch. 13): from ``y' = y x'``,
+``exp``'s coefficients are ``y_k = (1/k) sum_(j=1..k) j x_j y_(k-j)``; ``log``, ``sqrt``,
+``sin``/``cos``, ``tanh``, ``tan``, ``reciprocal``, ``divide`` likewise.  Each costs
+O(K^2) elementwise products; the rules here are written with primitives, so they are
+differentiable and batchable themselves (``grad`` of a Laplacian, ``vmap`` of a ``jet``).
+
+Elementwise functions without a recurrence here use the one derived from their JVP rule
+(``core.rule_forms.jvp_taylor``), which ``unary`` and ``broadcasting`` declare for them;
+(piecewise) linear ones map each coefficient through the JVP rule (``linear_taylor``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = [
+    "add_series",
+    "by_recurrence",
+    "exp_like",
+    "log_like",
+    "quotient",
+    "reciprocal_like",
+    "riccati",
+    "sine_like",
+    "sqrt_like",
+    "square_like",
+    "total",
+]
+
+
+def total(terms: Iterable[Any]) -> Any:
+    """The sum of the terms that are not None (None if all are)."""
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    return out
+
+
+def _products(pairs: Iterable[tuple[float, Any, Any]]) -> Any:
+    """``sum(c * a * b)`` over the pairs where neither factor is None (a zero)."""
+    return total(
+        (a * b if c == 1 else c * (a * b)) for c, a, b in pairs if a is not None and b is not None
+    )
+
+
+def add_series(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else a + b
+
+
+def _weighted(x: list, y: list, k: int, start: int = 1) -> Any:
+    """``(1/k) sum_(j=start..k) j x_j y_(k-j)``: coefficient k of the product of ``x'``
+    and ``y``, integrated."""
+    return _products((j / k, x[j], y[k - j]) for j in range(start, k + 1))
+
+
+def by_recurrence(fn: Callable, recurrence: Callable) -> Callable:
+    """The Taylor rule of the elementwise function ``fn`` of one argument whose
+    coefficients follow ``recurrence(x, y0) -> y`` (``x`` and ``y`` lists of
+    coefficients from order 0, None for zeros; ``y0 = fn(x0)``)."""
+
+    def taylor(primals, series):
+        (x0,), (xs,) = primals, series
+        y = recurrence([x0, *xs], fn(x0))
+        return y[0], y[1:]
+
+    taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
+    return taylor
+
+
+def exp_like(shift: Any = None, scale: float = 1.0) -> Callable:
+    """``y' = (y + shift) scale x'``: ``exp`` (``exp_like()``), ``expm1`` (``shift=1``),
+    ``exp2`` (``scale=log 2``)."""
+
+    def recurrence(x: list, y0: Any) -> list:
+        if scale != 1.0:
+            x = [None if c is None else c * scale for c in x]
+        y = [y0]
+        base = y0 if shift is None else y0 + shift
+        for k in range(1, len(x)):
+            y.append(_weighted(x, [base, *y[1:]], k))
+        return y
+
+    return recurrence
+
+
+def log_like(base_of: Callable = lambda x0: x0, scale: float = 1.0) -> Callable:
+    """``y = log(u) / scale`` with ``u_0 = base_of(x_0)`` and ``u_k = x_k``: ``u y' = u' /
+    scale``, so ``y_k = (x_k / scale - (1/k) sum_(j=1..k-1) j y_j x_(k-j)) / u_0``:
+    ``log``, ``log1p`` (``base_of=1 + x0``), ``log2``, ``log10``."""
+
+    def recurrence(x: list, y0: Any) -> list:
+        base = base_of(x[0])
+        y = [y0]
+        for k in range(1, len(x)):
+            head = None if x[k] is None else (x[k] if scale == 1 else x[k] / scale)
+            rest = _products((j / k, y[j], x[k - j]) for j in range(1, k))
+            y.append(_over(_minus(head, rest), base))
+        return y
+
+    return recurrence
+
+
+def _minus(a: Any, b: Any) -> Any:
+    return a if b is None else (-b if a is None else a - b)
+
+
+def _over(a: Any, b: Any) -> Any:
+    return None if a is None else a / b
+
+
+def sqrt_like(x: list, y0: Any) -> list:
+    """``y^2 = x``: ``y_k = (x_k - sum_(j=1..k-1) y_j y_(k-j)) / (2 y_0)``."""
+    y = [y0]
+    twice = 2 * y0
+    for k in range(1, len(x)):
+        y.append(_over(_minus(x[k], _products((1, y[j], y[k - j]) for j in range(1, k))), twice))
+    return y
+
+
+def reciprocal_like(x: list, y0: Any) -> list:
+    """``x y = 1``: ``y_k = -y_0 sum_(j=1..k) x_j y_(k-j)``."""
+    y = [y0]
+    for k in range(1, len(x)):
+        rest = _products((1, x[j], y[k - j]) for j in range(1, k + 1))
+        y.append(None if rest is None else -rest * y0)
+    return y
+
+
+def square_like(x: list, y0: Any) -> list:
+    """``y = x^2``: Leibniz, ``y_k = sum_j x_j x_(k-j)``."""
+    return [y0, *(_products((1, x[j], x[k - j]) for j in range(k + 1)) for k in range(1, len(x)))]
+
+
+def sine_like(partner: Callable, sign: int, cosine: bool = False) -> Callable:
+    """``s' = c x'`` and ``c' = sign s x'``, built together: ``sin``/``cos`` (``sign=-1``)
+    and ``sinh``/``cosh`` (``sign=1``); ``partner`` gives the other of the pair at x_0."""
+
+    def recurrence(x: list, y0: Any) -> list:
+        s, c = ([partner(x[0])], [y0]) if cosine else ([y0], [partner(x[0])])
+        for k in range(1, len(x)):
+            s.append(_weighted(x, c, k))
+            term = _weighted(x, s, k)
+            c.append(term if term is None or sign == 1 else -term)
+        return c if cosine else s
+
+    return recurrence
+
+
+def riccati(sign: int) -> Callable:
+    """``y' = (1 + sign y^2) x'``: ``tan`` (``sign=1``) and ``tanh`` (``sign=-1``), with
+    ``z = 1 + sign y^2`` built alongside ``y``."""
+
+    def recurrence(x: list, y0: Any) -> list:
+        y = [y0]
+        z = [1 + sign * (y0 * y0)]
+        for k in range(1, len(x)):
+            y.append(_weighted(x, z, k))
+            square = _products((1, y[i], y[k - i]) for i in range(k + 1))
+            z.append(None if square is None else (square if sign == 1 else -square))
+        return y
+
+    return recurrence
+
+
+def quotient(divide: Callable) -> Callable:
+    """The Taylor rule of ``u / v``: ``u = q v``, so ``q_k = (u_k - sum_(j=1..k) v_j
+    q_(k-j)) / v_0``."""
+
+    def taylor(primals, series):
+        (u0, v0), (us, vs) = primals, series
+        u, v = [u0, *us], [v0, *vs]
+        q = [divide(u0, v0)]
+        for k in range(1, len(u)):
+            rest = _products((1, v[j], q[k - j]) for j in range(1, k + 1))
+            q.append(_over(_minus(u[k], rest), v0))
+        return q[0], q[1:]
+
+    return taylor

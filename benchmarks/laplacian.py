@@ -1,0 +1,404 @@
+"""L1-L3: Laplacians of networks by every method, against the Hessian's trace and JAX.
+
+    python -m benchmarks.laplacian           # these tables alone: results-laplacian.md
+    python -m benchmarks.laplacian --quick   # fewer sizes and rounds
+
+``python -m benchmarks`` runs it too, into results.md.  NumPy float64, one thread, every
+system interleaved round by round in one process, medians (``_harness.interleave``),
+every exact system checked against autodiff's ``trace(hessian(f))`` first.
+
+- **L1**: the Laplacian of a tanh MLP (width 100, depth 5, and depth 10 at d = 128) with
+  respect to its input, d = 16 ... 1,024: per point and ``vmap``-ed over points.  autodiff:
+  ``trace(hessian(f))``, ``laplacian`` by collapsed Taylor mode (the forward Laplacian),
+  by a jet per direction (``"taylor"``), by an HVP per direction (``"hvp"``), under
+  ``jit``; the estimators (16 probes) for information.  JAX under its ``jit``:
+  ``trace(jacfwd(jacrev(f)))`` and ``vmap`` of ``jet`` over the unit vectors.  Memory:
+  the peak of NumPy's allocations during one call (``tracemalloc``); first call: a
+  fresh transform's first call (staging, detection, JAX's compilation).
+- **L2**: programs of independent particles (a shared network per particle, summed):
+  ``laplacian`` with the program's sparsity (one direction per colour: 3 for 3-D
+  particles) against ``trace(hessian(f))``; a second program written fresh for the check.
+- **L3**: one training step of a physics-informed network for the Poisson equation
+  ``-Delta u = g`` in d = 10 and 100 (the loss the mean squared residual at 64 collocation
+  points, its gradient with respect to the parameters, an SGD update), against JAX's.
+
+Goals (issue 32): the collapsed Laplacian >= 4.6x faster than the Hessian's trace at
+d >= 100; the sparse path >= 86x on a per-particle program.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one thread, as python -m benchmarks runs
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import importlib.util  # noqa: E402
+import itertools  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import autodiff  # noqa: E402
+import autodiff.numpy as anp  # noqa: E402
+from benchmarks import _harness as h  # noqa: E402
+
+HAVE_JAX = importlib.util.find_spec("jax") is not None
+HESSIAN = "autodiff trace(hessian(f))"
+COLLAPSED = "autodiff laplacian (collapsed)"
+SPARSE = "autodiff laplacian (sparse)"
+
+
+def _jax():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def mlp_weights(d: int, width: int = 100, depth: int = 5, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    sizes = [d, *[width] * depth]
+    Ws = [rng.standard_normal((a, b)) / np.sqrt(a) for a, b in itertools.pairwise(sizes)]
+    return [*Ws, rng.standard_normal(width) / np.sqrt(width)]
+
+
+def fresh_net(params: list, x: Any, lib: Any = anp) -> Any:
+    """The L1 check on a program not tuned on: a residual sine network (width 80)."""
+    h = lib.sin(x @ params[0])
+    for W in params[1:-1]:
+        h = h + 0.5 * lib.sin(h @ W)
+    return h @ params[-1]
+
+
+def mlp(params: list, x: Any, lib: Any = anp) -> Any:
+    h = x
+    for W in params[:-1]:
+        h = lib.tanh(h @ W)
+    return h @ params[-1]
+
+
+def _peak_mb(run: Callable[[], Any]) -> float:
+    """The peak of NumPy's allocations during one call, in MB."""
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def _first_call(make: Callable[[], Callable[[], Any]]) -> float:
+    start = time.perf_counter()
+    make()()
+    return time.perf_counter() - start
+
+
+# --- L1: an MLP's Laplacian ----------------------------------------------------------------------
+
+
+def l1_systems(d: int, depth: int, points: int = 0, fresh: bool = False) -> tuple:
+    """(exact systems, estimators, makers of fresh systems for the first call)."""
+    net = fresh_net if fresh else mlp
+    params = mlp_weights(d, width=80 if fresh else 100, depth=depth, seed=2 if fresh else 0)
+    f = lambda x: net(params, x)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((points, d) if points else d)
+
+    def trace_hessian(x):
+        return anp.trace(autodiff.hessian(f)(x))
+
+    ops: dict[str, Callable] = {
+        HESSIAN: trace_hessian,
+        COLLAPSED: autodiff.laplacian(f, method="collapsed"),
+        "autodiff laplacian (taylor)": autodiff.laplacian(f, method="taylor"),
+        "autodiff laplacian (hvp)": autodiff.laplacian(f, method="hvp"),
+    }
+    makers: dict[str, Callable] = {
+        HESSIAN: lambda: trace_hessian,
+        COLLAPSED: lambda: autodiff.laplacian(f, method="collapsed"),
+        "autodiff jit(trace(hessian))": lambda: autodiff.jit(lambda x: trace_hessian(x)),
+        "autodiff jit(laplacian)": lambda: autodiff.jit(autodiff.laplacian(f)),
+    }
+    ops["autodiff jit(trace(hessian))"] = makers["autodiff jit(trace(hessian))"]()
+    ops["autodiff jit(laplacian)"] = makers["autodiff jit(laplacian)"]()
+    estimators = {
+        f"autodiff {m} (16 probes)": autodiff.laplacian(f, method=m, samples=16, seed=0)
+        for m in ("hutchinson", "stde")
+    }
+    if points:
+        ops = {name: autodiff.vmap(op) for name, op in ops.items()}
+        makers = {name: (lambda make=make: autodiff.vmap(make())) for name, make in makers.items()}
+        estimators = {name: autodiff.vmap(op) for name, op in estimators.items()}
+    systems = {name: (lambda op=op: op(x)) for name, op in ops.items()}
+    randoms = {name: (lambda op=op: op(x)) for name, op in estimators.items()}
+    if HAVE_JAX:
+        for name, make in _jax_laplacians(net, params, points).items():
+            op = make()
+            systems[name] = lambda op=op: op(x)
+            makers[name] = make
+    first = {name: (lambda make=make: (lambda op: lambda: op(x))(make()))
+             for name, make in makers.items()}  # fmt: skip
+    return systems, randoms, first
+
+
+def _jax_laplacians(net: Callable, params: list, points: int) -> dict[str, Callable]:
+    jax = _jax()
+    jnp = jax.numpy
+    from jax.experimental.jet import jet
+
+    jparams = [jnp.asarray(p) for p in params]
+
+    def make(kind: str) -> Callable:
+        """A fresh jitted function (so its first call compiles: JAX caches by function)."""
+
+        def f(x):
+            return net(jparams, x, jnp)
+
+        def hessian_trace(x):
+            return jnp.trace(jax.jacfwd(jax.jacrev(f))(x))
+
+        def by_jet(x):
+            def second(v):
+                return jet(f, (x,), ((v, jnp.zeros_like(v)),))[1][1]
+
+            return jnp.sum(jax.vmap(second)(jnp.eye(x.shape[0], dtype=x.dtype)))
+
+        op = hessian_trace if kind == "hessian" else by_jet
+        return jax.jit(jax.vmap(op) if points else op)
+
+    return {"JAX jit trace(jacfwd(jacrev))": lambda: make("hessian"),
+            "JAX jit jet": lambda: make("jet")}  # fmt: skip
+
+
+def l1_rows(d: int, depth: int, points: int, rounds: int, fresh: bool = False) -> dict:
+    systems, randoms, first = l1_systems(d, depth, points, fresh)
+    rows = h.interleave(systems, HESSIAN, rounds=rounds, rtol=1e-8, shuffle=True)
+    random_rows = h.interleave(randoms, next(iter(randoms)), rounds=rounds, rtol=1e9, shuffle=True)
+    memory = {name: _peak_mb(run) for name, run in systems.items()
+              if name.startswith("autodiff")}  # fmt: skip
+    firsts = {name: _first_call(make) for name, make in first.items()}
+    return dict(d=d, depth=depth, points=points, rows=rows, random=random_rows, memory=memory,
+                first=firsts, fresh=fresh)  # fmt: skip
+
+
+def ratios(rows: list, num: str, den: str) -> tuple[float, float]:
+    """``num``'s time over ``den``'s: of the medians, and of the fastest rounds (the least
+    disturbed by other jobs on a shared machine)."""
+    by = {row.system: row for row in rows}
+    return (by[num].median / by[den].median, min(by[num].times) / min(by[den].times))
+
+
+def _l1_table(r: dict) -> list[str]:
+    base = next(row for row in r["rows"] if row.system == HESSIAN)
+    what = f"{r['points']} points, vmap" if r["points"] else "one point"
+    net = "fresh: residual sine network, width 80" if r["fresh"] else "tanh MLP, width 100"
+    lines = [f"### {net}, d = {r['d']}, depth {r['depth']}, {what}", "",
+             "| system | median ms | fastest ms | x trace(hessian) faster (medians, fastest) "
+             "| peak MB | first call ms | agrees |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for row in [*r["rows"], *r["random"]]:
+        estimate = row in r["random"]
+        agrees = "estimate" if estimate else {True: "yes", False: "**NO**", None: "-"}[row.agrees]
+        mem = r["memory"].get(row.system)
+        first = r["first"].get(row.system)
+        lines.append(
+            f"| {row.system} | {row.median * 1e3:.3g} | {min(row.times) * 1e3:.3g} | "
+            f"{base.median / row.median:.2f}, {min(base.times) / min(row.times):.2f} | "
+            f"{'-' if mem is None else f'{mem:.1f}'} | "
+            f"{'-' if first is None else f'{first * 1e3:.0f}'} | {agrees} |"
+        )
+    return [*lines, ""]
+
+
+# --- L2: per-particle programs -------------------------------------------------------------------
+
+
+def particles(n: int, dim: int, seed: int, act: str) -> tuple[Callable, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    W1, W2 = rng.standard_normal((dim, 100)) / np.sqrt(dim), rng.standard_normal((100, 100)) / 10
+    w3 = rng.standard_normal(100) / 10
+
+    def energy(x):
+        p = anp.reshape(x, (n, dim))
+        if act == "tanh":  # a shared network per particle, and a confining potential
+            h = anp.tanh(anp.tanh(p @ W1) @ W2)
+            return anp.sum(h @ w3) + anp.sum(anp.exp(-anp.sum(p**2, axis=1)))
+        # the fresh program: softplus and sine features, a quartic well
+        h = anp.logaddexp(0.0, anp.sin(p @ W1) @ W2)
+        return anp.sum(anp.cos(h @ w3)) + 0.1 * anp.sum(anp.sum(p**2, axis=1) ** 2)
+
+    return energy, rng.standard_normal(n * dim)
+
+
+def l2_row(name: str, f: Callable, x: np.ndarray, rounds: int) -> dict:
+    systems = {
+        HESSIAN: lambda: anp.trace(autodiff.hessian(f)(x)),
+        COLLAPSED: (lambda op: lambda: op(x))(autodiff.laplacian(f, method="collapsed")),
+        SPARSE: (lambda op: lambda: op(x))(autodiff.laplacian(f, method="sparse")),
+        "autodiff laplacian (auto)": (lambda op: lambda: op(x))(autodiff.laplacian(f)),
+    }
+    rows = h.interleave(systems, HESSIAN, rounds=rounds, rtol=1e-8, shuffle=True)
+    detect = _first_call(lambda: (lambda op: lambda: op(x))(autodiff.laplacian(f, method="sparse")))
+    memory = {name: _peak_mb(run) for name, run in systems.items()}
+    return dict(name=name, d=x.size, rows=rows, detect=detect, memory=memory)
+
+
+def _l2_table(found: list[dict]) -> list[str]:
+    lines = ["| program | d | system | median ms | fastest ms | x trace(hessian) faster (medians, "
+             "fastest) | peak MB | agrees |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in found:
+        for row in r["rows"]:
+            agrees = {True: "yes", False: "**NO**", None: "-"}[row.agrees]
+            median, fast = ratios(r["rows"], HESSIAN, row.system)
+            lines.append(f"| {r['name']} | {r['d']} | {row.system} | {row.median * 1e3:.3g} | "
+                         f"{min(row.times) * 1e3:.3g} | {median:.1f}, {fast:.1f} | "
+                         f"{r['memory'][row.system]:.1f} | {agrees} |")  # fmt: skip
+        lines.append(f"| {r['name']} | {r['d']} | sparse: first call (staging, detection, "
+                     f"colouring) | {r['detect'] * 1e3:.0f} | - | - | - | - |")  # fmt: skip
+    return [*lines, ""]
+
+
+# --- L3: a PINN training step --------------------------------------------------------------------
+
+
+def pinn_problem(d: int, points: int = 64, width: int = 64, seed: int = 0) -> tuple:
+    """u(x) = MLP(x) fitted to -Delta u = g with u* = mean(sin(pi x)) (g = pi^2 u*)."""
+    rng = np.random.default_rng(seed)
+    sizes = [d, width, width]
+    params = [rng.standard_normal((a, b)) / np.sqrt(a) for a, b in itertools.pairwise(sizes)]
+    params.append(rng.standard_normal(width) / np.sqrt(width))
+    xs = rng.uniform(-1, 1, (points, d))
+    g = np.pi**2 * np.mean(np.sin(np.pi * xs), axis=1)
+    return params, xs, g
+
+
+def pinn_systems(d: int) -> dict[str, Callable[[], Any]]:
+    params, xs, g = pinn_problem(d)
+    lr = 1e-3
+
+    def u(x, ps):
+        return mlp(ps, x)
+
+    lap = autodiff.laplacian(u, argnums=0)
+
+    def loss(ps):
+        residual = autodiff.vmap(lap, in_dims=(0, None))(xs, ps) + g
+        return anp.mean(residual**2)
+
+    def step(ps):
+        grads = autodiff.grad(loss)(ps)
+        return [p - lr * gp for p, gp in zip(ps, grads)]
+
+    jitted = autodiff.jit(step)
+    systems: dict[str, Callable[[], Any]] = {
+        "autodiff step (collapsed Laplacian)": lambda: step(params),
+        "autodiff jit(step)": lambda: jitted(params),
+    }
+    hess_loss = lambda ps: anp.mean((autodiff.vmap(
+        lambda x: anp.trace(autodiff.hessian(u)(x, ps)))(xs) + g) ** 2)  # fmt: skip
+    systems["autodiff step (trace(hessian))"] = lambda: [
+        p - lr * gp for p, gp in zip(params, autodiff.grad(hess_loss)(params))
+    ]
+    if HAVE_JAX:
+        jax = _jax()
+        jnp = jax.numpy
+        jps = [jnp.asarray(p) for p in params]
+
+        def jloss(ps):
+            lapl = jax.vmap(
+                lambda x: jnp.trace(jax.jacfwd(jax.jacrev(lambda x: mlp(ps, x, jnp)))(x))
+            )
+            return jnp.mean((lapl(xs) + g) ** 2)
+
+        jstep = jax.jit(lambda ps: [p - lr * gp for p, gp in zip(ps, jax.grad(jloss)(ps))])
+        systems["JAX jit step (trace(jacfwd(jacrev)))"] = lambda: jstep(jps)
+    return systems
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+def report(
+    rounds: int = 11, quick: bool = False
+) -> tuple[list[str], list[tuple[str, str, float, str]]]:
+    """Markdown lines and (workload, target, value, verdict) rows."""
+    sizes = [(16, 5, False), (128, 5, False), (1024, 5, False)] if quick else [
+        (16, 5, False), (64, 5, False), (128, 5, False), (128, 10, False), (256, 5, False),
+        (1024, 5, False), (256, 6, True)]  # fmt: skip
+    lines = ["## L1: the Laplacian of an MLP (width 100)", "",
+             "Medians over interleaved rounds; \"x trace(hessian) faster\" is autodiff's "
+             "`trace(hessian(f))` time over the system's; peak MB: NumPy's allocations in one "
+             "call (autodiff's systems); first call: a fresh transform's first call (JAX: "
+             "with its compilation).", ""]  # fmt: skip
+    targets = []
+    for d, depth, fresh in sizes:
+        r = l1_rows(d, depth, 0, rounds, fresh)
+        lines += _l1_table(r)
+        if d >= 100:
+            name = f"L1 {'fresh ' if fresh else ''}d={d} depth {depth}"
+            for what, num, den in [
+                ("collapsed x trace(hessian)", HESSIAN, COLLAPSED),
+                (
+                    "jit(laplacian) x jit(trace(hessian))",
+                    "autodiff jit(trace(hessian))",
+                    "autodiff jit(laplacian)",
+                ),
+            ]:
+                speedup, fast = ratios(r["rows"], num, den)
+                targets.append((name, f"{what} ≥ 4.6 (fastest rounds: {fast:.1f})", speedup,
+                                "reached" if speedup >= 4.6 else "**missed**"))  # fmt: skip
+    for d, points in [(16, 64), (128, 16)] if quick else [(16, 64), (128, 64), (1024, 8)]:
+        lines += _l1_table(l1_rows(d, 5, points, max(5, rounds // 2)))
+    lines += ["## L2: programs of independent particles: the sparse path", "",
+              "`laplacian(f, method=\"sparse\")`: the Hessian's pattern read from the program "
+              "once per input signature, coloured; one direction per colour.", ""]  # fmt: skip
+    found = []
+    for name, n, dim, seed, act in [
+        ("tanh network, 100 particles in 3-D", 100, 3, 0, "tanh"),
+        ("fresh: softplus/sine, 64 particles in 4-D", 64, 4, 1, "sp"),
+    ]:
+        f, x = particles(n, dim, seed, act)
+        found.append(l2_row(name, f, x, rounds))
+    lines += _l2_table(found)
+    for r in found:
+        speedup, fast = ratios(r["rows"], HESSIAN, SPARSE)
+        targets.append((f"L2 {r['name']}", f"sparse x trace(hessian) ≥ 86 (fastest rounds: "
+                        f"{fast:.0f})", speedup,
+                        "reached" if speedup >= 86 else "**missed**"))  # fmt: skip
+    lines += ["## L3: a physics-informed network's training step (Poisson, 64 points)", "",
+              "The residual's Laplacian by `laplacian` (collapsed) inside `grad` with respect "
+              "to the parameters, `vmap` over the points; the same by `trace(hessian)`; JAX's "
+              "under its `jit`.", ""]  # fmt: skip
+    for d in (10, 100):
+        systems = pinn_systems(d)
+        rows = h.interleave(systems, next(iter(systems)), rounds=max(5, rounds // 2), rtol=1e-8,
+                            info=tuple(s for s in systems if s.startswith("JAX")),
+                            shuffle=True)  # fmt: skip
+        lines += [f"### d = {d}", "", *h.table(rows, next(iter(systems)), "ms", 1e3), ""]
+    return lines, targets
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    lines, targets = report(rounds=3 if quick else 11, quick=quick)
+    head = ["# Laplacians and differential operators", "",
+            f"`python -m benchmarks.laplacian{' --quick' if quick else ''}`", "",
+            *h.environment(), ""]  # fmt: skip
+    text = [*head, *lines, *h.targets_table(targets)]
+    out = pathlib.Path(__file__).with_name("results-laplacian.md")
+    out.write_text("\n".join(text))
+    print("\n".join(text))
+
+
+if __name__ == "__main__":
+    main()
