@@ -22,7 +22,7 @@ import pytest
 import autodiff
 import autodiff.numpy as anp
 from autodiff import grad, jit, make_graph
-from autodiff.compiler.derived import Derived
+from autodiff.compiler.derived import Derived, derived_of
 from autodiff.compiler.stages import default_backend
 from autodiff.errors import TransformTypeError
 from autodiff.stages import Compiled, Lowered, Traced
@@ -76,6 +76,40 @@ def test_lowered_places_each_equation_where_the_compiled_function_runs_it():
     hot(X)
     tier = hot._entries[next(iter(hot._entries))].compiled
     assert [e.prim.name for e in tier.graph.eqns] == ["kernel", "cumsum", "multiply"]
+
+
+def _partly(x):
+    def body(c):
+        i, v = c
+        v = anp.cumsum(anp.sin(v) * 2.0 + v) * 0.5  # cumsum does not lower
+        return i + 1, v * 0.9 + 0.1
+
+    return autodiff.while_loop(lambda c: c[0] < 5, body, (0, x))[1]
+
+
+def _eager_partly(x):
+    i, v = 0, x
+    while i < 5:
+        v = np.cumsum(np.sin(v) * 2.0 + v) * 0.5
+        i, v = i + 1, v * 0.9 + 0.1
+    return v
+
+
+@needs_backend
+def test_a_loop_whose_body_lowers_in_part_shows_and_runs_its_compiled_regions():
+    lowered = jit(_partly).lower(X)
+    assert [e.prim.name for e in lowered.numpy_calls] == ["while_loop"]
+    text = lowered.as_text()
+    assert "# while_loop -> (i64[] f64[5]) runs as NumPy calls; its body_fun, on each call:" in text
+    assert "# llvm compiles 7 of 8 equations into 2 kernels; 1 NumPy call per run" in text
+    assert "cumsum[axis=0] e  # NumPy" in text and "sin b             # kernel 0" in text
+    jitted = jit(_partly, compile=True)
+    assert_exact(jitted(X), _eager_partly(X))
+    (eqn,) = jitted.lower(X).graph.eqns
+    body = eqn.params["body_fun"].graph
+    kernels = derived_of(body).compiled[("llvm", False)].kernels
+    assert [[e.prim.name for e in k.region.eqns] for k in kernels] == [
+        ["sin", "multiply", "add"], ["multiply", "add", "multiply", "add"]]  # fmt: skip
 
 
 @needs_backend

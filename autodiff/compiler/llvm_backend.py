@@ -11,7 +11,7 @@ cost), or other equations beside elementwise ones on arrays.
 
 **The entry** is what CPython calls (``METH_FASTCALL``: a call costs what calling a
 built-in costs).  It checks each argument: an exact ``ndarray``, aligned, with the layout
-NumPy's own calls would give it (C order, or the strides ``llvm_codegen.numpy_layouts``
+NumPy's own calls would give it (C order, or the strides ``llvm_values.numpy_layouts``
 predicts: a transposed view, ...), or for a 0-d input a 0-d array, a NumPy scalar or a
 Python float of its dtype; it takes their data pointers, clears the floating-point status
 flags, runs the body (the workspace on the stack, or ``malloc``'ed when large) and returns
@@ -32,8 +32,9 @@ import numpy as np
 from autodiff.compiler import llvm_codegen, llvm_engine
 from autodiff.compiler.backend import Backend, LoweredRegion, Region, regions
 from autodiff.compiler.kernel_call import CONVERT, NO_MEMORY, KernelPrimitive, caller
-from autodiff.compiler.llvm_codegen import Array, Codegen, Scalar, numpy_layouts
+from autodiff.compiler.llvm_codegen import Codegen
 from autodiff.compiler.llvm_ir import Function, mem_type, reg_type
+from autodiff.compiler.llvm_values import Array, Scalar, numpy_layouts
 from autodiff.core.graph import Eqn, Graph, Literal
 from autodiff.core.lowering import Elementwise, NotLowered, View
 

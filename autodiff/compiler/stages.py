@@ -299,7 +299,23 @@ class Lowered:
         kernel's text."""
         regions = [r.region for r in self.regions]
         backend = self.backend.name if self.backend else ""
-        return _text(self.graph, regions, [r.text for r in self.regions], backend, self.note)
+        text = _text(self.graph, regions, [r.text for r in self.regions], backend, self.note)
+        return "\n".join([text, *self._nested()])
+
+    def _nested(self) -> list[str]:
+        """The staged functions of the control flow that runs as NumPy calls (a loop
+        whose body lowers only in part): each its own graph, whose regions compile once
+        it is hot (``tiers.call_graph``), lowered in turn."""
+        if self.backend is None:
+            return []
+        lines = []
+        for eqn in self.numpy_calls:
+            for label, graph in _functions(eqn):
+                inner = lower(graph, self.backend)
+                outs = " ".join(f"{v.aval.str_short()}" for v in eqn.outvars)
+                lines += ["", f"# {eqn.prim.name} -> ({outs}) runs as NumPy calls; its {label}, "
+                          f"on each call:", inner.as_text()]  # fmt: skip
+        return lines
 
     def cost_analysis(self) -> dict[str, int]:
         """What one call runs (``cost_of``)."""
@@ -425,6 +441,19 @@ def _text(graph: Graph, regions: Sequence[Any], texts: Sequence[str], backend: s
         lines += ["", f"# kernel {k}: {_count(len(region.eqns), 'equation')} ({names})",
                   text.rstrip()]  # fmt: skip
     return "\n".join(lines)
+
+
+def _functions(eqn: Eqn) -> list[tuple[str, Graph]]:
+    """The staged functions a control-flow equation calls (``GraphFn`` parameters, alone
+    or in a tuple: ``cond``'s branches), with their parameter's name."""
+    out = []
+    for key, value in eqn.params.items():
+        values = value if isinstance(value, tuple) else (value,)
+        for i, v in enumerate(values):
+            graph = getattr(v, "graph", None)
+            if isinstance(graph, Graph):
+                out.append((f"{key}[{i}]" if isinstance(value, tuple) else key, graph))
+    return out
 
 
 def _count(n: int, what: str) -> str:

@@ -207,7 +207,7 @@ class GraphFn:
 
 
 def inline_function(ctx: Any, fn: GraphFn, inputs: Sequence[Any], consts: Sequence[Any]) -> list:
-    """A lowering's ``ctx`` (``compiler/llvm_codegen.py``) writes ``fn``'s optimised graph
+    """A lowering's ``ctx`` (``compiler/llvm_context.py``) writes ``fn``'s optimised graph
     inline, on the values ``inputs`` and the closed-over values it picks from ``consts``."""
     return ctx.inline(optimized(fn.graph), [*inputs, *(consts[i] for i in fn.picks)])
 
