@@ -351,14 +351,15 @@ def jit(
     of the compiler's stages (``.lower()``: which equations compile, each kernel's
     source; ``.compile()``: a callable with its ``compile_time``).
 
-    ``compile``: with numba installed (``pip install 'autodiff[compile]'``), the
-    regions of the graph that lower (elementwise equations, fused into one loop each;
-    loops whose contents all lower, iterations included) are compiled to machine code.
-    ``"auto"`` (the default) does it for a signature called often, in another process
-    started from a background thread, and swaps the kernels in when they are ready (no
-    call waits for them);
-    ``True`` compiles with the replay, on the second call; ``False`` never compiles.
-    Kernels are kept on disk across processes (``autodiff.compiler.disk_cache``).
+    ``compile``: with llvmlite installed (``pip install 'autodiff[compile]'``), the
+    regions of the graph that lower (elementwise equations fused into one loop each,
+    reductions, views, small matrix products, loops and branches whose contents lower,
+    iterations included) are compiled to machine code through LLVM, with NumPy's results
+    bit for bit.  ``"auto"`` (the default) does it for a signature called often
+    (``tiers.HOT_CALLS``), in a background thread, and swaps the kernels in when they
+    are ready (no call waits for them); ``True`` compiles with the replay, on the
+    second call; ``False`` never compiles.  Compiled objects are kept on disk across
+    processes (``autodiff.compiler.disk_cache``).
 
     The contract: ``jit(fun)(x)`` behaves like ``fun(x)`` in everything a NumPy user
     can observe, except time, on every call (the first, the compiled ones):

@@ -31,7 +31,7 @@ with its ``lowering``, one of:
     (NumPy raises ``LinAlgError`` whatever ``np.errstate`` says).
 ``Emitter(fn)``
     ``fn(ctx, *operands, **params)`` writes the equation with the statements of
-    ``ctx`` (``compiler/llvm_codegen.py``'s ``Context``: variables, loops, branches,
+    ``ctx`` (``compiler/llvm_context.py``'s ``Context``: variables, loops, branches,
     sub-graphs inline, new arrays, views, ufuncs on whole arrays) and returns its
     result values (a tuple for a primitive with several results).  It raises
     ``NotLowered`` where the parameters are ones it cannot express: the equation then

@@ -223,7 +223,7 @@ def elementwise_shape(prim: Primitive) -> Callable:
 def ufunc_lowering(impl: Callable) -> Elementwise | None:
     """The lowering ``unary`` and ``broadcasting`` give a primitive whose implementation
     is one of NumPy's ufuncs: that ufunc on each element, in every dtype (compiled code
-    computes it as NumPy's own loop does, ``compiler/llvm_codegen.py``)."""
+    computes it as NumPy's own loop does, ``compiler/llvm_fusion.py``)."""
     if isinstance(impl, np.ufunc) and impl.nout == 1 and getattr(np, impl.__name__, None) is impl:
         return Elementwise(impl, kinds="fbiu")
     return None
