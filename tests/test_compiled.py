@@ -366,6 +366,37 @@ def test_a_loop_with_a_primitive_that_does_not_lower_stays_a_python_loop():
         assert any(e.prim.name == "while_loop" for e in fused_graph(jitted).eqns)
 
 
+def _smooth(x):
+    return anp.sum(anp.tanh(anp.sin(x) * 1.5 + x) * anp.cos(x))
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jvp"])
+def test_transforms_of_a_jitted_function_run_compiled(transform, monkeypatch):
+    """grad(jit(f)), vmap(jit(f)), jvp(jit(f)): the graphs call_p runs (forward and
+    backward, batched, JVP) are compiled as a signature is, NumPy's values to the bit."""
+    made = []
+    real = tiers.compiled
+
+    def spy(graph, *args, **kwargs):
+        made.append(real(graph, *args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(tiers, "compiled", spy)
+    x, xs = np.linspace(-1.0, 1.0, 6), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+
+    def run(f):
+        if transform == "grad":
+            return grad(f)(x)
+        if transform == "vmap":
+            return vmap(f)(xs)
+        return autodiff.jvp(f, (x,), (np.ones(6),))
+
+    want = run(jit(_smooth, compile=False))
+    for _ in range(2):
+        assert_exact(run(jit(_smooth, compile=True)), want)
+    assert any(found is not None and found.kernels for found in made)
+
+
 # --- NumPy's floating-point errors and exceptions, exactly -------------------------------------
 
 
