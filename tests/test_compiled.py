@@ -353,6 +353,96 @@ def test_loops_compile_whole_and_equal_the_replay(name):
     assert not any(getattr(e.prim, "runs_functions", False) for e in fused_graph(jitted).eqns)
 
 
+def _partly_body(v, s):
+    """A step of which ``cumsum`` does not lower: a kernel, a NumPy call, a kernel."""
+    v = anp.cumsum(anp.sin(v) * s + v) * 0.5
+    return v * 0.9 + 0.1
+
+
+def _partly_while(x):
+    return while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 1, _partly_body(c[1], 2.0)), (0, x))[1]
+
+
+def _partly_between(x):  # compiled code around the loop as well
+    return anp.exp(_partly_while(anp.tanh(x) * 3.0 + 1.0)) * 2.0 - x
+
+
+def _partly_scan(x):
+    def step(c, s):
+        c = _partly_body(c, s)
+        return c, anp.sum(c * c)
+
+    return scan(step, x, np.linspace(0.1, 1.0, 6))
+
+
+def _partly_scan_grad(x):
+    c, ys = _partly_scan(x)
+    return anp.sum(anp.cos(c)) + anp.sum(ys)
+
+
+PARTLY = {
+    "while_loop": (_partly_while, lambda f: f),
+    "while_loop between kernels": (_partly_between, lambda f: f),
+    "scan": (_partly_scan, lambda f: f),
+    "jit(grad(scan))": (_partly_scan_grad, grad),
+    "grad(jit(scan))": (_partly_scan_grad, lambda f: f),  # jit inside grad: call_p's graphs
+    "vmap(jit(scan))": (_partly_scan, lambda f: f),
+}
+
+
+@pytest.mark.interpreted  # the first call interpreted, as a user's: its loops' bodies too
+@pytest.mark.parametrize("name", list(PARTLY))
+@pytest.mark.parametrize("mode", [True, False])
+def test_a_loop_whose_body_lowers_in_part_runs_its_kernels_between_numpy_calls(
+    name, mode, monkeypatch
+):
+    """The body's compiled regions run at every step, NumPy's cumsum between them (the
+    outer program may have nothing to compile: the loop is its one NumPy call); with
+    ``compile=False`` none ever compiles, in the first, interpreted, call either."""
+    ran: dict[tuple, int] = {}
+    real = llvm_backend.caller
+
+    def counting(entry, region, *args, **kwargs):
+        run = real(entry, region, *args, **kwargs)
+        prims = tuple(e.prim.name for e in region.eqns)
+
+        def counted(*xs):
+            ran[prims] = ran.get(prims, 0) + 1
+            return run(*xs)
+
+        counted.fallback = run.fallback
+        return counted
+
+    monkeypatch.setattr(llvm_backend, "caller", counting)
+    fun, transform = PARTLY[name]
+    x = np.linspace(-1.0, 1.0, 7)
+    xs = np.stack([x, x * 0.5 + 0.25, -x])
+    if name.startswith("grad(jit"):
+        run_plain = lambda: grad(jit(fun, compile=False))(x)
+        jitted = jit(fun, compile=mode)
+        run_jit = lambda: grad(jitted)(x)
+    elif name.startswith("vmap(jit"):  # (a while_loop or cond there runs as eagerly)
+        run_plain = lambda: vmap(jit(fun, compile=False))(xs)
+        jitted = jit(fun, compile=mode)
+        run_jit = lambda: vmap(jitted)(xs)
+    else:
+        run_plain = lambda: transform(fun)(x)
+        jitted = jit(transform(fun), compile=mode)
+        run_jit = lambda: jitted(x)
+    want = run_plain()
+    with compiling(False):
+        assert_exact(run_plain(), want)  # the replay alone, for reference
+    ran.clear()
+    for _ in range(4):
+        assert_exact(run_jit(), want, rtol=0)
+    background.wait_for_background(timeout=120)
+    in_body = sum(n for prims, n in ran.items() if "sin" in prims and "tanh" not in prims)
+    if mode is False:
+        assert ran == {}
+    else:  # six steps a call: the body's kernels ran at (nearly) every one
+        assert in_body >= 6 * 3, ran
+
+
 def test_a_loop_with_a_primitive_that_does_not_lower_stays_a_python_loop():
     opaque_p = Primitive("opaque", lambda x: np.round(x, 3))  # no lowering
 

@@ -29,7 +29,6 @@ import optree
 from autodiff.compiler import tiers
 from autodiff.compiler.call import call_p
 from autodiff.compiler.claims import Claim, wait_for
-from autodiff.compiler.derived import derived_of
 from autodiff.compiler.passes import optimize
 from autodiff.compiler.replay import array_kind, fresh_results, interpret
 from autodiff.compiler.signature import Arguments, describe, leaf_aval, leaf_key
@@ -130,7 +129,7 @@ class JitFunction:
                 self._entries.move_to_end(key)
         staged = entry.traced
         if traced or staged.captured:
-            derived_of(staged.graph).mode = self._compile  # (tiers.call_graph reads it)
+            tiers.set_mode(staged.graph, self._compile)  # (tiers.call_graph reads it)
             out = call_p.bind(*leaves, *staged.captured, graph=staged.graph, name=self._name)
         elif entry.effects and current_interpreters():
             # draws under a transform: each meets the interpreters as it would eagerly
@@ -142,6 +141,8 @@ class JitFunction:
                 kind = array_kind(leaves)
                 if not entry.ran and kind[0] == "numpy" and not tiers.at_once():
                     entry.ran = True
+                    # its loops' bodies run through tiers.call_graph: as this function
+                    tiers.set_mode(staged.graph, tiers.mode_of(self._compile))
                     out = interpret(staged.graph, *leaves)
                     return optree.tree_unflatten(staged.out_tree, list(out))
                 run = entry.run = tiers.first_run(entry, kind, leaves, self._compile)

@@ -36,7 +36,7 @@ from autodiff.core.graph import Graph
 from autodiff.errors import TransformValueError
 
 __all__ = ["HOT_CALLS", "Entry", "at_once", "call_graph", "check_compile", "compile_at_once",
-           "compiling"]  # fmt: skip
+           "compiling", "mode_of", "set_mode"]  # fmt: skip
 
 HOT_CALLS = 3  # calls of one signature after which compile="auto" compiles it (in the background)
 
@@ -71,6 +71,12 @@ def compiling(mode: Any):
         yield
     finally:
         _forced.reset(token)
+
+
+def mode_of(setting: Any) -> Any:
+    """The ``compile=`` a function with ``setting`` runs under here (``compiling``'s, if set)."""
+    forced = _forced.get()
+    return setting if forced is None else forced
 
 
 def check_compile(mode: Any) -> None:
@@ -111,12 +117,11 @@ def first_run(entry: Entry, kind: tuple, leaves: Sequence, setting: Any) -> Call
     (and a region is worth compiling), else the replay, whose calls ``"auto"`` counts."""
     graph = entry.traced.graph
     run = replay(graph, kind[0], kind[1], fresh=True)
-    forced = _forced.get()
-    mode = setting if forced is None else forced
+    mode = mode_of(setting)
     if kind[0] != "numpy" or mode is False or not default_backend().available():
-        _set_mode(graph, False)
+        set_mode(graph, False)
         return run
-    _set_mode(graph, mode)
+    set_mode(graph, mode)
     if mode is True:
         found = compiled(graph, fresh=True, layouts=_layouts(leaves))
         if found is None:
@@ -147,17 +152,18 @@ def _layouts(args: Sequence) -> list[bool]:
     return [type(a) is np.ndarray and a.flags.c_contiguous for a in args]
 
 
-def _set_mode(graph: Graph, mode: Any) -> None:
-    """The functions of ``graph``'s control flow (loop bodies, branches) take its
-    ``compile=`` setting: a body that runs as a replay (it lowers only in part) is
-    compiled, or not, as the function is (``call_graph``)."""
+def set_mode(graph: Graph, mode: Any) -> None:
+    """``graph`` and the functions of its control flow (loop bodies, branches, at any
+    depth) take the ``compile=`` setting ``mode``: a body that runs as a replay (it lowers
+    only in part) is compiled, or not, as the function is (``call_graph``).  Set before
+    any of them runs: a body left at the default would compile on its own once hot."""
+    derived_of(graph).mode = mode
     for eqn in graph.eqns:
         for value in eqn.params.values():
             for fn in value if isinstance(value, tuple) else (value,):
                 inner = getattr(fn, "graph", None)
                 if isinstance(inner, Graph):
-                    derived_of(inner).mode = mode
-                    _set_mode(inner, mode)
+                    set_mode(inner, mode)
 
 
 def call_graph(graph: Graph, args: Sequence) -> tuple:
@@ -172,8 +178,8 @@ def call_graph(graph: Graph, args: Sequence) -> tuple:
         return run(*args)
     kind = array_kind(args)
     plain = replay(graph, kind[0], kind[1])
-    forced = _forced.get()
-    mode = store.mode if forced is None else forced
+    set_mode(graph, store.mode)  # its loops' bodies: as the graph (derived graphs' are new)
+    mode = mode_of(store.mode)
     if kind[0] != "numpy" or mode is False or not default_backend().available():
         store.run = plain
         return plain(*args)
