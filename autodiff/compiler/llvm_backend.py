@@ -100,7 +100,7 @@ def layout_known() -> bool:
             and ctypes.c_void_p.from_address(id(a) + _ARRAY_DATA).value == a.ctypes.data
             and ctypes.c_int.from_address(id(a) + _ARRAY_FLAGS).value & 0x101 == 0x101
             and ctypes.cast(
-                ctypes.c_void_p.from_address(id(a) + _ARRAY_STRIDES).value,
+                ctypes.c_void_p.from_address(id(a) + _ARRAY_STRIDES).value or 0,
                 ctypes.POINTER(ctypes.c_int64),
             )[0]
             == 24

@@ -75,7 +75,7 @@ class Codegen:
         self.errstate: tuple | None = None  # the region's floating-point setting
         # variables whose values are the kernel's results: written there where made
         self.destinations: dict[Var, Array] = {}
-        self.helpers: set[tuple[int, int]] = set()  # (pointers, dimensions) of the loop calls
+        self.helpers: set[tuple[int, int, int]] = set()  # (pointers, dims, steps) of loop calls
         self.f.allocas.append("  %status = alloca i8, align 1")
         self.f.allocas.append("  store i8 0, ptr %status")
 

@@ -221,7 +221,11 @@ class _Definitions:
         definition.ml_name, definition.ml_meth = _NAME, address
         definition.ml_flags, definition.ml_doc = _METH_FASTCALL, None
         function = self.new(ctypes.byref(definition), holder, None)
-        self.alive[id(definition)] = weakref.ref(function, lambda _, d=definition: self._free(d))
+
+        def gone(_: Any, d: Any = definition) -> None:
+            self._free(d)
+
+        self.alive[id(definition)] = weakref.ref(function, gone)
         return function
 
     def _free(self, definition: Any) -> None:

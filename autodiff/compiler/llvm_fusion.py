@@ -235,8 +235,8 @@ class _LazyScalar(Scalar):
         self._group, self._ref, self.dtype = group, ref, dtype
         group.stores.append((ref, self))
 
-    @property  # type: ignore[override]
-    def ref(self) -> str:
+    @property
+    def ref(self) -> str:  # type: ignore[override]
         return self._group.registers[self._ref]
 
 
@@ -442,7 +442,7 @@ def _emit_vector(group: Group, sizes: list[int], per_array: dict) -> None:
     cg, f = group.cg, group.cg.f
     n = math.prod(sizes)
     pieces = _pieces(n)
-    positions = [()]
+    positions: list[tuple[int, ...]] = [()]
     for size in sizes:
         positions = [(*p, i) for p in positions for i in range(size)]
     offsets: dict = {}  # id(array) -> the static offset of each element

@@ -78,10 +78,14 @@ def loop(ufunc: np.ufunc, dtypes: tuple, reduction: bool = False) -> Loop:
         found = _found.get(key)
         if found is not None:
             return found
-        resolved, capsule = ufunc._resolve_dtypes_and_context(tuple(dtypes), reduction=reduction)
-        ufunc._get_strided_loop(capsule)
+        # NumPy's private API for its inner loops (checked in llvm_engine.why_not)
+        resolve = ufunc._resolve_dtypes_and_context  # type: ignore[attr-defined]
+        resolved, capsule = resolve(tuple(dtypes), reduction=reduction)
+        ufunc._get_strided_loop(capsule)  # type: ignore[attr-defined]
         address = _pointer(capsule)
         fn, context, aux = (ctypes.c_void_p * 3).from_address(address)
+        if not fn:  # no loop for these dtypes: the caller's NumPy call raises as NumPy does
+            raise TypeError(f"{_name(ufunc)}: NumPy has no inner loop for {dtypes}")
         chars = "".join(np.dtype(d).str[1:] for d in resolved)
         name = f"adx.npy.{_name(ufunc)}.{chars}{'.r' if reduction else ''}"
         cells = (ctypes.c_void_p(context), ctypes.c_void_p(aux))

@@ -22,13 +22,16 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 __all__ = ["Watch", "applied", "combined", "merged", "own", "watching"]
 
 try:  # NumPy 2 keeps the setting in a context variable: its identity says if it changed
-    from numpy._core._ufunc_config import _extobj_contextvar as _STATE
+    from numpy._core._ufunc_config import (  # type: ignore[attr-defined]
+        _extobj_contextvar as _STATE,
+    )
 except ImportError:  # pragma: no cover
     _STATE = None
 
@@ -60,11 +63,11 @@ class Watch:
             if callable(self.call):
                 self.call(err, flag)
             else:
-                self.call.write(message)
+                self.call.write(message)  # type: ignore[union-attr]
         elif mode == "print":
             print(message)
         elif mode == "log" and self.call is not None:
-            self.call.write(message)
+            self.call.write(message)  # type: ignore[union-attr]
 
 
 @contextlib.contextmanager
@@ -81,10 +84,12 @@ def own(watch: Watch) -> tuple | None:
     as sorted ``(keyword, value)`` pairs; None where there are none."""
     if _STATE is not None and id(_STATE.get()) == watch.state:
         return None
-    modes, call = np.geterr(), np.geterrcall()
+    modes: dict[str, Any] = dict(np.geterr())
+    call: Any = np.geterrcall()
     while isinstance(call, Watch) and call is not watch:  # an inner staging's sentinel:
         inner = call  # what it stands in for is the setting it replaced
-        modes = {k: inner.modes[k] if v == "call" else v for k, v in modes.items()}
+        replaced: dict[str, Any] = dict(inner.modes)
+        modes = {k: replaced[k] if v == "call" else v for k, v in modes.items()}
         call = inner.call
     found = {k: v for k, v in modes.items() if v != "call"}
     if call is not watch:  # a handler of the function's own: its "call" categories too
@@ -109,7 +114,7 @@ def combined(outer: tuple | None, inner: tuple | None) -> tuple | None:
 
 def merged(state: tuple | None) -> dict:
     """``np.geterr()`` with ``state``'s categories over the caller's."""
-    modes = np.geterr()
+    modes: dict[str, Any] = dict(np.geterr())
     if state:
         modes.update((k, v) for k, v in state if k != "call")
     return modes
