@@ -3,8 +3,10 @@ earlier one compiled, and nothing about the folder can make a program fail or co
 something else -- corrupted files, a folder that cannot be written, concurrent processes,
 a size bound -- and the tests never write into the user's home."""
 
+import contextlib
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import time
@@ -135,3 +137,40 @@ def test_the_tests_never_write_into_the_users_home():
     assert not folder.is_relative_to(home / ".cache"), folder
     jit(lambda x: anp.sin(x) * 0.75 + 1.0, compile=True)(np.ones(4))
     assert folder.exists() or not any(folder.parent.glob("*.kernel"))
+
+
+_EXITING = """
+import numpy as np, autodiff, autodiff.numpy as anp
+
+def chain(x):
+    for _ in range(40):
+        x = anp.tanh(anp.sin(x) * 1.01 + 0.1)
+    return x
+
+f = autodiff.jit(chain)  # compile="auto": hot after a few calls, compiled in the background
+x = np.linspace(0.0, 1.0, 9)
+for _ in range(6):
+    f(x)
+# exits at once, its background compile under way or queued
+"""
+
+
+def test_a_script_exiting_while_it_compiles_leaves_nothing_behind(tmp_path):
+    """No process or thread outlives the script (it exits, its process group is empty),
+    no temporary file is left in the cache, nothing is written into its home."""
+    home, folder = tmp_path / "home", tmp_path / "kernels"
+    home.mkdir()
+    env = {"AUTODIFF_CACHE_DIR": str(folder), "HOME": str(home), "PATH": ""}
+    proc = subprocess.Popen([sys.executable, "-c", _EXITING], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+    try:
+        _, err = proc.communicate(timeout=120)  # a worker keeping it alive hangs here
+        assert proc.returncode == 0 and not err, err
+        with pytest.raises(ProcessLookupError):  # nothing of its session is left running
+            os.killpg(proc.pid, 0)
+    finally:  # (where it failed: none of it outlives the test)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert not list(folder.glob(".tmp-*"))
+    assert list(home.iterdir()) == []
