@@ -228,6 +228,52 @@ def test_a_jitted_draw_under_vmap_with_randomness_error_raises():
         vmap(lambda x: x + draw())(np.zeros(3))
 
 
+_CLOSED_RNG = np.random.default_rng(3)
+_CLOSED_STATE = np.random.RandomState(3)
+
+
+@pytest.mark.parametrize(
+    ("draw", "fix"),
+    [
+        (lambda x: x + np.random.normal(), "anp.random.normal"),
+        (lambda x: x + _CLOSED_RNG.normal(size=3), "anp.random.normal\\(rng, shape\\)"),
+        (lambda x: x + _CLOSED_STATE.uniform(), "Generator passed as an argument"),
+    ],
+    ids=["np.random", "closed-over Generator", "closed-over RandomState"],
+)
+def test_numpys_own_draws_while_staging_raise_instead_of_freezing(draw, fix):
+    # Eagerly each call draws anew; staged, NumPy's draw would be one constant replayed.
+    eager = [draw(np.zeros(3)) for _ in range(2)]
+    assert not np.allclose(eager[0], eager[1])
+    jitted = jit(draw)
+    for _ in range(2):  # the same error at every call: nothing was cached
+        with pytest.raises(ValueError, match=f"^jit: the function drew.*: .*{fix}"):
+            jitted(np.zeros(3))
+    with pytest.raises(ValueError, match="drew"):
+        grad(lambda x: anp.sum(jitted(x)))(np.zeros(3))  # staged under a transform too
+
+
+def test_a_generator_given_as_a_static_argument_is_watched_too():
+    class Noisy:
+        def __init__(self):
+            self.rng = np.random.default_rng(0)
+
+    for static in (np.random.default_rng(0), Noisy()):
+        f = jit(lambda x, s: x + getattr(s, "rng", s).normal(), static_argnums=1)
+        with pytest.raises(ValueError, match=r"drew from a numpy\.random\.Generator"):
+            f(np.zeros(2), static)
+
+
+def test_the_spellings_the_draw_error_names_draw_at_every_call():
+    rng = np.random.default_rng(0)
+    closed = jit(lambda x: x + anp.random.normal(rng, (3,)))
+    np.random.seed(0)
+    legacy = jit(lambda x: x + anp.random.normal(size=3))
+    for f in (closed, legacy):
+        draws = [f(np.zeros(3)) for _ in range(3)]
+        assert not np.allclose(draws[0], draws[1]) and not np.allclose(draws[1], draws[2])
+
+
 # --- 4. no NaN from a branch or an iteration an example does not take --------------------
 
 

@@ -64,8 +64,8 @@ DERIVATIVES = {"jit(grad)", "grad(jit)", "jvp(jit)", "jit(jvp)", "jit(vmap(grad)
 
 
 # Samples jit refuses, with the error that says why: their results' shapes or dtypes
-# depend on the values (rules/_shapes.py).  Run as strict xfails: one that starts passing
-# fails the suite.
+# depend on the values (the shape rules of eig_p and roots_p refuse staging).  Run as
+# strict xfails: one that starts passing fails the suite.
 VALUE_DEPENDENT = "the result's dtype or shape depends on the values"
 JIT_LIMITS: dict[tuple[str, str], tuple[str, type]] = {
     ("linalg.eig", "real eigenvalues"): (VALUE_DEPENDENT, ConcretizationError),

@@ -78,6 +78,14 @@ def _numpy_global_draw_in_vmap():
     vmap(lambda x: x + np.random.normal())(np.zeros(3))
 
 
+def _closed_over_generator_in_jit():
+    jit(lambda x: x + RNG.normal())(np.zeros(3))
+
+
+def _numpy_global_draw_in_jit():
+    jit(lambda x: x + np.random.normal())(np.zeros(3))
+
+
 def _integer_input_to_grad():
     grad(lambda x: x * x)(3)
 
@@ -121,6 +129,18 @@ CASES = [
     ),
     (
         _numpy_global_draw_in_vmap,
+        "NumPy's global random functions",
+        "write anp.random.normal(",
+        None,
+    ),
+    (
+        _closed_over_generator_in_jit,
+        "a numpy.random.Generator it closes over",
+        "write anp.random.normal(rng, shape)",
+        None,
+    ),
+    (
+        _numpy_global_draw_in_jit,
         "NumPy's global random functions",
         "write anp.random.normal(",
         None,

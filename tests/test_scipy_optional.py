@@ -15,6 +15,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODULES = ["special", "linalg", "signal", "stats", "integrate"]
 
 
+def _run(code):
+    """``code`` run in a fresh interpreter importing this checkout; it must succeed."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_import_error_names_the_scipy_extra(monkeypatch, module):
     for name in [m for m in sys.modules if m == "scipy" or m.startswith("scipy.")]:
@@ -24,6 +37,22 @@ def test_import_error_names_the_scipy_extra(monkeypatch, module):
     with pytest.raises(ImportError, match=rf"autodiff\.scipy\.{module} needs SciPy.*"
                                           r"pip install 'autodiff\[scipy\]'"):  # fmt: skip
         importlib.import_module(f"autodiff.scipy.{module}")
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_each_module_is_an_attribute_of_autodiff_scipy_imported_when_first_read(module):
+    # JAX's spelling: `import jax.scipy as jsp; jsp.special.erf` (no import of the module)
+    code = (
+        "import sys, autodiff.scipy as asp\n"
+        f"assert 'autodiff.scipy.{module}' not in sys.modules\n"
+        f"assert asp.{module} is sys.modules['autodiff.scipy.{module}']\n"
+        "try:\n"
+        "    asp.nothing\n"
+        "except AttributeError as e:\n"
+        "    print(e)\n"
+    )
+    result = _run(code)
+    assert "has no attribute 'nothing'" in result.stdout
 
 
 def test_autodiff_imports_without_scipy():
@@ -38,12 +67,5 @@ def test_autodiff_imports_without_scipy():
         "    except ImportError as e:\n"
         "        print(e)\n"
     )
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stderr
+    result = _run(code)
     assert result.stdout.count("pip install 'autodiff[scipy]'") == len(MODULES)

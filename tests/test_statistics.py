@@ -27,7 +27,7 @@ import pytest
 import autodiff.numpy as anp
 from autodiff import grad, jvp, vmap
 from autodiff.errors import ConcretizationError
-from autodiff.rules.statistics import METHODS
+from autodiff.numpy._statistics import METHODS
 from autodiff.testing import check_grads, check_vmap
 
 rng = np.random.default_rng(20261)

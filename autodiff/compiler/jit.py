@@ -41,6 +41,7 @@ from autodiff.debug.nans import checking_nans
 from autodiff.debug.rule_checks import checking as checking_rules
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.staging import eval_graph, innermost_staging, stage
+from autodiff.interpreters.unseen_draws import check_not_drawn, unseen_sources
 
 __all__ = ["CacheInfo", "JitFunction", "jit", "make_graph"]
 
@@ -169,12 +170,17 @@ class JitFunction:
             cell[:] = [out_tree]
             return out_leaves
 
+        # NumPy's draws that staging cannot see would be replayed as constants
+        statics = self._args.split(args, kwargs)[2]
+        also = tuple(value for _, _, value in statics)  # a Generator given as static
+        unseen = unseen_sources(self.fun, also) if transform == "jit" else ()
         staged = stage(flat, avals, transform=transform, name=self._name,
                        like=library_of(leaves))  # fmt: skip
+        for source, state in unseen:
+            check_not_drawn(source, state, f"jit({self._name})", staging=True)
         graph = staged.graph
         graph.in_tree, graph.out_tree = treedef, cell[0]
         kind = array_kind(leaves)[0]
-        statics = self._args.split(args, kwargs)[2]
         return Traced(graph, tuple(staged.captured), treedef, cell[0],
                       describe(avals, statics, kind), kind)  # fmt: skip
 
@@ -378,7 +384,9 @@ def jit(
       ``debug_nans()`` and ``debug_rules()`` check every call (the function runs as it
       is, so the first NaN is found and named); ``explain`` lists its primitives;
     - random draws (``anp.random``, a ``Generator`` argument's methods) draw at every
-      call, and under ``vmap`` follow its ``randomness`` as eagerly;
+      call, and under ``vmap`` follow its ``randomness`` as eagerly; NumPy's own draws
+      that staging cannot see (``np.random.normal()``, a ``Generator`` or
+      ``RandomState`` the function closes over) would be one constant, and raise;
     - no lock is held while ``fun`` is staged (jitted functions may call each other
       from several threads); the caches are bounded and release what they evict.
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.compiler import llvm_ir, npy_loops
+from autodiff.compiler import llvm_engine, llvm_ir, npy_loops
 from autodiff.compiler.kernel_call import SINGULAR
 from autodiff.compiler.llvm_context import Context
 from autodiff.compiler.llvm_fusion import Group
@@ -510,8 +510,6 @@ def helper(pointers: int, dims: int, steps: int) -> str:
 
 
 def _fe_all() -> tuple:
-    from autodiff.compiler import llvm_engine
-
     bits = llvm_engine.fe_bits()
     return (*bits, bits[0] | bits[1] | bits[2] | bits[3])
 

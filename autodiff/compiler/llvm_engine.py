@@ -33,6 +33,8 @@ import time
 import weakref
 from typing import Any
 
+import numpy as np
+
 from autodiff.compiler import disk_cache
 
 __all__ = ["Native", "available", "compile_ir", "host", "symbol", "why_not"]
@@ -74,8 +76,6 @@ def _llvm_version() -> tuple:
 @functools.cache
 def _numpy_loops() -> bool:
     """Whether NumPy exposes its inner loops (``ufunc._get_strided_loop``, NumPy >= 1.24)."""
-    import numpy as np
-
     return hasattr(np.add, "_get_strided_loop") and hasattr(np.add, "_resolve_dtypes_and_context")
 
 

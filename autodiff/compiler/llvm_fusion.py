@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -251,8 +252,6 @@ def _fold_cast(value: Scalar, dst: np.dtype) -> Scalar | None:
         if src.kind == "u" and number < 0:
             number += 1 << (8 * src.itemsize)
     else:
-        import struct
-
         number = struct.unpack(">d", bytes.fromhex(text[2:]))[0]
     with np.errstate(all="raise"):
         try:

@@ -17,6 +17,7 @@ Nothing is contracted or reassociated: no fast-math flag is ever written.
 from __future__ import annotations
 
 import contextlib
+import platform
 import struct
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -199,8 +200,6 @@ SCALAR = Lanes()
 
 
 def _x86() -> bool:
-    import platform
-
     return platform.machine().lower() in ("x86_64", "amd64")
 
 

@@ -83,7 +83,8 @@ from autodiff.interpreters.tape import Node
 from autodiff.interpreters.taylor import JetInterpreter
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
-from autodiff.rules.elementwise import clip, equal, where
+from autodiff.rules.compositions import clip
+from autodiff.rules.elementwise import equal, where
 
 __all__ = ["CondPrimitive", "cond", "cond_p", "switch"]
 

@@ -111,7 +111,8 @@ from autodiff.interpreters.tape import Dropped, Node, backward
 from autodiff.interpreters.taylor import JetInterpreter
 from autodiff.rules import creation as _cre
 from autodiff.rules._sparsity import moves, shape_of_operand
-from autodiff.rules.shape import moveaxis, stack
+from autodiff.rules.compositions import moveaxis
+from autodiff.rules.shape import stack
 
 __all__ = ["ScanPrimitive", "run_scan", "scan", "scan_p", "slices_p"]
 

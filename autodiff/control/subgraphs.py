@@ -40,6 +40,7 @@ from autodiff.interpreters.staging import (
     innermost_staging,
     stage,
 )
+from autodiff.rules import compositions as _comp
 from autodiff.rules import shape as _shp
 
 __all__ = [
@@ -175,7 +176,7 @@ def batch_axis_at(x: Any, dim: int | None, size: int, where_to: int = 0) -> Any:
     if dim is None:
         x = np.asarray(x) if isinstance(x, (bool, int, float, complex)) else x
         return _shp.broadcast_to(_shp.expand_dims(x, 0), (size, *shape_of(x)))
-    return x if dim == where_to else _shp.moveaxis(x, dim, where_to)
+    return x if dim == where_to else _comp.moveaxis(x, dim, where_to)
 
 
 def carry_tangents(

@@ -526,7 +526,7 @@ def _run_dot(text: str, format: str) -> bytes:
 def _draw_with_networkx(graph: Graph) -> bytes:
     """The pure-Python fallback: networkx lays the graph out in layers (its
     topological generations), matplotlib draws it into a PNG."""
-    try:
+    try:  # optional (the "notebooks" extra) and slow to import: only when a graph is drawn
         import networkx as nx
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure

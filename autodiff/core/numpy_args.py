@@ -47,11 +47,11 @@ __all__ = [
 _SEQUENCES = (list, tuple)
 
 
-def _missing_as_array(x: Any) -> Any:  # pragma: no cover - rules/creation.py sets it
-    raise RuntimeError("autodiff.rules.creation was not imported")
+def _missing_as_array(x: Any) -> Any:  # pragma: no cover - rules/compositions.py sets it
+    raise RuntimeError("autodiff.rules.compositions was not imported")
 
 
-# The conversion of one list or tuple: anp.asarray, which autodiff/rules/creation.py
+# The conversion of one list or tuple: anp.asarray, which autodiff/rules/compositions.py
 # hands down when it is imported (it sits a layer above, and stacks traced items).
 as_array: Callable[[Any], Any] = _missing_as_array
 

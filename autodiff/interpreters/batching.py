@@ -19,7 +19,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import optree
 
-from autodiff.core import conversions, tracer
+from autodiff.core import conversions
+from autodiff.core import tracer as _tracer
 from autodiff.core.args import (
     a_type,
     as_output,
@@ -51,8 +52,9 @@ from autodiff.errors import (
     TransformValueError,
 )
 from autodiff.interpreters.unseen_draws import check_not_drawn, unseen_sources
-from autodiff.rules import reductions as _reductions
-from autodiff.rules import shape as _shape_rules
+from autodiff.rules import compositions as _comp
+from autodiff.rules import reductions as _red
+from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import bring_to_front
 
 __all__ = ["BatchInterpreter", "BatchedTensor", "vmap"]
@@ -117,7 +119,7 @@ def _batched_fix(what: str, kind: str) -> str:
             "true_fun, false_fun, x)"
         )
     if kind == "array":
-        return f"{conversions.array_fix(str(what), tracer.array_namespace)}, which batches"
+        return f"{conversions.array_fix(str(what), _tracer.array_namespace)}, which batches"
     if kind == "value":
         return "keep it an array (each example sees its own), or compute it outside vmap"
     return "compute it outside vmap, or pass what it depends on unbatched (in_dims=None)"
@@ -197,15 +199,15 @@ def batch_by_loop(prim: Primitive) -> Callable:
             for i in range(size)
         ]
         if prim.multiple_results:
-            return tuple(_shape_rules.stack(list(col)) for col in zip(*outs)), (0,) * len(outs[0])
-        return _shape_rules.stack(outs), 0
+            return tuple(_shp.stack(list(col)) for col in zip(*outs)), (0,) * len(outs[0])
+        return _shp.stack(outs), 0
 
     return batch
 
 
 def _zero_example(x: Any, bdim: int) -> Any:
     """Zeros shaped like one example of ``x`` (which has none), of x's array library."""
-    return np.zeros_like(_reductions.sum(x, axis=bdim), dtype=x.dtype)
+    return np.zeros_like(_red.sum(x, axis=bdim), dtype=x.dtype)
 
 
 def _empty_batch(example: Any) -> Any:
@@ -347,11 +349,11 @@ def _unbatch_output(interp: BatchInterpreter, leaf: Any, out_dim: int | None, i:
         )
     out_dim %= ndim
     if bdim is None:  # the same for every example: broadcast it
-        value = _shape_rules.expand_dims(value, out_dim)
+        value = _shp.expand_dims(value, out_dim)
         shape = list(value.shape)
         shape[out_dim] = interp.size
-        return _shape_rules.broadcast_to(value, tuple(shape))
-    return _shape_rules.moveaxis(value, bdim, out_dim)
+        return _shp.broadcast_to(value, tuple(shape))
+    return _comp.moveaxis(value, bdim, out_dim)
 
 
 class _Call(NamedTuple):
@@ -384,9 +386,9 @@ def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
 def _leaf(interp: BatchInterpreter, x: Any, bdim: int | None) -> Any:
     if bdim is not None:
         return BatchedTensor(interp, x, bdim)
-    if isinstance(x, np.random.Generator) and tracer.array_namespace is not None:
+    if isinstance(x, np.random.Generator) and _tracer.array_namespace is not None:
         # A Generator argument: its draws follow randomness, like anp.random's.
-        return tracer.array_namespace.random.vmapped_generator(x)
+        return _tracer.array_namespace.random.vmapped_generator(x)
     return x
 
 
@@ -417,9 +419,9 @@ def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: in
         if d is None:
             joined.append(column[0])
         elif chunk_size == 1:
-            joined.append(_shape_rules.stack(column, axis=d))
+            joined.append(_shp.stack(column, axis=d))
         else:
-            joined.append(_shape_rules.concatenate(column, axis=d))
+            joined.append(_shp.concatenate(column, axis=d))
     return optree.tree_unflatten(optree.tree_structure(outs[0]), joined)
 
 

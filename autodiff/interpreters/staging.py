@@ -38,7 +38,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from autodiff.core import conversions, tracer
+from autodiff.core import conversions
+from autodiff.core import tracer as _tracer
 from autodiff.core.caches import LRUCache
 from autodiff.core.errstate import Watch, applied, own, watching
 from autodiff.core.graph import Eqn, Graph, Literal, OpaqueAval, ShapedArray, Var, aval_of
@@ -167,7 +168,7 @@ class StagedTensor(Tracer):
 
     def _concrete(self, what: str | conversions.Described, kind: str = "read") -> Any:
         fix = (
-            conversions.array_fix(str(what), tracer.array_namespace)
+            conversions.array_fix(str(what), _tracer.array_namespace)
             if kind == "array"
             else "mark the argument static (jit(f, static_argnums=...)) or use autodiff.cond "
             "or anp.where"
@@ -185,10 +186,10 @@ class StagedTensor(Tracer):
         # the Generator does: rng.normal(size=3) is anp.random's normal draw from it
         aval = object.__getattribute__(self, "_var").aval
         if isinstance(aval, OpaqueAval) and issubclass(aval.type, np.random.Generator):
-            namespace = tracer.array_namespace
+            namespace = _tracer.array_namespace
             if namespace is not None and not name.startswith("_"):
                 return namespace.random.generator_method(self, name)
-        hint = tracer.THEIR_SPELLINGS.get(name)  # (its property raised and led here)
+        hint = _tracer.THEIR_SPELLINGS.get(name)  # (its property raised and led here)
         raise AttributeError(
             f"'{type(self).__name__}' object has no attribute '{name}'"
             + (f": {hint}." if hint else "")

@@ -1,4 +1,5 @@
-"""NumPy's draws that ``vmap`` cannot see, caught after the call where they are wrong.
+"""NumPy's draws that ``vmap`` and ``jit`` cannot see, caught after the call where they
+are wrong.
 
 A ``numpy.random.Generator`` the vmapped function closes over (or names as a global),
 and NumPy's global functions (``np.random.normal``), are not arguments: vmap cannot make
@@ -9,7 +10,8 @@ same value.  Which sources a function reaches is looked up once per function
 (:func:`autodiff.core.reach.refers_to`, within a bound); NumPy's global state is read
 only where the function's code names one of its draws, since reading it costs about a
 vmap call.  A generator reached only through another object's attributes or another
-module's function is not seen (the documentation says so).
+module's function is not seen (the documentation says so).  ``jit`` checks the same
+sources while it stages a function: a draw there would be replayed as a constant.
 """
 
 from __future__ import annotations
@@ -52,18 +54,22 @@ def _state(source: Any) -> Any:
 _sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # func -> its sources
 
 
-def unseen_sources(func: Callable) -> list[tuple[Any, Any]]:
-    """The random streams func reaches outside its arguments, with their states now."""
+def unseen_sources(func: Callable, also: tuple = ()) -> list[tuple[Any, Any]]:
+    """The random streams func reaches outside its arguments (and those in ``also``: a
+    jitted function's static arguments, looked for at each call), with their states now."""
     try:
         sources = _sources.get(func)
     except TypeError:  # not weakly referable (a ufunc): nothing of its own to find
-        return []
-    if sources is None:
-        sources = _sources[func] = _find_sources(func)
+        sources = ()
+    else:
+        if sources is None:
+            sources = _sources[func] = _find_sources(func)
+    if also:
+        sources = (*sources, *(s for s in _find_sources(also) if all(s is not t for t in sources)))
     return [(source, _state(source)) for source in sources]
 
 
-def _find_sources(func: Callable) -> tuple[Any, ...]:
+def _find_sources(func: Any) -> tuple[Any, ...]:
     """Looked for once per function (the search walks what it refers to)."""
     found: dict[int, Any] = {}
     names: set[str] = set()
@@ -87,22 +93,49 @@ def _find_sources(func: Callable) -> tuple[Any, ...]:
     return tuple(found.values())
 
 
-def check_not_drawn(source: Any, state: Any, vmap: str) -> None:
-    """Raise if ``source`` drew since its ``state`` was read, naming the fix."""
+# What each kind of source is, and the spelling that draws where it is wrong: under a
+# vmap (following its randomness), and under jit (at every call).
+_SOURCES = {
+    np.random.Generator: (
+        "a numpy.random.Generator it closes over",
+        "pass the Generator as an argument with in_dims=None, and its draws follow randomness",
+        "write anp.random.normal(rng, shape), or pass the Generator as an argument; both "
+        "draw at every call",
+    ),
+    np.random.RandomState: (
+        "a numpy.random.RandomState it closes over",
+        "draw from a Generator passed as an argument (in_dims=None), which follows randomness",
+        "draw from a numpy.random.Generator passed as an argument, which draws at every call",
+    ),
+    _GlobalState: (
+        "NumPy's global random functions (np.random.normal, ...)",
+        "write anp.random.normal(...) (any np.random name), which follows randomness",
+        "write anp.random.normal(...) (any np.random name), which draws at every call",
+    ),
+}
+
+
+def _texts(source: Any) -> tuple[str, str, str]:
+    return next(texts for kind, texts in _SOURCES.items() if isinstance(source, kind))
+
+
+def check_not_drawn(source: Any, state: Any, transform: str, staging: bool = False) -> None:
+    """Raise if ``source`` drew since its ``state`` was read, naming the fix: under
+    ``transform``, a vmap, or (``staging``) a jit staging its function, where the draw
+    would be a constant of the graph, the same value at every call."""
     if _same_state(_state(source), state):
         return
-    if isinstance(source, np.random.Generator):
-        fix = "pass the Generator as an argument with in_dims=None, and its draws follow randomness"
-        what = "a numpy.random.Generator it closes over"
-    elif isinstance(source, np.random.RandomState):
-        fix = "draw from a Generator passed as an argument (in_dims=None), which follows randomness"
-        what = "a numpy.random.RandomState it closes over"
-    else:
-        fix = "write anp.random.normal(...) (any np.random name), which follows randomness"
-        what = "NumPy's global random functions (np.random.normal, ...)"
+    what, under_vmap, under_jit = _texts(source)
+    if staging:
+        raise TransformValueError(
+            f"jit: the function drew from {what} while being staged: {under_jit}. NumPy "
+            f"drew once, when {transform} staged it ({source!r}), so every call would "
+            f"return that one draw. For a constant on purpose, draw it outside the function "
+            f"and close over it."
+        )
     raise TransformValueError(
-        f"vmap: func drew from {what}, one draw for the whole batch: {fix}. NumPy drew once "
-        f"({source!r}), so every example of {vmap} got the same value. With "
+        f"vmap: func drew from {what}, one draw for the whole batch: {under_vmap}. NumPy drew "
+        f"once ({source!r}), so every example of {transform} got the same value. With "
         f"randomness='different' each example gets its own draws (anp.random.normal(rng, "
         f"shape) too); randomness='same' says one shared draw is meant."
     )

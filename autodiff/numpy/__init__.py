@@ -27,33 +27,57 @@ from autodiff.numpy import random as random
 from autodiff.numpy._apply import *  # noqa: F403
 from autodiff.numpy._apply import __all__ as _apply
 from autodiff.numpy._borrow import borrow as _borrow
+from autodiff.numpy._creation import *  # noqa: F403
+from autodiff.numpy._creation import __all__ as _creation_names
+from autodiff.numpy._dtypes import *  # noqa: F403
+from autodiff.numpy._dtypes import __all__ as _dtypes_names
+from autodiff.numpy._elementwise import *  # noqa: F403
+from autodiff.numpy._elementwise import __all__ as _elementwise_names
 from autodiff.numpy._index_tricks import c_ as c_
 from autodiff.numpy._index_tricks import r_ as r_
+from autodiff.numpy._index_update import *  # noqa: F403
+from autodiff.numpy._index_update import __all__ as _index_update_names
+from autodiff.numpy._indexing import *  # noqa: F403
+from autodiff.numpy._indexing import __all__ as _indexing_names
+from autodiff.numpy._polynomial import *  # noqa: F403
+from autodiff.numpy._polynomial import __all__ as _polynomial_names
+from autodiff.numpy._products import *  # noqa: F403
+from autodiff.numpy._products import __all__ as _products_names
+from autodiff.numpy._reductions import *  # noqa: F403
+from autodiff.numpy._reductions import __all__ as _reductions_names
+from autodiff.numpy._sets import *  # noqa: F403
+from autodiff.numpy._sets import __all__ as _sets_names
+from autodiff.numpy._shape import *  # noqa: F403
+from autodiff.numpy._shape import __all__ as _shape_names
+from autodiff.numpy._sorting import *  # noqa: F403
+from autodiff.numpy._sorting import __all__ as _sorting_names
+from autodiff.numpy._statistics import *  # noqa: F403
+from autodiff.numpy._statistics import __all__ as _statistics_names
 from autodiff.numpy._types import SCALAR_TYPES as _SCALAR_TYPES
 from autodiff.numpy._types import ndarray as ndarray
+from autodiff.rules.compositions import *  # noqa: F403
+from autodiff.rules.compositions import __all__ as _compositions_names
 from autodiff.rules.creation import *  # noqa: F403
-from autodiff.rules.creation import __all__ as _creation
-from autodiff.rules.dtypes import *  # noqa: F403
-from autodiff.rules.dtypes import __all__ as _dtypes
+from autodiff.rules.creation import __all__ as _creation_primitives
 from autodiff.rules.elementwise import *  # noqa: F403
-from autodiff.rules.elementwise import __all__ as _elementwise
+from autodiff.rules.elementwise import __all__ as _elementwise_primitives
 from autodiff.rules.indexing import *  # noqa: F403
-from autodiff.rules.indexing import __all__ as _indexing
+from autodiff.rules.indexing import __all__ as _indexing_primitives
 from autodiff.rules.linalg import roots as roots  # numpy.roots: eigvals of a companion matrix
 from autodiff.rules.polynomial import *  # noqa: F403
-from autodiff.rules.polynomial import __all__ as _polynomial
+from autodiff.rules.polynomial import __all__ as _polynomial_primitives
 from autodiff.rules.products import *  # noqa: F403
-from autodiff.rules.products import __all__ as _products
+from autodiff.rules.products import __all__ as _products_primitives
 from autodiff.rules.reductions import *  # noqa: F403
-from autodiff.rules.reductions import __all__ as _reductions
+from autodiff.rules.reductions import __all__ as _reductions_primitives
 from autodiff.rules.sets import *  # noqa: F403
-from autodiff.rules.sets import __all__ as _sets
+from autodiff.rules.sets import __all__ as _sets_primitives
 from autodiff.rules.shape import *  # noqa: F403
-from autodiff.rules.shape import __all__ as _shape
+from autodiff.rules.shape import __all__ as _shape_primitives
 from autodiff.rules.sorting import *  # noqa: F403
-from autodiff.rules.sorting import __all__ as _sorting
+from autodiff.rules.sorting import __all__ as _sorting_primitives
 from autodiff.rules.statistics import *  # noqa: F403
-from autodiff.rules.statistics import __all__ as _statistics
+from autodiff.rules.statistics import __all__ as _statistics_primitives
 
 globals().update(_SCALAR_TYPES)
 
@@ -61,17 +85,29 @@ globals().update(_SCALAR_TYPES)
 _own = frozenset(
     [
         *_apply,
-        *_creation,
-        *_dtypes,
-        *_elementwise,
-        *_indexing,
-        *_polynomial,
-        *_products,
-        *_reductions,
-        *_sets,
-        *_shape,
-        *_sorting,
-        *_statistics,
+        *_creation_names,
+        *_dtypes_names,
+        *_elementwise_names,
+        *_index_update_names,
+        *_indexing_names,
+        *_polynomial_names,
+        *_products_names,
+        *_reductions_names,
+        *_sets_names,
+        *_shape_names,
+        *_sorting_names,
+        *_statistics_names,
+        *_compositions_names,
+        *_creation_primitives,
+        *_elementwise_primitives,
+        *_indexing_primitives,
+        *_polynomial_primitives,
+        *_products_primitives,
+        *_reductions_primitives,
+        *_sets_primitives,
+        *_shape_primitives,
+        *_sorting_primitives,
+        *_statistics_primitives,
         *_SCALAR_TYPES,
         "c_",
         "fft",

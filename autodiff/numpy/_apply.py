@@ -27,11 +27,11 @@ import numpy as np
 from autodiff.core.arrays import array_library, ndim_of, normalize_axes, shape_of
 from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.interpreters.batching import vmap
-from autodiff.rules.creation import asarray, zeros_like
+from autodiff.rules.compositions import asarray, moveaxis, ravel, take
+from autodiff.rules.creation import zeros_like
 from autodiff.rules.elementwise import as_operands, astype, stop_gradient, where
-from autodiff.rules.indexing import take
 from autodiff.rules.reductions import argmax
-from autodiff.rules.shape import broadcast_to, expand_dims, moveaxis, ravel, squeeze
+from autodiff.rules.shape import broadcast_to, expand_dims, squeeze
 
 __all__ = ["apply_along_axis", "apply_over_axes", "frompyfunc", "piecewise", "vectorize"]
 

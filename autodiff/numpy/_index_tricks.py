@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import dtype_of, ndim_of
-from autodiff.rules.creation import _holds_tracer, array, linspace
+from autodiff.numpy._creation import array, linspace
+from autodiff.rules.compositions import _holds_tracer
 from autodiff.rules.shape import concatenate, transpose
 
 __all__ = ["c_", "r_"]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.tracer import Tracer
-from autodiff.rules.creation import asarray
+from autodiff.rules.compositions import asarray
 from autodiff.rules.elementwise import astype
 
 __all__ = ["SCALAR_TYPES", "ndarray"]

@@ -1,6 +1,7 @@
 """Primitive families: each module declares its primitives, one block each
-(implementation + VJP + JVP + batching rule), and the public functions that
-``autodiff.numpy`` re-exports.  See ``README.md`` in this folder."""
+(implementation and every rule), and the public functions that bind them, which
+``autodiff.numpy`` re-exports; ``compositions`` holds the few compositions the rules
+call.  See ``README.md`` in this folder."""
 
 import sys as _sys
 
@@ -8,8 +9,8 @@ import numpy as _np
 
 from autodiff.core import tracer as _tracer
 from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
+    compositions,
     creation,
-    dtypes,
     elementwise,
     fft,
     indexing,
@@ -38,6 +39,3 @@ def _scipy_special_rules(func: object) -> bool:
 
 
 _tracer.lazy_rules.append(_scipy_special_rules)
-
-# Shape rules for staging, for the primitives no elementwise helper declared.
-from autodiff.rules import _shapes  # noqa: E402, F401

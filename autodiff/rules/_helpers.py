@@ -36,9 +36,12 @@ __all__ = [
     "bring_to_front",
     "broadcasting",
     "elementwise_shape",
+    "evaluated_shape",
+    "example_dtype",
     "implements",
     "move_to_front",
     "numpy_impl",
+    "shaped_like",
     "to_front_padded",
     "unary",
     "unbroadcast",
@@ -50,7 +53,7 @@ def _dask_lacks(func: Callable) -> bool:
     """Whether Dask lacks NumPy function ``func``: Dask would compute its operands into
     NumPy arrays instead (with a FutureWarning).  Looked up the way Dask's
     ``__array_function__`` looks it up: the same name in the same submodule of dask.array."""
-    import dask.array
+    import dask.array  # optional: only asked for Dask's arrays, which imported it already
 
     module: Any = dask.array
     for submodule in func.__module__.split(".")[1:]:  # numpy.linalg -> dask.array.linalg
@@ -112,7 +115,7 @@ def move_to_front(x: Any, bdim: int) -> Any:
     >>> move_to_front(np.zeros((2, 3)), 1).shape
     (3, 2)
     """
-    return x if bdim == 0 else _shp.moveaxis(x, bdim, 0)
+    return x if bdim == 0 else _comp.moveaxis(x, bdim, 0)
 
 
 def to_front_padded(x: Any, bdim: int, pad: int) -> Any:
@@ -220,6 +223,53 @@ def elementwise_shape(prim: Primitive) -> Callable:
     return shape
 
 
+_examples: dict = {}
+
+
+def example_dtype(fn: Any, *dtypes: np.dtype, ndim: int = 1, **params: Any) -> np.dtype:
+    """The dtype of ``fn`` on one-element arrays (of ``ndim`` axes) of ``dtypes``, cached:
+    for a shape rule where the dtype is NumPy's business (a sum of int8, an FFT of float32).
+
+    >>> example_dtype(np.sum, np.dtype(np.int8), axis=0)
+    dtype('int64')
+    """
+    key = (fn, dtypes, ndim, tuple(params.items()))
+    found = _examples.get(key)
+    if found is None:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*(np.ones((1,) * ndim, d) for d in dtypes), **params)
+        found = _examples[key] = np.result_type(out)
+    return found
+
+
+def shaped_like(x: Any, shape: Any = None, dtype: Any = None) -> ShapedArray:
+    """A shape rule's result: abstract value ``x`` with its shape or dtype replaced."""
+    return ShapedArray(x.shape if shape is None else shape, x.dtype if dtype is None else dtype)
+
+
+def evaluated_shape(prim: Primitive) -> Callable:
+    """A shape rule that runs ``prim``'s implementation on placeholders (read-only
+    zero-strided views: indexing them costs nothing), letting its errors (an index out of
+    range) through as they are."""
+
+    def rule(*avals, **params):
+        args = [
+            {"f": 0.0, "c": 0j}.get(a.dtype.kind, 0)
+            if a.weak_type
+            else np.broadcast_to(np.zeros((), a.dtype), a.shape)
+            for a in avals
+        ]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = prim.impl(*args, **params)
+        if prim.multiple_results:
+            return tuple(ShapedArray(np.shape(o), np.result_type(o)) for o in out)
+        return ShapedArray(np.shape(out), np.result_type(out))
+
+    return rule
+
+
 def ufunc_lowering(impl: Callable) -> Elementwise | None:
     """The lowering ``unary`` and ``broadcasting`` give a primitive whose implementation
     is one of NumPy's ufuncs: that ufunc on each element, in every dtype (compiled code
@@ -308,7 +358,7 @@ _SEQUENCES = frozenset((list, tuple))
 
 def _as_array(x: Any) -> Any:
     """A list or tuple (which may hold traced values) as an array; else ``x``."""
-    return _cre.asarray(x) if x.__class__ in _SEQUENCES else x
+    return _comp.asarray(x) if x.__class__ in _SEQUENCES else x
 
 
 def _outer_left(a: Any, b: Any) -> Any:
@@ -426,6 +476,6 @@ def unary(
 # The structural primitives these helpers call are declared with the helpers'
 # own utilities, so they are imported last (a cycle that is safe because
 # neither side uses the other before both modules are complete).
-from autodiff.rules import creation as _cre  # noqa: E402
+from autodiff.rules import compositions as _comp  # noqa: E402
 from autodiff.rules import reductions as _red  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402

@@ -1,4 +1,6 @@
-"""Elementwise primitives, one line each.
+"""Elementwise primitives, one line each.  Their compositions (``isclose``, ``divmod``,
+``modf``, ...) are in ``autodiff/numpy/_elementwise.py``, ``clip`` (which a
+transform calls) in ``compositions.py``.
 
 ``unary(name, impl, deriv)`` and ``broadcasting(name, impl, *derivs)`` (see
 ``_helpers``) take, per argument, ``deriv(g, ans, *args)``: how a perturbation
@@ -23,25 +25,26 @@ exponent-derivative of ``x**y`` is taken as 0 at ``x == 0``;
 
 from __future__ import annotations
 
-import builtins
 import math
 
 import numpy as np
 
 from autodiff.core.arrays import (
-    array_library,
     dtype_of,
     is_complex,
-    ndim_of,
-    normalize_axes,
-    shape_of,
 )
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
-from autodiff.core.tracer import Tracer, register_numpy
 from autodiff.errors import TransformValueError
-from autodiff.rules._helpers import broadcasting, implements, numpy_impl, unary
+from autodiff.rules._helpers import (
+    broadcasting,
+    evaluated_shape,
+    implements,
+    numpy_impl,
+    shaped_like,
+    unary,
+)
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 from autodiff.rules._taylor import (
     by_recurrence,
@@ -56,35 +59,20 @@ from autodiff.rules._taylor import (
 )
 
 __all__ = [
-    # arithmetic
-    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder",
-    "mod", "fmod", "power", "float_power", "negative", "positive", "reciprocal", "square",
-    "sqrt", "cbrt", "absolute", "abs", "fabs",
-    # exponentials and logarithms
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2",
-    # trigonometric and hyperbolic
-    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh",
-    "tanh", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "degrees", "radians",
-    "sinc", "i0",
-    # floating-point representation
-    "modf", "frexp", "ldexp", "nextafter", "spacing", "divmod",
-    # piecewise and selection
-    "maximum", "minimum", "fmax", "fmin", "clip", "where", "select", "copysign", "nan_to_num",
-    # complex
-    "real", "imag", "conj", "conjugate", "angle", "real_if_close", "unwrap",
-    # not differentiable
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
-    "isfinite", "signbit", "sign", "floor", "ceil", "rint", "trunc", "fix", "round",
-    "around", "heaviside", "gcd", "lcm", "isposinf", "isneginf", "isclose", "allclose",
-    "array_equal", "array_equiv",
-    # bitwise (integers and booleans; not differentiable)
-    "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not", "bitwise_invert",
-    "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift", "bitwise_count",
-    # the array API standard's spellings (NumPy 2 has them as aliases too)
-    "acos", "asin", "atan", "atan2", "acosh", "asinh", "atanh", "pow",
-    # dtype
-    "astype", "stop_gradient",
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
+    "fmod", "power", "float_power", "negative", "positive", "reciprocal", "square", "sqrt",
+    "cbrt", "absolute", "abs", "fabs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+    "logaddexp", "logaddexp2", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2",
+    "hypot", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg",
+    "degrees", "radians", "sinc", "i0", "ldexp", "nextafter", "spacing", "maximum", "minimum",
+    "fmax", "fmin", "where", "copysign", "nan_to_num", "real", "imag", "conj", "conjugate",
+    "angle", "real_if_close", "equal", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan",
+    "isinf", "isfinite", "signbit", "sign", "floor", "ceil", "rint", "trunc", "fix", "round",
+    "around", "heaviside", "gcd", "lcm", "bitwise_and", "bitwise_or", "bitwise_xor", "invert",
+    "bitwise_not", "bitwise_invert", "left_shift", "right_shift", "bitwise_left_shift",
+    "bitwise_right_shift", "bitwise_count", "acos", "asin", "atan", "atan2", "acosh", "asinh",
+    "atanh", "pow", "astype", "stop_gradient",
 ]  # fmt: skip
 
 
@@ -414,18 +402,6 @@ _modf_integral_p, _modf_integral = unary(
 )
 
 
-@register_numpy(np.modf)
-def modf(x, /):
-    """Like numpy.modf: ``(fractional part, integral part)``, both with the sign of ``x``.
-    The fractional part has derivative 1; the integral part none.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.modf(np.array([2.5, -1.25]))
-    (array([ 0.5 , -0.25]), array([ 2., -1.]))
-    """
-    return _modf_fraction(x), _modf_integral(x)
-
-
 _frexp_exponent_p, _frexp_exponent = unary(
     "frexp_exponent", numpy_impl(np.frexp, lambda x: np.frexp(x)[1]), differentiable=False
 )
@@ -435,18 +411,6 @@ _frexp_mantissa_p, _frexp_mantissa = unary(
     lambda g, a, x: ldexp(g, -_frexp_exponent(x)),
     reads=(0,),
 )
-
-
-@register_numpy(np.frexp)
-def frexp(x, /):
-    """Like numpy.frexp: ``(mantissa, exponent)`` with ``x == mantissa * 2**exponent``.
-    The mantissa has derivative ``2**-exponent``; the (integer) exponent none.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.frexp(np.array([8.0, 0.75]))
-    (array([0.5 , 0.75]), array([4, 0], dtype=int32))
-    """
-    return _frexp_mantissa(x), _frexp_exponent(x)
 
 
 ldexp_p, ldexp = broadcasting(
@@ -467,17 +431,6 @@ nextafter_p, nextafter = broadcasting(
     reads=[(), ()],
     pairs=(),
 )
-
-
-@register_numpy(np.divmod)
-def divmod(x1, x2, /):
-    """Like numpy.divmod: ``(floor_divide(x1, x2), remainder(x1, x2))``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.divmod(np.array([7.0, -7.0]), 2.0)
-    (array([ 3., -4.]), array([1., 1.]))
-    """
-    return floor_divide(x1, x2), remainder(x1, x2)
 
 
 # --- piecewise and selection ------------------------------------------------------------------
@@ -526,44 +479,6 @@ fmin_p, fmin = broadcasting(
 )
 
 
-@register_numpy(np.clip)
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
-    """Like numpy.clip: ``minimum(maximum(a, a_min), a_max)``; either bound may be None.
-
-    At a bound the derivative is split like maximum/minimum ties (0.5).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.clip(np.array([-2.0, 0.5, 3.0]), -1.0, 1.0)
-    array([-1. ,  0.5,  1. ])
-    """
-    if out is not None:
-        raise NotImplementedError("clip(..., out=...) is not supported; use the returned value")
-    low = a_min if a_min is not None else min
-    high = a_max if a_max is not None else max
-    if low is not None:
-        a = maximum(a, low)
-    if high is not None:
-        a = minimum(a, high)
-    return a
-
-
-@register_numpy(np.select)
-def select(condlist, choicelist, default=0):
-    """Like numpy.select: the choice of the first true condition (``default`` if none).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> x = np.array([-1.0, 0.5, 2.0])
-    >>> anp.select([x < 0, x > 1], [-x, x * 10], default=x)
-    array([ 1. ,  0.5, 20. ])
-    """
-    if len(condlist) != len(choicelist):
-        raise ValueError("list of cases must be same length as list of conditions")
-    result = default
-    for cond, choice in reversed(list(zip(condlist, choicelist))):
-        result = where(cond, choice, result)
-    return result
-
-
 where_p, where = broadcasting(
     "where",
     np.where,
@@ -601,6 +516,7 @@ _nan_to_num_p = Primitive(
     batch=lambda args, dims, **p: (_nan_to_num_p.bind(args[0], **p), dims[0]),
     sparsity=elementwise_sparsity([True], ()),
 )
+_nan_to_num_p.def_shape(evaluated_shape(_nan_to_num_p))
 
 
 @implements(_nan_to_num_p, np.nan_to_num)
@@ -679,7 +595,7 @@ real_if_p = Primitive(
 )
 
 
-@register_numpy(np.real_if_close)
+@implements(real_if_p, np.real_if_close)
 def real_if_close(a, tol=100):
     """Like numpy.real_if_close: the real part of a complex ``a`` whose imaginary parts
     are all within ``tol`` machine epsilons (an absolute ``tol`` if below 1) of zero,
@@ -697,37 +613,6 @@ def real_if_close(a, tol=100):
         tol = float(np.finfo(dtype_of(a)).eps) * tol
     keep = _red.all(less(absolute(imag(a)), tol))
     return real_if_p.bind(a, keep)
-
-
-@register_numpy(np.unwrap)
-def unwrap(p, discont=None, axis=-1, *, period=2 * math.pi):
-    """Like numpy.unwrap: ``p`` with jumps larger than ``discont`` (default
-    ``period / 2``) along ``axis`` replaced by their complements, by adding multiples
-    of ``period``.  The corrections are piecewise constant, so the derivative is the
-    identity.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.unwrap(np.array([0.0, 3.0, 6.5, 0.5])).round(4)
-    array([0.    , 3.    , 0.2168, 0.5   ])
-    """
-    p = as_operands(p)
-    lead = (slice(None),) * normalize_axes(axis, ndim_of(p))[0]
-    head, tail, body = (*lead, slice(0, 1)), (*lead, slice(1, None)), (*lead, slice(0, -1))
-    fixed = stop_gradient(p)  # the corrections: constants for every derivative
-    step = fixed[tail] - fixed[body]
-    if discont is None:
-        discont = period / 2
-    if np.result_type(dtype_of(step), period).kind in "iu":  # NumPy's integer arithmetic
-        high, odd = builtins.divmod(period, 2)
-        ambiguous = odd == 0
-    else:
-        high, ambiguous = period / 2, True
-    wrapped = remainder(step + high, period) - high  # step moved into [-high, high)
-    if ambiguous:  # a step of exactly +period/2 stays +period/2
-        wrapped = where(logical_and(equal(wrapped, -high), greater(step, 0)), high, wrapped)
-    correction = where(less(absolute(step), discont), 0, wrapped - step)
-    shift = _red.cumsum(correction, axis=len(lead))
-    return _shp.concatenate([p[head], p[tail] + shift], axis=len(lead))
 
 
 # --- not differentiable -------------------------------------------------------------------------
@@ -774,132 +659,17 @@ acos, asin, atan, atan2 = arccos, arcsin, arctan, arctan2
 acosh, asinh, atanh, pow = arccosh, arcsinh, arctanh, power
 
 
-# --- comparisons of whole arrays (compositions of the primitives above) ---------------------------
+# --- lists and tuples as operands -------------------------------------------------------------
+
+
 def as_operands(*xs):
     """Lists and tuples (of numbers or traced values) as arrays, as NumPy would take them;
     arrays, traced values and Python scalars stay as they are."""
-    out = tuple(_cre.asarray(x) if isinstance(x, (list, tuple)) else x for x in xs)
+    out = tuple(_comp.asarray(x) if isinstance(x, (list, tuple)) else x for x in xs)
     return out if len(out) > 1 else out[0]
 
 
-def _real_operand(name, x, out):
-    """``x`` for isposinf/isneginf: real (the sign of a complex infinity is ambiguous)."""
-    x = as_operands(x)
-    if is_complex(x):
-        raise TypeError(
-            f"{name} is not supported for complex values because it would be ambiguous; "
-            f"apply it to anp.real(x) or anp.imag(x)"
-        )
-    if out is not None:
-        raise NotImplementedError(f"{name}(..., out=...) is not supported; use the returned value")
-    return x
-
-
-@register_numpy(np.isposinf)
-def isposinf(x, out=None):
-    """Like numpy.isposinf (not differentiable; batchable).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.isposinf(np.array([np.inf, -np.inf, 1.0]))
-    array([ True, False, False])
-    """
-    x = _real_operand("isposinf", x, out)
-    return logical_and(isinf(x), logical_not(signbit(x)))
-
-
-@register_numpy(np.isneginf)
-def isneginf(x, out=None):
-    """Like numpy.isneginf (not differentiable; batchable).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.isneginf(np.array([np.inf, -np.inf, 1.0]))
-    array([False,  True, False])
-    """
-    x = _real_operand("isneginf", x, out)
-    return logical_and(isinf(x), signbit(x))
-
-
-@register_numpy(np.isclose)
-def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Like numpy.isclose: ``|a - b| <= atol + rtol * |b|`` elementwise, infinities
-    equal to themselves (not differentiable; batchable).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.isclose(np.array([1.0, 1.1, np.inf]), np.array([1.0 + 1e-9, 1.0, np.inf]))
-    array([ True, False,  True])
-    """
-    a, b = as_operands(a, b)
-    if isinstance(b, int) and not isinstance(b, bool):
-        b = float(b)
-    elif dtype_of(b).kind in "biu":  # as NumPy: compare in floating point
-        b = astype(b, np.result_type(dtype_of(b), 1.0))
-    with np.errstate(invalid="ignore"):  # inf - inf: equal, decided by a == b
-        near = less_equal(absolute(subtract(a, b)), atol + rtol * absolute(b))
-        close = logical_or(logical_and(near, isfinite(b)), equal(a, b))
-        if equal_nan:
-            close = logical_or(close, logical_and(isnan(a), isnan(b)))
-    return close
-
-
-def _as_bool(x):
-    """A Python bool from a NumPy value, as NumPy returns; a traced 0-d bool or one of
-    another array library (a lazy Dask array, a CuPy array on the GPU) stays an array."""
-    return builtins.bool(x) if isinstance(x, (np.ndarray, np.generic)) else x
-
-
-def _false(a1, a2):
-    """False: a bool for NumPy operands, else a 0-d array like the traced (transforms
-    return arrays) or foreign one."""
-    other = next((a for a in (a1, a2) if isinstance(a, Tracer) or array_library(a)), None)
-    return False if other is None else _red.any(_cre.zeros_like(other, dtype=np.bool_))
-
-
-@register_numpy(np.allclose)
-def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Like numpy.allclose: ``all(isclose(a, b, ...))``; a Python bool for plain arrays
-    and a 0-d boolean array for traced ones (not differentiable; batchable).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.allclose(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9]))
-    True
-    """
-    return _as_bool(_red.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
-
-
-@register_numpy(np.array_equal)
-def array_equal(a1, a2, equal_nan=False):
-    """Like numpy.array_equal: the same shape and the same elements (not
-    differentiable; batchable).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.array_equal(np.array([1.0, 2.0]), np.array([1.0, 2.0])), anp.array_equal([1], [1, 1])
-    (True, False)
-    """
-    a1, a2 = as_operands(a1, a2)
-    if shape_of(a1) != shape_of(a2):
-        return _false(a1, a2)
-    same = equal(a1, a2)
-    if equal_nan:
-        same = logical_or(same, logical_and(isnan(a1), isnan(a2)))
-    return _as_bool(_red.all(same))
-
-
-@register_numpy(np.array_equiv)
-def array_equiv(a1, a2):
-    """Like numpy.array_equiv: equal elements once broadcast to one shape (not
-    differentiable; batchable).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.array_equiv(np.array([1.0, 2.0]), np.array([[1.0, 2.0], [1.0, 2.0]]))
-    True
-    """
-    a1, a2 = as_operands(a1, a2)
-    try:
-        np.broadcast_shapes(shape_of(a1), shape_of(a2))
-    except ValueError:
-        return _false(a1, a2)
-    return _as_bool(_red.all(equal(a1, a2)))
-
+# --- stop_gradient and round (not differentiable) ----------------------------------------------
 
 stop_gradient_p, stop_gradient = unary("stop_gradient", lambda x: x, differentiable=False)
 stop_gradient_p.def_lowering(Elementwise(lambda x: x, kinds="fbiu"))
@@ -911,6 +681,7 @@ _round_p = Primitive(
     differentiable=False,
     batch=lambda args, dims, *, decimals: (_round_p.bind(args[0], decimals=decimals), dims[0]),
 )
+_round_p.def_shape(evaluated_shape(_round_p))
 
 
 @implements(_round_p, np.round, np.around)
@@ -949,6 +720,7 @@ astype_p = Primitive(
     vjp=[lambda ct, ans, x, *, dtype: _cast_like(ct, dtype_of(x))],
     jvp=[lambda t, ans, x, *, dtype: _cast_like(t, dtype)],
     batch=lambda args, dims, *, dtype: (astype_p.bind(args[0], dtype=dtype), dims[0]),
+    shape=lambda x, *, dtype: shaped_like(x, dtype=dtype),
     sparsity=elementwise_sparsity([True], ()),
     lowering=Elementwise(lambda x: x, kinds="fbiu"),  # the cast to the result's dtype
 )
@@ -971,6 +743,7 @@ astype_discrete_p = Primitive(
     _astype_impl,
     differentiable=False,
     batch=lambda args, dims, *, dtype: (astype_discrete_p.bind(args[0], dtype=dtype), dims[0]),
+    shape=lambda x, *, dtype: shaped_like(x, dtype=dtype),
     lowering=Elementwise(lambda x: x, kinds="fbiu", when=_casts_as_numpy),
 )
 
@@ -1014,6 +787,5 @@ for _p in (astype_p, _nan_to_num_p, real_if_p):
 
 
 # Rules here call reductions and shape primitives, which import these helpers.
-from autodiff.rules import creation as _cre  # noqa: E402
+from autodiff.rules import compositions as _comp  # noqa: E402
 from autodiff.rules import reductions as _red  # noqa: E402
-from autodiff.rules import shape as _shp  # noqa: E402

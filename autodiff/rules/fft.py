@@ -25,6 +25,8 @@ parameters (``n``/``s``, ``axis``/``axes``, ``norm``) and bind them:
     transpose resizes back.  ``fftshift`` is a roll (transpose: the opposite roll).
 
 Batching keeps the batch axis where it is and remaps the transformed axes.
+The compositions (``rfftn``, ``irfftn``, ``hfft``, ``ihfft``, ``fftfreq``, ...) are
+in ``autodiff/numpy/fft.py``.
 float32/complex64 stay single precision (as NumPy >= 2 does).
 """
 
@@ -35,41 +37,24 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.core.arrays import array_like, is_complex, ndim_of, normalize_axes, shape_of
+from autodiff.core.arrays import is_complex, ndim_of, normalize_axes, shape_of
+from autodiff.core.graph import ShapedArray
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor
-from autodiff.core.tracer import register_numpy
-from autodiff.rules._helpers import implements
+from autodiff.rules._helpers import example_dtype, implements, shaped_like
 from autodiff.rules._sparsity import along_axes, moves
 from autodiff.rules.elementwise import conj, real
 from autodiff.rules.indexing import getitem
 from autodiff.rules.shape import concatenate
 
 __all__ = [
-    "fft",
-    "ifft",
-    "rfft",
-    "irfft",
-    "fft2",
-    "ifft2",
-    "fftn",
-    "ifftn",
-    "fftshift",
-    "ifftshift",
-    "rfft2",
-    "irfft2",
-    "rfftn",
-    "irfftn",
-    "hfft",
-    "ihfft",
-    "fftfreq",
-    "rfftfreq",
-]
+    "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn", "fftshift", "ifftshift",
+]  # fmt: skip
 
 _NORMS = ("backward", "ortho", "forward")
 # The norm whose scale is the same as the given one's for the opposite direction.
-_DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+DUAL = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
 def _physical(axis: int, bdim: int) -> int:
@@ -104,6 +89,7 @@ fft_resize_p = Primitive(
     ),
 )
 fft_resize_p.def_sparsity(moves(_resize_impl))
+fft_resize_p.def_shape(lambda x, *, axis, n: shaped_like(x, _with_length(x.shape, axis, n)))
 
 
 def _resize(x: Any, axis: int, n: int | None) -> Any:
@@ -143,6 +129,14 @@ fft_c2c_p = Primitive(
 fft_c2c_p.def_sparsity(along_axes(lambda shape, *, axes, **p: axes, pairs=()))
 
 
+def _complex(dtype: np.dtype) -> np.dtype:
+    """The dtype of a transform of ``dtype`` (NumPy's business: complex128 for float32)."""
+    return example_dtype(np.fft.fft, dtype)
+
+
+fft_c2c_p.def_shape(lambda x, *, axes, inverse, norm: shaped_like(x, dtype=_complex(x.dtype)))
+
+
 # --- real-to-complex and complex-to-real along one axis -----------------------------------
 
 
@@ -168,6 +162,11 @@ rfft_p.def_sparsity(
         (),
     )
 )
+rfft_p.def_shape(
+    lambda x, *, axis, norm: ShapedArray(
+        _with_length(x.shape, axis, x.shape[axis] // 2 + 1), _complex(x.dtype)
+    )
+)
 
 
 def _double_paired_bins(z: Any, axis: int, n: int) -> Any:
@@ -187,7 +186,7 @@ def _double_paired_bins(z: Any, axis: int, n: int) -> Any:
 def _irfft_vjp(ct, ans, z, *, axis, n, norm):
     if is_complex(ct):  # the output is real, so is its cotangent
         ct = real(ct)
-    spectrum = conj(rfft_p.bind(ct, axis=axis, norm=_DUAL[norm]))
+    spectrum = conj(rfft_p.bind(ct, axis=axis, norm=DUAL[norm]))
     return _double_paired_bins(spectrum, axis, n)
 
 
@@ -206,6 +205,11 @@ irfft_p.def_sparsity(
         lambda shape, *, axis, **p: [axis],
         lambda shape, *, axis, n, **p: _with_length(shape, axis, n),
         (),
+    )
+)
+irfft_p.def_shape(
+    lambda z, *, axis, n, norm: ShapedArray(
+        _with_length(z.shape, axis, n), example_dtype(np.fft.irfft, _complex(z.dtype), n=1)
     )
 )
 
@@ -227,6 +231,7 @@ fftshift_p = Primitive(
     ),
 )
 fftshift_p.def_sparsity(moves(fftshift_p.impl))
+fftshift_p.def_shape(lambda x, *, shifts, axes: shaped_like(x))
 
 
 # --- parameter normalisation ---------------------------------------------------------------
@@ -460,148 +465,6 @@ def ifftshift(x, axes=None):
     array([ 0.,  1.,  2., -2., -1.])
     """
     return _shift(x, axes, -1)
-
-
-# --- real n-d transforms, Hermitian transforms (compositions) ----------------------------------
-
-
-def _real_nd(a, s, axes, norm):
-    s, axes = _cook(a, s, axes)
-    if not axes:
-        raise ValueError("rfftn: no axes to transform (give at least one)")
-    a = rfft(a, s[-1], axes[-1], norm)
-    return _c2c_nd(a, s[:-1], axes[:-1], _norm(norm), inverse=False)
-
-
-def _inverse_real_nd(a, s, axes, norm):
-    s, axes = _cook(a, s, axes, invreal=True)
-    if not axes:
-        raise ValueError("irfftn: no axes to transform (give at least one)")
-    a = _c2c_nd(a, s[:-1], axes[:-1], _norm(norm), inverse=True)
-    return irfft(a, s[-1], axes[-1], norm)
-
-
-@register_numpy(np.fft.rfftn)
-def rfftn(a, s=None, axes=None, norm=None, out=None):
-    """Like numpy.fft.rfftn: rfft over the last of ``axes``, then fft over the others.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.fft.rfftn(np.ones((2, 4))).real
-    array([[8., 0., 0.],
-           [0., 0., 0.]])
-    """
-    _check_no_out("rfftn", out)
-    return _real_nd(a, s, axes, norm)
-
-
-@register_numpy(np.fft.rfft2)
-def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
-    """Like numpy.fft.rfft2: rfftn over the last two axes by default.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.fft.rfft2(np.ones((2, 2))).real
-    array([[4., 0.],
-           [0., 0.]])
-    """
-    _check_no_out("rfft2", out)
-    return _real_nd(a, s, axes, norm)
-
-
-@register_numpy(np.fft.irfftn)
-def irfftn(a, s=None, axes=None, norm=None, out=None):
-    """Like numpy.fft.irfftn: ifft over all but the last of ``axes``, then irfft over
-    it (default length ``2 (m - 1)``), the inverse of rfftn.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.fft.irfftn(np.array([[8.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
-    array([[1., 1., 1., 1.],
-           [1., 1., 1., 1.]])
-    """
-    _check_no_out("irfftn", out)
-    return _inverse_real_nd(a, s, axes, norm)
-
-
-@register_numpy(np.fft.irfft2)
-def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
-    """Like numpy.fft.irfft2: irfftn over the last two axes by default.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.fft.irfft2(np.array([[4.0, 0.0], [0.0, 0.0]]))
-    array([[1., 1.],
-           [1., 1.]])
-    """
-    _check_no_out("irfft2", out)
-    return _inverse_real_nd(a, s, axes, norm)
-
-
-@register_numpy(np.fft.hfft)
-def hfft(a, n=None, axis=-1, norm=None, out=None):
-    """Like numpy.fft.hfft: the real spectrum of a signal with Hermitian symmetry given
-    by its first half ``a``: ``irfft(conj(a), n)`` with the opposite ``norm``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.fft.hfft(np.array([1.0, 0.0, 0.0]))
-    array([1., 1., 1., 1.])
-    """
-    _check_no_out("hfft", out)
-    axis = _axis(a, axis)
-    if n is None:
-        n = 2 * (shape_of(a)[axis] - 1)
-    return irfft(conj(a), n, axis, _DUAL[_norm(norm)])
-
-
-@register_numpy(np.fft.ihfft)
-def ihfft(a, n=None, axis=-1, norm=None, out=None):
-    """Like numpy.fft.ihfft: the inverse of hfft, ``conj(rfft(a, n))`` with the
-    opposite ``norm``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.fft.ihfft(np.array([1.0, 1.0, 1.0, 1.0]))
-    array([1.-0.j, 0.-0.j, 0.-0.j])
-    """
-    _check_no_out("ihfft", out)
-    return conj(rfft(a, n, axis, _DUAL[_norm(norm)]))
-
-
-# --- sample frequencies (compositions) -----------------------------------------------------
-# Integer bins times 1 / (n d), computed as NumPy computes them; a traced ``d`` makes them
-# differentiable in ``d`` (as in JAX), a plain one makes them constants.
-
-
-def _bins(n: Any, d: Any, device: Any, *ranges: tuple[int, int]) -> Any:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
-        raise ValueError("n should be an integer")
-    kwargs = {} if device is None else {"device": device}
-    like = array_like(d)
-    parts = [np.arange(lo, hi, dtype=int, like=like, **kwargs) for lo, hi in ranges]
-    bins = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    return bins * (1.0 / (n * d))
-
-
-@register_numpy(np.fft.fftfreq)
-def fftfreq(n, d=1.0, device=None):
-    """Like numpy.fft.fftfreq: the sample frequencies of an ``n``-point DFT with sample
-    spacing ``d`` (``[0, 1, ..., -1] / (n d)``); differentiable in a traced ``d``.
-
-    >>> import numpy as np, autodiff, autodiff.numpy as anp
-    >>> anp.fft.fftfreq(4, 0.5).tolist()
-    [0.0, 0.5, -1.0, -0.5]
-    >>> float(autodiff.grad(lambda d: anp.fft.fftfreq(4, d)[1])(0.5))
-    -1.0
-    """
-    return _bins(n, d, device, (0, (n - 1) // 2 + 1), (-(n // 2), 0))
-
-
-@register_numpy(np.fft.rfftfreq)
-def rfftfreq(n, d=1.0, device=None):
-    """Like numpy.fft.rfftfreq: the ``n//2 + 1`` non-negative sample frequencies of
-    rfft; differentiable in a traced ``d``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.fft.rfftfreq(4, 0.5).tolist()
-    [0.0, 0.5, 1.0]
-    """
-    return _bins(n, d, device, (0, n // 2 + 1))
 
 
 # Taylor mode: Fourier transforms, their resizing and shifts are linear.

@@ -1,5 +1,7 @@
 """Indexing: ``x[index]`` (getitem) and its transpose, scatter-add (index_add); the
-other index updates behind ``x.at[i]``; ``take`` and ``take_along_axis``.
+other index updates behind ``x.at[i]`` (``autodiff/numpy/_index_update.py``).  The
+compositions are in ``compositions.py`` (``take``, ``take_along_axis``) and
+``autodiff/numpy/_indexing.py`` (``compress``, ``choose``, ``put``, ``nonzero``...).
 
 An index is normalised once, in the public function, into a static tuple of
 ints, slices, ``None`` and ``ARRAY`` placeholders, plus the integer index
@@ -25,25 +27,25 @@ from autodiff.core.arrays import (
     backend_error,
     batch_size_of,
     ndim_of,
-    normalize_axes,
     shape_of,
 )
 from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity
 from autodiff.core.lowering import Emitter, NotLowered, View
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor
-from autodiff.core.tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
-from autodiff.rules._helpers import bring_to_front, implements, move_to_front, to_front_padded
+from autodiff.rules._helpers import (
+    bring_to_front,
+    evaluated_shape,
+    implements,
+    move_to_front,
+    shaped_like,
+    to_front_padded,
+)
 from autodiff.rules._sparsity import is_known, moves, numbered, shape_of_operand
 
-__all__ = [
-    "at", "getitem", "take", "take_along_axis", "compress", "choose", "put_along_axis",
-    # NumPy's in-place functions (a traced destination is rebound, as by x[i] = v)
-    "fill_diagonal", "place", "put", "putmask", "copyto",
-    # shapes that depend on values (JAX's size= and fill_value= make them batchable)
-    "nonzero", "argwhere", "flatnonzero", "extract",
-]  # fmt: skip
+__all__ = ["getitem"]
 
 
 class _ArraySlot:
@@ -115,10 +117,6 @@ def _normalize_index(shape: tuple[int, ...], index: Any) -> tuple[tuple, list]:
     return tuple(out), arrays
 
 
-SIZE_HINT = (
-    "Pass size=k as in JAX (anp.{name}(..., size=k, fill_value=...)): the result then "
-    "has k entries, the first k or padded with fill_value, and batches."
-)
 _MASK_HINT = (
     "Keep the shape with anp.where(mask, x, fill), or select a fixed number of entries "
     "as in JAX: x[anp.nonzero(mask, size=k)] or anp.extract(mask, x, size=k, fill_value=0)."
@@ -267,6 +265,7 @@ getitem_p = Primitive(
 
 
 getitem_p.def_lowering(View())  # a static index (integer arrays and masks stay NumPy's)
+getitem_p.def_shape(evaluated_shape(getitem_p))  # its errors (out of range) as they are
 
 
 @implements(getitem_p, operator.getitem)
@@ -335,7 +334,7 @@ def _scatter_batch(prim):
         first, adjacent = _advanced(index) if arrays else (0, True)
         if all(d is None for d in adims):
             if not adjacent:
-                y = _shp.moveaxis(y, 0, nd)
+                y = _comp.moveaxis(y, 0, nd)
             return prim.bind(x, y, *arrays, index=(slice(None), *index)), 0
         arrays = _batched_arrays(arrays, adims, nd)
         if adjacent and first:
@@ -382,6 +381,7 @@ def _scatter(name, write, vjp, jvp, impl=None):
     prim = Primitive(name, impl or _scatter_impl(write), vjp=vjp, jvp=jvp)
     prim.def_batch(_scatter_batch(prim))
     prim.def_sparsity(_scatter_sparsity(name.removeprefix("index_")))
+    prim.def_shape(lambda x, y, *arrays, index: shaped_like(x))  # a copy of x, updated
     return prim
 
 
@@ -718,161 +718,7 @@ index_min_p = _chooser_scatter("index_min", np.minimum)
 index_max_p = _chooser_scatter("index_max", np.maximum)
 
 
-def _target_shape(shape, index, arrays):
-    """The shape of x[index], computed on a zero-strided stand-in for x."""
-    stand_in = np.broadcast_to(np.zeros((), dtype=bool), shape)
-    return stand_in[_rebuild(index, [np.zeros(shape_of(a), np.intp) for a in arrays])].shape
-
-
-class _IndexUpdate:
-    """``x.at[index]``: functional updates returning new values (JAX's API)."""
-
-    __slots__ = ("index", "x")
-
-    def __init__(self, x, index):
-        self.x, self.index = x, index
-
-    def _apply(self, prim, value):
-        selected = self._traced_mask_select(prim, value)
-        if selected is not None:
-            return selected
-        static, arrays = _normalize_index(shape_of(self.x), self.index)
-        target = _target_shape(shape_of(self.x), static, arrays)
-        value = _elt.astype(value, self.x.dtype)
-        value = _shp.broadcast_to(value, target)
-        return prim.bind(self.x, value, *arrays, index=static)
-
-    def _traced_mask_select(self, prim, value):
-        """``x.at[mask].<mode>(v)`` for a traced boolean mask over x's leading axes and a
-        ``v`` that is the same for every selected entry: a select (``where``), which
-        needs no concrete mask, so it batches under ``vmap`` where the scatter cannot."""
-        mask = (
-            self.index[0] if isinstance(self.index, tuple) and len(self.index) == 1 else self.index
-        )
-        if not (isinstance(mask, Tracer) and _is_mask(mask)):
-            return None
-        x_shape, k = shape_of(self.x), ndim_of(mask)
-        rest = x_shape[k:]
-        if shape_of(mask) != x_shape[:k] or ndim_of(value) > len(rest):
-            return None
-        try:
-            if np.broadcast_shapes(shape_of(value), rest) != rest:
-                return None
-        except ValueError:
-            return None
-        mask = _shp.expand_dims(mask, tuple(range(k, len(x_shape)))) if rest else mask
-        value = _elt.astype(value, self.x.dtype)
-        x = self.x
-        if prim is index_set_p:
-            return _elt.where(mask, value, x)
-        if prim is index_add_p:
-            return x + _elt.where(mask, value, _cre.zeros_like(value))
-        if prim is index_mul_p:
-            return x * _elt.where(mask, value, _cre.ones_like(value))
-        chooser = _elt.minimum if prim is index_min_p else _elt.maximum
-        return _elt.where(mask, chooser(x, value), x)
-
-    def get(self):
-        """``x[index]``."""
-        return getitem(self.x, self.index)
-
-    def set(self, value):
-        """``x`` with ``x[index] = value``."""
-        return self._apply(index_set_p, value)
-
-    def add(self, value):
-        """``x`` with ``x[index] += value``; repeated positions accumulate."""
-        return self._apply(index_add_p, value)
-
-    def multiply(self, value):
-        """``x`` with ``x[index] *= value``; repeated positions multiply."""
-        return self._apply(index_mul_p, value)
-
-    def min(self, value):
-        """``x`` with ``x[index] = minimum(x[index], value)``."""
-        return self._apply(index_min_p, value)
-
-    def max(self, value):
-        """``x`` with ``x[index] = maximum(x[index], value)``."""
-        return self._apply(index_max_p, value)
-
-
-class at:
-    """``anp.at(x)[index].set(v)``: index updates for any array (traced values
-    also have them as ``x.at[index]``).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.at(np.zeros(3))[1].add(5.0)
-    array([0., 5., 0.])
-    """
-
-    __slots__ = ("x",)
-
-    def __init__(self, x):
-        self.x = x
-
-    def __getitem__(self, index):
-        return _IndexUpdate(self.x, index)
-
-
-register_numpy(INDEX_UPDATE)(at)
-register_numpy(SET_ITEM)(lambda x, index, value: at(x)[index].set(value))
-
-
-# --- take, take_along_axis ----------------------------------------------------------------
-
-
-def _along(axis, n_dims, index):
-    return (slice(None),) * axis + (index,) + (slice(None),) * (n_dims - axis - 1)
-
-
-@register_numpy(np.take)
-def take(a, indices, axis=None, out=None, mode="raise"):
-    """Like numpy.take (mode='raise'): entries at ``indices`` along ``axis``
-    (of the flattened array for None).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.take(np.array([5.0, 6.0, 7.0]), [2, 0])
-    array([7., 5.])
-    """
-    if out is not None or mode != "raise":
-        raise NotImplementedError("take: only out=None and mode='raise' are supported")
-    if axis is None:
-        a, axis = _shp.ravel(a), 0
-    axis = normalize_axes(axis, ndim_of(a))[0]
-    return getitem(a, _along(axis, ndim_of(a), indices))
-
-
-def _along_grids(arr, indices, axis):
-    """The index ``arr[grids]`` of take_along_axis: ``indices`` along ``axis``, ranges
-    along the other axes (broadcast against it)."""
-    n = ndim_of(arr)
-    if ndim_of(indices) != n:
-        raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    grids = []
-    for i, size in enumerate(shape_of(arr)):
-        shape = [1] * n
-        shape[i] = size
-        grids.append(indices if i == axis else np.arange(size).reshape(shape))
-    return tuple(grids)
-
-
-@register_numpy(np.take_along_axis)
-def take_along_axis(arr, indices, axis=-1):
-    """Like numpy.take_along_axis: pick along ``axis`` with ``indices`` shaped like ``arr``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.take_along_axis(np.array([[4.0, 5.0], [6.0, 7.0]]), np.array([[1], [0]]), 1)
-    array([[5.],
-           [6.]])
-    """
-    if axis is None:
-        arr, axis = _shp.ravel(arr), 0
-    axis = normalize_axes(axis, ndim_of(arr))[0]
-    return getitem(arr, _along_grids(arr, indices, axis))
-
-
-# --- gathers: compress, choose ------------------------------------------------------------------
+# --- operands of the public functions ----------------------------------------------------------
 
 
 def operand(x: Any) -> Any:
@@ -881,445 +727,7 @@ def operand(x: Any) -> Any:
     return x if isinstance(x, Tracer) or hasattr(type(x), "__array_function__") else np.asarray(x)
 
 
-def constant_in(value: Any, dtype: Any) -> Any:
-    """``value`` cast to ``dtype``: a traced or array value by ``astype``, a scalar as
-    a Python scalar (which combines with arrays of any library, in their dtype)."""
-    if isinstance(value, Tracer) or hasattr(type(value), "__array_function__"):
-        return _elt.astype(value, dtype)
-    return np.asarray(value, dtype)[()].item() if np.ndim(value) == 0 else np.asarray(value, dtype)
-
-
-def _fill(values: Any, valid: Any, fill_value: Any) -> Any:
-    """``values`` where ``valid``, else ``fill_value`` (in values' dtype)."""
-    return _elt.where(valid, values, constant_in(fill_value, values.dtype))
-
-
-@register_numpy(np.compress)
-def compress(condition, a, axis=None, out=None, *, size=None, fill_value=0):
-    """Like numpy.compress: the slices of ``a`` along ``axis`` (of the flattened array
-    for None) where the 1-D ``condition`` is true.  With JAX's ``size=k`` the result
-    has k slices (truncated, or padded with ``fill_value``) and ``condition`` may be
-    batched.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.compress([True, False, True], np.array([1.0, 2.0, 3.0]))
-    array([1., 3.])
-    >>> anp.compress([True, False, False], np.array([1.0, 2.0, 3.0]), size=2, fill_value=-1.0)
-    array([ 1., -1.])
-    """
-    if out is not None:
-        raise NotImplementedError("compress(..., out=...) is not supported; use the result")
-    a, condition = operand(a), operand(condition)
-    if axis is None:
-        a, axis = _shp.ravel(a), 0
-    axis = normalize_axes(axis, ndim_of(a))[0]
-    if ndim_of(condition) != 1:
-        raise ValueError("condition must be a 1-d array")
-    if size is None:
-        flags = concrete_for_shape(condition, "compress", SIZE_HINT.format(name="compress"))
-        kept = np.flatnonzero(flags)
-        if len(kept) and kept[-1] >= shape_of(a)[axis]:
-            raise IndexError(
-                f"index {kept[-1]} is out of bounds for axis {axis} with size {shape_of(a)[axis]}"
-            )
-        return getitem(a, _along(axis, ndim_of(a), kept))
-    positions, valid = first_true(_elt.not_equal(condition, 0), size)
-    picked = take(a, positions, axis=axis)
-    valid = _shp.reshape(valid, (-1,) + (1,) * (ndim_of(a) - axis - 1))
-    return _fill(picked, valid, fill_value)
-
-
-@register_numpy(np.choose)
-def choose(a, choices, out=None, mode="raise"):
-    """Like numpy.choose: at each position, the entry of ``choices[a]`` (all broadcast
-    together); ``mode`` is ``"raise"``, ``"wrap"`` or ``"clip"`` for entries of ``a``
-    outside ``range(len(choices))``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.choose([1, 0, 1], [np.zeros(3), np.arange(3.0)])
-    array([0., 0., 2.])
-    """
-    if out is not None:
-        raise NotImplementedError("choose(..., out=...) is not supported; use the result")
-    a = operand(a)
-    choices = [operand(c) for c in choices]
-    n = len(choices)
-    a = _clipmode(a, n, mode)
-    if mode == "raise":
-        a = _checked_choice(a, n)
-    shape = np.broadcast_shapes(shape_of(a), *[shape_of(c) for c in choices])
-    stacked = _shp.stack([_shp.broadcast_to(c, shape) for c in choices])
-    which = _shp.expand_dims(_shp.broadcast_to(a, shape), 0)
-    return getitem(take_along_axis(stacked, which, 0), 0)
-
-
-def _checked_choice(a: Any, n: int) -> Any:
-    """``a``, whose entries must be in ``range(n)``: NumPy's error where ``a`` is known,
-    else (batched, or lazy) negative entries made out of range, so that they fail as
-    NumPy's do instead of counting from the end."""
-    value = _numpy_value(a)
-    if value is None:
-        return _elt.where(_elt.less(a, 0), n, a)
-    if np.size(value) and (np.min(value) < 0 or np.max(value) >= n):
-        raise ValueError("invalid entry in choice array")
-    return a
-
-
-def _clipmode(index: Any, n: int, mode: str) -> Any:
-    """Entries of ``index`` outside ``range(n)`` as NumPy's ``mode`` says: wrapped
-    around, clipped (negative ones to 0), or left to raise."""
-    if mode == "wrap":
-        return _elt.remainder(index, n)
-    if mode == "clip":
-        return _elt.clip(index, 0, n - 1)
-    if mode != "raise":
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
-    return index
-
-
-def _numpy_value(x: Any) -> Any:
-    """The NumPy array ``x`` is or stands for (a traced value's under grad and jvp), or
-    None: a value batched by vmap, or another library's (whose values may be lazy)."""
-    if isinstance(x, Tracer):
-        try:
-            x = x._concrete_value("a check")
-        except ConcretizationError:
-            return None
-    return x if isinstance(x, (np.ndarray, np.generic)) else None
-
-
-# --- NumPy's in-place functions ---------------------------------------------------------------
-#
-# np.put_along_axis(a, i, v, axis) writes into a and returns None.  A traced ``a`` is
-# rebound to the result, as ``a[i] = v`` rebinds it; a plain array cannot hold traced
-# values, so the error names the functional form, ``inplace=False`` (JAX's spelling),
-# which returns the result.  With no traced value NumPy's own function runs.
-
-
-def _in_place(name: str, numpy_func: Any, functional: str, dest: Any, *operands: Any,
-              compute: Any, inplace: bool, **params: Any) -> Any:  # fmt: skip
-    traced = any(isinstance(x, Tracer) for x in (dest, *operands))
-    if inplace and not traced:
-        return numpy_func(dest, *operands, **params)
-    if inplace and not isinstance(dest, Tracer):
-        raise ConcretizationError(
-            f"numpy.{name} writes into its first argument, here a plain "
-            f"{type(dest).__name__}, which cannot hold traced values (their derivatives "
-            f"would be lost). Use the form that returns the result: {functional}."
-        )
-    new = compute(operand(dest), *[operand(x) for x in operands], **params)
-    if not inplace:
-        return new
-    if dest._rebind(new) is dest:
-        return None
-    if not isinstance(new, Tracer) or new._interp.level < dest._interp.level:
-        dest._rebind(_elt.where(True, new, dest))  # a constant, as dest's traced value
-        return None
-    raise TypeError(
-        f"numpy.{name}(a, ...): the values are traced by a transform running inside "
-        f"the one that traces a ({dest._interp.describe()}), so a cannot hold the "
-        f"result; write a = {functional} instead."
-    )
-
-
-def _cycled(values: Any, n: int, dtype: Any) -> Any:
-    """The first ``n`` entries of ``values`` (flattened) repeated cyclically, in ``dtype``."""
-    values = _shp.ravel(values)
-    if n and not shape_of(values)[0]:
-        raise ValueError("Cannot insert from an empty array!")
-    return _elt.astype(_shp.resize(values, n) if shape_of(values)[0] != n else values, dtype)
-
-
-def _put_along_axis(arr, indices, values, *, axis):
-    if axis is None:
-        flat = _put_along_axis(_shp.ravel(arr), _shp.ravel(indices), values, axis=0)
-        return _shp.reshape(flat, shape_of(arr))
-    return at(arr)[_along_grids(arr, indices, axis)].set(values)
-
-
-@register_numpy(np.put_along_axis)
-def put_along_axis(arr, indices, values, axis, *, inplace=True):
-    """Like numpy.put_along_axis: write ``values`` at ``indices`` along ``axis`` (the
-    transpose of take_along_axis).  ``inplace=False`` returns the result instead.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.put_along_axis(np.zeros((2, 2)), np.array([[1], [0]]), 5.0, 1, inplace=False)
-    array([[0., 5.],
-           [5., 0.]])
-    """
-    return _in_place(
-        "put_along_axis", np.put_along_axis,
-        "anp.put_along_axis(arr, indices, values, axis, inplace=False)",
-        arr, indices, values, compute=_put_along_axis, inplace=inplace, axis=axis,
-    )  # fmt: skip
-
-
-def _fill_diagonal(a, val, *, wrap):
-    shape = shape_of(a)
-    if len(shape) < 2:
-        raise ValueError("array must be at least 2-d")
-    if len(shape) == 2:
-        step, end = shape[1] + 1, None if wrap else shape[1] * shape[1]
-    else:
-        if len(set(shape)) != 1:
-            raise ValueError("All dimensions of input must be of equal length")
-        step, end = 1 + int(np.cumprod(shape[:-1]).sum()), None
-    positions = np.arange(math.prod(shape))[:end:step]
-    flat = at(_shp.ravel(a))[positions].set(_cycled(val, len(positions), a.dtype))
-    return _shp.reshape(flat, shape)
-
-
-@register_numpy(np.fill_diagonal)
-def fill_diagonal(a, val, wrap=False, *, inplace=True):
-    """Like numpy.fill_diagonal: ``val`` (repeated as needed) on the main diagonal;
-    ``inplace=False`` returns the result instead.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.fill_diagonal(np.zeros((2, 2)), 3.0, inplace=False)
-    array([[3., 0.],
-           [0., 3.]])
-    """
-    return _in_place(
-        "fill_diagonal", np.fill_diagonal, "anp.fill_diagonal(a, val, wrap, inplace=False)",
-        a, val, compute=_fill_diagonal, inplace=inplace, wrap=wrap,
-    )  # fmt: skip
-
-
-def _place(arr, mask, vals):
-    if math.prod(shape_of(mask)) != math.prod(shape_of(arr)):
-        raise ValueError("place: mask and data must be the same size")
-    flags = _shp.reshape(_elt.astype(mask, bool), shape_of(arr))
-    n_vals = math.prod(shape_of(vals))
-    if not n_vals:
-        if np.any(concrete_for_shape(flags, "place with no values")):
-            raise ValueError("Cannot insert from an empty array!")
-        return arr
-    # The k-th selected position takes vals[k % len(vals)]: a select, no concrete mask.
-    rank = _red.cumsum(_shp.ravel(flags)) - 1
-    chosen = take(_elt.astype(_shp.ravel(vals), arr.dtype), _elt.remainder(rank, n_vals))
-    return _elt.where(flags, _shp.reshape(chosen, shape_of(arr)), arr)
-
-
-@register_numpy(np.place)
-def place(arr, mask, vals, *, inplace=True):
-    """Like numpy.place: the entries of ``arr`` where ``mask`` is true take the values
-    ``vals`` in order (repeated as needed); ``inplace=False`` returns the result.  The
-    mask may be traced, also under vmap.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.place(np.zeros(4), np.array([True, False, True, True]), [1.0, 2.0], inplace=False)
-    array([1., 0., 2., 1.])
-    """
-    return _in_place(
-        "place", np.place, "anp.place(arr, mask, vals, inplace=False)",
-        arr, mask, vals, compute=_place, inplace=inplace,
-    )  # fmt: skip
-
-
-def _put(a, ind, v, *, mode):
-    n = math.prod(shape_of(a))
-    ind = _clipmode(_shp.ravel(ind), n, mode)
-    values = _cycled(v, shape_of(ind)[0], a.dtype)
-    return _shp.reshape(at(_shp.ravel(a))[ind].set(values), shape_of(a))
-
-
-@register_numpy(np.put)
-def put(a, ind, v, mode="raise", *, inplace=True):
-    """Like numpy.put: ``a.flat[ind] = v`` (``v`` repeated as needed; where ``ind``
-    repeats a position, the last value wins); ``inplace=False`` returns the result.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.put(np.zeros(3), [0, 2], 7.0, inplace=False)
-    array([7., 0., 7.])
-    """
-    return _in_place(
-        "put", np.put, "anp.put(a, ind, v, mode, inplace=False)",
-        a, ind, v, compute=_put, inplace=inplace, mode=mode,
-    )  # fmt: skip
-
-
-def _putmask(a, mask, values):
-    if shape_of(mask) != shape_of(a):
-        raise ValueError("putmask: mask and data must be the same size")
-    # Position n takes values[n % len(values)], selected or not: a select.
-    spread = _cycled(values, math.prod(shape_of(a)), a.dtype)
-    return _elt.where(mask, _shp.reshape(spread, shape_of(a)), a)
-
-
-@register_numpy(np.putmask)
-def putmask(a, mask, values, *, inplace=True):
-    """Like numpy.putmask: ``a.flat[n] = values[n % len(values)]`` where ``mask`` is
-    true; ``inplace=False`` returns the result.  The mask may be traced, also under vmap.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.putmask(np.zeros(3), np.array([True, False, True]), [1.0, 2.0], inplace=False)
-    array([1., 0., 1.])
-    """
-    return _in_place(
-        "putmask", np.putmask, "anp.putmask(a, mask, values, inplace=False)",
-        a, mask, values, compute=_putmask, inplace=inplace,
-    )  # fmt: skip
-
-
-def _copyto(dst, src, where, *, casting):
-    where = where if isinstance(where, Tracer) else where.item() if where.ndim == 0 else where
-    if not np.can_cast(src.dtype, dst.dtype, casting=casting):
-        raise TypeError(
-            f"Cannot cast array data from {src.dtype!r} to {dst.dtype!r} according to the "
-            f"rule {casting!r}"
-        )
-    src = _shp.broadcast_to(_elt.astype(src, dst.dtype), shape_of(dst))
-    return src if where is True else _elt.where(where, src, dst)
-
-
-@register_numpy(np.copyto)
-def copyto(dst, src, casting="same_kind", where=True, *, inplace=True):
-    """Like numpy.copyto: ``src`` (broadcast, cast to ``dst``'s dtype) written into
-    ``dst`` where ``where`` is true; ``inplace=False`` returns the result.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.copyto(np.zeros(3), 2.0, where=np.array([True, False, True]), inplace=False)
-    array([2., 0., 2.])
-    """
-    return _in_place(
-        "copyto",
-        lambda d, s, w, *, casting: np.copyto(d, s, casting=casting, where=w),
-        "anp.copyto(dst, src, casting, where, inplace=False)",
-        dst, src, where, compute=_copyto, inplace=inplace, casting=casting,
-    )  # fmt: skip
-
-
-# --- shapes that depend on values: nonzero, argwhere, flatnonzero, extract ----------------------
-#
-# Under grad and jvp the values are concrete, so these are NumPy's own functions on them
-# (positions carry no derivative; extract's values do).  Under vmap the number of entries
-# differs from example to example: JAX's size=k fixes it (the first k, or padded with
-# fill_value), which is a composition of argsort, so it batches like any other.
-
-
-def first_true(flags: Any, size: int) -> tuple[Any, Any]:
-    """The positions of the first ``size`` true entries of the 1-D boolean ``flags``, in
-    order, and whether each is real; past the last one, the first position again (of a
-    false entry if none is true).  A stable sort puts the true entries first, so no
-    position depends on a concrete count."""
-    size, n = size_param(size), shape_of(flags)[0]
-    if size > n:
-        flags = _shp.pad(flags, ((0, size - n),), constant_values=False)
-    order = getitem(_srt.argsort(_elt.logical_not(flags), stable=True), slice(0, size))
-    count = _red.sum(_elt.astype(flags, np.intp))
-    valid = _elt.less(np.arange(size, like=array_like(flags)), count)
-    return (_elt.where(valid, order, getitem(order, 0)) if size else order), valid
-
-
-def _unravel(flat: Any, shape: tuple[int, ...]) -> list:
-    out = []
-    for n in reversed(shape):
-        out.append(_elt.remainder(flat, n))
-        flat = _elt.floor_divide(flat, n)
-    return out[::-1]
-
-
-def _fill_values(fill_value: Any, ndim: int) -> list:
-    if fill_value is None:
-        return [0] * ndim
-    if np.ndim(fill_value) == 0:
-        return [fill_value] * ndim
-    if len(fill_value) != ndim:
-        raise ValueError(
-            f"fill_value must be a scalar or a tuple of length {ndim}; got {fill_value!r}"
-        )
-    return list(fill_value)
-
-
-def size_param(size: Any) -> int:
-    """JAX's ``size=``, checked."""
-    size = operator.index(size)
-    if size < 0:
-        raise ValueError(f"size must be non-negative, got {size}")
-    return size
-
-
-def _sized_nonzero(a: Any, size: int, fill_value: Any) -> tuple:
-    positions, valid = first_true(_elt.not_equal(_shp.ravel(a), 0), size)
-    return tuple(
-        _elt.where(valid, p, constant_in(f, np.intp))
-        for p, f in zip(_unravel(positions, shape_of(a)), _fill_values(fill_value, ndim_of(a)))
-    )
-
-
-@register_numpy(np.nonzero)
-def nonzero(a, *, size=None, fill_value=None):
-    """Like numpy.nonzero: the positions of the nonzero entries, one index array per
-    axis (no derivative).  JAX's ``size=k``: the first k positions, padded with
-    ``fill_value`` (default 0; or one per axis), which batches under vmap.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.nonzero(np.array([0.0, 3.0, 0.0, 4.0]))
-    (array([1, 3]),)
-    >>> anp.nonzero(np.array([0.0, 3.0, 0.0, 4.0]), size=3, fill_value=-1)
-    (array([ 1,  3, -1]),)
-    """
-    if ndim_of(a) == 0:
-        raise ValueError(
-            "Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() "
-            "instead."
-        )
-    if size is not None:
-        return _sized_nonzero(operand(a), size, fill_value)
-    return np.nonzero(concrete_for_shape(a, "nonzero", SIZE_HINT.format(name="nonzero")))
-
-
-@register_numpy(np.flatnonzero)
-def flatnonzero(a, *, size=None, fill_value=None):
-    """Like numpy.flatnonzero: the positions of the nonzero entries of the flattened
-    array (no derivative); JAX's ``size=``/``fill_value=`` as in ``nonzero``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.flatnonzero(np.array([[0.0, 1.0], [2.0, 0.0]]))
-    array([1, 2])
-    """
-    if size is not None:
-        return _sized_nonzero(_shp.ravel(operand(a)), size, fill_value)[0]
-    return np.flatnonzero(
-        concrete_for_shape(a, "flatnonzero", SIZE_HINT.format(name="flatnonzero"))
-    )
-
-
-@register_numpy(np.argwhere)
-def argwhere(a, *, size=None, fill_value=None):
-    """Like numpy.argwhere: the positions of the nonzero entries as rows (no
-    derivative); JAX's ``size=``/``fill_value=`` as in ``nonzero``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.argwhere(np.array([[0.0, 1.0], [2.0, 0.0]]))
-    array([[0, 1],
-           [1, 0]])
-    """
-    if size is None:
-        return np.argwhere(concrete_for_shape(a, "argwhere", SIZE_HINT.format(name="argwhere")))
-    a = operand(a)
-    if ndim_of(a) == 0:  # NumPy: one row (or none) with no columns
-        return getitem(argwhere(_shp.reshape(a, (1,)), size=size), (slice(None), slice(0, 0)))
-    return _shp.stack(_sized_nonzero(a, size, fill_value), axis=-1)
-
-
-@register_numpy(np.extract)
-def extract(condition, arr, *, size=None, fill_value=0):
-    """Like numpy.extract: the entries of the flattened ``arr`` where ``condition`` is
-    nonzero; they carry ``arr``'s derivatives.  JAX's ``size=k``: k entries,
-    truncated or padded with ``fill_value``, which batches under vmap.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.extract(np.array([1, 0, 1]), np.array([5.0, 6.0, 7.0]))
-    array([5., 7.])
-    """
-    arr, condition = operand(arr), operand(condition)
-    if size is None:
-        flags = concrete_for_shape(condition, "extract", SIZE_HINT.format(name="extract"))
-        return take(_shp.ravel(arr), np.flatnonzero(flags))
-    positions, valid = first_true(_elt.not_equal(_shp.ravel(condition), 0), size)
-    return _fill(take(_shp.ravel(arr), positions), valid, fill_value)
-
+from autodiff.rules import compositions as _comp  # noqa: E402
 
 # Taylor mode: reading, writing and adding elements is linear in the data, and the
 # choosers (index_min, index_max) are piecewise linear; index_mul multiplies by 1 where
@@ -1333,4 +741,3 @@ from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import elementwise as _elt  # noqa: E402
 from autodiff.rules import reductions as _red  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402
-from autodiff.rules import sorting as _srt  # noqa: E402

@@ -1,8 +1,8 @@
-"""Products: matmul (every ndim case, with stack broadcasting), and dot
-(a composition of matmul and reshapes, with NumPy's ``dot`` semantics);
-einsum (a primitive for any subscripts: ``...`` broadcasting, repeated indices,
-any number of operands, implicit output), and the compositions vdot, inner,
-outer, tensordot and kron; cross (a primitive for 3-vectors).
+"""Products: matmul (every ndim case, with stack broadcasting); einsum (a primitive
+for any subscripts: ``...`` broadcasting, repeated indices, any number of operands,
+implicit output); cross (a primitive for 3-vectors).  Their compositions (``dot``,
+``vdot``, ``inner``, ``outer``, ``tensordot``, ``kron`` and the array API's products)
+are in ``autodiff/numpy/_products.py``.
 
 einsum is linear in each operand, so its JVP and VJP are einsums again.  The
 cotangent of an operand whose subscripts repeat an index (``'ii->i'``) is
@@ -13,29 +13,32 @@ transpose."""
 
 from __future__ import annotations
 
-import math
-import operator
 import string
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
-from autodiff.core.arrays import dtype_of, eye_like, ndim_of, normalize_axes, shape_of
+from autodiff.core.arrays import (
+    broadcast_shapes,
+    dtype_of,
+    eye_like,
+    ndim_of,
+    normalize_axes,
+    shape_of,
+)
+from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import multilinear_taylor
-from autodiff.core.tracer import register_numpy
+from autodiff.rules import compositions as _comp
+from autodiff.rules import elementwise as _elt
+from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
 from autodiff.rules._sparsity import contraction, shape_of_operand
 
-__all__ = [
-    "dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot",
-    # the array API standard's products (NumPy 2 gufuncs)
-    "vecdot", "matvec", "vecmat",
-    "cross",
-]  # fmt: skip
+__all__ = ["einsum", "matmul", "cross"]
 
 
 def _as_matrix_ct(ct, a, b):
@@ -51,17 +54,17 @@ def _matmul_vjp_a(ct, ans, a, b):
     # Reads b only (see vjp_reads): a's role is its shape.
     a2_shape = (1, *shape_of(a)) if ndim_of(a) == 1 else shape_of(a)
     b2 = _shp.expand_dims(b, 1) if ndim_of(b) == 1 else b
-    ct_a = matmul(_as_matrix_ct(ct, a, b), _shp.swapaxes(b2, -1, -2))
+    ct_a = matmul(_as_matrix_ct(ct, a, b), _comp.swapaxes(b2, -1, -2))
     return _shp.reshape(unbroadcast(ct_a, a2_shape), shape_of(a))
 
 
 def _matmul_vjp_b(ct, ans, a, b):
     # Reads a only (see vjp_reads): b's role is its shape.
     if ndim_of(a) == 2 and ndim_of(b) == 1:  # A @ v: the cotangent is A^T @ ct
-        return matmul(_shp.swapaxes(a, 0, 1), ct)
+        return matmul(_comp.swapaxes(a, 0, 1), ct)
     a2 = _shp.expand_dims(a, 0) if ndim_of(a) == 1 else a
     b2_shape = (*shape_of(b), 1) if ndim_of(b) == 1 else shape_of(b)
-    ct_b = matmul(_shp.swapaxes(a2, -1, -2), _as_matrix_ct(ct, a, b))
+    ct_b = matmul(_comp.swapaxes(a2, -1, -2), _as_matrix_ct(ct, a, b))
     return _shp.reshape(unbroadcast(ct_b, b2_shape), shape_of(b))
 
 
@@ -74,7 +77,7 @@ def _matmul_batch(args, dims):
     if ad is None and a_nd == 2 and b_nd >= 2 and bd < ndim_of(b) - 2:
         return matmul(a, b), bd
     if ad is None and a_nd == 2 and b_nd == 1:  # per-example A @ v is V @ A^T, batch first
-        return matmul(move_to_front(b, bd), _shp.swapaxes(a, 0, 1)), 0
+        return matmul(move_to_front(b, bd), _comp.swapaxes(a, 0, 1)), 0
     # General case: batch axes first, vectors as matrices, stacks aligned.
     stack = max(a_nd, b_nd, 2) - 2
 
@@ -130,10 +133,28 @@ def _matmul_core(ufunc, shapes, out_shape):
 matmul_p.def_lowering(Gufunc(_matmul_gufunc, _matmul_core))
 
 
+@matmul_p.def_shape
+def _matmul_shape(a, b):
+    a_shape = a.shape if a.ndim > 1 else (1, *a.shape)
+    b_shape = b.shape if b.ndim > 1 else (*b.shape, 1)
+    if a_shape[-1] != b_shape[-2]:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            f"signature (n?,k),(k,m?)->(n?,m?) (size {b_shape[-2]} is different from "
+            f"{a_shape[-1]})"
+        )
+    shape = (*broadcast_shapes(a_shape[:-2], b_shape[:-2]), a_shape[-2], b_shape[-1])
+    if a.ndim == 1:
+        shape = shape[:-2] + shape[-1:]
+    if b.ndim == 1:
+        shape = shape[:-1]
+    return ShapedArray(shape, np.result_type(a.dtype, b.dtype))
+
+
 @matmul_p.def_sparsity
 def _matmul_sparsity(a, b):
     a_shape, b_shape = shape_of_operand(a), shape_of_operand(b)
-    stack = "".join(_LABELS[: max(len(a_shape), len(b_shape), 2) - 2])
+    stack = "".join(LABELS[: max(len(a_shape), len(b_shape), 2) - 2])
     a_term = "k" if len(a_shape) == 1 else stack[len(stack) - len(a_shape) + 2 :] + "mk"
     b_term = "k" if len(b_shape) == 1 else stack[len(stack) - len(b_shape) + 2 :] + "kn"
     out = stack[: max(len(a_term), len(b_term)) - 2] if len(a_shape) > 1 or len(b_shape) > 1 else ""
@@ -151,33 +172,14 @@ def matmul(x1, x2, /):
     return matmul_p.bind(x1, x2)
 
 
-@register_numpy(np.dot)
-def dot(a, b, out=None):
-    """Like numpy.dot: products over the last axis of ``a`` and the
-    second-to-last of ``b`` (the last, if ``b`` is 1-D)."""
-    if out is not None:
-        raise NotImplementedError("dot(..., out=...) is not supported; use the returned value")
-    a_nd, b_nd = ndim_of(a), ndim_of(b)
-    if a_nd == 0 or b_nd == 0:
-        return _elt.multiply(a, b)
-    if b_nd <= 2:
-        return matmul(a, b)
-    # N-D b: contract a's last axis with b's second-to-last, keep all other axes.
-    n = shape_of(b)[-2]
-    kept = shape_of(b)[:-2] + shape_of(b)[-1:]
-    b_mat = _shp.reshape(_shp.moveaxis(b, -2, 0), (n, math.prod(kept)))
-    out = matmul(_shp.reshape(a, (math.prod(shape_of(a)[:-1]), n)), b_mat)
-    return _shp.reshape(out, shape_of(a)[:-1] + shape_of(b)[:-2] + shape_of(b)[-1:])
-
-
 # --- einsum ------------------------------------------------------------------------
 #
 # The primitive sees canonical subscripts: explicit output, letters only (no
 # '...', no spaces), and no broadcasting of unit axes (the public function
 # squeezes them away), so every index has one size across the operands.
 
-# The labels np.einsum accepts; in the sublist form, integer k is _LABELS[k].
-_LABELS = string.ascii_uppercase + string.ascii_lowercase
+# The labels np.einsum accepts; in the sublist form, integer k is LABELS[k].
+LABELS = string.ascii_uppercase + string.ascii_lowercase
 _MAX_OPERANDS = 64  # NumPy's limit on the number of einsum operands
 
 
@@ -189,7 +191,7 @@ def _split(subscripts: str) -> tuple[list[str], str]:
 
 def _fresh(used: str, count: int = 1) -> str:
     """``count`` labels that do not occur in ``used``."""
-    free = [c for c in _LABELS if c not in used]
+    free = [c for c in LABELS if c not in used]
     if len(free) < count:
         raise ValueError("einsum: too many distinct indices (NumPy allows 52 letters)")
     return "".join(free[:count])
@@ -274,6 +276,31 @@ einsum_p = Primitive(
 )
 
 
+@einsum_p.def_shape
+def _einsum_shape(*operands, subscripts, optimize):
+    terms, out = subscripts.split("->")
+    sizes: dict[str, int] = {}
+    ellipsis: list[tuple] = []
+    for term, x in zip(terms.split(","), operands):
+        shape = x.shape
+        if "..." in term:
+            left, right = term.split("...")
+            ellipsis.append(shape[len(left) : len(shape) - len(right)])
+            term, shape = left + right, shape[: len(left)] + shape[len(shape) - len(right) :]
+        for label, n in zip(term, shape):
+            if sizes.get(label, 1) not in (1, n) and n != 1:
+                raise ValueError(f"einsum: operands could not be broadcast for label {label!r}")
+            sizes[label] = n if sizes.get(label, 1) == 1 else sizes[label]
+    middle = broadcast_shapes(*ellipsis) if ellipsis else ()
+    left, _, right = out.partition("...")
+    shape = (
+        tuple(sizes[c] for c in left)
+        + (middle if "..." in out else ())
+        + tuple(sizes[c] for c in right)
+    )
+    return ShapedArray(shape, np.result_type(*(x.dtype for x in operands)))
+
+
 def _from_sublists(args: tuple) -> tuple[str, list]:
     """``einsum(op0, sublist0, op1, sublist1, ..., [sublistout])`` as a subscripts string."""
 
@@ -282,8 +309,8 @@ def _from_sublists(args: tuple) -> tuple[str, list]:
         for s in sub:
             if s is Ellipsis:
                 out += "..."
-            elif 0 <= int(s) < len(_LABELS):
-                out += _LABELS[int(s)]
+            elif 0 <= int(s) < len(LABELS):
+                out += LABELS[int(s)]
             else:
                 raise ValueError(f"einsum: subscript {s} is not within the valid range [0, 52)")
         return out
@@ -305,7 +332,7 @@ def _canonical_einsum(subscripts: str, operands: list) -> tuple[str, list]:
             f"but {len(operands)} were given"
         )
     for t in [*terms, out]:
-        bad = [c for c in t.replace("...", "", 1) if c not in _LABELS]
+        bad = [c for c in t.replace("...", "", 1) if c not in LABELS]
         if bad:
             raise ValueError(f"einsum: invalid subscript {bad[0]!r} in '{subscripts}'")
     shapes = [shape_of(op) for op in operands]
@@ -388,178 +415,6 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     return einsum_p.bind(*ops, subscripts=spec, optimize=optimize)
 
 
-# --- compositions: vdot, inner, outer, tensordot, kron --------------------------------
-
-
-@register_numpy(np.vdot)
-def vdot(a, b, /):
-    """Like numpy.vdot: the dot product of the flattened arrays, conjugating ``a``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> complex(anp.vdot(np.array([1j, 2.0]), np.array([1j, 3.0])))
-    (7+0j)
-    """
-    a, b = _shp.ravel(a), _shp.ravel(b)
-    if shape_of(a) != shape_of(b):
-        raise ValueError("vdot: vectors have different lengths")
-    if dtype_of(a).kind == "c":
-        a = _elt.conj(a)
-    return matmul(a, b)
-
-
-@register_numpy(np.vecdot)
-def vecdot(x1, x2, /, *, axis=-1):
-    """Like numpy.vecdot: ``sum(conj(x1) * x2)`` over ``axis``, the other axes broadcast.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.vecdot(np.ones((2, 3)), np.arange(3.0)).tolist()
-    [3.0, 3.0]
-    """
-    if ndim_of(x1) == 0 or ndim_of(x2) == 0:
-        raise ValueError("vecdot: both arguments need at least one axis (the vector axis)")
-    x1, x2 = _shp.moveaxis(x1, axis, -1), _shp.moveaxis(x2, axis, -1)
-    if shape_of(x1)[-1] != shape_of(x2)[-1]:
-        raise ValueError(
-            f"vecdot: the vector axes differ in length ({shape_of(x1)[-1]} and "
-            f"{shape_of(x2)[-1]}; shapes {shape_of(x1)} and {shape_of(x2)} after moving axis)"
-        )
-    if dtype_of(x1).kind == "c":
-        x1 = _elt.conj(x1)
-    return matmul(_shp.expand_dims(x1, -2), _shp.expand_dims(x2, -1))[..., 0, 0]
-
-
-@register_numpy(np.matvec)
-def matvec(x1, x2, /):
-    """Like numpy.matvec: matrix (``x1``, ``(..., m, n)``) times vector (``x2``, ``(..., n)``).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.matvec(np.eye(2), np.array([3.0, 4.0])).tolist()
-    [3.0, 4.0]
-    """
-    if ndim_of(x1) < 2 or ndim_of(x2) < 1:
-        raise ValueError("matvec: x1 must be a (stack of) matrices and x2 of vectors")
-    return matmul(x1, _shp.expand_dims(x2, -1))[..., 0]
-
-
-@register_numpy(np.vecmat)
-def vecmat(x1, x2, /):
-    """Like numpy.vecmat: the conjugate of vector ``x1`` (``(..., n)``) times matrix ``x2``
-    (``(..., n, m)``).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.vecmat(np.array([1.0, 2.0]), np.ones((2, 3))).tolist()
-    [3.0, 3.0, 3.0]
-    """
-    if ndim_of(x1) < 1 or ndim_of(x2) < 2:
-        raise ValueError("vecmat: x1 must be a (stack of) vectors and x2 of matrices")
-    if dtype_of(x1).kind == "c":
-        x1 = _elt.conj(x1)
-    return matmul(_shp.expand_dims(x1, -2), x2)[..., 0, :]
-
-
-@register_numpy(np.inner)
-def inner(a, b, /):
-    """Like numpy.inner: sums of products over the last axes of ``a`` and ``b``
-    (the result has ``a``'s other axes, then ``b``'s).
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.inner(np.ones((2, 3)), np.arange(3.0)).tolist()
-    [3.0, 3.0]
-    """
-    na, nb = ndim_of(a), ndim_of(b)
-    if na == 0 or nb == 0:
-        return _elt.multiply(a, b)
-    if shape_of(a)[-1] != shape_of(b)[-1]:
-        raise ValueError(
-            f"inner: shapes {shape_of(a)} and {shape_of(b)} not aligned in the last axis"
-        )
-    la, lb, c = _LABELS[: na - 1], _LABELS[na - 1 : na + nb - 2], _LABELS[na + nb - 2]
-    return einsum(f"{la}{c},{lb}{c}->{la}{lb}", a, b)
-
-
-@register_numpy(np.outer)
-def outer(a, b, out=None):
-    """Like numpy.outer: ``ravel(a)[:, None] * ravel(b)[None, :]``.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.outer(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0])).shape
-    (2, 3)
-    """
-    if out is not None:
-        raise NotImplementedError("outer(..., out=...) is not supported; use the returned value")
-    return _elt.multiply(_shp.expand_dims(_shp.ravel(a), 1), _shp.ravel(b))
-
-
-def _axes_list(axes: Any, ndim: int) -> list[int]:
-    axes = [axes] if np.ndim(axes) == 0 else list(axes)
-    out = []
-    for ax in axes:
-        ax = int(ax)
-        if not -ndim <= ax < ndim:
-            raise np.exceptions.AxisError(ax, ndim)
-        out.append(ax % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"tensordot: repeated axis in {axes}")
-    return out
-
-
-@register_numpy(np.tensordot)
-def tensordot(a, b, axes=2):
-    """Like numpy.tensordot: ``axes=N`` sums over ``a``'s last N and ``b``'s first N
-    axes; ``axes=(axes_a, axes_b)`` names the summed axes pairwise.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.tensordot(np.ones((2, 3, 4)), np.ones((3, 4, 5))).shape
-    (2, 5)
-    >>> float(anp.tensordot(np.ones((2, 3)), np.ones((3, 2)), axes=([0, 1], [1, 0])))
-    6.0
-    """
-    na, nb = ndim_of(a), ndim_of(b)
-    try:
-        axes_a, axes_b = axes
-    except TypeError:  # an int n: a's last n axes with b's first n
-        n = operator.index(axes)
-        if n < 0 or n > min(na, nb):
-            raise ValueError(
-                f"tensordot: axes={n} does not fit arrays with {na} and {nb} dims"
-            ) from None
-        axes_a, axes_b = list(range(na - n, na)), list(range(n))
-    axes_a, axes_b = _axes_list(axes_a, na), _axes_list(axes_b, nb)
-    if len(axes_a) != len(axes_b) or any(
-        shape_of(a)[i] != shape_of(b)[j] for i, j in zip(axes_a, axes_b)
-    ):
-        raise ValueError("shape-mismatch for sum")
-    la = _LABELS[:na]
-    extra = iter(_LABELS[na:])
-    lb = "".join(la[axes_a[axes_b.index(j)]] if j in axes_b else next(extra) for j in range(nb))
-    out = "".join(c for i, c in enumerate(la) if i not in axes_a)
-    out += "".join(c for j, c in enumerate(lb) if j not in axes_b)
-    return einsum(f"{la},{lb}->{out}", a, b)
-
-
-@register_numpy(np.kron)
-def kron(a, b):
-    """Like numpy.kron: the Kronecker product (block ``[i, j]`` is ``a[i, j] * b``);
-    the operand with fewer dimensions gets leading unit axes.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.kron(np.array([1.0, 2.0]), np.array([1.0, 10.0])).tolist()
-    [1.0, 10.0, 2.0, 20.0]
-    """
-    na, nb = ndim_of(a), ndim_of(b)
-    if na == 0 or nb == 0:
-        return _elt.multiply(a, b)
-    nd = max(na, nb)
-    if na < nd:
-        a = _shp.expand_dims(a, tuple(range(nd - na)))
-    if nb < nd:
-        b = _shp.expand_dims(b, tuple(range(nd - nb)))
-    shape = tuple(x * y for x, y in zip(shape_of(a), shape_of(b)))
-    a = _shp.expand_dims(a, tuple(range(1, 2 * nd, 2)))
-    b = _shp.expand_dims(b, tuple(range(0, 2 * nd, 2)))
-    return _shp.reshape(_elt.multiply(a, b), shape)
-
-
 # --- cross -------------------------------------------------------------------------------
 # The primitive takes 3-vectors on the last axis (other axes broadcast); the public function
 # moves NumPy's axisa/axisb/axisc there and back.  The product is bilinear and
@@ -599,7 +454,7 @@ cross_p = Primitive(
 def _cross_sparsity(a, b):
     # each component of the product reads the whole vectors at its stack position
     a_shape, b_shape = shape_of_operand(a), shape_of_operand(b)
-    stack = _LABELS[: max(len(a_shape), len(b_shape)) - 1]
+    stack = LABELS[: max(len(a_shape), len(b_shape)) - 1]
     a_term, b_term = (
         stack[len(stack) - len(a_shape) + 1 :] + "i",
         stack[len(stack) - len(b_shape) + 1 :] + "j",
@@ -616,12 +471,12 @@ def _cross_2d(a, b):
         return z
     if shape_of(a)[-1] == 2:  # a2 = 0
         b2 = b[..., 2]
-        return _shp.stack(_shp.broadcast_arrays(a1 * b2, -(a0 * b2), z), axis=-1)
+        return _shp.stack(_comp.broadcast_arrays(a1 * b2, -(a0 * b2), z), axis=-1)
     a2 = a[..., 2]  # b2 = 0
-    return _shp.stack(_shp.broadcast_arrays(-(a2 * b1), a2 * b0, z), axis=-1)
+    return _shp.stack(_comp.broadcast_arrays(-(a2 * b1), a2 * b0, z), axis=-1)
 
 
-@register_numpy(np.cross)
+@implements(cross_p, np.cross)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """Like numpy.cross: cross products of the 3-vectors along ``axisa`` of ``a`` and
     ``axisb`` of ``b`` (the other axes broadcast), along ``axisc`` of the result
@@ -638,8 +493,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         axisa = axisb = axisc = axis
     if ndim_of(a) < 1 or ndim_of(b) < 1:
         raise ValueError("At least one array has zero dimension")
-    a = _shp.moveaxis(a, normalize_axes(axisa, ndim_of(a))[0], -1)
-    b = _shp.moveaxis(b, normalize_axes(axisb, ndim_of(b))[0], -1)
+    a = _comp.moveaxis(a, normalize_axes(axisa, ndim_of(a))[0], -1)
+    b = _comp.moveaxis(b, normalize_axes(axisb, ndim_of(b))[0], -1)
     na, nb = shape_of(a)[-1], shape_of(b)[-1]
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
@@ -654,13 +509,9 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
             return out
     else:
         out = cross_p.bind(a, b)
-    return _shp.moveaxis(out, -1, normalize_axes(axisc, ndim_of(out))[0])
+    return _comp.moveaxis(out, -1, normalize_axes(axisc, ndim_of(out))[0])
 
 
 # Taylor mode: products are multilinear, so Leibniz's rule through the product itself.
 for _p in (matmul_p, einsum_p, cross_p):
     _p.def_taylor(multilinear_taylor(_p))
-
-
-from autodiff.rules import elementwise as _elt  # noqa: E402
-from autodiff.rules import shape as _shp  # noqa: E402

@@ -3,9 +3,9 @@
 
 Every function accepts stacks of matrices (leading batch dimensions), as SciPy
 does; ``b`` is a vector only when it is 1-D, otherwise a (stack of) matrices.
-Primitives: ``solve_triangular``, ``lu_factor``, ``expm``, ``sqrtm``.  Compositions:
-``cholesky`` and ``cho_factor`` (``anp.linalg.cholesky``), ``cho_solve`` and
-``lu_solve`` (two triangular solves), ``block_diag`` (pads and concatenations).
+Primitives: ``solve_triangular``, ``lu_factor``, ``expm``, ``sqrtm``.  The
+compositions (``cholesky``, ``cho_factor``, ``cho_solve``, ``lu_solve``,
+``block_diag``) are in ``autodiff/scipy/linalg.py``.
 
 Derivatives (``X^T`` transposes the last two axes; ``op`` is the ``trans`` option):
 
@@ -36,29 +36,18 @@ import scipy.linalg as _sl
 from autodiff.core.arrays import array_like, dtype_of, eye_like, is_complex, ndim_of, shape_of
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor
+from autodiff.rules import compositions as _comp
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
-from autodiff.rules import indexing as _idx
-from autodiff.rules import linalg as _la
 from autodiff.rules import products as _prod
 from autodiff.rules import shape as _shp
-from autodiff.rules import sorting as _sort
+from autodiff.rules import sorting as _srt
 from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
 from autodiff.rules._scipy import empty_result, scipy_impl
 from autodiff.rules._sparsity import shape_of_operand, stacked
 from autodiff.rules.linalg import _T, _check_square, _stack_batch
 
-__all__ = [
-    "solve_triangular",
-    "cholesky",
-    "cho_factor",
-    "cho_solve",
-    "lu_factor",
-    "lu_solve",
-    "expm",
-    "sqrtm",
-    "block_diag",
-]
+__all__ = ["solve_triangular", "lu_factor", "expm", "sqrtm"]
 
 _TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
 
@@ -195,58 +184,6 @@ def solve_triangular(
     return _shp.squeeze(x, -1) if vec else x
 
 
-# --- Cholesky ------------------------------------------------------------------------------
-
-
-def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """Like scipy.linalg.cholesky: upper ``U`` with ``a == U^H @ U`` (``lower=True``:
-    lower ``L`` with ``a == L @ L^H``); only that triangle of ``a`` is read.
-
-    >>> import numpy as np, autodiff.scipy.linalg as sla
-    >>> sla.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]])).tolist()
-    [[2.0, 1.0], [0.0, 2.0]]
-    """
-    return _la.cholesky(a, upper=not lower)
-
-
-def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
-    """Like scipy.linalg.cho_factor: ``(c, lower)`` for ``cho_solve``.
-
-    ``c`` is ``cholesky(a, lower)``: zeros in the other triangle, as in JAX
-    (SciPy leaves whatever ``a`` had there, which ``cho_solve`` never reads).
-
-    >>> import numpy as np, autodiff.scipy.linalg as sla
-    >>> c, lower = sla.cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]]), lower=True)
-    >>> c.tolist(), lower
-    ([[2.0, 0.0], [1.0, 2.0]], True)
-    """
-    return cholesky(a, lower=lower), bool(lower)
-
-
-def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
-    """Like scipy.linalg.cho_solve: ``x`` with ``a @ x == b``, from ``cho_factor(a)``.
-
-    Reads only the factor's triangle.  Differentiable in ``c`` and ``b``.
-
-    >>> import numpy as np, autodiff.scipy.linalg as sla
-    >>> a = np.array([[4.0, 2.0], [2.0, 5.0]])
-    >>> x = sla.cho_solve(sla.cho_factor(a), np.array([1.0, 2.0]))
-    >>> bool(np.allclose(a @ x, [1.0, 2.0]))
-    True
-    """
-    c, lower = c_and_lower
-    _check_square(c, "cho_solve")
-    _check_rhs(c, b, "cho_solve")
-    b, vec = _matrix_rhs(b)
-    if lower:  # a = L L^H
-        y = solve_triangular(c, b, lower=True)
-        x = solve_triangular(c, y, trans=2, lower=True)
-    else:  # a = U^H U
-        y = solve_triangular(c, b, trans=2, lower=False)
-        x = solve_triangular(c, y, lower=False)
-    return _shp.squeeze(x, -1) if vec else x
-
-
 # --- LU ----------------------------------------------------------------------------------
 
 
@@ -275,12 +212,12 @@ def _last_axis_batch(prim: Primitive):
     return batch
 
 
-_pivots_to_permutation_p = Primitive(
+pivots_to_permutation_p = Primitive(
     "lu_pivots_to_permutation",
     scipy_impl(_pivots_to_permutation_impl, name="scipy.linalg.lu_solve"),
     differentiable=False,
 )
-_pivots_to_permutation_p.def_batch(_last_axis_batch(_pivots_to_permutation_p))
+pivots_to_permutation_p.def_batch(_last_axis_batch(pivots_to_permutation_p))
 
 
 def _rows(x, perm):
@@ -288,31 +225,31 @@ def _rows(x, perm):
     stack = np.broadcast_shapes(shape_of(x)[:-2], shape_of(perm)[:-1])
     x = _shp.broadcast_to(x, (*stack, *shape_of(x)[-2:]))
     index = _shp.broadcast_to(_shp.expand_dims(perm, -1), (*stack, shape_of(perm)[-1], 1))
-    return _idx.take_along_axis(x, index, axis=-2)
+    return _comp.take_along_axis(x, index, axis=-2)
 
 
 def _unit_lower(lu):
-    return _shp.tril(lu, -1) + eye_like(shape_of(lu)[-1], dtype_of(lu), lu)
+    return _comp.tril(lu, -1) + eye_like(shape_of(lu)[-1], dtype_of(lu), lu)
 
 
 def _lu_jvp(tangents, ans, a):
     lu, piv = ans
-    pt = _rows(tangents[0], _pivots_to_permutation_p.bind(piv))  # P^T da
+    pt = _rows(tangents[0], pivots_to_permutation_p.bind(piv))  # P^T da
     x = solve_triangular_p.bind(lu, pt, trans=0, lower=True, unit_diagonal=True)  # L^-1 P^T da
     f = _T(solve_triangular_p.bind(lu, _T(x), trans=1, lower=False, unit_diagonal=False))
-    d_lu = _mm(_unit_lower(lu), _shp.tril(f, -1)) + _mm(_shp.triu(f), _shp.triu(lu))
+    d_lu = _mm(_unit_lower(lu), _comp.tril(f, -1)) + _mm(_comp.triu(f), _comp.triu(lu))
     return d_lu, None
 
 
 def _lu_vjp(cts, ans, a):
     ct, _ = cts
     lu, piv = ans
-    ct_f = _shp.tril(_mm(_T(_unit_lower(lu)), _shp.tril(ct, -1)), -1) + _shp.triu(
-        _mm(_shp.triu(ct), _T(_shp.triu(lu)))
+    ct_f = _comp.tril(_mm(_T(_unit_lower(lu)), _comp.tril(ct, -1)), -1) + _comp.triu(
+        _mm(_comp.triu(ct), _T(_comp.triu(lu)))
     )
     y = solve_triangular_p.bind(lu, ct_f, trans=1, lower=True, unit_diagonal=True)  # L^-T ct_f
     ct_pt = _T(solve_triangular_p.bind(lu, _T(y), trans=0, lower=False, unit_diagonal=False))
-    inverse = _sort.argsort(_pivots_to_permutation_p.bind(piv), axis=-1)
+    inverse = _srt.argsort(pivots_to_permutation_p.bind(piv), axis=-1)
     return [_rows(ct_pt, inverse)]  # P ct_pt
 
 
@@ -350,35 +287,6 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     _check_square(a, "lu_factor")
     lu, piv = lu_factor_p.bind(a)
     return lu, piv
-
-
-def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
-    """Like scipy.linalg.lu_solve: ``x`` with ``op(a) @ x == b`` from ``lu_factor(a)``.
-
-    Differentiable in ``lu`` and ``b``.
-
-    >>> import numpy as np, autodiff.scipy.linalg as sla
-    >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
-    >>> x = sla.lu_solve(sla.lu_factor(a), np.array([5.0, 6.0]))
-    >>> bool(np.allclose(a @ x, [5.0, 6.0]))
-    True
-    """
-    lu, piv = lu_and_piv
-    trans = _trans(trans, "lu_solve")
-    _check_square(lu, "lu_solve")
-    _check_rhs(lu, b, "lu_solve")
-    b, vec = _matrix_rhs(b)
-    perm = _pivots_to_permutation_p.bind(piv)
-    upper = {"lower": False, "unit_diagonal": False}
-    unit_lower = {"lower": True, "unit_diagonal": True}
-    if trans == 0:  # a = P L U
-        y = solve_triangular(lu, _rows(b, perm), **unit_lower)
-        x = solve_triangular(lu, y, **upper)
-    else:  # op(a) = op(U) op(L) P^T
-        y = solve_triangular(lu, b, trans=trans, **upper)
-        z = solve_triangular(lu, y, trans=trans, **unit_lower)
-        x = _rows(z, _sort.argsort(perm, axis=-1))
-    return _shp.squeeze(x, -1) if vec else x
 
 
 # --- matrix functions ---------------------------------------------------------------------
@@ -446,29 +354,6 @@ def sqrtm(A, disp=True, blocksize=64):
     """
     _check_square(A, "sqrtm")
     return sqrtm_p.bind(A)
-
-
-def block_diag(*arrs):
-    """Like scipy.linalg.block_diag: the arrays (0-d, 1-d as one row, or 2-d) along the
-    diagonal of a matrix, zeros elsewhere.
-
-    >>> import numpy as np, autodiff.scipy.linalg as sla
-    >>> sla.block_diag(np.array([[1.0, 2.0]]), np.array(3.0)).tolist()
-    [[1.0, 2.0, 0.0], [0.0, 0.0, 3.0]]
-    """
-    if not arrs:
-        return np.empty((1, 0))
-    blocks = [_shp.atleast_2d(x) for x in arrs]
-    bad = [i for i, x in enumerate(blocks) if ndim_of(x) > 2]
-    if bad:
-        raise ValueError(f"block_diag: arguments {bad} have more than 2 dimensions")
-    widths = [shape_of(x)[1] for x in blocks]
-    total = sum(widths)
-    rows, left = [], 0
-    for x, width in zip(blocks, widths):
-        rows.append(_shp.pad(x, ((0, 0), (left, total - left - width))))
-        left += width
-    return _shp.concatenate(rows, axis=0)
 
 
 # Taylor mode: as for linalg.py's matrix functions, from the JVP rules.

@@ -3,7 +3,7 @@ Needs SciPy.
 
 One primitive, ``convolve`` (every mode), whose leading ``nbatch`` axes are batch
 axes (broadcast, not convolved: what ``vmap`` adds); ``correlate`` and
-``fftconvolve`` are compositions of it.
+``fftconvolve`` are compositions of it (``autodiff/scipy/signal.py``).
 
 Convolution is bilinear, so the JVP is ``convolve(da, b) + convolve(a, db)``.  The
 VJP in ``a`` pads the cotangent (zeros) to the shape of the ``'full'`` output and
@@ -22,15 +22,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.signal as _ss
 
-from autodiff.core.arrays import is_complex, ndim_of, shape_of
+from autodiff.core.arrays import ndim_of, shape_of
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import multilinear_taylor
-from autodiff.rules import elementwise as _elt
+from autodiff.rules import compositions as _comp
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import implements, move_to_front, unbroadcast
 from autodiff.rules._scipy import scipy_impl
 
-__all__ = ["convolve", "correlate", "fftconvolve"]
+__all__ = ["convolve"]
 
 _MODES = ("full", "same", "valid")
 
@@ -82,7 +82,7 @@ def _full_cotangent(ct, a, b, mode, nbatch):
 
 def _flipped(x, nbatch):
     axes = tuple(range(nbatch, ndim_of(x)))
-    return _shp.flip(x, axes) if axes else x
+    return _comp.flip(x, axes) if axes else x
 
 
 def _convolve_vjp(which: int):
@@ -152,47 +152,6 @@ def convolve(in1, in2, mode="full", method="auto"):
         )
     _check(shape_of(in1), shape_of(in2), mode, "convolve")
     return convolve_p.bind(in1, in2, mode=mode, nbatch=0)
-
-
-def correlate(in1, in2, mode="full", method="auto"):
-    """Like scipy.signal.correlate: ``z[k] = sum_n in1[n + k] * conj(in2[n])`` in N
-    dimensions, every mode: ``convolve(in1, flip(conj(in2)))``.
-
-    >>> import numpy as np, autodiff.scipy.signal as sig
-    >>> sig.correlate(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0]), "valid").tolist()
-    [3.0, 5.0]
-    """
-    _check(shape_of(in1), shape_of(in2), mode, "correlate")
-    kernel = _elt.conj(in2) if is_complex(in2) else in2
-    return convolve(in1, _flipped(kernel, 0), mode=mode, method=method)
-
-
-def fftconvolve(in1, in2, mode="full", axes=None):
-    """Like scipy.signal.fftconvolve: ``convolve`` over ``axes`` (default: all); along
-    the other axes the arrays broadcast (equal sizes, or 1), as in SciPy.
-
-    >>> import numpy as np, autodiff.scipy.signal as sig
-    >>> x = np.array([[1.0, 2.0, 3.0], [1.0, 0.0, 0.0]])
-    >>> sig.fftconvolve(x, np.array([[1.0, 1.0]]), axes=1).round(12).tolist()
-    [[1.0, 3.0, 5.0, 3.0], [1.0, 1.0, 0.0, 0.0]]
-    """
-    shape1, shape2 = shape_of(in1), shape_of(in2)
-    if axes is None:
-        _check(shape1, shape2, mode, "fftconvolve")
-        return convolve_p.bind(in1, in2, mode=mode, nbatch=0)
-    n = len(shape1)
-    if len(shape2) != n:
-        _check(shape1, shape2, mode, "fftconvolve")  # raises: other numbers of dimensions
-    conv = sorted({int(a) % n for a in ([axes] if isinstance(axes, int) else axes)})
-    others = [i for i in range(n) if i not in conv]
-    for i in others:
-        if shape1[i] != shape2[i] and 1 not in (shape1[i], shape2[i]):
-            raise ValueError(f"fftconvolve: incompatible shapes for in1 and in2 along axis {i}")
-    _check(*(tuple(sh[i] for i in conv) for sh in (shape1, shape2)), mode, "fftconvolve")
-    order = [*others, *conv]
-    a, b = (_shp.transpose(x, order) for x in (in1, in2))
-    out = convolve_p.bind(a, b, mode=mode, nbatch=len(others))
-    return _shp.transpose(out, [int(i) for i in np.argsort(order)])
 
 
 # Taylor mode: a convolution is bilinear (Leibniz's rule through it).

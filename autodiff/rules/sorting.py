@@ -1,11 +1,6 @@
-"""Sorting: ``argsort``, ``argpartition``, ``lexsort`` and ``searchsorted`` (not
-differentiable), and ``sort``, ``partition``, ``sort_complex``.
-
-``sort`` is a composition, ``take_along_axis`` of ``argsort``, so the derivative of
-each sorted entry flows back to the entry it came from, and it needs no rules of
-its own; ``partition`` is the same over ``argpartition`` (NumPy's introselect
-arranges the values and their positions alike, so the entries agree with
-``numpy.partition`` everywhere, not only at ``kth``).
+"""Sorting: ``argsort``, ``argpartition``, ``lexsort`` and ``searchsorted``, primitives
+with no derivative.  ``sort``, ``partition`` and ``sort_complex`` are compositions of
+them (``autodiff/numpy/_sorting.py``).
 """
 
 from __future__ import annotations
@@ -14,12 +9,19 @@ import numpy as np
 
 from autodiff.core.arrays import batch_size_of, ndim_of, normalize_axes, shape_of
 from autodiff.core.primitive import Primitive
-from autodiff.core.tracer import register_numpy
-from autodiff.rules._helpers import bring_to_front, implements, move_to_front, numpy_impl
+from autodiff.rules import compositions as _comp
+from autodiff.rules import elementwise as _elt
+from autodiff.rules import reductions as _red
+from autodiff.rules import shape as _shp
+from autodiff.rules._helpers import (
+    bring_to_front,
+    implements,
+    move_to_front,
+    numpy_impl,
+    shaped_like,
+)
 
-__all__ = [
-    "argsort", "searchsorted", "sort", "argpartition", "partition", "lexsort", "sort_complex",
-]  # fmt: skip
+__all__ = ["argsort", "searchsorted", "argpartition", "lexsort"]
 
 
 def _argsort_batch(args, dims, *, axis, stable):
@@ -37,6 +39,7 @@ argsort_p = Primitive(
     ),
     differentiable=False,
     batch=_argsort_batch,
+    shape=lambda x, *, axis, stable: shaped_like(x, dtype=np.intp),
 )
 
 
@@ -51,24 +54,9 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     if order is not None:
         raise NotImplementedError("argsort(order=...) is not supported")
     if axis is None:
-        a, axis = _shp.ravel(a), 0
+        a, axis = _comp.ravel(a), 0
     stable = stable if stable is not None else kind == "stable" or None
     return argsort_p.bind(a, axis=normalize_axes(axis, ndim_of(a))[0], stable=stable)
-
-
-@register_numpy(np.sort)
-def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """Like numpy.sort; the derivative of each sorted entry flows to the entry
-    it came from.
-
-    >>> import numpy as np, autodiff, autodiff.numpy as anp
-    >>> autodiff.grad(lambda x: anp.sort(x)[0])(np.array([3.0, 1.0, 2.0]))
-    array([0., 1., 0.])
-    """
-    if axis is None:
-        a, axis = _shp.ravel(a), 0
-    order_ = argsort(a, axis, kind, order, stable=stable)
-    return _idx.take_along_axis(a, order_, axis)
 
 
 def _axis_shifted_batch(prim):
@@ -114,23 +102,9 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         raise NotImplementedError("argpartition(order=...) is not supported")
     if axis is None:
-        a, axis = _shp.ravel(a), 0
+        a, axis = _comp.ravel(a), 0
     axis = normalize_axes(axis, ndim_of(a))[0]
     return argpartition_p.bind(a, kth=_kth(kth, shape_of(a)[axis]), axis=axis)
-
-
-@register_numpy(np.partition)
-def partition(a, kth, axis=-1, kind="introselect", order=None):
-    """Like numpy.partition: the ``kth`` entries where sorting would put them, the
-    others on the correct side; each entry's derivative flows to where it came from.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> float(anp.partition(np.array([3.0, 1.0, 2.0]), 1)[1])
-    2.0
-    """
-    if axis is None:
-        a, axis = _shp.ravel(a), 0
-    return _idx.take_along_axis(a, argpartition(a, kth, axis, kind, order), axis)
 
 
 def _lexsort_batch(args, dims, *, axis):
@@ -168,25 +142,6 @@ def lexsort(keys, axis=-1):
     return lexsort_p.bind(*keys, axis=normalize_axes(axis, len(shape))[0] - len(shape))
 
 
-@register_numpy(np.sort_complex)
-def sort_complex(a):
-    """Like numpy.sort_complex: sorted along the last axis by real part, then
-    imaginary part; the result is complex.
-
-    >>> import numpy as np, autodiff.numpy as anp
-    >>> anp.sort_complex(np.array([2.0, 1.0 + 1j, 1.0]))
-    array([1.+0.j, 1.+1.j, 2.+0.j])
-    """
-    out = sort(a)
-    kind = out.dtype.char
-    if kind in "FDG":
-        return out
-    # NumPy's choice: 8- and 16-bit integers give complex64, long doubles clongdouble,
-    # everything else (float32 too) complex128.
-    target = np.complex64 if kind in "bBhH" else np.clongdouble if kind == "g" else np.complex128
-    return _elt.astype(out, target)
-
-
 def _searchsorted_batch(args, dims, *, side):
     (a, v), (ad, vd) = args, dims
     if ad is None:  # v's shape, v's batch axis
@@ -205,6 +160,7 @@ searchsorted_p = Primitive(
     lambda a, v, *, side: np.searchsorted(a, v, side=side),
     differentiable=False,
     batch=_searchsorted_batch,
+    shape=lambda a, v, *, side: shaped_like(v, dtype=np.intp),
 )
 
 
@@ -221,9 +177,3 @@ def searchsorted(a, v, side="left", sorter=None):
     if ndim_of(a) != 1:
         raise ValueError("searchsorted: a must be 1-D")
     return searchsorted_p.bind(a, v, side=side)
-
-
-from autodiff.rules import elementwise as _elt  # noqa: E402
-from autodiff.rules import indexing as _idx  # noqa: E402
-from autodiff.rules import reductions as _red  # noqa: E402
-from autodiff.rules import shape as _shp  # noqa: E402

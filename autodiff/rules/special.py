@@ -40,10 +40,8 @@ derivatives that are not elementary functions: JAX and torch give none either
 
 The SciPy ufuncs are registered, so ``scipy.special.erf(traced)`` works too.
 ``logsumexp``, ``softmax``, ``log_softmax`` and ``multigammaln`` are compositions
-(their derivatives follow); the first three subtract the maximum as a constant
-(it cancels from the result, so its derivative is not needed), which keeps them
-stable.  SciPy's versions of these and ``polygamma`` are Python functions that
-convert their inputs with ``asarray``: call the functions of this module on
+(``autodiff/scipy/special.py``).  SciPy's ``polygamma`` is a Python function that
+converts its inputs with ``asarray``: call ``autodiff.scipy.special.polygamma`` on
 traced values.
 """
 
@@ -57,83 +55,25 @@ import numpy as np
 import scipy.special as _sp
 
 from autodiff.core.arrays import (
-    array_library,
-    array_like,
     dtype_of,
-    ndim_of,
-    normalize_axes,
-    shape_of,
 )
-from autodiff.core.tracer import Tracer
 from autodiff.errors import MissingRuleError
 from autodiff.rules._helpers import broadcasting, unary
 from autodiff.rules.elementwise import (
-    absolute,
     equal,
     exp,
-    greater,
-    isfinite,
     log,
     log1p,
     sign,
-    stop_gradient,
     where,
 )
-from autodiff.rules.reductions import max, sum
-from autodiff.rules.shape import broadcast_to, expand_dims, reshape
 
 __all__ = [
-    # error function and the normal distribution
-    "erf",
-    "erfc",
-    "erfinv",
-    "erfcinv",
-    "ndtr",
-    "log_ndtr",
-    "ndtri",
-    # logistic
-    "expit",
-    "log_expit",
-    "logit",
-    # gamma and beta
-    "gamma",
-    "gammaln",
-    "digamma",
-    "polygamma",
-    "multigammaln",
-    "beta",
-    "betaln",
-    # incomplete integrals
-    "gammainc",
-    "gammaincc",
-    "betainc",
-    "stdtr",
-    # Bessel functions
-    "i0",
-    "i1",
-    "iv",
-    "i0e",
-    "i1e",
-    "ive",
-    "j0",
-    "j1",
-    "jv",
-    "jn",
-    "y0",
-    "y1",
-    "yn",
-    "yv",
-    # information theory
-    "xlogy",
-    "xlog1py",
-    "entr",
-    "rel_entr",
-    "kl_div",
-    # reductions
-    "logsumexp",
-    "softmax",
-    "log_softmax",
-]
+    "erf", "erfc", "erfinv", "erfcinv", "ndtr", "log_ndtr", "ndtri", "expit", "log_expit",
+    "logit", "gamma", "gammaln", "digamma", "polygamma", "beta", "betaln", "gammainc",
+    "gammaincc", "betainc", "stdtr", "i0", "i1", "iv", "i0e", "i1e", "ive", "j0", "j1", "jv",
+    "jn", "y0", "y1", "yn", "yv", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div",
+]  # fmt: skip
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)  # Python floats keep float32 float32
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
@@ -653,109 +593,6 @@ array([0., 0.])
 }
 for _fn, _doc in _DOCS.items():
     _fn.__doc__ = _doc
-
-
-# --- compositions -------------------------------------------------------------------------
-
-
-def multigammaln(a, d):
-    """Like scipy.special.multigammaln: ``log`` of the multivariate gamma function of
-    dimension ``d`` (a positive integer), for ``a > (d - 1) / 2``.
-
-    ``d (d-1)/4 log(pi) + sum_j gammaln(a - j/2)`` for ``j = 0 .. d-1``.  On plain
-    arrays an ``a`` outside the domain raises ValueError, as in SciPy; on traced
-    values (which cannot be inspected) the result there is NaN.
-
-    >>> import numpy as np, autodiff, autodiff.scipy.special as ss
-    >>> a, d = 23.5, 10
-    >>> want = d * (d - 1) / 4 * np.log(np.pi) + ss.gammaln(a - np.arange(d) / 2).sum()
-    >>> bool(np.isclose(ss.multigammaln(a, d), want))
-    True
-    >>> bool(np.isclose(autodiff.grad(ss.multigammaln)(2.0, 1), ss.digamma(2.0)))
-    True
-    """
-    if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
-        raise ValueError(f"multigammaln: d should be a positive integer (dimension), got {d!r}")
-    d = int(d)
-    bound = 0.5 * (d - 1)
-    inspectable = not isinstance(a, Tracer) and array_library(a) is None
-    if inspectable and np.any(np.asarray(a) <= bound):
-        raise ValueError(f"multigammaln: condition a > 0.5 * (d-1) ({bound}) not met by {a}")
-    halves = 0.5 * np.arange(d, like=array_like(a))
-    if dtype_of(a) == np.float32:
-        halves = halves.astype(np.float32)
-    total = sum(gammaln(expand_dims(a, -1) - halves), axis=-1)
-    total = total + 0.25 * d * (d - 1) * math.log(math.pi)
-    return total if inspectable else where(greater(a, bound), total, math.nan)
-
-
-def _stable_max(a: Any, axes: tuple[int, ...]) -> Any:
-    """The maximum over ``axes`` (kept), as a constant, and 0 where it is not finite."""
-    m = stop_gradient(max(a, axes, keepdims=True))
-    return where(isfinite(m), m, 0.0)
-
-
-def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
-    """Like scipy.special.logsumexp: ``log(sum(b * exp(a)))`` over ``axis``, computed stably.
-
-    For real ``a`` and ``b``.  With ``return_sign=True``, returns
-    ``(log|s|, sign(s))`` for ``s = sum(b * exp(a))``.  SciPy's logsumexp
-    converts its inputs with ``asarray``, so on traced values call this one
-    (``autodiff.scipy.special.logsumexp``), not ``scipy.special.logsumexp``.
-
-    >>> import numpy as np, autodiff, autodiff.scipy.special as ss
-    >>> float(ss.logsumexp(np.array([0.0, 0.0])) - np.log(2.0))
-    0.0
-    >>> autodiff.grad(ss.logsumexp)(np.array([0.0, 0.0]))
-    array([0.5, 0.5])
-    """
-    if b is not None:
-        shape = np.broadcast_shapes(shape_of(a), shape_of(b))
-        if shape_of(a) != shape:
-            a = broadcast_to(a, shape)
-    axes = normalize_axes(axis, ndim_of(a))
-    m = _stable_max(a, axes)
-    terms = exp(a - m)
-    if b is not None:
-        terms = b * terms
-    total = sum(terms, axes, keepdims=keepdims)
-    shift = reshape(m, shape_of(total))
-    with np.errstate(divide="ignore"):  # all terms 0: -inf, as in SciPy, without a warning
-        if return_sign:
-            return log(absolute(total)) + shift, sign(total)
-        return log(total) + shift
-
-
-def softmax(x, axis=None):
-    """Like scipy.special.softmax: ``exp(x) / sum(exp(x))`` over ``axis`` (default: all).
-
-    Computed stably (the maximum is subtracted first).  Call this one on traced
-    values (SciPy's converts its input with ``asarray``).
-
-    >>> import numpy as np, autodiff.scipy.special as ss
-    >>> ss.softmax(np.array([[0.0, 0.0], [1.0, 1.0]]), axis=1)
-    array([[0.5, 0.5],
-           [0.5, 0.5]])
-    """
-    axes = normalize_axes(axis, ndim_of(x))
-    e = exp(x - _stable_max(x, axes))
-    return e / sum(e, axes, keepdims=True)
-
-
-def log_softmax(x, axis=None):
-    """Like scipy.special.log_softmax: ``x - logsumexp(x)`` over ``axis`` (default: all).
-
-    Computed stably.  Call this one on traced values (SciPy's converts its
-    input with ``asarray``).
-
-    >>> import numpy as np, autodiff.scipy.special as ss
-    >>> ss.log_softmax(np.array([0.0, 0.0])) + np.log(2.0)
-    array([0., 0.])
-    """
-    axes = normalize_axes(axis, ndim_of(x))
-    shifted = x - _stable_max(x, axes)
-    with np.errstate(divide="ignore"):
-        return shifted - log(sum(exp(shifted), axes, keepdims=True))
 
 
 # The elementwise functions are built by helpers in another module, so doctest

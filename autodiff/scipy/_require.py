@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def require_scipy(module: str) -> None:
     """Raise ImportError naming the ``scipy`` extra if SciPy cannot be imported."""
-    try:
+    try:  # the check itself: SciPy is optional
         import scipy  # noqa: F401
     except ImportError as error:
         raise ImportError(

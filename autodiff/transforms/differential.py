@@ -38,7 +38,7 @@ from autodiff.core.arrays import shape_of
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import grad
-from autodiff.rules import creation as _cre
+from autodiff.rules import compositions as _comp
 from autodiff.rules import products as _prod
 from autodiff.rules import reductions as _red
 from autodiff.rules import shape as _shp
@@ -105,8 +105,8 @@ def _sketch(p: Problem, samples: int, seed: Any, kind: str, k: int, who: str, ma
     g = samples - 2 * s
     Z = _est.probes(kind, seed, (s + g, k), p.leaves[0].dtype, who, "hutch++")
     S, G = Z[:s], Z[s:]
-    Q, _ = qr(stop_gradient(_shp.swapaxes(matvec(lift(S)), 0, 1)))  # (k, s): A's range
-    Qt = stop_gradient(_shp.swapaxes(Q, 0, 1))
+    Q, _ = qr(stop_gradient(_comp.swapaxes(matvec(lift(S)), 0, 1)))  # (k, s): A's range
+    Qt = stop_gradient(_comp.swapaxes(Q, 0, 1))
     G = G - _prod.matmul(_prod.matmul(G, Q), Qt)
     weights = np.concatenate([_weights(s, 1.0, p.leaves[0].dtype),
                               _weights(g, 1.0 / g, p.leaves[0].dtype)])  # fmt: skip
@@ -156,7 +156,7 @@ def laplacian(func: Callable, argnums: int = 0, *, method: str = "auto", sigma: 
         k = p.n if S is None else shape_of(S)[1]
 
         def lift(V):  # directions in sigma's space (k) to the input's (n)
-            return V if S is None else _prod.matmul(V, _shp.swapaxes(S, 0, 1))
+            return V if S is None else _prod.matmul(V, _comp.swapaxes(S, 0, 1))
 
         chosen, V = method, None
         if method in ("auto", "sparse"):
@@ -359,14 +359,14 @@ def differential_operator(func: Callable, directions: Any, *, order: int, weight
     _check_order(order, who)
     _check_method(method, who, {"auto": None, "collapsed": None, "taylor": None, "stde": None})
     m = _check_random(method, samples, seed, "rademacher", who)
-    D = _cre.asarray(directions)
+    D = _comp.asarray(directions)
     if len(shape_of(D)) < 2:
         raise TransformValueError(
             f"differential_operator: directions must be an (R, n) array, one direction per "
             f"row, got shape {shape_of(D)}."
         )
     R = shape_of(D)[0]
-    W = None if weights is None else _cre.asarray(weights)
+    W = None if weights is None else _comp.asarray(weights)
     if W is not None and shape_of(W) != (R,):
         raise TransformValueError(
             f"differential_operator: weights must have one entry per direction, shape "
@@ -402,7 +402,7 @@ def _directional_sum(p: Problem, D: Any, W: Any, order: int, method: str, sample
     if method == "stde":
         pick = _est.coordinates(seed, samples, R, dtype, who, method)  # (samples, R)
         V = _prod.matmul(pick, V)
-        W = _prod.matmul(pick, _cre.ones(R, dtype) if W is None else W) * (R / samples)
+        W = _prod.matmul(pick, np.ones(R, dtype) if W is None else W) * (R / samples)
     if order == 1:  # sum_r w_r J v_r = J (sum_r w_r v_r)
         direction = weighted_sum(V, W)
         tangents = [d[0] for d in p.directions(_shp.expand_dims(direction, 0))]

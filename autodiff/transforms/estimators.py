@@ -35,7 +35,6 @@ from autodiff.core.primitive import current_interpreters
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import BatchInterpreter
 from autodiff.interpreters.staging import innermost_staging
-from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
 
@@ -116,5 +115,5 @@ def coordinates(seed: Any, samples: int, n: int, dtype: Any, who: str, method: s
     random = _random_module(seed, who, method)
     u = random.random((samples,)) if seed is None else random.uniform(seed, (samples,))
     picks = _elt.minimum(_elt.floor(u * n), n - 1)  # floats: a uniform pick of 0..n-1
-    columns = _cre.arange(n, dtype=dtype)
+    columns = np.arange(n, dtype=dtype)
     return _elt.astype(_elt.equal(_shp.expand_dims(picks, 1), columns), dtype)

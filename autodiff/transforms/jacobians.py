@@ -36,7 +36,9 @@ from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import _vjp
+from autodiff.rules import compositions as _comp
 from autodiff.rules import shape as _shp
+from autodiff.transforms.sparse_jacobians import sparse_hessian, sparse_jacobian
 
 __all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
 
@@ -202,7 +204,7 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
             out_shape = np.shape(stacked)[1:]
             blocks = []
             for rows, leaf in zip(_split_rows(stacked, sizes), in_leaves):
-                moved = _shp.moveaxis(rows, 0, -1)  # input elements last
+                moved = _comp.moveaxis(rows, 0, -1)  # input elements last
                 blocks.append(_shp.reshape(moved, out_shape + np.shape(leaf)))
             jac.append(_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums))
         result = optree.tree_unflatten(out_tree, jac)
@@ -233,8 +235,6 @@ def hessian(func: Callable, argnums: int | tuple[int, ...] = 0, *,
     """
     _check_made(func, argnums, False, "hessian")
     if sparsity is not None:
-        from autodiff.transforms.sparse_jacobians import sparse_hessian
-
         return sparse_hessian(func, argnums, sparsity)
     inner = jacfwd(jacrev(func, argnums), argnums)
 
@@ -300,8 +300,6 @@ def jacobian(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool =
     check_chunk_size(chunk_size, "jacobian")
     mode = _MODES[mode]
     if sparsity is not None:
-        from autodiff.transforms.sparse_jacobians import sparse_jacobian
-
         return sparse_jacobian(func, argnums, has_aux, sparsity, mode)
     if mode == "forward":
         return jacfwd(func, argnums, has_aux)

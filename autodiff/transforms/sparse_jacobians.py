@@ -34,6 +34,7 @@ from autodiff.errors import TransformValueError
 from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import _vjp, grad
+from autodiff.rules import compositions as _comp
 from autodiff.rules import shape as _shp
 from autodiff.transforms.coloring import column_coloring, row_coloring, star_coloring, star_recovery
 from autodiff.transforms.sparsity import SparseMatrix, SparsityPattern, detector
@@ -168,7 +169,7 @@ def _assemble(data: Any, plan: Plan) -> Any:
     pattern = plan.pattern
     if not isinstance(data, Tracer):
         try:
-            import scipy.sparse
+            import scipy.sparse  # optional and slow to import: on first use only
         except ImportError:
             pass
         else:
@@ -236,7 +237,7 @@ def _forward(selected, chosen, in_leaves, in_tree, plan: Plan, has_aux: bool) ->
 
     compressed, aux = vmap(push, out_dims=(0, None))(plan.seeds)
     # B[c, i] is J[i, j] for the column j of colour c in row i: transposed, (m, n_colors)
-    return _shp.swapaxes(compressed, 0, 1), aux
+    return _comp.swapaxes(compressed, 0, 1), aux
 
 
 def _reverse(vjp_fn: Callable, out: Any, plan: Plan) -> Any:
@@ -269,7 +270,7 @@ def sparse_hessian(func: Callable, argnums: Any, sparsity: Any) -> Callable:
             tangents = optree.tree_unflatten(in_tree, _split(seed, in_leaves))
             return jvp(flat_gradient, chosen, tuple(tangents))[1]
 
-        compressed = _shp.swapaxes(vmap(push)(plan.seeds), 0, 1)  # (n, n_colors)
+        compressed = _comp.swapaxes(vmap(push)(plan.seeds), 0, 1)  # (n, n_colors)
         return _assemble(_read(compressed, plan.where), plan)
 
     return wrapper

@@ -113,7 +113,7 @@ class SparsityPattern:
 
     def to_scipy(self) -> Any:
         """The pattern as a boolean ``scipy.sparse.csr_array``."""
-        import scipy.sparse
+        import scipy.sparse  # SciPy is optional and slow to import: on first use only
 
         data = np.ones(self.nnz, bool)
         return scipy.sparse.csr_array((data, self.indices, self.indptr), shape=self.shape)

@@ -1,4 +1,5 @@
-"""Registry records: convolution, polynomials and interpolation (``rules/polynomial.py``).
+"""Registry records: convolution (``rules/polynomial.py``), polynomials and interpolation
+(``numpy/_polynomial.py``).
 
 Samples keep away from the kinks of ``interp`` (sample points, the ends) and give
 ``polydiv`` a divisor whose leading coefficient is away from 0.  Complex roots in

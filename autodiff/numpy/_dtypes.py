@@ -16,16 +16,13 @@ import numpy as np
 
 from autodiff.core.arrays import dtype_of
 from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.rules import creation as _cre
+from autodiff.rules import elementwise as _elt
 
 __all__ = [
-    "can_cast",
-    "common_type",
-    "iscomplex",
-    "iscomplexobj",
-    "isreal",
-    "isrealobj",
+    "can_cast", "common_type", "iscomplex", "iscomplexobj", "isreal", "isrealobj",
     "result_type",
-]
+]  # fmt: skip
 
 
 def _as_dtype_operand(x: Any) -> Any:
@@ -100,8 +97,8 @@ def iscomplex(x):
     [False, True]
     """
     if dtype_of(x).kind != "c":
-        return _el.astype(_cre.zeros_like(x), np.bool_)
-    return _el.not_equal(_el.imag(x), 0)
+        return _elt.astype(_cre.zeros_like(x), np.bool_)
+    return _elt.not_equal(_elt.imag(x), 0)
 
 
 @register_numpy(np.isreal)
@@ -112,8 +109,4 @@ def isreal(x):
     >>> anp.isreal(np.array([1.0, 1.0 + 1j])).tolist()
     [True, False]
     """
-    return _el.logical_not(iscomplex(x))
-
-
-from autodiff.rules import creation as _cre  # noqa: E402
-from autodiff.rules import elementwise as _el  # noqa: E402
+    return _elt.logical_not(iscomplex(x))
