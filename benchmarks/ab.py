@@ -8,8 +8,10 @@ a name of its own (``autodiff_a``, ``autodiff_b``: every ``autodiff`` in its sou
 renamed), so both import side by side, each with its own tracers, tables and caches.
 Every round times each metric on both, the order flipping each round, so drift and
 noise hit both alike; the report gives each commit's median and the median and
-interquartile range of the per-round ratios HEAD/BASE.  For changes whose speed must
-stay within noise (a refactoring: issue 29).
+interquartile range of the per-round ratios HEAD/BASE.  Times are this process's CPU
+time: on a shared machine wall time swings with other jobs' load (W1's forward pass read
+1.14x in wall time and 1.000x in CPU time under a load of 7).  For changes whose speed
+must stay within noise (a refactoring: issue 29).
 """
 
 from __future__ import annotations
@@ -60,17 +62,17 @@ def fresh(anp: Any) -> Callable:
 
 
 def _per_call(fn: Callable, inner: int) -> float:
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(inner):
         fn()
-    return (time.perf_counter() - start) / inner
+    return (time.process_time() - start) / inner
 
 
 def _first_call(ad: Any, make: Callable) -> float:
     jitted = ad.jit(make())  # a new function: nothing cached for it
-    start = time.perf_counter()
+    start = time.process_time()
     jitted(X)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def metrics(ad: Any) -> dict[str, Callable[[], float]]:

@@ -11,6 +11,13 @@ if "AUTODIFF_TEST_CACHE" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="autodiff-test-kernels-")
     os.environ["AUTODIFF_TEST_CACHE"] = os.environ["AUTODIFF_CACHE_DIR"] = _cache
     atexit.register(shutil.rmtree, _cache, True)
+# Nor do the libraries the notebooks and plots use (matplotlib's font cache, IPython's
+# profile): their folders are the test run's too, where the caller did not choose them.
+if "AUTODIFF_TEST_HOME" not in os.environ:
+    os.environ["AUTODIFF_TEST_HOME"] = _home = tempfile.mkdtemp(prefix="autodiff-test-home-")
+    atexit.register(shutil.rmtree, _home, True)
+    os.environ.setdefault("MPLCONFIGDIR", os.path.join(_home, "matplotlib"))
+    os.environ.setdefault("IPYTHONDIR", os.path.join(_home, "ipython"))
 
 from autodiff.compiler import tiers
 from autodiff.compiler.tiers import compile_at_once

@@ -125,6 +125,40 @@ def test_values_only_decompositions_stay_finite_at_degenerate_spectra():
     np.testing.assert_allclose(grad(lambda a: anp.linalg.norm(a, "nuc"))(2 * eye), eye)
 
 
+ONE_TRIANGLE = {  # functions that read one triangle of a matrix, and which
+    "pinv": (lambda a: anp.linalg.pinv(a, hermitian=True), "L"),
+    "svd": (lambda a: anp.linalg.svd(a, hermitian=True)[1], "L"),
+    "svdvals": (lambda a: anp.linalg.svd(a, hermitian=True, compute_uv=False), "L"),
+    "eigh": (lambda a: anp.linalg.eigh(a, UPLO="U")[0], "U"),
+    "eigvalsh": (lambda a: anp.linalg.eigvalsh(a), "L"),
+    "cholesky": (lambda a: anp.linalg.cholesky(a, upper=True), "U"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_TRIANGLE))
+def test_one_triangle_functions_differentiate_the_triangle_they_read(name):
+    """At a matrix that is not symmetric the derivative is the one of the function of
+    the triangle read (finite differences), zero in the other triangle, and so are the
+    second derivatives (the rules use the matrix LAPACK reads, not the argument)."""
+    fn, uplo = ONE_TRIANGLE[name]
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((3, 3))
+    a = m @ m.T + 3 * np.eye(3)
+    other = np.tri(3, k=-1, dtype=bool) if uplo == "U" else np.tri(3, k=-1, dtype=bool).T
+    a[other] += rng.uniform(0.3, 0.8, 3)  # what the function never reads
+    w = rng.standard_normal(np.shape(fn(a)))
+    f = lambda a: anp.sum(fn(a) * w)
+    eps, fd = 1e-6, np.zeros((3, 3))
+    for i, j in np.ndindex(3, 3):
+        e = np.zeros((3, 3))
+        e[i, j] = eps
+        fd[i, j] = (f(a + e) - f(a - e)) / (2 * eps)
+    g = grad(f)(a)
+    np.testing.assert_allclose(g, fd, atol=1e-7)
+    assert not g[other].any()
+    assert not hessian(f)(a)[..., other].any()
+
+
 def test_vector_derivatives_at_degenerate_spectra_are_not_finite():
     """The documented limit: eigenvector derivatives divide by eigenvalue gaps."""
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -40,6 +40,7 @@ __all__ = [
     "collecting_pairs",
     "dense_sets",
     "fixed_point",
+    "interact",
     "propagate",
     "stacked_sets",
     "through_impl",
@@ -124,13 +125,27 @@ def dense_sets(sets: Sequence[IndexSets | None], sizes: Sequence[int],
     if not present:
         return [None] * len(sizes)
     every = np.unique(np.concatenate(present))
-    pairs = _pairs.get()
-    if pairs is not None and nonlinear:
-        pairs.expect(len(every) ** 2)
-        pairs.add(np.repeat(every, len(every)), np.tile(every, len(every)))
+    if nonlinear:
+        _interacting(every, every)
     n = len(every)
     return [IndexSets(np.arange(size + 1, dtype=np.int64) * n, np.tile(every, size))
             for size in sizes]  # fmt: skip
+
+
+def interact(a: IndexSets | None, b: IndexSets | None) -> None:
+    """For Hessians (where pairs are being collected): every input any of ``a``'s sets
+    holds interacts with every input any of ``b``'s holds (a rule that propagates its
+    own sets says so for what its graph does not show)."""
+    if a is not None and b is not None and a.nnz and b.nnz:
+        _interacting(a.everything(), b.everything())
+
+
+def _interacting(left: np.ndarray, right: np.ndarray) -> None:
+    """Every input of ``left`` pairs with every input of ``right`` (when collecting)."""
+    pairs = _pairs.get()
+    if pairs is not None:
+        pairs.expect(len(left) * len(right))
+        pairs.add(np.repeat(left, len(right)), np.tile(right, len(left)))
 
 
 def _operand(v: Any, consts: dict) -> Any:

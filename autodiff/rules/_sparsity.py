@@ -15,7 +15,13 @@ of whole families from one line in the primitive's block:
 - ``stacked(core)``: linear algebra, dense within each matrix of a stack;
 - ``along_axes(axes_of, out_shape_of)``: dense along some axes (FFTs);
 - ``contraction(terms, out, shapes)``: ``einsum`` and ``matmul``, whose Hessian terms
-  pair the elements multiplied together (so ``x @ x`` couples each ``x[k]`` with itself).
+  pair the elements multiplied together (so ``x @ x`` couples each ``x[k]`` with itself);
+- ``problem_groups`` and ``problem_edges``: one operand's reads in a stack of problems
+  (matrices, vectors, signals) whose stacks broadcast, by group keys within a problem
+  (``solve``: column ``j`` of the solution reads column ``j`` of ``b``; ``eigh``: one
+  triangle) or by edges within a problem (a triangular solve, a convolution's band);
+- ``triangle_key(n, lower)``: the key of one triangle of ``n``-by-``n`` matrices;
+- ``sliding(shapes, core, window)``: convolutions and correlations, banded.
 
 A rule that cannot tell (an index array known only at run time) reads ``ALL``: every
 output element may depend on every element of that operand, which is never wrong.
@@ -37,19 +43,33 @@ __all__ = [
     "along_axes",
     "contraction",
     "elementwise",
+    "is_complex_operand",
     "is_known",
     "moves",
     "numbered",
+    "problem_edges",
+    "problem_groups",
     "reduction",
     "running",
     "shape_of_operand",
+    "sliding",
     "stacked",
+    "triangle_key",
 ]
 
 
 def is_known(x: Any) -> bool:
     """Whether an operand's value is known (a constant of the graph), not only its shape."""
     return not isinstance(x, ShapedArray)
+
+
+def is_complex_operand(x: Any) -> bool:
+    """Whether an operand, given as its value or its abstract value, is complex.
+
+    >>> is_complex_operand(ShapedArray((2,), np.complex64)), is_complex_operand(1.0)
+    (True, False)
+    """
+    return np.dtype(x.dtype if isinstance(x, ShapedArray) else np.result_type(x)).kind == "c"
 
 
 def shape_of_operand(x: Any) -> tuple[int, ...]:
@@ -173,13 +193,15 @@ def reduction(linear: bool) -> Callable:
 
 
 def stacked(core: Sequence[int], pairs: Sequence[tuple[int, int]] | None = None, *,
-            outputs: int = 0) -> Callable:  # fmt: skip
+            outputs: int = 0, triangle: Callable | None = None) -> Callable:  # fmt: skip
     """The rule of a function of matrices (or vectors) stacked along leading axes:
     ``core[i]`` is how many trailing axes of operand ``i`` one problem takes (0: no
     derivative flows through it); each output element reads the whole problem of its
     stack position in every operand (stacks that broadcast: all of them).  ``pairs``
     default to all (the function is non-linear); ``outputs``: how many results, for a
-    primitive with multiple results (0: one)."""
+    primitive with multiple results (0: one).  ``triangle(**params)``: of the first
+    operand's matrices only one triangle is read, the lower (True), the upper (False),
+    or both (None): ``eigh``'s ``UPLO``."""
     diff = [i for i, k in enumerate(core) if k]
     chosen = _all_pairs(diff) if pairs is None else list(pairs)
 
@@ -194,6 +216,11 @@ def stacked(core: Sequence[int], pairs: Sequence[tuple[int, int]] | None = None,
             reads = [Groups(np.broadcast_to(numbered(stack).reshape(stack + (1,) * k), s),
                             n_groups=n) if k else None
                      for s, k in zip(shapes, core)]  # fmt: skip
+            lower = None if triangle is None else triangle(**params)
+            if lower is not None:
+                key = triangle_key(shapes[0][-1], lower)
+                reads[0] = Groups(np.where(key < 0, -1, reads[0].in_group.reshape(shapes[0])),
+                                  n_groups=n)  # fmt: skip
             spec = Sparsity(reads, chosen)
         return (spec,) * outputs if outputs else spec
 
@@ -287,3 +314,103 @@ def running(x: Any, *, axis: int, **params: Any) -> Sparsity:
     if not out_idx:
         return Sparsity([None])
     return Sparsity([Edges(np.concatenate(out_idx), np.concatenate(in_idx))])
+
+
+def _own_problems(shape: Sequence[int], core: int, stack: Sequence[int]) -> np.ndarray:
+    """For each problem of a stack of shape ``stack``, the number of the operand's own
+    problem (of its ``shape[:-core]`` stack) that broadcasts to it."""
+    own = tuple(shape[: len(shape) - core])
+    ids = numbered(own).reshape((1,) * (len(stack) - len(own)) + own)
+    return np.broadcast_to(ids, tuple(stack))
+
+
+def problem_groups(shape: Sequence[int], core: int, out_shape: Sequence[int], out_core: int,
+                   in_key: Any = None, out_key: Any = None, n_keys: int = 1) -> Groups:  # fmt: skip
+    """What an output of ``out_shape`` reads of an operand of ``shape``, both problems of
+    ``core`` (``out_core``) trailing axes stacked along leading axes that broadcast: an
+    output element reads the operand elements of its problem whose ``in_key`` (an array
+    of the problem's shape, values ``0..n_keys - 1``; -1: read by none) equals its own
+    ``out_key`` (of the output problem's shape; -1: reads none).  No keys: the whole
+    problem.
+
+    >>> g = problem_groups((3, 2), 2, (3, 2), 2, [0, 1], [0, 1], n_keys=2)  # by column
+    >>> g.in_group.tolist(), g.out_group.tolist()
+    ([0, 1, 0, 1, 0, 1], [0, 1, 0, 1, 0, 1])
+    """
+    shape, out_shape = tuple(shape), tuple(out_shape)
+    stack = out_shape[: len(out_shape) - out_core]
+    own = numbered(shape[: len(shape) - core])
+
+    def keyed(ids: np.ndarray, key: Any, full: tuple, k: int) -> np.ndarray:
+        group = ids.reshape(ids.shape + (1,) * k) * n_keys
+        if key is not None:
+            key = np.asarray(key)
+            group = np.where(key < 0, -1, group + key)
+        return np.broadcast_to(group, full)
+
+    return Groups(keyed(own, in_key, shape, core),
+                  keyed(_own_problems(shape, core, stack), out_key, out_shape, out_core),
+                  n_groups=own.size * n_keys)  # fmt: skip
+
+
+def problem_edges(shape: Sequence[int], core: int, out_shape: Sequence[int], out_core: int,
+                  out_idx: Any, in_idx: Any) -> Edges:  # fmt: skip
+    """As ``problem_groups``, by edges: within each problem, output element
+    ``out_idx[m]`` reads operand element ``in_idx[m]`` (flat positions in a problem).
+
+    >>> e = problem_edges((2, 3), 1, (2, 3), 1, [0, 1, 2], [1, 2, 0])  # a rotation
+    >>> e.in_idx.tolist()
+    [1, 2, 0, 4, 5, 3]
+    """
+    shape, out_shape = tuple(shape), tuple(out_shape)
+    stack = out_shape[: len(out_shape) - out_core]
+    own = _own_problems(shape, core, stack).ravel()
+    n_in = math.prod(shape[len(shape) - core :])
+    n_out = math.prod(out_shape[len(stack) :])
+    out_idx, in_idx = np.asarray(out_idx, np.int64), np.asarray(in_idx, np.int64)
+    return Edges(np.arange(own.size)[:, None] * n_out + out_idx, own[:, None] * n_in + in_idx)
+
+
+def triangle_key(n: int, lower: bool, *, diagonal: bool = True) -> np.ndarray:
+    """The key of the lower (upper) triangle of ``n``-by-``n`` matrices for
+    ``problem_groups``: 0 in it, -1 elsewhere (``diagonal=False``: on the diagonal too).
+
+    >>> triangle_key(2, lower=True).tolist()
+    [[0, -1], [0, 0]]
+    """
+    tri = np.tri(n, k=0 if diagonal else -1, dtype=bool)
+    return np.where(tri if lower else tri.T, 0, -1)
+
+
+def sliding(shapes: Sequence[Sequence[int]], core: int, window: Sequence[tuple[int, int]], *,
+            correlate: bool = False) -> Sparsity:  # fmt: skip
+    """The rule of the convolution of two operands (of ``shapes``) over their trailing
+    ``core`` axes, stacked along leading axes that broadcast: along each axis ``window``
+    gives where the output starts in the full convolution and its length, and output
+    element ``o`` reads ``a[i]`` and ``b[j]`` with ``i + j == o + start`` (a
+    correlation, ``correlate=True``: ``i - j == o + start``): a band.  Where that takes
+    more than ten million pairs, every element.
+
+    >>> rule = sliding([(4,), (2,)], 1, [(1, 3)])  # np.convolve(a, b, 'valid')
+    >>> rule.reads[1].out_idx.tolist(), rule.reads[1].in_idx.tolist()
+    ([0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1])
+    """
+    sa, sb = (tuple(s) for s in shapes)
+    cores = [s[len(s) - core :] for s in (sa, sb)]
+    stack = broadcast_shapes(sa[: len(sa) - core], sb[: len(sb) - core])
+    lengths = tuple(n for _, n in window)
+    if math.prod(lengths) * (math.prod(cores[0]) + math.prod(cores[1])) > 10**7:
+        return Sparsity([ALL, ALL], [(0, 1)])
+    reads = []
+    for which in (0, 1):
+        mask = np.ones((1, 1), bool)  # (output, operand) elements, axis after axis
+        for (start, n), own, other in zip(window, cores[which], cores[1 - which]):
+            o, i = np.arange(n)[:, None] + start, np.arange(own)[None, :]
+            j = (i - o if which == 0 else i + o) if correlate else o - i
+            near = (j >= 0) & (j < other)
+            mask = (mask[:, None, :, None] & near[None, :, None, :]).reshape(
+                mask.shape[0] * n, mask.shape[1] * own
+            )
+        out_idx, in_idx = np.nonzero(mask)
+        reads.append(problem_edges((sa, sb)[which], core, stack + lengths, core, out_idx, in_idx))
+    return Sparsity(reads, [(0, 1)])

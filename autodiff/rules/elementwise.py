@@ -33,6 +33,7 @@ from autodiff.core.arrays import (
     dtype_of,
     is_complex,
 )
+from autodiff.core.index_sets import Gather, Sparsity
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
@@ -46,6 +47,7 @@ from autodiff.rules._helpers import (
     unary,
 )
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
+from autodiff.rules._sparsity import is_complex_operand, is_known, shape_of_operand
 from autodiff.rules._taylor import (
     by_recurrence,
     exp_like,
@@ -161,6 +163,28 @@ power_p, power = broadcasting(
 float_power_p, float_power = broadcasting(
     "float_power", np.float_power, _power_dx, _power_dy, numpy=[np.float_power]
 )
+
+
+def _constant_powers(rule):
+    """The sparsity rule of ``x**y`` where an operand is known: ``x**0`` and ``1**y`` are
+    1 whatever the other operand, so no derivative flows from it there (the JVP rules
+    give exact zeros); elsewhere ``rule``'s."""
+
+    def of_power(x, y):
+        spec = rule(x, y)
+        reads = list(spec.reads)
+        out = np.broadcast_shapes(shape_of_operand(x), shape_of_operand(y))
+        for i, known, constant in ((0, y, 0), (1, x, 1)):
+            if is_known(known) and isinstance(reads[i], Gather):
+                fixed = np.broadcast_to(np.asarray(known) == constant, out).ravel()
+                reads[i] = Gather(np.where(fixed, -1, reads[i].src))
+        return Sparsity(reads, spec.pairs)
+
+    return of_power
+
+
+power_p.def_sparsity(_constant_powers(power_p.sparsity))
+float_power_p.def_sparsity(_constant_powers(float_power_p.sparsity))
 remainder_p, remainder = broadcasting(
     "remainder",
     np.remainder,
@@ -563,6 +587,20 @@ def _angle_vjp(ct, ans, x):
 
 
 angle_p, angle = unary("angle", np.angle, _angle_jvp, vjp=_angle_vjp, numpy=[np.angle])
+
+
+def _of_complex_only(rule):
+    """The sparsity rule of a function whose derivative is zero at real arguments
+    (``imag``, ``angle``): ``rule``'s reads for a complex argument, none for a real one."""
+
+    def of_complex(x, **params):
+        return rule(x, **params) if is_complex_operand(x) else Sparsity([None])
+
+    return of_complex
+
+
+imag_p.def_sparsity(_of_complex_only(imag_p.sparsity))
+angle_p.def_sparsity(_of_complex_only(angle_p.sparsity))
 
 
 def _real_if_impl(a, keep):

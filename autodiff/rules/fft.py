@@ -90,6 +90,7 @@ fft_resize_p = Primitive(
 )
 fft_resize_p.def_sparsity(moves(_resize_impl))
 fft_resize_p.def_shape(lambda x, *, axis, n: shaped_like(x, _with_length(x.shape, axis, n)))
+fft_resize_p.def_taylor(linear_taylor(fft_resize_p))  # linear
 
 
 def _resize(x: Any, axis: int, n: int | None) -> Any:
@@ -127,6 +128,7 @@ fft_c2c_p = Primitive(
     ),
 )
 fft_c2c_p.def_sparsity(along_axes(lambda shape, *, axes, **p: axes, pairs=()))
+fft_c2c_p.def_taylor(linear_taylor(fft_c2c_p))  # linear
 
 
 def _complex(dtype: np.dtype) -> np.dtype:
@@ -167,6 +169,7 @@ rfft_p.def_shape(
         _with_length(x.shape, axis, x.shape[axis] // 2 + 1), _complex(x.dtype)
     )
 )
+rfft_p.def_taylor(linear_taylor(rfft_p))  # linear
 
 
 def _double_paired_bins(z: Any, axis: int, n: int) -> Any:
@@ -212,6 +215,7 @@ irfft_p.def_shape(
         _with_length(z.shape, axis, n), example_dtype(np.fft.irfft, _complex(z.dtype), n=1)
     )
 )
+irfft_p.def_taylor(linear_taylor(irfft_p))  # linear
 
 
 # --- roll (fftshift) ---------------------------------------------------------------------
@@ -232,6 +236,7 @@ fftshift_p = Primitive(
 )
 fftshift_p.def_sparsity(moves(fftshift_p.impl))
 fftshift_p.def_shape(lambda x, *, shifts, axes: shaped_like(x))
+fftshift_p.def_taylor(linear_taylor(fftshift_p))  # linear
 
 
 # --- parameter normalisation ---------------------------------------------------------------
@@ -465,8 +470,3 @@ def ifftshift(x, axes=None):
     array([ 0.,  1.,  2., -2., -1.])
     """
     return _shift(x, axes, -1)
-
-
-# Taylor mode: Fourier transforms, their resizing and shifts are linear.
-for _p in (fft_c2c_p, fft_resize_p, rfft_p, irfft_p, fftshift_p):
-    _p.def_taylor(linear_taylor(_p))

@@ -262,6 +262,7 @@ getitem_p = Primitive(
     batch=_getitem_batch,
     sparsity=moves(_getitem_impl),
 )
+getitem_p.def_taylor(linear_taylor(getitem_p))  # linear in the data
 
 
 getitem_p.def_lowering(View())  # a static index (integer arrays and masks stay NumPy's)
@@ -359,7 +360,8 @@ def _written(shape, y_shape, arrays, index):
 
 def _scatter_sparsity(mode):
     """Each element of the result reads its element of x (unless ``set`` overwrites it)
-    and the elements of y written there; ``x.at[i].multiply(y)`` multiplies them."""
+    and the elements of y written there (``set``: the last one); ``x.at[i].multiply(y)``
+    multiplies them."""
 
     def rule(x, y, *arrays, index):
         shape = shape_of_operand(x)
@@ -372,6 +374,11 @@ def _scatter_sparsity(mode):
         if mode == "set":
             keep = keep.ravel().copy()
             keep[np.ravel(positions)] = -1
+            # a position written several times keeps the last write (as _last_writes)
+            positions, sources = np.ravel(positions), np.ravel(sources)
+            owner = np.full(keep.size, -1)
+            owner[positions] = sources
+            positions, sources = (a[owner[positions] == sources] for a in (positions, sources))
         return Sparsity([Gather(keep), Edges(positions, sources), *(None for _ in arrays)], pairs)
 
     return rule
@@ -432,6 +439,7 @@ index_set_p = _scatter(
         ),
     ],
 )
+index_set_p.def_taylor(linear_taylor(index_set_p))  # linear in the data
 
 
 def _add_write(out, position, y, has_arrays):
@@ -568,6 +576,7 @@ index_add_p = _scatter(
     impl=_index_add_impl,
 )
 index_add_p.def_lowering(Emitter(_index_add_lowering))
+index_add_p.def_taylor(linear_taylor(index_add_p))  # linear in the data
 
 
 # The VJP of x[index]: the cotangent added into zeros of x's shape.  A primitive of its
@@ -598,6 +607,7 @@ untake_p = Primitive(
     ],
     batch=_untake_batch,
 )
+untake_p.def_taylor(linear_taylor(untake_p))  # linear in the data
 
 
 def _untake_lowering(ctx, y, *arrays, index, shape):
@@ -675,6 +685,7 @@ index_mul_p = _scatter(
         _mul_jvp_y,
     ],
 )
+index_mul_p.def_taylor(jvp_taylor(index_mul_p))  # times 1 where unwritten: from its JVP
 
 
 def _chooser_scatter(name, ufunc):
@@ -715,7 +726,9 @@ def _chooser_scatter(name, ufunc):
 
 
 index_min_p = _chooser_scatter("index_min", np.minimum)
+index_min_p.def_taylor(linear_taylor(index_min_p))  # piecewise linear
 index_max_p = _chooser_scatter("index_max", np.maximum)
+index_max_p.def_taylor(linear_taylor(index_max_p))  # piecewise linear
 
 
 # --- operands of the public functions ----------------------------------------------------------
@@ -728,15 +741,6 @@ def operand(x: Any) -> Any:
 
 
 from autodiff.rules import compositions as _comp  # noqa: E402
-
-# Taylor mode: reading, writing and adding elements is linear in the data, and the
-# choosers (index_min, index_max) are piecewise linear; index_mul multiplies by 1 where
-# nothing is written, so its coefficients come from its JVP.
-for _p in (getitem_p, index_set_p, index_add_p, untake_p, index_min_p, index_max_p):
-    _p.def_taylor(linear_taylor(_p))
-index_mul_p.def_taylor(jvp_taylor(index_mul_p))
-
-
 from autodiff.rules import creation as _cre  # noqa: E402
 from autodiff.rules import elementwise as _elt  # noqa: E402
 from autodiff.rules import reductions as _red  # noqa: E402

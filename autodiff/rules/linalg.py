@@ -66,6 +66,7 @@ from autodiff.core.arrays import (
     shape_of,
 )
 from autodiff.core.graph import ShapedArray
+from autodiff.core.index_sets import Sparsity
 from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor
@@ -85,7 +86,14 @@ from autodiff.rules._helpers import (
     to_front_padded,
     unbroadcast,
 )
-from autodiff.rules._sparsity import elementwise, shape_of_operand, stacked
+from autodiff.rules._sparsity import (
+    elementwise,
+    is_complex_operand,
+    problem_groups,
+    shape_of_operand,
+    stacked,
+    triangle_key,
+)
 
 __all__ = [
     "cholesky", "det", "eigh", "inv", "pinv", "qr", "slogdet", "solve", "svd", "eig", "eigvals",
@@ -273,9 +281,23 @@ solve_p = Primitive(
     jvp=[_solve_jvp_a, lambda t, ans, a, b: solve_p.bind(a, t)],
     batch=_solve_batch,
 )
-solve_p.def_sparsity(
-    lambda a, b: stacked([2, 1 if len(shape_of_operand(b)) == 1 else 2], [(0, 0), (0, 1)])(a, b)
-)  # linear in b
+
+
+@solve_p.def_sparsity
+def _solve_sparsity(a, b):
+    # column j of the solution reads all of its matrix and column j of b (linear in b)
+    sa, sb = shape_of_operand(a), shape_of_operand(b)
+    if len(sb) == 1:  # one vector
+        out = sa[:-1]
+        reads = [problem_groups(sa, 2, out, 1), problem_groups(sb, 1, out, 1)]
+    else:
+        out = broadcast_shapes(sa[:-2], sb[:-2]) + sb[-2:]
+        col = np.arange(sb[-1])
+        reads = [problem_groups(sa, 2, out, 2), problem_groups(sb, 2, out, 2, col, col, sb[-1])]
+    return Sparsity(reads, [(0, 0), (0, 1)])
+
+
+solve_p.def_taylor(jvp_taylor(solve_p))  # from its JVP rule (exact)
 
 
 def _solve_gufunc(avals):
@@ -339,6 +361,7 @@ inv_p = Primitive(
 inv_p.def_sparsity(stacked([2]))
 inv_p.def_batch(_stack_batch(inv_p))
 inv_p.def_shape(lambda a: shaped_like(a, dtype=_la(a.dtype)))
+inv_p.def_taylor(jvp_taylor(inv_p))  # from its JVP rule (exact)
 
 
 @implements(inv_p, np.linalg.inv)
@@ -371,6 +394,7 @@ det_p = Primitive(
 det_p.def_sparsity(stacked([2]))
 det_p.def_batch(_stack_batch(det_p))
 det_p.def_shape(lambda a: ShapedArray(a.shape[:-2], _la(a.dtype)))
+det_p.def_taylor(jvp_taylor(det_p))  # from its JVP rule (exact)
 
 
 @implements(det_p, np.linalg.det)
@@ -411,7 +435,15 @@ slogdet_p = Primitive(
     jvp=_slogdet_jvp,
     multiple_results=True,
 )
-slogdet_p.def_sparsity(stacked([2], outputs=2))
+
+
+@slogdet_p.def_sparsity
+def _slogdet_sparsity(a):
+    # a real matrix's sign is piecewise constant: its derivative is zero
+    logabsdet = stacked([2])(a)
+    return (logabsdet if is_complex_operand(a) else Sparsity([None])), logabsdet
+
+
 slogdet_p.def_batch(_stack_batch(slogdet_p))
 slogdet_p.def_shape(
     lambda a: (
@@ -419,6 +451,7 @@ slogdet_p.def_shape(
         ShapedArray(a.shape[:-2], _la_real(a.dtype)),
     )
 )
+slogdet_p.def_taylor(jvp_taylor(slogdet_p))  # from its JVP rule (exact)
 
 
 @implements(slogdet_p, np.linalg.slogdet)
@@ -469,9 +502,21 @@ cholesky_p = Primitive(
     vjp=[_cholesky_vjp],
     jvp=[_cholesky_jvp],
 )
-cholesky_p.def_sparsity(stacked([2]))
+
+
+@cholesky_p.def_sparsity
+def _cholesky_sparsity(a, *, upper):
+    # The factor's triangle reads a's same triangle; its other triangle is zero.  (L[i, j]
+    # depends on a[:j+1, :j+1] and row i alone, but the JVP, L phi(L^-1 da L^-H), cancels
+    # to roundoff rather than zero elsewhere in the triangle: the rule keeps them.)
+    shape = shape_of_operand(a)
+    key = triangle_key(shape[-1], lower=not upper)
+    return Sparsity([problem_groups(shape, 2, shape, 2, key, key)], [(0, 0)])
+
+
 cholesky_p.def_batch(_stack_batch(cholesky_p))
 cholesky_p.def_shape(lambda a, *, upper: shaped_like(a, dtype=_la(a.dtype)))
+cholesky_p.def_taylor(jvp_taylor(cholesky_p))  # from its JVP rule (exact)
 
 
 @implements(cholesky_p, np.linalg.cholesky)
@@ -518,7 +563,7 @@ eigh_p = Primitive(
     jvp=_eigh_jvp,
     multiple_results=True,
 )
-eigh_p.def_sparsity(stacked([2], outputs=2))
+eigh_p.def_sparsity(stacked([2], outputs=2, triangle=lambda *, UPLO: UPLO == "L"))
 eigh_p.def_batch(_stack_batch(eigh_p))
 eigh_p.def_shape(
     lambda a, *, UPLO: (
@@ -526,6 +571,7 @@ eigh_p.def_shape(
         shaped_like(a, dtype=_la(a.dtype)),
     )
 )
+eigh_p.def_taylor(jvp_taylor(eigh_p))  # from its JVP rule (exact)
 
 
 @implements(eigh_p, np.linalg.eigh)
@@ -569,8 +615,9 @@ eigvalsh_p = Primitive(
     vjp=[_eigvalsh_vjp],
     jvp=[_eigvalsh_jvp],
 )
-eigvalsh_p.def_sparsity(stacked([2]))
+eigvalsh_p.def_sparsity(stacked([2], triangle=lambda *, UPLO: UPLO == "L"))
 eigvalsh_p.def_batch(_stack_batch(eigvalsh_p))
+eigvalsh_p.def_taylor(jvp_taylor(eigvalsh_p))  # from its JVP rule (exact)
 
 
 @implements(eigvalsh_p, np.linalg.eigvalsh)
@@ -626,6 +673,7 @@ eig_p = Primitive(
 )
 eig_p.def_sparsity(stacked([2], outputs=2))
 eig_p.def_batch(_stack_batch(eig_p))
+eig_p.def_taylor(jvp_taylor(eig_p))  # from its JVP rule (exact)
 
 
 @eig_p.def_shape
@@ -683,6 +731,7 @@ eigvals_p = Primitive(
 eigvals_p.def_sparsity(stacked([2]))
 eigvals_p.def_batch(_stack_batch(eigvals_p))
 eigvals_p.def_shape(lambda a: _eig_shape(a)[0])
+eigvals_p.def_taylor(jvp_taylor(eigvals_p))  # from its JVP rule (exact)
 
 
 @implements(eigvals_p, np.linalg.eigvals)
@@ -801,6 +850,11 @@ def _hermitian(hermitian: bool) -> dict:
     return {"hermitian": True} if hermitian else {}
 
 
+def _lower_if_hermitian(*, hermitian, **params):
+    """The triangle a ``hermitian=True`` svd or pinv reads (NumPy's eigh's: the lower)."""
+    return True if hermitian else None
+
+
 def _svd_impl(a, *, full_matrices, hermitian):
     return tuple(np.linalg.svd(a, full_matrices=full_matrices, **_hermitian(hermitian)))
 
@@ -812,8 +866,9 @@ svd_p = Primitive(
     jvp=_svd_jvp,
     multiple_results=True,
 )
-svd_p.def_sparsity(stacked([2], outputs=3))
+svd_p.def_sparsity(stacked([2], outputs=3, triangle=_lower_if_hermitian))
 svd_p.def_batch(_stack_batch(svd_p))
+svd_p.def_taylor(jvp_taylor(svd_p))  # from its JVP rule (exact)
 
 
 @svd_p.def_shape
@@ -849,11 +904,12 @@ svdvals_p = Primitive(
     vjp=[_svdvals_vjp],
     jvp=[_svdvals_jvp],
 )
-svdvals_p.def_sparsity(stacked([2]))
+svdvals_p.def_sparsity(stacked([2], triangle=_lower_if_hermitian))
 svdvals_p.def_batch(_stack_batch(svdvals_p))
 svdvals_p.def_shape(
     lambda a, *, hermitian: ShapedArray(_stack_of(a, min(a.shape[-2:])), _la_real(a.dtype))
 )
+svdvals_p.def_taylor(jvp_taylor(svdvals_p))  # from its JVP rule (exact)
 
 
 @implements(svd_p, np.linalg.svd)
@@ -974,8 +1030,23 @@ qr_p = Primitive(
     jvp=_qr_jvp,
     multiple_results=True,
 )
-qr_p.def_sparsity(stacked([2], outputs=2))
+
+
+@qr_p.def_sparsity
+def _qr_sparsity(a, *, mode):
+    # R is zero below its diagonal; the rest reads the whole matrix.  (Column j of Q, and
+    # R[i, j] for i <= j, depend on a's columns 0..j alone, but the JVP's roundoff, about
+    # 1e-16, reaches the other columns at random points: the rule keeps them.)
+    shape = shape_of_operand(a)
+    *stack, m, n = shape
+    width = m if mode == "complete" else min(m, n)  # R's rows
+    upper = np.where(np.tri(width, n, k=-1, dtype=bool), -1, 0)
+    out = (*stack, width, n)
+    return stacked([2])(a), Sparsity([problem_groups(shape, 2, out, 2, None, upper)], [(0, 0)])
+
+
 qr_p.def_batch(_stack_batch(qr_p))
+qr_p.def_taylor(jvp_taylor(qr_p))  # from its JVP rule (exact)
 
 
 @qr_p.def_shape
@@ -1014,8 +1085,9 @@ def qr(a, mode="reduced"):
 
 
 def _pinv_jvp(t, ans, a, *, hermitian, options):
-    if hermitian:
+    if hermitian:  # of the matrix LAPACK reads (a's lower triangle), in t and in a
         t = _hermitian_from_triangle(t, lower=True)
+        a = _hermitian_from_triangle(a, lower=True)
     p, th = ans, _H(t)
     term1 = -_mm(_mm(p, t), p)
     term2 = _mm(_mm(p, _H(p)), th - _mm(_mm(th, a), p))  # P P^H da^H (I - a P)
@@ -1025,6 +1097,8 @@ def _pinv_jvp(t, ans, a, *, hermitian, options):
 
 def _pinv_vjp(ct, ans, a, *, hermitian, options):
     p = ans
+    if hermitian:  # the matrix LAPACK reads: a's lower triangle
+        a = _hermitian_from_triangle(a, lower=True)
     g = -_mm(_mm(_T(p), ct), _T(p))
     z2 = _mm(_T(_mm(p, _H(p))), ct)
     g = g + _H(z2 - _mm(_mm(z2, _T(p)), _T(a)))
@@ -1044,13 +1118,14 @@ pinv_p = Primitive(
     vjp=[_pinv_vjp],
     jvp=[_pinv_jvp],
 )
-pinv_p.def_sparsity(stacked([2]))
+pinv_p.def_sparsity(stacked([2], triangle=_lower_if_hermitian))
 pinv_p.def_batch(_stack_batch(pinv_p))
 pinv_p.def_shape(
     lambda a, *, hermitian, options: ShapedArray(
         _stack_of(a, a.shape[-1], a.shape[-2]), _la(a.dtype)
     )
 )
+pinv_p.def_taylor(jvp_taylor(pinv_p))  # from its JVP rule (exact)
 
 _UNSET: Any = object()
 
@@ -1106,6 +1181,7 @@ lstsq_residuals_p = Primitive(
 # NumPy gives residuals only for full column rank: staging assumes it (a rank-deficient
 # problem then gives an empty array, as NumPy does, which the staged code expected full).
 lstsq_residuals_p.def_shape(lambda r, rank, *, n: shaped_like(r))
+lstsq_residuals_p.def_taylor(jvp_taylor(lstsq_residuals_p))  # from its JVP rule (exact)
 
 
 # --- norm's root (numpy/linalg.py's norm binds it) -------------------------------------
@@ -1129,6 +1205,7 @@ norm_root_p = Primitive(
     batch=lambda args, dims, *, p: (norm_root_p.bind(args[0], p=p), dims[0]),
 )
 norm_root_p.def_sparsity(elementwise([True]))
+norm_root_p.def_taylor(jvp_taylor(norm_root_p))  # from its JVP rule (exact)
 
 
 # --- roots (numpy.roots; in the top-level namespace) -----------------------------------------
@@ -1209,6 +1286,7 @@ roots_p = Primitive(
     jvp=[_roots_jvp],
     batch=_roots_batch,
 )
+roots_p.def_taylor(jvp_taylor(roots_p))  # from its JVP rule (exact)
 
 
 @roots_p.def_shape
@@ -1242,13 +1320,6 @@ def roots(p):
     if ndim_of(p) != 1:
         raise ValueError("Input must be a rank-1 array.")
     return roots_p.bind(p)
-
-
-# Taylor mode: the coefficients of matrix functions come from their JVP rules (written
-# with primitives, so Taylor mode pushes them through order K-1: exact).
-for _p in (solve_p, inv_p, det_p, slogdet_p, cholesky_p, eigh_p, eigvalsh_p, eig_p, eigvals_p,
-           svd_p, svdvals_p, qr_p, pinv_p, lstsq_residuals_p, norm_root_p, roots_p):  # fmt: skip
-    _p.def_taylor(jvp_taylor(_p))
 
 
 # Rules call primitives of the other families, which are complete by the time they run.

@@ -18,6 +18,7 @@ from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import implements, to_front_padded, unbroadcast
+from autodiff.rules._sparsity import shape_of_operand, sliding
 
 __all__ = ["convolve", "correlate"]
 
@@ -103,7 +104,11 @@ correlate_p = Primitive(
     ],
     batch=_correlate_batch,
     vjp_reads=[(1,), (0,)],
+    sparsity=lambda a, w, *, offset, length: sliding(
+        [shape_of_operand(a), shape_of_operand(w)], 1, [(offset, length)], correlate=True
+    ),  # c[k] reads a[k + offset + n] and w[n]: a band
 )
+correlate_p.def_taylor(multilinear_taylor(correlate_p))  # bilinear: Leibniz's rule through it
 
 
 def _sequence(x, name):
@@ -167,10 +172,6 @@ def correlate(a, v, mode="valid"):
     n, m = shape_of(a)[0], shape_of(v)[0]
     window = _window(n, m, mode, (m - 1) // 2 if n >= m else n // 2)  # NumPy's centring
     return correlate_p.bind(a, _elt.conj(v) if is_complex(v) else v, **window)
-
-
-# Taylor mode: a correlation is (real-)bilinear (Leibniz's rule through it).
-correlate_p.def_taylor(multilinear_taylor(correlate_p))
 
 
 # The rules above call these families, which import the helpers first.

@@ -13,6 +13,7 @@ transpose."""
 
 from __future__ import annotations
 
+import math
 import string
 from collections import Counter
 from typing import Any
@@ -28,6 +29,7 @@ from autodiff.core.arrays import (
     shape_of,
 )
 from autodiff.core.graph import ShapedArray
+from autodiff.core.index_sets import Sparsity
 from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.primitive import Primitive
@@ -36,7 +38,7 @@ from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
-from autodiff.rules._sparsity import contraction, shape_of_operand
+from autodiff.rules._sparsity import contraction, problem_edges, shape_of_operand
 
 __all__ = ["einsum", "matmul", "cross"]
 
@@ -111,6 +113,7 @@ matmul_p = Primitive(
     batch=_matmul_batch,
     vjp_reads=[(1,), (0,)],  # each cotangent reads the other operand (and shapes)
 )
+matmul_p.def_taylor(multilinear_taylor(matmul_p))  # multilinear: Leibniz's rule through it
 
 
 def _matmul_gufunc(avals):
@@ -274,6 +277,7 @@ einsum_p = Primitive(
         *_split(subscripts), [shape_of_operand(x) for x in operands]
     ),
 )
+einsum_p.def_taylor(multilinear_taylor(einsum_p))  # multilinear: Leibniz's rule through it
 
 
 @einsum_p.def_shape
@@ -448,18 +452,22 @@ cross_p = Primitive(
     batch=_cross_batch,
     vjp_reads=[(1,), (0,)],
 )
+cross_p.def_taylor(multilinear_taylor(cross_p))  # multilinear: Leibniz's rule through it
 
 
 @cross_p.def_sparsity
 def _cross_sparsity(a, b):
-    # each component of the product reads the whole vectors at its stack position
-    a_shape, b_shape = shape_of_operand(a), shape_of_operand(b)
-    stack = LABELS[: max(len(a_shape), len(b_shape)) - 1]
-    a_term, b_term = (
-        stack[len(stack) - len(a_shape) + 1 :] + "i",
-        stack[len(stack) - len(b_shape) + 1 :] + "j",
-    )
-    return contraction([a_term, b_term], stack + "k", [a_shape, b_shape], {"k": 3})
+    # Component i reads components i + 1 and i + 2 (mod 3) of each vector, and is the sum
+    # of two products, the Hessian's terms: a[i + 1] b[i + 2] and a[i + 2] b[i + 1].
+    sa, sb = shape_of_operand(a), shape_of_operand(b)
+    stack = broadcast_shapes(sa[:-1], sb[:-1])
+    i = np.arange(3)
+    after, later = (i + 1) % 3, (i + 2) % 3
+    reads = [problem_edges(s, 1, (*stack, 3), 1, np.tile(i, 2), np.concatenate([after, later]))
+             for s in (sa, sb)]  # fmt: skip
+    pairs = ((sa, np.stack([after, later], -1).ravel()), (sb, np.stack([later, after], -1).ravel()))
+    terms = [problem_edges(s, 1, (*stack, 6), 1, np.arange(6), t) for s, t in pairs]
+    return Sparsity(reads, [(0, 1)], terms=terms, n_terms=6 * math.prod(stack))
 
 
 def _cross_2d(a, b):
@@ -510,8 +518,3 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     else:
         out = cross_p.bind(a, b)
     return _comp.moveaxis(out, -1, normalize_axes(axisc, ndim_of(out))[0])
-
-
-# Taylor mode: products are multilinear, so Leibniz's rule through the product itself.
-for _p in (matmul_p, einsum_p, cross_p):
-    _p.def_taylor(multilinear_taylor(_p))

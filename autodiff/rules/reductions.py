@@ -85,6 +85,7 @@ sum_p.def_batch(_reduction_batch(sum_p))
 sum_p.def_sparsity(reduction(linear=True))
 sum_p.def_lowering(Reduction(np.add))  # NumPy's pairwise order, bit for bit
 sum_p.def_shape(_reduction_shape(np.sum))
+sum_p.def_taylor(linear_taylor(sum_p))  # linear
 
 
 @implements(sum_p, np.sum)
@@ -134,11 +135,13 @@ def _chooser(name, impl):
 
 
 max_p = _chooser("max", lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims))
+max_p.def_taylor(linear_taylor(max_p))  # piecewise linear
 min_p = _chooser("min", lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims))
 max_p.def_lowering(Reduction(np.maximum))
 min_p.def_lowering(Reduction(np.minimum))
 max_p.def_shape(_reduction_shape(np.max))
 min_p.def_shape(_reduction_shape(np.min))
+min_p.def_taylor(linear_taylor(min_p))  # piecewise linear
 
 
 @implements(max_p, np.max, np.amax)
@@ -260,6 +263,7 @@ prod_p = Primitive(
 prod_p.def_batch(_reduction_batch(prod_p))
 prod_p.def_sparsity(reduction(linear=False))
 prod_p.def_shape(_reduction_shape(np.prod))
+prod_p.def_taylor(jvp_taylor(prod_p))  # from its JVP rule (exact)
 
 
 @implements(prod_p, np.prod)
@@ -303,6 +307,7 @@ cumsum_p.def_sparsity(running)
 cumsum_p.def_shape(
     lambda x, *, axis: shaped_like(x, dtype=example_dtype(np.cumsum, x.dtype, axis=0))
 )
+cumsum_p.def_taylor(linear_taylor(cumsum_p))  # linear
 
 
 def _scan_axis(a, axis):
@@ -354,13 +359,6 @@ all_p.def_lowering(Reduction(np.logical_and))
 any_p.def_lowering(Reduction(np.logical_or))
 all_p.def_shape(_reduction_shape(np.all))
 any_p.def_shape(_reduction_shape(np.any))
-
-
-# Taylor mode: sums and running sums are linear, max and min piecewise linear; a
-# product's coefficients come from its JVP.
-for _p in (sum_p, max_p, min_p, cumsum_p):
-    _p.def_taylor(linear_taylor(_p))
-prod_p.def_taylor(jvp_taylor(prod_p))
 
 
 # Rules here call shape and elementwise primitives, which import these helpers.

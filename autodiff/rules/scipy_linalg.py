@@ -28,12 +28,22 @@ The implementations are SciPy's, on NumPy arrays only (``rules/_scipy.py``).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import scipy.linalg as _sl
 
-from autodiff.core.arrays import array_like, dtype_of, eye_like, is_complex, ndim_of, shape_of
+from autodiff.core.arrays import (
+    array_like,
+    broadcast_shapes,
+    dtype_of,
+    eye_like,
+    is_complex,
+    ndim_of,
+    shape_of,
+)
+from autodiff.core.index_sets import Sparsity
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor
 from autodiff.rules import compositions as _comp
@@ -44,7 +54,13 @@ from autodiff.rules import shape as _shp
 from autodiff.rules import sorting as _srt
 from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
 from autodiff.rules._scipy import empty_result, scipy_impl
-from autodiff.rules._sparsity import shape_of_operand, stacked
+from autodiff.rules._sparsity import (
+    problem_edges,
+    problem_groups,
+    shape_of_operand,
+    stacked,
+    triangle_key,
+)
 from autodiff.rules.linalg import _T, _check_square, _stack_batch
 
 __all__ = ["solve_triangular", "lu_factor", "expm", "sqrtm"]
@@ -147,12 +163,47 @@ solve_triangular_p = Primitive(
     ],
     jvp=[_solve_triangular_jvp_a, lambda t, ans, a, b, **p: solve_triangular_p.bind(a, t, **p)],
 )
-solve_triangular_p.def_sparsity(
-    lambda a, b, **p: stacked([2, 1 if len(shape_of_operand(b)) == 1 else 2], [(0, 0), (0, 1)])(
-        a, b
-    )
-)  # linear in b
+
+
+@solve_triangular_p.def_sparsity
+def _solve_triangular_sparsity(a, b, *, trans, lower, unit_diagonal):
+    # Substitution: solving with a lower triangular matrix (a, or a's transpose when a is
+    # upper), row i of the solution reads rows 0..i of b's column and the triangle of a
+    # those rows span (its diagonal unless unit); with an upper one, rows i..n-1.
+    sa, sb = shape_of_operand(a), shape_of_operand(b)
+    n, vector = sa[-1], len(sb) == 1
+    cols = 1 if vector else sb[-1]
+    out = sa[:-2] + sb if vector else broadcast_shapes(sa[:-2], sb[:-2]) + sb[-2:]
+    bk = 1 if vector else 2
+    forward = lower != (trans != 0)
+    if cols * n**3 * math.prod(out[: len(out) - bk]) > 6 * 10**7:  # too many pairs: by column
+        col = np.zeros(n, np.int64) if vector else np.arange(cols)
+        reads = [
+            problem_groups(sa, 2, out, bk, triangle_key(n, lower, diagonal=not unit_diagonal)),
+            problem_groups(sb, bk, out, bk, col, col, cols),
+        ]
+        return Sparsity(reads, [(0, 0), (0, 1)])
+    tri = triangle_key(n, lower, diagonal=not unit_diagonal) == 0
+    a_out, a_in, b_out, b_in = [], [], [], []
+    for i in range(n):
+        rows = np.arange(i + 1) if forward else np.arange(i, n)
+        p, q = np.nonzero(tri[np.ix_(rows, rows)])
+        flat_a = rows[p] * n + rows[q]
+        for j in range(cols):
+            a_out.append(np.full(len(flat_a), i * cols + j))
+            a_in.append(flat_a)
+            b_out.append(np.full(len(rows), i * cols + j))
+            b_in.append(rows * cols + j)
+    cat = np.concatenate
+    reads = [
+        problem_edges(sa, 2, out, bk, cat(a_out), cat(a_in)),
+        problem_edges(sb, bk, out, bk, cat(b_out), cat(b_in)),
+    ]
+    return Sparsity(reads, [(0, 0), (0, 1)])
+
+
 solve_triangular_p.def_batch(_stacked_pair_batch(solve_triangular_p))
+solve_triangular_p.def_taylor(jvp_taylor(solve_triangular_p))  # from its JVP rule (exact)
 
 
 @implements(solve_triangular_p)
@@ -269,6 +320,7 @@ lu_factor_p = Primitive(
 )
 lu_factor_p.def_batch(_stack_batch(lu_factor_p))
 lu_factor_p.def_sparsity(stacked([2], outputs=2))
+lu_factor_p.def_taylor(jvp_taylor(lu_factor_p))  # from its JVP rule (exact)
 
 
 @implements(lu_factor_p)
@@ -316,6 +368,7 @@ expm_p = Primitive(
 )
 expm_p.def_sparsity(stacked([2]))
 expm_p.def_batch(_stack_batch(expm_p))
+expm_p.def_taylor(jvp_taylor(expm_p))  # from its JVP rule (exact)
 sqrtm_p = Primitive(
     "sqrtm",
     scipy_impl(_sl.sqrtm, _matrix_function_impl(_sl.sqrtm)),
@@ -324,6 +377,7 @@ sqrtm_p = Primitive(
 )
 sqrtm_p.def_sparsity(stacked([2]))
 sqrtm_p.def_batch(_stack_batch(sqrtm_p))
+sqrtm_p.def_taylor(jvp_taylor(sqrtm_p))  # from its JVP rule (exact)
 
 
 @implements(expm_p)
@@ -354,8 +408,3 @@ def sqrtm(A, disp=True, blocksize=64):
     """
     _check_square(A, "sqrtm")
     return sqrtm_p.bind(A)
-
-
-# Taylor mode: as for linalg.py's matrix functions, from the JVP rules.
-for _p in (solve_triangular_p, lu_factor_p, expm_p, sqrtm_p):
-    _p.def_taylor(jvp_taylor(_p))

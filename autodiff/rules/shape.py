@@ -59,6 +59,7 @@ reshape_p = Primitive(
     batch=_reshape_batch,
 )
 reshape_p.def_sparsity(moves(reshape_p.impl))
+reshape_p.def_taylor(linear_taylor(reshape_p))  # moves elements: linear
 
 
 reshape_p.def_lowering(View())  # a view, as NumPy's (a copy first where NumPy copies)
@@ -107,6 +108,7 @@ transpose_p = Primitive(
     batch=_transpose_batch,
 )
 transpose_p.def_sparsity(moves(transpose_p.impl))
+transpose_p.def_taylor(linear_taylor(transpose_p))  # moves elements: linear
 
 
 transpose_p.def_lowering(View())
@@ -145,6 +147,7 @@ broadcast_to_p = Primitive(
     batch=_broadcast_to_batch,
 )
 broadcast_to_p.def_sparsity(moves(broadcast_to_p.impl))
+broadcast_to_p.def_taylor(linear_taylor(broadcast_to_p))  # moves elements: linear
 
 
 broadcast_to_p.def_lowering(View())
@@ -185,6 +188,7 @@ expand_dims_p = Primitive(
 expand_dims_p.def_batch(_shifted_batch(expand_dims_p))
 expand_dims_p.def_sparsity(moves(expand_dims_p.impl))
 expand_dims_p.def_lowering(View())
+expand_dims_p.def_taylor(linear_taylor(expand_dims_p))  # moves elements: linear
 
 
 @expand_dims_p.def_shape
@@ -215,6 +219,7 @@ squeeze_p.def_lowering(View())
 squeeze_p.def_shape(
     lambda x, *, axis: shaped_like(x, tuple(n for i, n in enumerate(x.shape) if i not in axis))
 )
+squeeze_p.def_taylor(linear_taylor(squeeze_p))  # moves elements: linear
 
 
 @implements(squeeze_p, np.squeeze)
@@ -261,6 +266,7 @@ concatenate_p = Primitive(
 )
 concatenate_p.def_batch(_joining_batch(concatenate_p))
 concatenate_p.def_sparsity(moves(concatenate_p.impl, data=None))
+concatenate_p.def_taylor(linear_taylor(concatenate_p))  # moves elements: linear
 
 
 def _joining_lowering(parts):
@@ -334,6 +340,7 @@ stack_p.def_sparsity(moves(stack_p.impl, data=None))
 stack_p.def_lowering(
     _joining_lowering(lambda avals, axis: [(slice(None),) * axis + (k,) for k in range(len(avals))])
 )
+stack_p.def_taylor(linear_taylor(stack_p))  # moves elements: linear
 
 
 @stack_p.def_shape
@@ -393,6 +400,7 @@ pad_p.def_shape(
         x, tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, pad_width))
     )
 )
+pad_p.def_taylor(linear_taylor(pad_p))  # moves elements: linear
 
 
 @implements(pad_p, np.pad)
@@ -454,6 +462,7 @@ roll_p = Primitive(
     vjp_reads=[()],
 )
 roll_p.def_sparsity(moves(_roll_impl))
+roll_p.def_taylor(linear_taylor(roll_p))  # moves elements: linear
 
 
 @implements(roll_p, np.roll)
@@ -475,12 +484,6 @@ def roll(a, shift, axis=None):
     if not kept:
         return a
     return roll_p.bind(a, shifts=tuple(kept.values()), axes=tuple(kept))
-
-
-# Taylor mode: moving elements is linear, so each coefficient moves alike (the JVP).
-for _p in (reshape_p, transpose_p, broadcast_to_p, expand_dims_p, squeeze_p, concatenate_p,
-           stack_p, pad_p, roll_p):  # fmt: skip
-    _p.def_taylor(linear_taylor(_p))
 
 
 # Slicing cotangents needs the indexing primitives, which are built on these.

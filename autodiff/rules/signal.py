@@ -29,6 +29,7 @@ from autodiff.rules import compositions as _comp
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import implements, move_to_front, unbroadcast
 from autodiff.rules._scipy import scipy_impl
+from autodiff.rules._sparsity import shape_of_operand, sliding
 
 __all__ = ["convolve"]
 
@@ -115,6 +116,17 @@ convolve_p = Primitive(
 )
 
 
+@convolve_p.def_sparsity
+def _convolve_sparsity(a, b, *, mode, nbatch):
+    # out[o] reads a[i] and b[j] with i + j the position of o in the full convolution
+    sa, sb = shape_of_operand(a), shape_of_operand(b)
+    window = [_window(na, nb, mode) for na, nb in zip(sa[nbatch:], sb[nbatch:])]
+    return sliding([sa, sb], len(sa) - nbatch, window)
+
+
+convolve_p.def_taylor(multilinear_taylor(convolve_p))  # bilinear: Leibniz's rule through it
+
+
 def _check(shape1: tuple, shape2: tuple, mode: str, name: str) -> None:
     """SciPy's checks of the convolved shapes, with its messages."""
     if mode not in _MODES:
@@ -152,7 +164,3 @@ def convolve(in1, in2, mode="full", method="auto"):
         )
     _check(shape_of(in1), shape_of(in2), mode, "convolve")
     return convolve_p.bind(in1, in2, mode=mode, nbatch=0)
-
-
-# Taylor mode: a convolution is bilinear (Leibniz's rule through it).
-convolve_p.def_taylor(multilinear_taylor(convolve_p))

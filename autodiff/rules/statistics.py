@@ -26,6 +26,7 @@ from autodiff.core.arrays import (
     ndim_of,
     shape_of,
 )
+from autodiff.core.index_sets import ALL, Groups, Sparsity
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer
@@ -34,6 +35,7 @@ from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import bring_to_front, implements
+from autodiff.rules._sparsity import is_known
 
 __all__ = ["bincount"]
 
@@ -111,6 +113,20 @@ weighted_bincount_p = Primitive(
 weighted_bincount_p.def_batch(_bincount_batch(weighted_bincount_p))
 
 
+@weighted_bincount_p.def_sparsity
+def _weighted_bincount_sparsity(x, w, *, length):
+    # Each weight reaches the one bin its index names (none outside [0, length)); linear.
+    # An index known only when the program runs (traced) may name any bin.
+    if not is_known(x):
+        return Sparsity([None, ALL])
+    bins = np.asarray(x).ravel()
+    inside = np.where((bins >= 0) & (bins < length), bins, -1)
+    return Sparsity([None, Groups(inside, np.arange(length), n_groups=length)])
+
+
+weighted_bincount_p.def_taylor(linear_taylor(weighted_bincount_p))  # linear in the weights
+
+
 @implements(bincount_p, np.bincount)
 def bincount(x, weights=None, minlength=0, *, length=None):
     """Like numpy.bincount: how often each value occurs in ``x`` (non-negative ints),
@@ -157,10 +173,6 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         raise TypeError("bincount: weights must be real (NumPy sums them as float64)")
     # NumPy sums in float64 whatever the weights' precision.
     return weighted_bincount_p.bind(x, _elt.astype(weights, np.float64), length=int(length))
-
-
-# Taylor mode: a weighted count is linear in the weights.
-weighted_bincount_p.def_taylor(linear_taylor(weighted_bincount_p))
 
 
 # Rules here call shape, indexing and elementwise primitives, which import these helpers.

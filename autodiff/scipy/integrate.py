@@ -22,6 +22,9 @@ on augmented systems, so they compose to any order:
   together: LSODA then takes one sequence of steps for all, so a batched result
   agrees with a loop over examples within the tolerances, not to the last bit.
   Batched times are mapped to a shared unit interval per segment.
+* **Sparsity** (``jacobian_sparsity``): the solution at ``t[i]`` reads what the
+  dynamics' staged graph reaches from ``y0`` and ``args`` in any number of steps,
+  and ``t[0]`` and ``t[i]``; at ``t[0]`` it is ``y0``.
 
 The derivatives are those of the exact solution, computed to the tolerances
 ``rtol`` and ``atol`` (as in HIPS autograd and JAX): tighten them when derivatives
@@ -49,7 +52,8 @@ import autodiff.numpy as anp  # noqa: E402
 from autodiff.compiler.stages import replay  # noqa: E402
 from autodiff.core.args import at_positions  # noqa: E402
 from autodiff.core.arrays import shape_of  # noqa: E402
-from autodiff.core.graph import aval_of  # noqa: E402
+from autodiff.core.graph import ShapedArray, aval_of  # noqa: E402
+from autodiff.core.index_sets import propagating  # noqa: E402
 from autodiff.core.primitive import Primitive  # noqa: E402
 from autodiff.core.rule_forms import jvp_taylor  # noqa: E402
 from autodiff.core.tracer import Tracer  # noqa: E402
@@ -57,6 +61,13 @@ from autodiff.errors import ConcretizationError, TransformTypeError  # noqa: E40
 from autodiff.interpreters.batching import vmap  # noqa: E402
 from autodiff.interpreters.forward import jvp  # noqa: E402
 from autodiff.interpreters.reverse import vjp  # noqa: E402
+from autodiff.interpreters.sparsity import (  # noqa: E402
+    dense_sets,
+    fixed_point,
+    interact,
+    stacked_sets,
+    union,
+)
 from autodiff.interpreters.staging import stage  # noqa: E402
 from autodiff.rules._helpers import bring_to_front  # noqa: E402
 from autodiff.rules._scipy import scipy_impl  # noqa: E402
@@ -145,6 +156,7 @@ def _odeint_primitive(fn: Callable, options: dict, staged: bool = False) -> Prim
     # Taylor mode from the forward sensitivities, pushed through to order K-1 (each order
     # one more augmented system)
     prim.def_taylor(jvp_taylor(prim))
+    prim.def_sparsity(_sparsity_rule(fn))
 
     def solve(y0, t, *args, rhs=fn):
         return _odeint_primitive(rhs, options, staged=rhs is not fn).bind(y0, t, *args)
@@ -250,6 +262,38 @@ def _odeint_primitive(fn: Callable, options: dict, staged: bool = False) -> Prim
     prim.def_jvp(jvp_rule, packed=True)
     prim.def_batch(batch_rule)
     return prim
+
+
+def _sparsity_rule(fn: Callable) -> Callable:
+    """The sparsity rule of ``odeint(fn)``, from the dynamics' own staged graph: the
+    solution at ``t[0]`` is ``y0``; at ``t[i]`` each state reads what the dynamics reach
+    from ``y0`` and ``args`` in any number of steps (a loop's fixed point), and the times
+    ``t[0]`` (the start) and ``t[i]`` (the slope there), which interact with everything
+    it reads (for Hessians).  Dense where the dynamics cannot be staged."""
+
+    @propagating
+    def rule(sets, operands, **params):
+        y0_sets, t_sets, *arg_sets = sets
+        y0, t, *args = (x if isinstance(x, ShapedArray) else aval_of(x) for x in operands)
+        n, steps = y0.size, t.shape[0]
+        avals = [y0, ShapedArray((), t.dtype), *args]
+        name = getattr(fn, "__name__", "dynamics")
+        try:
+            staged = stage(lambda *xs: [fn(*xs)], avals, transform="odeint", name=name)
+        except ConcretizationError:  # Python control flow on the state
+            staged = None
+        if staged is None or staged.captured:
+            return dense_sets(sets, [steps * n])
+        reach = fixed_point(staged.graph, [y0_sets], [None, *arg_sets])[0][0]
+        rows = [y0_sets]
+        for i in range(1, steps):
+            at = None if t_sets is None else union(*(t_sets.gather(np.full(n, k)) for k in (0, i)))
+            row = union(reach, at)
+            interact(at, row)
+            rows.append(row)
+        return [stacked_sets(rows, n)]
+
+    return rule
 
 
 # The VJP integrates the forward sensitivities dy/d(inputs) instead of the adjoint when
