@@ -7,7 +7,7 @@
 (4, 3)
 """
 
-from autodiff import errors, numpy, stages
+from autodiff import debug, errors, lax, numpy, stages
 from autodiff.compiler.jit import jit, make_graph
 from autodiff.control.cond import cond, switch
 from autodiff.control.fori_loop import fori_loop
@@ -27,7 +27,9 @@ from autodiff.interpreters.reverse import (
     vjp,
 )
 from autodiff.interpreters.taylor import jet
+from autodiff.transforms import checkpoint_policies
 from autodiff.transforms.checkpoint import checkpoint
+from autodiff.transforms.checkpoint_policies import checkpoint_name
 from autodiff.transforms.custom import custom_jvp, custom_vjp
 from autodiff.transforms.differential import (
     biharmonic,
@@ -52,11 +54,14 @@ __all__ = [
     "SparsityPattern",
     "biharmonic",
     "checkpoint",
+    "checkpoint_name",
+    "checkpoint_policies",
     "cond",
     "custom_jvp",
     "custom_linear_solve",
     "custom_root",
     "custom_vjp",
+    "debug",
     "debug_nans",
     "debug_rules",
     "differential_operator",
@@ -78,6 +83,7 @@ __all__ = [
     "jit",
     "jvp",
     "laplacian",
+    "lax",
     "linearize",
     "make_graph",
     "no_grad",

@@ -27,12 +27,19 @@ import numpy as np
 class Row:
     system: str
     times: list[float] = field(default_factory=list)  # seconds per call, one per round
+    cpu: list[float] = field(default_factory=list)  # the process's CPU seconds, likewise
     agrees: bool | None = None
     note: str = ""
 
     @property
     def median(self) -> float:
         return statistics.median(self.times)
+
+    @property
+    def cpu_median(self) -> float:
+        """The median of the CPU time (unlike the wall clock, not charged for the time
+        other jobs on a shared machine held the core)."""
+        return statistics.median(self.cpu)
 
 
 def to_numpy(x: Any) -> Any:
@@ -89,9 +96,10 @@ def interleave(
         if shuffle:
             rng.shuffle(order)
         for name, run in order:
-            start = clock()
+            start, start_cpu = clock(), time.process_time()
             for _ in range(inner):
                 run()
+            rows[name].cpu.append((time.process_time() - start_cpu) / inner)
             rows[name].times.append((clock() - start) / inner)
     return list(rows.values())
 

@@ -1,13 +1,21 @@
-"""Convolution: ``anp.convolve`` against NumPy's own, forward, gradient and batched.
+"""Convolution: ``anp.convolve`` against NumPy's own, and ``autodiff.lax``'s convolution
+family against JAX's on small convolutional networks.
 
-    python benchmarks/convolution.py [--repeats 7]
+    python -m benchmarks.convolution [--repeats 7] [--rounds 15]
 
-For a few (signal, kernel) lengths, medians over repeats of: ``np.convolve`` (the
+1-D: for a few (signal, kernel) lengths, medians over repeats of: ``np.convolve`` (the
 floor); ``grad`` of ``sum(convolve(a, v, "same") ** 2)`` in both operands (forward,
 tape and the two transposed correlations); ``vmap`` over 8 signals with one kernel
 against 8 calls of ``np.convolve`` (a Python loop, for reference: the batched rule
 runs NumPy's kernel once on the signals laid end to end).  HIPS autograd has no VJP
 for ``numpy.convolve``, so there is no peer here.
+
+Networks (``lax.conv_general_dilated`` and ``lax.reduce_window``): the gradient of a
+classifier's loss in its parameters, forward and backward, against JAX's ``jit`` of the
+same program (XLA's CPU convolutions) in the same process, interleaved, one thread each:
+an MNIST-sized 2-D CNN (two 3x3 convolutions with ReLU and 2x2 max pooling, NHWC; the
+program the implementation was tuned on), and a 1-D temporal network written afterwards
+and not tuned on (dilated and strided convolutions, a depthwise one, average pooling, NCW).
 """
 
 from __future__ import annotations
@@ -19,11 +27,17 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false"
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+if hasattr(os, "sched_setaffinity"):  # XLA ignores the thread variables: one core for all
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 import numpy as np
 
+import autodiff
 import autodiff.numpy as anp
-from autodiff import grad, vmap
+from autodiff import grad, lax, vmap
+from benchmarks import _harness as h
 
 SIZES = [(100_000, 50), (2_000, 2_000), (1_000, 10)]
 
@@ -49,16 +63,97 @@ def _row(n: int, m: int, repeats: int, rng: np.random.Generator) -> list[float]:
     ]
 
 
+NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def _xent(np_, logits, labels):
+    logits = logits - np_.max(logits, axis=1, keepdims=True)
+    logz = np_.log(np_.sum(np_.exp(logits), axis=1, keepdims=True))
+    return -np_.mean(np_.sum((logits - logz) * labels, axis=1))
+
+
+def cnn_loss(L, np_, params, images, labels):
+    """MNIST-sized: conv 3x3x16, ReLU, max pool 2x2, conv 3x3x32, ReLU, max pool, dense."""
+    (w1, b1), (w2, b2), (w3, b3) = params
+    x = np_.maximum(L.conv_general_dilated(images, w1, (1, 1), "SAME",
+                                           dimension_numbers=NHWC) + b1, 0.0)  # fmt: skip
+    x = L.reduce_window(x, -np.inf, L.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    x = np_.maximum(L.conv_general_dilated(x, w2, (1, 1), "SAME",
+                                           dimension_numbers=NHWC) + b2, 0.0)  # fmt: skip
+    x = L.reduce_window(x, -np.inf, L.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    return _xent(np_, np_.reshape(x, (x.shape[0], -1)) @ w3 + b3, labels)
+
+
+def cnn_data(rng, batch=32):
+    params = ((rng.normal(0, 0.3, (3, 3, 1, 16)), np.zeros(16)),
+              (rng.normal(0, 0.1, (3, 3, 16, 32)), np.zeros(32)),
+              (rng.normal(0, 0.01, (7 * 7 * 32, 10)), np.zeros(10)))  # fmt: skip
+    images = rng.normal(size=(batch, 28, 28, 1))
+    return params, images, np.eye(10)[rng.integers(0, 10, batch)]
+
+
+def tcn_loss(L, np_, params, signals, labels):
+    """1-D, NCW: a strided conv, a dilated (atrous) one, a depthwise one, tanh, average
+    pooling, a 1x1 conv as the classifier."""
+    w1, w2, w3, w4 = params
+    x = np_.tanh(L.conv_general_dilated(signals, w1, (2,), "SAME"))
+    x = np_.tanh(L.conv_general_dilated(x, w2, (1,), [(4, 0)], rhs_dilation=(2,)))
+    x = np_.tanh(L.conv_general_dilated(x, w3, (1,), "SAME", feature_group_count=24))
+    x = L.reduce_window(x, 0.0, L.add, (1, 1, 4), (1, 1, 4), "VALID") / 4
+    logits = np_.mean(L.conv_general_dilated(x, w4, (1,), "VALID"), axis=2)
+    return _xent(np_, logits, labels)
+
+
+def tcn_data(rng, batch=16):
+    params = (rng.normal(0, 0.3, (24, 3, 5)), rng.normal(0, 0.1, (24, 24, 3)),
+              rng.normal(0, 0.3, (24, 1, 7)), rng.normal(0, 0.1, (6, 24, 1)))  # fmt: skip
+    return params, rng.normal(size=(batch, 3, 256)), np.eye(6)[rng.integers(0, 6, batch)]
+
+
+def network_systems(loss, data) -> dict:
+    params, x, y = data
+    systems = {
+        "autodiff": lambda: grad(lambda p: loss(lax, anp, p, x, y))(params),
+    }
+    jitted = autodiff.jit(grad(lambda p, x, y: loss(lax, anp, p, x, y)))
+    systems["autodiff, jit"] = lambda: jitted(params, x, y)
+    try:
+        import jax
+    except ImportError:
+        return systems
+    jax.config.update("jax_enable_x64", True)
+    theirs = jax.jit(jax.grad(lambda p, x, y: loss(jax.lax, jax.numpy, p, x, y)))
+    systems["JAX (jit)"] = lambda: theirs(params, x, y)
+    return systems
+
+
+def networks(rounds: int) -> list[str]:
+    lines = []
+    for title, loss, data in [
+        ("2-D CNN, batch 32 of 28x28x1 (tuned on)", cnn_loss, cnn_data(np.random.default_rng(0))),
+        ("1-D temporal network, batch 16 of 3x256 (fresh)", tcn_loss,
+         tcn_data(np.random.default_rng(1))),
+    ]:  # fmt: skip
+        systems = network_systems(loss, data)
+        reference = "JAX (jit)" if "JAX (jit)" in systems else "autodiff"
+        rows = h.interleave(systems, reference, rounds=rounds, rtol=1e-8)
+        lines += [f"### {title}", "", *h.table(rows, reference, "ms", 1e3), ""]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
-    repeats = parser.parse_args().repeats
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
     rng = np.random.default_rng(0)
     print("| n | m | np.convolve | grad (a and v) | vmap over 8 | 8 np.convolve calls |")
     print("|---|---|---|---|---|---|")
     for n, m in SIZES:
-        times = _row(n, m, repeats, rng)
+        times = _row(n, m, args.repeats, rng)
         print(f"| {n} | {m} | " + " | ".join(f"{t:.2f} ms" for t in times) + " |")
+    print()
+    print("\n".join(networks(args.rounds)))
 
 
 if __name__ == "__main__":

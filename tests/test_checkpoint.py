@@ -10,7 +10,10 @@ import optree
 import pytest
 
 import autodiff.numpy as anp
-from autodiff import checkpoint, grad, hessian, jacfwd, jit, jvp, scan, vjp, vmap
+from autodiff import checkpoint, checkpoint_name, grad, hessian, jacfwd, jit, jvp, scan, vjp, vmap
+from autodiff import checkpoint_policies as cp
+from autodiff.core.graph import ShapedArray
+from autodiff.core.primitive import Primitive
 from autodiff.interpreters.reverse import GradTensor
 from autodiff.interpreters.tape import reachable
 from tests import crosscheck
@@ -204,3 +207,138 @@ def test_python_control_flow_with_a_closure_still_runs_without_one():
     closed over, it is checkpointed as before."""
     block = checkpoint(lambda x: anp.sin(x) if x > 0 else anp.cos(x))
     assert np.isclose(grad(lambda x: block(block(x)))(0.5), np.cos(np.sin(0.5)) * np.cos(0.5))
+
+
+# --- policies (JAX's jax.checkpoint_policies) -----------------------------------------------
+
+
+POLICIES = {
+    "None": None,
+    "nothing_saveable": cp.nothing_saveable,
+    "everything_saveable": cp.everything_saveable,
+    "dots_saveable": cp.dots_saveable,
+    "dots_with_no_batch_dims_saveable": cp.dots_with_no_batch_dims_saveable,
+    "save_only_these_names": cp.save_only_these_names("h"),
+    "save_any_names_but_these": cp.save_any_names_but_these("other"),
+    "save_anything_except_these_names": cp.save_anything_except_these_names("h"),
+    "save_from_both_policies": cp.save_from_both_policies(cp.dots_saveable,
+                                                          cp.save_only_these_names("h")),
+}  # fmt: skip
+
+
+def named_block(x, w):
+    h = checkpoint_name(anp.tanh(x @ w), "h")
+    return anp.sum(anp.tanh(h @ w.T) ** 2)
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_every_policy_gives_the_same_results(policy, name):
+    transform = TRANSFORMS[name]
+    want, got = transform(named_block), transform(checkpoint(named_block, policy=POLICIES[policy]))
+    for w, g in zip(optree.tree_leaves(want), optree.tree_leaves(got), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
+    jitted = jit(grad(checkpoint(named_block, policy=POLICIES[policy]), argnums=(0, 1)))
+    for w, g in zip(grad(named_block, argnums=(0, 1))(X, Wm), jitted(X, Wm), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-11)
+
+
+def _counted(name, impl, deriv, reads):
+    """A primitive whose implementation counts its runs; ``deriv(ct, ans, x)``."""
+    runs = []
+
+    def run(x):
+        runs.append(1)
+        return impl(x)
+
+    prim = Primitive(name, run, vjp=[deriv], vjp_reads=[reads],
+                     shape=lambda x: ShapedArray(x.shape, x.dtype))  # fmt: skip
+    prim.def_batch(lambda args, dims: (prim.bind(args[0]), dims[0]))
+    return prim, runs
+
+
+# A's VJP reads its operand; B's reads its result (as matmul's and tanh's do)
+A_p, A_runs = _counted("A", np.sin, lambda ct, ans, x: ct * anp.cos(x), (0,))
+B_p, B_runs = _counted("B", np.tanh, lambda ct, ans, x: ct * (1 - ans**2), ("ans",))
+
+
+def _chain(x):
+    return anp.sum(B_p.bind(checkpoint_name(A_p.bind(x), "a")) ** 2)
+
+
+@pytest.mark.parametrize(
+    ("policy", "recomputed"),
+    [
+        (None, {"A": 1, "B": 1}),  # everything the backward pass reads, again
+        (cp.nothing_saveable, {"A": 1, "B": 1}),
+        (cp.everything_saveable, {"A": 0, "B": 0}),  # nothing again: the plain function
+        (lambda prim, *avals, **params: prim is B_p, {"A": 0, "B": 0}),  # B's VJP reads B only
+        (lambda prim, *avals, **params: prim is A_p, {"A": 0, "B": 1}),  # B needs A's result
+        (cp.save_only_these_names("a"), {"A": 0, "B": 1}),  # the name holds A's result
+        (cp.save_anything_except_these_names("a"), {"A": 0, "B": 0}),
+    ],
+)  # fmt: skip
+def test_each_policy_recomputes_what_it_says(policy, recomputed):
+    x = np.linspace(0.1, 1.0, 5)
+    A_runs.clear(), B_runs.clear()
+    _, pullback = vjp(checkpoint(_chain, policy=policy), x)
+    assert (len(A_runs), len(B_runs)) == (1, 1)  # the forward pass
+    A_runs.clear(), B_runs.clear()
+    got = pullback(1.0)[0]
+    assert {"A": len(A_runs), "B": len(B_runs)} == recomputed
+    np.testing.assert_allclose(got, vjp(_chain, x)[1](1.0)[0], rtol=1e-13)
+
+
+def test_dots_saveable_recomputes_no_matrix_product_and_keeps_their_results(monkeypatch):
+    """In a two-layer network: the backward pass multiplies only for the cotangents (3
+    products), never again for the forward values; the memory kept between the passes
+    is the products' results (``tracemalloc``), more than nothing_saveable's and less than
+    keeping everything."""
+    import tracemalloc
+
+    from autodiff.rules.products import matmul_p
+
+    runs = []
+    impl = matmul_p.impl
+    monkeypatch.setattr(matmul_p, "impl", lambda a, b: runs.append(1) or impl(a, b))
+    big = np.random.default_rng(0)
+    x, w1, w2 = big.standard_normal((400, 300)), big.standard_normal((300, 300)), \
+        big.standard_normal((300, 300))  # fmt: skip
+
+    def net(x, w1, w2):
+        return anp.sum(anp.tanh(anp.tanh(x @ w1) @ w2))
+
+    kept = {}
+    for name in ("nothing_saveable", "dots_saveable", "everything_saveable"):
+        f = checkpoint(net, policy=getattr(cp, name))
+        gc.collect()
+        tracemalloc.start()
+        _, pullback = vjp(lambda w1, w2, f=f: f(x, w1, w2), w1, w2)
+        kept[name] = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        runs.clear()
+        pullback(1.0)
+        if name == "dots_saveable":
+            assert len(runs) == 3  # the cotangents' products only
+        del pullback
+    layer = 400 * 300 * 8  # one layer's values
+    assert kept["nothing_saveable"] < layer / 2
+    assert 1.5 * layer < kept["dots_saveable"] < 2.5 * layer  # the two products
+    assert 1.5 * layer < kept["everything_saveable"]  # what the plain tape keeps: the tanhs
+
+
+def test_policy_errors_and_static_arguments():
+    with pytest.raises(TypeError, match="a policy is a function"):
+        checkpoint(block, policy="dots")
+
+    def branchy(x):
+        return anp.sin(x) if anp.sum(x) > 0 else anp.cos(x)
+
+    with pytest.raises(TypeError, match="cannot branch on values in Python"):
+        grad(lambda x: anp.sum(checkpoint(branchy, policy=cp.dots_saveable)(x)))(X)
+
+    def scaled(x, power):
+        return anp.sum(x**power)
+
+    f = checkpoint(scaled, policy=cp.dots_saveable, static_argnums=1)
+    np.testing.assert_allclose(grad(f)(X, 3), 3 * X**2)

@@ -384,6 +384,45 @@ def test_collapsed_mode_composes_every_elementwise_function(order):
     assert np.allclose(op("collapsed"), op("taylor"), rtol=1e-9, atol=1e-9)
 
 
+def test_a_draw_inside_func_is_one_draw_of_the_function_for_every_direction():
+    """Collapsed mode's directions are not examples: func drawing from a generator it
+    closes over draws once, and the Laplacian is that of the function with the draw."""
+    rng = np.random.default_rng(5)
+    f = lambda x: anp.sum(anp.tanh(x * rng.normal(size=x.shape)))
+    m = np.random.default_rng(5).normal(size=X.shape)
+    t = np.tanh(X * m)
+    want = np.sum(m**2 * (-2 * t * (1 - t**2)))  # tanh'' = -2 tanh (1 - tanh^2)
+    assert np.isclose(laplacian(f, method="collapsed")(X), want, rtol=1e-10)
+
+
+BINARY = ["power", "float_power", "logaddexp", "logaddexp2", "arctan2", "hypot"]
+
+
+@pytest.mark.parametrize("order", [2, 3])
+def test_collapsed_mode_composes_functions_of_one_moving_argument(order):
+    """A broadcasting function with one argument moving and the other a constant (which
+    may broadcast it) goes by composition too; with both moving, by its rule."""
+    A = RNG.uniform(0.05, 0.2, size=(3, 4))
+    C = RNG.uniform(0.5, 1.5, size=(2, 4))  # broadcasts z up to (2, 4)
+
+    def f(x):
+        z = 0.3 + x @ A
+        terms = []
+        for k, name in enumerate(BINARY):
+            fn = getattr(anp, name)
+            for y in (fn(z, C), fn(C, z), fn(z, 1.5), fn(z, z[::-1] + 0.5)):
+                terms.append(anp.sum(anp.sin(y * 0.5)) * (k + 1))
+        return anp.stack(terms)
+
+    x = RNG.uniform(0.1, 0.9, 3)
+    V, w = RNG.normal(size=(4, 3)), RNG.normal(size=4)
+    op = lambda method: differential_operator(f, V, order=order, weights=w, method=method)(x)
+    assert np.allclose(op("collapsed"), op("taylor"), rtol=1e-9, atol=1e-9)
+    if order == 2:
+        want = [np.trace(h) for h in hessian(f)(x)]
+        assert np.allclose(laplacian(f, method="collapsed")(x), want, rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -400,3 +439,16 @@ def test_every_operator_is_differentiable_in_the_parameters(make):
         return anp.sum(make(lambda x: mlp(x, w3))(X) ** 2)
 
     check_grads(g, (W3,), order=1, modes=("fwd", "rev"))
+
+
+def test_the_identity_directions_are_shared_read_only_and_only_when_small():
+    UnitRows = directional.UnitRows
+    a, b = UnitRows.eye(4, np.dtype(float)), UnitRows.eye(4, np.dtype(float))
+    assert a is b and not a.flags.writeable and np.array_equal(a, np.eye(4))
+    assert np.array_equal(a.picks, np.arange(4))
+    assert np.array_equal(a @ np.arange(12.0).reshape(4, 3), np.arange(12.0).reshape(4, 3))
+    big = UnitRows.eye(1449, np.dtype(float))  # past 2^21 elements: made for each call
+    assert big is not UnitRows.eye(1449, np.dtype(float)) and not big.flags.writeable
+    f = lambda x: anp.sum(anp.sin(x) * x)
+    x = RNG.normal(size=6)
+    assert np.isclose(laplacian(f, method="collapsed")(x), np.trace(hessian(f)(x)), rtol=1e-12)

@@ -54,7 +54,7 @@ from autodiff.errors import ConcretizationError, UnsupportedFunctionError
 from tests.backends import CoercionError, StrictArray, strict, unwrap
 from tests.jit_contract import assert_fresh, check_calls, check_captured
 from tests.registry import EXPECTED_FAILURES, OPS
-from tests.test_backends import SCIPY_ONLY
+from tests.test_backends import BACKEND_NEUTRAL, SCIPY_ONLY
 from tests.test_compiled import LOWERED
 
 COMPOSITIONS = ["jit(grad)", "grad(jit)", "vmap(jit)", "jit(vmap)", "jvp(jit)", "jit(jvp)",
@@ -104,7 +104,8 @@ def _params(test, libs, extra=None):
                 marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
                 limits = {**JIT_LIMITS, **(STRICT_LIMITS if "strict" in test else {})}
                 limit = limits.get((op.name, sample.label))
-                if "strict" in test and op.name in SCIPY_ONLY:
+                neutral = (op.name, sample.label) in BACKEND_NEUTRAL
+                if "strict" in test and op.name in SCIPY_ONLY and not neutral:
                     limit = (SCIPY_ONLY_REASON, UnsupportedFunctionError)
                 if limit is not None:
                     marks = [pytest.mark.xfail(strict=True, reason=limit[0], raises=limit[1])]

@@ -20,7 +20,8 @@ LAYERS = ["core", "debug", "rules", "interpreters", "compiler", "control", "tran
           "testing", "namespaces", "public"]  # fmt: skip
 FOLDERS = {"core": "core", "debug": "debug", "rules": "rules", "interpreters": "interpreters",
            "compiler": "compiler", "control": "control", "transforms": "transforms",
-           "testing": "testing", "numpy": "namespaces", "scipy": "namespaces"}  # fmt: skip
+           "testing": "testing", "numpy": "namespaces", "scipy": "namespaces",
+           "lax": "namespaces", "compat": "namespaces"}  # fmt: skip
 TOP_LEVEL = {"errors": "core", "": "public", "__main__": "public", "extend": "public",
              "stages": "public"}  # fmt: skip
 

@@ -282,3 +282,44 @@ def test_scipy_implementations_name_themselves_on_foreign_arrays():
     out = ast.norm.logpdf(strict(np.zeros(2)))
     np.testing.assert_allclose(np.asarray(out._a), st.norm.logpdf(np.zeros(2)))
     np.testing.assert_allclose(np.asarray(ss.gamma(strict(np.ones(2)))._a), sp.gamma(np.ones(2)))
+
+
+@pytest.mark.parametrize(
+    "assume_a",
+    [None, "gen", "sym", "her", "pos", "diagonal", "tridiagonal", "banded",
+     "upper triangular", "lower triangular"],
+)  # fmt: skip
+@pytest.mark.parametrize(("lower", "transposed"), [(False, False), (True, False), (True, True)])
+def test_linalg_solve_reads_the_entries_scipy_reads(assume_a, lower, transposed):
+    """scipy.linalg.solve's value, and its gradient in ``a`` against central differences
+    of SciPy's own function: zero exactly where SciPy does not read ``a`` (the other
+    triangle, off the diagonal or the three diagonals)."""
+    rng = np.random.default_rng(0)
+    n = 4
+    a = rng.standard_normal((n, n)) + n * np.eye(n)
+    if assume_a == "pos":
+        a = a @ a.T + np.triu(rng.standard_normal((n, n)), 1)  # garbage above: read below
+    b, ct = rng.standard_normal((n, 2)), rng.standard_normal((n, 2))
+    kw = dict(lower=lower, assume_a=assume_a, transposed=transposed)
+    np.testing.assert_allclose(sla.solve(a, b, **kw), scipy.linalg.solve(a, b, **kw), rtol=1e-10)
+    g = grad(lambda a: anp.sum(sla.solve(a, b, **kw) * ct))(a)
+    fd, eps = np.zeros_like(a), 1e-6
+    for i, j in np.ndindex(n, n):
+        e = np.zeros_like(a)
+        e[i, j] = eps
+        plus, minus = (np.sum(scipy.linalg.solve(a + s * e, b, **kw) * ct) for s in (1, -1))
+        fd[i, j] = (plus - minus) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    assert np.all((g == 0) == (np.abs(fd) < 1e-12))
+
+
+def test_linalg_solve_refuses_what_scipy_refuses():
+    a, b = np.eye(3), np.ones(3)
+    with pytest.raises(ValueError, match="assume_a must be one of"):
+        sla.solve(a, b, assume_a="triangular")
+    with pytest.raises(NotImplementedError, match="complex"):
+        sla.solve(a + 0j, b, transposed=True)
+    with pytest.raises(ValueError, match="incompatible"):
+        sla.solve(a, np.ones(4))
+    with pytest.raises(np.linalg.LinAlgError):
+        sla.solve(np.zeros((3, 3)), b)

@@ -224,6 +224,29 @@ def test_custom_vjp_and_checkpoint_pass_jets():
 # --- a primitive without a Taylor rule -----------------------------------------------------------
 
 
+@pytest.mark.parametrize("p", [2, 3, 1, 0.5, -1.5, 2.5])
+def test_powers_with_a_python_exponent_by_binomial_coefficients(p):
+    """``x ** p`` with a constant exponent composes ``binom(p, j) x0^(p-j)``: against nested
+    jvp, also at ``x0 = 0`` for integer exponents (where a recurrence would divide by 0)."""
+    x = np.abs(X) + 0.5 if p != int(p) or p < 0 else np.concatenate([X, [0.0]])
+    series = [RNG.normal(size=x.shape) for _ in range(4)]
+    for g in (lambda x: x**p, lambda x: anp.float_power(x, p), lambda x: anp.sin(x + 2) ** p):
+        y, ys = jet(g, (x,), (series,))
+        want_y, want = nested_jvp(g, x, series)
+        assert np.allclose(y, want_y) and allclose(ys, want, 1e-9)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_by_its_recurrence(name):
+    """Against nested jvp with either argument moving, both, and one broadcast."""
+    fn = getattr(anp, name)
+    C = RNG.normal(size=(2, 3))
+    for g in (lambda x: fn(x, C), lambda x: fn(0.3, x), lambda x: fn(anp.sin(x), x[::-1] * 2)):
+        y, ys = jet(g, (X,), (SERIES,))
+        want_y, want = nested_jvp(g, X, SERIES)
+        assert np.allclose(y, want_y) and allclose(ys, want, 1e-9)
+
+
 def test_a_primitive_without_a_taylor_rule_falls_back_exactly_and_warns_once():
     cube_p = Primitive("my_cube", lambda x: x**3, jvp=[lambda t, ans, x: 3 * x**2 * t])
     f = lambda x: cube_p.bind(anp.sin(x))

@@ -355,12 +355,14 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None,
             outs += "," if len(eqn.outvars) == 1 else ""
         else:
             outs = p.names[eqn.outvars[0]]
+        call = f"{fn}({', '.join(args)})"
+        line = f"{outs} = {call}" if outs else call  # (no result: an effect)
         if eqn.errstate:  # the function's own floating-point setting (core/errstate.py)
             state = w.ref(applied, "_errstate")
             lines.append(f"    with {state}({w.ref(eqn.errstate, 'state')}):")
-            lines.append(f"        {outs} = {fn}({', '.join(args)})")
+            lines.append(f"        {line}")
         else:
-            lines.append(f"    {outs} = {fn}({', '.join(args)})")
+            lines.append(f"    {line}")
         if p.free_after[i]:
             lines.append(f"    del {', '.join(p.free_after[i])}")
     if fresh and kind != "lazy":  # (Dask arrays are never written into)

@@ -22,6 +22,7 @@ itself: a product's coefficients are the convolutions of its factors') and
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import types
@@ -325,9 +326,11 @@ def multilinear_taylor(prim: Any, positions: Sequence[int] | None = None) -> Cal
         return ans, out
 
     taylor.form = "multilinear"  # type: ignore[attr-defined]
+    taylor.linear_in = positions  # type: ignore[attr-defined]  # (None: every argument)
     return taylor
 
 
+@functools.cache
 def _compositions(k: int, n: int) -> list[tuple[int, ...]]:
     """Every way of writing ``k`` as an ordered sum of ``n`` non-negative integers."""
     return [c for c in itertools.product(range(k + 1), repeat=n) if sum(c) == k]

@@ -8,8 +8,10 @@ each primitive's K-th coefficient linearly, through the JVP at the primal point:
 ``y_K`` is carried.  A ``vmap`` over the directions batches the lower coefficients; each
 primitive's rule runs on them with ``x_K = 0``, and the ``g`` it gives is summed over
 the directions at once, by unwrapping that ``vmap``'s tracers; the JVP maps the carried
-sum.  Elementwise functions go by composition with their own Taylor coefficients
-(``_elementwise``): for a Laplacian, two batched operations per function.
+sum.  Elementwise functions of one moving argument go by composition with their own
+Taylor coefficients (``_elementwise``): for a Laplacian, two batched operations per
+function; a product with one factor moving (``h @ W``) maps every coefficient through
+itself (``_linear``).
 """
 
 from __future__ import annotations
@@ -52,8 +54,14 @@ class Collapse:
             ans, out = prim.bind(*primals, **params), None
         else:
             rule = taylor_rule(prim)
-            if getattr(rule, "elementwise", False) and len(primals) == 1:
-                return self._elementwise(interp, rule, primals[0], series[0], params)
+            moving = [i for i, s in enumerate(series) if not is_zero(s)]
+            if len(moving) == 1 and not prim.multiple_results:
+                i = moving[0]  # a function of one argument (the others constants)
+                if getattr(rule, "elementwise", False):
+                    return self._elementwise(interp, rule, primals, i, series, params)
+                if getattr(rule, "form", None) == "multilinear" and i in (
+                        getattr(rule, "linear_in", None) or range(len(primals))):  # fmt: skip
+                    return self._linear(interp, prim, primals, i, series[i], params)
             ans, out = rule(primals, lower, **params)
         outs = ans if prim.multiple_results else (ans,)
         if out is None:
@@ -74,9 +82,22 @@ class Collapse:
             wrapped.append(wrap(interp, a, coefficients))
         return tuple(wrapped) if prim.multiple_results else wrapped[0]
 
-    def _elementwise(self, interp: JetInterpreter, rule: Callable, x0: Any, series: tuple,
-                     params: dict) -> Any:  # fmt: skip
-        """An elementwise function of one argument, by composition:
+    def _linear(self, interp: JetInterpreter, prim: Primitive, primals: tuple, i: int,
+                series: tuple, params: dict) -> Any:  # fmt: skip
+        """A product with one factor moving (``h @ W``): linear in it, so every
+        coefficient, the batched lower ones and the summed top, is the product itself."""
+        args = list(primals)
+
+        def at(c: Any) -> Any:
+            args[i] = c
+            return None if c is None else prim.bind(*args, **params)
+
+        return wrap(interp, prim.bind(*primals, **params), [at(c) for c in series])
+
+    def _elementwise(self, interp: JetInterpreter, rule: Callable, primals: tuple, i: int,
+                     series: tuple, params: dict) -> Any:  # fmt: skip
+        """An elementwise function of argument ``i`` alone (the others constants), by
+        composition:
         ``f(x0 + d(t)) = sum_j c_j d(t)^j`` with ``c_j = f^(j)(x0) / j!`` from the rule
         along ``x0 + t`` (unbatched: no direction in it).  The powers of ``d`` need only
         the batched lower coefficients, and each one's top coefficient is summed over the
@@ -84,8 +105,11 @@ class Collapse:
         ``c_1 x_2 + c_2 sum_r (x_1^(r))^2``, two batched operations instead of the rule's
         half dozen."""
         order = interp.order
-        ans, c = rule((x0,), ((_ones_like(x0), *(None,) * (order - 1)),), **params)
+        along = [(None,) * order] * len(primals)
+        along[i] = (_ones_like(primals[i]), *(None,) * (order - 1))
+        ans, c = rule(primals, tuple(along), **params)
         c = [ans, *c]
+        series = series[i]
         delta = [None, *series[:-1], None]  # d's coefficients 0..K (the top joins linearly)
         out = [_times(c[1], d) for d in delta[1:-1]]
         top = _times(c[1], series[-1])
@@ -152,4 +176,7 @@ def push_collapsed(fn: Callable, primals: Sequence, directions: Sequence, order:
                 tops.append(np.zeros_like(primal) if top is None else top)
         return tuple(primals_out), tuple(tops)
 
-    return vmap(per_direction, out_dims=None)(*(directions[i] for i in moving))
+    # The directions are not examples: a draw inside fn is one draw of the function
+    # whose derivatives are summed, the same in every direction ("same"; under "error"
+    # vmap would also search this fresh closure for generators at every call).
+    return vmap(per_direction, out_dims=None, randomness="same")(*(directions[i] for i in moving))

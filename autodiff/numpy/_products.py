@@ -21,17 +21,27 @@ from autodiff.core.tracer import register_numpy
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
-from autodiff.rules.products import LABELS, einsum, matmul
+from autodiff.rules.products import LABELS, einsum, jax_options, matmul
 
 __all__ = ["dot", "inner", "kron", "outer", "tensordot", "vdot", "vecdot", "matvec", "vecmat"]
 
 
 @register_numpy(np.dot)
-def dot(a, b, out=None):
+def dot(a, b, out=None, *, precision=None, preferred_element_type=None):
     """Like numpy.dot: products over the last axis of ``a`` and the
-    second-to-last of ``b`` (the last, if ``b`` is 1-D)."""
+    second-to-last of ``b`` (the last, if ``b`` is 1-D).  ``precision`` and
+    ``preferred_element_type`` as in jax.numpy.dot (the first changes nothing).
+
+    >>> import numpy as np, autodiff.numpy as anp
+    >>> anp.dot(np.ones(3), np.arange(3.0), precision="highest")
+    np.float64(3.0)
+    """
     if out is not None:
         raise NotImplementedError("dot(..., out=...) is not supported; use the returned value")
+    return jax_options(_dot(a, b), "dot", precision, preferred_element_type)
+
+
+def _dot(a, b):
     a_nd, b_nd = ndim_of(a), ndim_of(b)
     if a_nd == 0 or b_nd == 0:
         return _elt.multiply(a, b)
@@ -49,8 +59,9 @@ def dot(a, b, out=None):
 
 
 @register_numpy(np.vdot)
-def vdot(a, b, /):
-    """Like numpy.vdot: the dot product of the flattened arrays, conjugating ``a``.
+def vdot(a, b, /, *, precision=None, preferred_element_type=None):
+    """Like numpy.vdot: the dot product of the flattened arrays, conjugating ``a``
+    (``precision``, ``preferred_element_type``: as in jax.numpy.vdot).
 
     >>> import numpy as np, autodiff.numpy as anp
     >>> complex(anp.vdot(np.array([1j, 2.0]), np.array([1j, 3.0])))
@@ -61,7 +72,7 @@ def vdot(a, b, /):
         raise ValueError("vdot: vectors have different lengths")
     if dtype_of(a).kind == "c":
         a = _elt.conj(a)
-    return matmul(a, b)
+    return matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
 
 
 @register_numpy(np.vecdot)
@@ -115,9 +126,10 @@ def vecmat(x1, x2, /):
 
 
 @register_numpy(np.inner)
-def inner(a, b, /):
+def inner(a, b, /, *, precision=None, preferred_element_type=None):
     """Like numpy.inner: sums of products over the last axes of ``a`` and ``b``
-    (the result has ``a``'s other axes, then ``b``'s).
+    (the result has ``a``'s other axes, then ``b``'s; ``precision``,
+    ``preferred_element_type``: as in jax.numpy.inner).
 
     >>> import numpy as np, autodiff.numpy as anp
     >>> anp.inner(np.ones((2, 3)), np.arange(3.0)).tolist()
@@ -125,13 +137,14 @@ def inner(a, b, /):
     """
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:
-        return _elt.multiply(a, b)
+        return jax_options(_elt.multiply(a, b), "inner", precision, preferred_element_type)
     if shape_of(a)[-1] != shape_of(b)[-1]:
         raise ValueError(
             f"inner: shapes {shape_of(a)} and {shape_of(b)} not aligned in the last axis"
         )
     la, lb, c = LABELS[: na - 1], LABELS[na - 1 : na + nb - 2], LABELS[na + nb - 2]
-    return einsum(f"{la}{c},{lb}{c}->{la}{lb}", a, b)
+    return einsum(f"{la}{c},{lb}{c}->{la}{lb}", a, b, precision=precision,
+                  preferred_element_type=preferred_element_type)  # fmt: skip
 
 
 @register_numpy(np.outer)
@@ -161,9 +174,10 @@ def _axes_list(axes: Any, ndim: int) -> list[int]:
 
 
 @register_numpy(np.tensordot)
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Like numpy.tensordot: ``axes=N`` sums over ``a``'s last N and ``b``'s first N
-    axes; ``axes=(axes_a, axes_b)`` names the summed axes pairwise.
+    axes; ``axes=(axes_a, axes_b)`` names the summed axes pairwise.  ``precision`` and
+    ``preferred_element_type`` as in jax.numpy.tensordot (the first changes nothing).
 
     >>> import numpy as np, autodiff.numpy as anp
     >>> anp.tensordot(np.ones((2, 3, 4)), np.ones((3, 4, 5))).shape
@@ -191,7 +205,8 @@ def tensordot(a, b, axes=2):
     lb = "".join(la[axes_a[axes_b.index(j)]] if j in axes_b else next(extra) for j in range(nb))
     out = "".join(c for i, c in enumerate(la) if i not in axes_a)
     out += "".join(c for j, c in enumerate(lb) if j not in axes_b)
-    return einsum(f"{la},{lb}->{out}", a, b)
+    return einsum(f"{la},{lb}->{out}", a, b, precision=precision,
+                  preferred_element_type=preferred_element_type)  # fmt: skip
 
 
 @register_numpy(np.kron)

@@ -414,7 +414,9 @@ def broadcasting(
     if differentiable:
         prim.def_vjp([d and _unbroadcast_vjp(d, i) for i, d in enumerate(derivs)])
         prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
-        prim.def_taylor(linear_taylor(prim) if pairs == () else jvp_taylor(prim))
+        taylor = linear_taylor(prim) if pairs == () else jvp_taylor(prim)
+        taylor.elementwise = pairs != ()  # type: ignore[attr-defined]  # (collapsed Taylor mode)
+        prim.def_taylor(taylor)
     prim.def_batch(_broadcasting_batch(prim))
     prim.def_shape(elementwise_shape(prim))
     prim.def_lowering(ufunc_lowering(impl))

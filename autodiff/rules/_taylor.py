@@ -16,14 +16,17 @@ Elementwise functions without a recurrence here use the one derived from their J
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 __all__ = [
     "add_series",
     "by_recurrence",
+    "composed",
+    "constant_power",
     "exp_like",
     "log_like",
+    "logaddexp_like",
     "quotient",
     "reciprocal_like",
     "riccati",
@@ -182,4 +185,68 @@ def quotient(divide: Callable) -> Callable:
             q.append(_over(_minus(u[k], rest), v0))
         return q[0], q[1:]
 
+    return taylor
+
+
+def composed(c: list, xs: Sequence[Any]) -> list:
+    """Coefficients 1..K of ``f(x(t))`` from ``f``'s own, ``c[j] = f^(j)(x0) / j!``
+    (``c[0]`` unused; None for a zero), and ``x``'s ``x1..xK``: ``sum_j c_j d(t)^j`` with
+    ``d(t) = x(t) - x0``, the powers of ``d`` by Cauchy products."""
+    order = len(xs)
+    d = [None, *xs]
+    power, out = d, [_times(c[1], x) for x in xs]
+    for j in range(2, order + 1):
+        power = [_products((1, power[i], d[k - i]) for i in range(k)) for k in range(order + 1)]
+        for k in range(j, order + 1):
+            out[k - 1] = add_series(out[k - 1], _times(c[j], power[k]))
+    return out
+
+
+def _times(c: Any, x: Any) -> Any:
+    return None if c is None or x is None else c * x
+
+
+def constant_power(power: Callable, fallback: Callable) -> Callable:
+    """The Taylor rule of ``x ** p``: with ``p`` a Python number (``x**2``, ``x**0.5``),
+    by composition with ``c_j = binom(p, j) x0^(p - j)`` (no division by ``x0``, so exact
+    at ``x0 = 0`` where a recurrence is not; zero beyond ``j = p`` for an integer ``p``);
+    otherwise ``fallback`` (the rule derived from the JVP)."""
+
+    def taylor(primals, series, **params):
+        (x0, p), (xs, ps) = primals, series
+        if (isinstance(p, bool) or not isinstance(p, (int, float))
+                or any(c is not None for c in ps)):  # fmt: skip
+            return fallback(primals, series, **params)
+        c: list = [None]
+        binomial = 1.0
+        for j in range(1, len(xs) + 1):
+            binomial *= (p - j + 1) / j
+            c.append(None if binomial == 0 else (binomial * x0 if p - j == 1 else
+                     binomial * power(x0, p - j) if p - j != 0 else binomial))  # fmt: skip
+        return power(x0, p), composed(c, xs)
+
+    taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
+    return taylor
+
+
+def logaddexp_like(fn: Callable, exp: Callable, scale: float = 1.0) -> Callable:
+    """The Taylor rule of ``y = log_b(b^a + b^c)`` (``logaddexp``: ``b = e``, ``exp``;
+    ``logaddexp2``: ``b = 2``, ``exp2``, ``scale = log 2``): ``y' = s a' + u c'`` with the
+    weights ``s = b^(a - y)``, ``u = b^(c - y)``, and ``s' = scale s (a' - y')`` (``u``
+    likewise), so ``y_k = (1/k) sum_j j (a_j s_(k-j) + c_j u_(k-j))``."""
+
+    def taylor(primals, series, **params):
+        (a0, c0), (As, Cs) = primals, series
+        y = [fn(a0, c0)]
+        a, c = [a0, *As], [c0, *Cs]
+        s, u = [exp(a0 - y[0])], [exp(c0 - y[0])]
+        for k in range(1, len(a)):
+            y.append(add_series(_weighted(a, s, k), _weighted(c, u, k)))
+            for w, x in ((s, a), (u, c)):
+                moved = [None, *(_minus(x[j], y[j]) for j in range(1, k + 1))]
+                term = _weighted(moved, w, k)
+                w.append(term if term is None or scale == 1 else term * scale)
+        return y[0], y[1:]
+
+    taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
     return taylor

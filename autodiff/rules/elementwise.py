@@ -36,7 +36,7 @@ from autodiff.core.arrays import (
 from autodiff.core.index_sets import Gather, Sparsity
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
-from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
 from autodiff.errors import TransformValueError
 from autodiff.rules._helpers import (
     broadcasting,
@@ -50,8 +50,10 @@ from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 from autodiff.rules._sparsity import is_complex_operand, is_known, shape_of_operand
 from autodiff.rules._taylor import (
     by_recurrence,
+    constant_power,
     exp_like,
     log_like,
+    logaddexp_like,
     quotient,
     reciprocal_like,
     riccati,
@@ -160,9 +162,11 @@ def _power_dy(g, ans, x, y):
 power_p, power = broadcasting(
     "power", np.power, _power_dx, _power_dy, numpy=[np.power], reads=[(0, 1), (0, "ans")]
 )
+power_p.def_taylor(constant_power(power, jvp_taylor(power_p)))
 float_power_p, float_power = broadcasting(
     "float_power", np.float_power, _power_dx, _power_dy, numpy=[np.float_power]
 )
+float_power_p.def_taylor(constant_power(float_power, jvp_taylor(float_power_p)))
 
 
 def _constant_powers(rule):
@@ -255,6 +259,7 @@ logaddexp_p, logaddexp = broadcasting(
     lambda g, a, x, y: g * exp(y - a),
     numpy=[np.logaddexp],
 )
+logaddexp_p.def_taylor(logaddexp_like(logaddexp, exp))
 logaddexp2_p, logaddexp2 = broadcasting(
     "logaddexp2",
     np.logaddexp2,
@@ -262,6 +267,7 @@ logaddexp2_p, logaddexp2 = broadcasting(
     lambda g, a, x, y: g * exp2(y - a),
     numpy=[np.logaddexp2],
 )
+logaddexp2_p.def_taylor(logaddexp_like(logaddexp2, exp2, scale=_LN2))
 
 # --- trigonometric and hyperbolic ----------------------------------------------------------
 sin_p, sin = unary("sin", np.sin, lambda g, a, x: g * cos(x), numpy=[np.sin], reads=(0,))

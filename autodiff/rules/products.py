@@ -32,6 +32,7 @@ from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import Sparsity
 from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.numpy_args import warn_caller
+from autodiff.core.precision import check_precision
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import multilinear_taylor
 from autodiff.rules import compositions as _comp
@@ -165,14 +166,22 @@ def _matmul_sparsity(a, b):
     return contraction([a_term, b_term], out, [a_shape, b_shape])
 
 
+def jax_options(out, name: str, precision: Any, preferred_element_type: Any):
+    """JAX's keywords of its products: ``precision`` checked (NumPy computes in the
+    operands' dtype whatever it says), ``preferred_element_type`` the result's dtype."""
+    check_precision(precision, name)
+    return out if preferred_element_type is None else _elt.astype(out, preferred_element_type)
+
+
 @implements(matmul_p, np.matmul)
-def matmul(x1, x2, /):
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     """Like numpy.matmul (``@``): matrix products with broadcasting over stacks;
-    1-D operands act as row/column vectors."""
+    1-D operands act as row/column vectors.  ``precision`` and
+    ``preferred_element_type`` as in jax.numpy.matmul (the first changes nothing)."""
     for x in (x1, x2):
         if ndim_of(x) == 0:
             raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array)")
-    return matmul_p.bind(x1, x2)
+    return jax_options(matmul_p.bind(x1, x2), "matmul", precision, preferred_element_type)
 
 
 # --- einsum ------------------------------------------------------------------------
@@ -391,10 +400,12 @@ def _canonical_einsum(subscripts: str, operands: list) -> tuple[str, list]:
 
 
 @implements(einsum_p, np.einsum)
-def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe"):
+def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe",
+           precision=None, preferred_element_type=None):  # fmt: skip
     """Like numpy.einsum: any subscripts (``...`` broadcasting, repeated indices such
     as ``'ii->i'``, implicit output), any number of operands, or the sublist form
-    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.  ``precision`` and
+    ``preferred_element_type`` as in jax.numpy.einsum (the first changes nothing).
 
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> a = np.arange(4.0).reshape(2, 2)
@@ -416,7 +427,8 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
     if dtype is not None:
         ops = [_elt.cast(op, dtype, casting, "einsum") for op in ops]
     spec, ops = _canonical_einsum(subscripts, ops)
-    return einsum_p.bind(*ops, subscripts=spec, optimize=optimize)
+    out = einsum_p.bind(*ops, subscripts=spec, optimize=optimize)
+    return jax_options(out, "einsum", precision, preferred_element_type)
 
 
 # --- cross -------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """``autodiff.scipy.linalg``: like ``scipy.linalg``, differentiable and batchable.
 
 The primitives (``solve_triangular``, ``lu_factor``, ``expm``, ...) are declared, with
-their rules, in ``autodiff/rules/scipy_linalg.py``; their compositions (``cholesky``,
-``cho_factor``, ``cho_solve``, ``lu_solve``, ``block_diag``) are here.
-The rest of ``scipy.linalg`` has no rules here: ``anp.linalg`` has ``solve``,
-``inv``, ``det``, ``eigh``, ``svd``, ``qr``, ``pinv`` with NumPy's signatures.
+their rules, in ``autodiff/rules/scipy_linalg.py``; their compositions (``solve`` with
+SciPy's ``assume_a``, ``cholesky``, ``cho_factor``, ``cho_solve``, ``lu_solve``,
+``block_diag``) are here.  The rest of ``scipy.linalg`` has no rules here: ``anp.linalg``
+has ``inv``, ``det``, ``eigh``, ``svd``, ``qr``, ``pinv`` with NumPy's signatures.
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ require_scipy("autodiff.scipy.linalg")
 import numpy as np  # noqa: E402
 import scipy.linalg as _reference  # noqa: E402
 
-from autodiff.core.arrays import ndim_of, shape_of  # noqa: E402
+from autodiff.core.arrays import is_complex, ndim_of, shape_of  # noqa: E402
 from autodiff.core.numpy_args import wrap_namespace as _wrap_namespace  # noqa: E402
 from autodiff.numpy import _shape  # noqa: E402
+from autodiff.rules import compositions as _comp  # noqa: E402
+from autodiff.rules import elementwise as _elt  # noqa: E402
 from autodiff.rules import linalg as _lin  # noqa: E402
 from autodiff.rules import shape as _shp  # noqa: E402
 from autodiff.rules import sorting as _srt  # noqa: E402
-from autodiff.rules.linalg import _check_square  # noqa: E402
+from autodiff.rules.linalg import _T, _check_square  # noqa: E402
 from autodiff.rules.scipy_linalg import *  # noqa: E402, F403
 from autodiff.rules.scipy_linalg import __all__ as _primitives  # noqa: E402
 from autodiff.rules.scipy_linalg import (  # noqa: E402
@@ -35,7 +37,73 @@ from autodiff.rules.scipy_linalg import (  # noqa: E402
     solve_triangular,
 )
 
-_compositions = ["cholesky", "cho_factor", "cho_solve", "lu_solve", "block_diag"]
+_compositions = ["solve", "cholesky", "cho_factor", "cho_solve", "lu_solve", "block_diag"]
+
+
+# --- solve: the general solver, and the structures SciPy's assume_a names -------------------
+
+_STRUCTURES = {None: "gen", "gen": "gen", "general": "gen", "sym": "sym", "symmetric": "sym",
+               "her": "her", "hermitian": "her", "pos": "pos", "positive definite": "pos",
+               "diagonal": "diagonal", "tridiagonal": "tridiagonal", "banded": "gen",
+               "upper triangular": "upper", "lower triangular": "lower"}  # fmt: skip
+
+
+def _from_triangle(a, lower: bool, conjugate: bool):
+    """The symmetric (Hermitian) matrix whose ``lower`` (else upper) triangle ``a`` holds:
+    the other triangle's entries are not read."""
+    part = _comp.tril(a) if lower else _comp.triu(a)
+    strict = _comp.tril(a, -1) if lower else _comp.triu(a, 1)
+    mirror = _T(strict)
+    if conjugate and is_complex(a):
+        mirror = _elt.conj(mirror)
+        part = part - 1j * _comp.tril(_comp.triu(_elt.imag(part)))  # its diagonal real, as ?HESV
+    return part + mirror
+
+
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+          assume_a=None, transposed=False):  # fmt: skip
+    """Like scipy.linalg.solve: ``x`` with ``a @ x == b`` (``a.T @ x == b`` if
+    ``transposed``), stacks of matrices included; ``b`` is a vector when 1-D.
+
+    ``assume_a`` says which entries of ``a`` are read, and the derivatives say so (zero in
+    the others): ``'sym'``/``'symmetric'``, ``'her'``/``'hermitian'`` and
+    ``'pos'``/``'positive definite'`` read the ``lower`` (default: upper) triangle;
+    ``'upper triangular'``/``'lower triangular'`` that
+    triangle; ``'diagonal'`` the diagonal; ``'tridiagonal'`` three diagonals;
+    ``'gen'``/``'general'``, ``'banded'`` and None (SciPy then detects the structure from
+    the values) the whole matrix.  ``overwrite_a``, ``overwrite_b`` and ``check_finite``
+    are accepted and ignored.
+
+    >>> import numpy as np, autodiff, autodiff.scipy.linalg as sla
+    >>> a = np.array([[4.0, 1.0], [9.0, 3.0]])  # read as symmetric from its upper triangle
+    >>> sla.solve(a, np.array([1.0, 2.0]), assume_a="sym").tolist()
+    [0.09090909090909091, 0.6363636363636364]
+    >>> autodiff.grad(lambda a: sla.solve(a, np.ones(2), assume_a="sym").sum())(a)[1, 0]
+    np.float64(0.0)
+    """
+    if assume_a not in _STRUCTURES:
+        raise ValueError(f"solve: assume_a must be one of {sorted(k for k in _STRUCTURES if k)} "
+                         f"or None, not {assume_a!r}")  # fmt: skip
+    kind = _STRUCTURES[assume_a]
+    _check_square(a, "solve")
+    _check_rhs(a, b, "solve")
+    if transposed:
+        if is_complex(a):
+            raise NotImplementedError("solve: scipy.linalg.solve(..., transposed=True) is not "
+                                      "implemented for complex a (as in SciPy)")  # fmt: skip
+        a = _T(a)
+        lower = not lower  # the triangle read is transposed too
+        kind = {"upper": "lower", "lower": "upper"}.get(kind, kind)
+    if kind in ("upper", "lower"):  # (an LU solve of the triangle read: any library)
+        a = _comp.triu(a) if kind == "upper" else _comp.tril(a)
+    elif kind == "diagonal":
+        d = _shape.diagonal(a, axis1=-2, axis2=-1)
+        return b / d if ndim_of(b) == 1 else b / _shp.expand_dims(d, -1)
+    elif kind == "tridiagonal":
+        a = _comp.triu(_comp.tril(a, 1), -1)
+    elif kind in ("sym", "her", "pos"):  # (an LU solve of the matrix read: any library)
+        a = _from_triangle(a, bool(lower), conjugate=kind != "sym")
+    return _lin.solve(a, b)
 
 
 # --- Cholesky ------------------------------------------------------------------------------

@@ -18,18 +18,18 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.core.args import at_positions, check_callable, is_array
+from autodiff.core.args import at_positions, check_callable, check_flag, is_array
 from autodiff.core.graph import aval_of
 from autodiff.core.primitive import Primitive, current_interpreters
 from autodiff.core.reach import refers_to
 from autodiff.core.tracer import Tracer
-from autodiff.errors import ConcretizationError
+from autodiff.errors import ConcretizationError, TransformTypeError
 from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import vjp
 from autodiff.interpreters.sparsity import through_impl
 from autodiff.interpreters.staging import graph_function, innermost_staging, traced_impl
-from autodiff.interpreters.taylor import push_series
+from autodiff.transforms import checkpoint_policies
 
 __all__ = ["checkpoint"]
 
@@ -69,15 +69,10 @@ def _checkpoint_primitive(name: str, fn: Callable) -> CheckpointPrimitive:
     prim = CheckpointPrimitive(f"checkpoint({name})", fn, multiple_results=True, traceable=True)
     prim.base_name = name
 
-    def taylor_rule(primals, series):  # its function's, pushed through (no recomputation)
-        order = len(series[0])
-        outs, coefficients = push_series(fn, primals, series, order)
-        return tuple(outs), tuple([None] * order if c is None else c for c in coefficients)
-
     prim.def_vjp(vjp_rule, packed=True)
     prim.def_jvp(jvp_rule, packed=True)
     prim.def_batch(batch_rule)
-    prim.def_taylor(taylor_rule)
+    prim.def_taylor(checkpoint_policies.taylor_through(fn))
     prim.def_sparsity(through_impl(prim))  # its derivative is its implementation's
     return prim
 
@@ -105,7 +100,8 @@ def _reaches_tracer(obj: Any, depth: int = 4) -> bool:
     return depth > 0 and any(_reaches_tracer(part, depth - 1) for part in refers_to(obj))
 
 
-def checkpoint(func: Callable) -> Callable:
+def checkpoint(func: Callable, *, policy: Callable | None = None, prevent_cse: bool = True,
+               static_argnums: int | tuple[int, ...] = ()) -> Callable:  # fmt: skip
     """``func``, recomputed during the backward pass instead of remembered.
 
     Reverse mode normally keeps every intermediate value of ``func`` until the
@@ -113,19 +109,46 @@ def checkpoint(func: Callable) -> Callable:
     outputs and runs ``func`` again when its VJP is needed, trading compute
     for memory.  Results are unchanged under every transform (``grad``,
     ``vjp``, ``jvp``, ``vmap``, and nestings of them).  Array arguments
-    (pytrees allowed) are traced; other argument leaves are passed as they are.
+    (pytrees allowed) are traced; other argument leaves, and the arguments at
+    ``static_argnums``, are passed as they are.
+
+    ``policy`` (JAX's): which intermediate results to keep after all, one of
+    ``autodiff.checkpoint_policies`` (``dots_saveable``, ``save_only_these_names(...)``
+    with ``checkpoint_name``, ``everything_saveable``, ``nothing_saveable``, ...) or a
+    function ``policy(prim, *avals, **params) -> bool``; ``func`` is then staged, and
+    the backward pass recomputes only what the derivative rules read and nothing kept
+    (see ``autodiff/transforms/checkpoint_policies.py``).  ``prevent_cse`` is accepted
+    for JAX's sake (no pass merges a checkpoint's recomputation with its forward run).
 
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> block = autodiff.checkpoint(lambda x: anp.sin(anp.sin(x)))
     >>> float(autodiff.grad(block)(0.0))
     1.0
+    >>> dense = autodiff.checkpoint(lambda x, w: anp.tanh(x @ w),
+    ...                             policy=autodiff.checkpoint_policies.dots_saveable)
+    >>> autodiff.grad(lambda w: dense(np.ones(2), w).sum())(np.zeros((2, 2)))
+    array([[1., 1.],
+           [1., 1.]])
     """
     check_callable(func, "checkpoint")
+    check_flag(prevent_cse, "prevent_cse", "checkpoint")
+    if policy is not None and not callable(policy):
+        raise TransformTypeError(
+            f"checkpoint(..., policy={policy!r:.60}): a policy is a function (prim, *avals, "
+            f"**params) -> bool, such as autodiff.checkpoint_policies.dots_saveable"
+        )
+    if policy is checkpoint_policies.everything_saveable:
+        return func  # nothing to recompute: the plain function, whose tape keeps it all
+    if policy is checkpoint_policies.nothing_saveable:
+        policy = None
+    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
     name = getattr(func, "__name__", "function")
 
     @functools.wraps(func)
     def wrapped(*args: Any) -> Any:
-        leaves, in_tree = optree.tree_flatten(args)
+        statics = {i % len(args) for i in static}
+        dynamic = tuple(None if i in statics else a for i, a in enumerate(args))
+        leaves, in_tree = optree.tree_flatten(dynamic, none_is_leaf=True)
         traced = [i for i, leaf in enumerate(leaves) if is_array(leaf) or isinstance(leaf, float)]
         out_tree: list = []
 
@@ -135,13 +158,27 @@ def checkpoint(func: Callable) -> Callable:
                 # a copy of a plain array: func may update its input in place, which
                 # must change neither the caller's array nor the one kept to recompute
                 full[i] = value.copy() if isinstance(value, np.ndarray) else value
-            out = func(*optree.tree_unflatten(in_tree, full))
+            rebuilt = optree.tree_unflatten(in_tree, full)
+            out = func(*(args[i] if i in statics else a for i, a in enumerate(rebuilt)))
             out_leaves, tree = optree.tree_flatten(out)
             out_tree[:] = [tree]
             return tuple(out_leaves)
 
-        prim: Primitive = _checkpoint_primitive(name, flat)
         operands = [leaves[i] for i in traced]
+        if policy is not None:
+            try:
+                kept, operands, _ = checkpoint_policies.policy_checkpoint(
+                    name, flat, operands, policy
+                )
+            except ConcretizationError as e:
+                raise ConcretizationError(
+                    f"checkpoint(..., policy=...) stages {name} to choose what to keep, so "
+                    f"it cannot branch on values in Python (use autodiff.cond or "
+                    f"autodiff.numpy.where), or leave policy=None: {e}"
+                ) from e
+            outs = kept.bind(*operands)[: out_tree[0].num_leaves]  # then the kept values
+            return optree.tree_unflatten(out_tree[0], list(outs))
+        prim: Primitive = _checkpoint_primitive(name, flat)
         if innermost_staging() is not None:
             prim, operands = _closure_converted(prim, operands)
         elif current_interpreters() and _reaches_tracer(func):  # it closes over one

@@ -48,6 +48,7 @@ from autodiff.transforms import estimators as _est
 from autodiff.transforms.directional import (
     Detections,
     Problem,
+    UnitRows,
     collapsed,
     hvps,
     identity,
@@ -165,7 +166,12 @@ def laplacian(func: Callable, argnums: int = 0, *, method: str = "auto", sigma: 
             chosen = "collapsed" if V is None else "sparse"
         dtype = p.leaves[0].dtype
         if chosen in ("collapsed", "sparse"):
-            V = lift(identity(p) if S is None else np.eye(k, dtype=dtype)) if V is None else V
+            if V is None:  # every unit vector
+                V = (
+                    UnitRows.eye(p.n, np.dtype(dtype))
+                    if S is None
+                    else lift(np.eye(k, dtype=dtype))
+                )
             outs = collapsed(p, V, 2)
         elif chosen == "taylor":
             V = lift(np.eye(k, dtype=dtype))

@@ -54,6 +54,7 @@ from autodiff.transforms.sparse_jacobians import _differentiated, _flat, _split
 __all__ = [
     "Detections",
     "Problem",
+    "UnitRows",
     "collapsed",
     "colour_directions",
     "hvps",
@@ -138,9 +139,13 @@ def check_argnums(argnums: Any, who: str) -> None:
 
 def collapsed(p: Problem, V: Any, order: int, weights: Any = None) -> list:
     """``sum_r w_r D^K f[v_r]`` per output leaf (collapsed Taylor mode)."""
-    directions = p.directions(V)
-    if len(directions) == 1 and len(np.shape(p.leaves[0])) == 1:
-        directions = [UnitRows.of(directions[0])]
+    one_vector = len(p.leaves) == 1 and len(np.shape(p.leaves[0])) == 1
+    if one_vector and isinstance(V, UnitRows) and V.picks is not None:
+        directions = [V]  # (p.directions would slice it: a view, which forgets its picks)
+    else:
+        directions = p.directions(V.view(np.ndarray) if isinstance(V, UnitRows) else V)
+        if one_vector:
+            directions = [UnitRows.of(directions[0])]
     _, tops = push_collapsed(p.fn, p.leaves, directions, order, weights)
     return [t * math.factorial(order) for t in tops]
 
@@ -154,6 +159,12 @@ class UnitRows(np.ndarray):
     from it (a view, a reshape, a transpose) is computed as from a plain array."""
 
     picks: Any = None
+
+    @staticmethod
+    def eye(n: int, dtype: Any) -> UnitRows:
+        """The identity as ``UnitRows``, read-only; made once per size up to 2^21
+        elements (16 MB in float64), for each call above (not to hold it after)."""
+        return _shared_eye(n, dtype) if n * n <= 1 << 21 else _unit_eye(n, dtype)
 
     @staticmethod
     def of(V: Any) -> Any:
@@ -182,6 +193,16 @@ class UnitRows(np.ndarray):
             kwargs["out"] = tuple(x.view(np.ndarray) if isinstance(x, UnitRows) else x
                                   for x in kwargs["out"])  # fmt: skip
         return getattr(ufunc, method)(*plain, **kwargs)
+
+
+def _unit_eye(n: int, dtype: Any) -> UnitRows:
+    out = np.eye(n, dtype=dtype).view(UnitRows)
+    out.picks = np.arange(n)
+    out.setflags(write=False)
+    return out
+
+
+_shared_eye = functools.lru_cache(maxsize=8)(_unit_eye)
 
 
 def per_direction(p: Problem, V: Any, order: int) -> list:

@@ -63,6 +63,9 @@ MODULES = [
     "autodiff.scipy.signal",
     "autodiff.scipy.stats",
     "autodiff.scipy.integrate",
+    "autodiff.lax",
+    "autodiff.debug",
+    "autodiff.transforms.checkpoint_policies",
 ]
 # Where each namespace's functions are in docs/coverage.md (the registry's names).
 COVERAGE_PREFIX = {
@@ -74,6 +77,7 @@ COVERAGE_PREFIX = {
     "autodiff.scipy.linalg": "scipy.linalg.",
     "autodiff.scipy.signal": "scipy.signal.",
     "autodiff.scipy.integrate": "scipy.integrate.",
+    "autodiff.lax": "lax.",
     "autodiff.scipy.stats": "scipy.stats.",
 }
 # Inline code: the prefixes tried, in order, to find the object a name means.

@@ -41,6 +41,8 @@ FAMILIES = [
     "linalg",
     "fft",
     "special",
+    # autodiff.lax (records named "lax.<function>")
+    "convolution",
     # autodiff.scipy beyond special (records named "scipy.<module>.<function>")
     "scipy_linalg",
     "signal",
@@ -155,7 +157,12 @@ def resolve(dotted: str, lib: str) -> Callable:
     in ``autodiff.scipy.stats`` or ``scipy.stats``."""
     if dotted.startswith("special."):
         dotted = f"scipy.{dotted}"
-    obj: Any = anp if lib == "anp" else np
+    if dotted.startswith("lax.") and lib == "anp":  # autodiff.lax: JAX's names, no NumPy's
+        obj: Any = importlib.import_module("autodiff.lax")
+        for part in dotted.removeprefix("lax.").split("."):
+            obj = getattr(obj, part)
+        return obj
+    obj = anp if lib == "anp" else np
     if dotted.startswith("scipy."):
         _, module, dotted = dotted.split(".", 2)
         prefix = "autodiff.scipy" if lib == "anp" else "scipy"

@@ -77,7 +77,46 @@ def _records() -> list[OpInfo]:
         c = m.cho_factor(a, lower=lower)[0]  # SciPy keeps a's entries in the other triangle
         return c if m is sla else (np.tril(c) if lower else np.triu(c))
 
+    def not_hermitian(n):
+        """A complex matrix that is Hermitian positive definite in its upper triangle only."""
+        a = cplx(n, n) * 0.3 + 3.0 * np.eye(n)
+        return a + np.tril(cplx(n, n), -1)
+
     return [
+        op(
+            "solve",
+            [
+                s(real(3, 3) + 3 * np.eye(3), real(3), label="general,vector"),
+                s(real(2, 3, 3) + 3 * np.eye(3), real(2, 3, 2), assume_a="gen", label="stack"),
+                s(triangular(3), real(3, 2), assume_a="sym", label="sym,upper read"),
+                s(triangular(3), real(3), assume_a="sym", lower=True, label="sym,lower read"),
+                s(not_hermitian(3), cplx(3), assume_a="her", label="her,complex"),
+                s(
+                    spd(3) + np.triu(real(3, 3), 1),
+                    real(3, 2),
+                    assume_a="pos",
+                    lower=True,
+                    label="pos,lower read",
+                ),
+                s(
+                    triangular(3),
+                    real(3),
+                    assume_a="upper triangular",
+                    transposed=True,
+                    label="upper triangular,transposed",
+                ),
+                s(triangular(3), real(3, 2), assume_a="lower triangular", label="lower triangular"),
+                s(triangular(3), real(3), assume_a="diagonal", label="diagonal"),
+                s(
+                    triangular(4),
+                    real(4),
+                    assume_a="tridiagonal",
+                    transposed=True,
+                    label="tridiagonal,transposed",
+                ),
+            ],
+            sl.solve,
+        ),
         op(
             "solve_triangular",
             [
@@ -118,7 +157,13 @@ def _records() -> list[OpInfo]:
         op(
             "lu_solve",
             [
-                s(*sl.lu_factor(real(3, 3)), real(3, 2), label="matrix"),
+                # pivots that move rows (a random 3 x 3 matrix may give [2, 2, 2]: all the
+                # largest, which a redraw near them cannot change)
+                s(
+                    *sl.lu_factor(real(3, 3)[[2, 0, 1]] + 3 * np.eye(3)[[2, 0, 1]]),
+                    real(3, 2),
+                    label="matrix",
+                ),
                 s(*sl.lu_factor(real(2, 3, 3)), real(3), trans=1, label="stack,vector,trans=1"),
             ],
             lambda *args, **kwargs: lu_solve(sl, *args, **kwargs),

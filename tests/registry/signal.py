@@ -28,6 +28,27 @@ def cplx(*shape):
     return _rng.standard_normal(shape) + 1j * _rng.standard_normal(shape)
 
 
+def _autograd_form(a, b, *, axes, dot_axes, mode):
+    """HIPS autograd's convolve(A, B, axes, dot_axes, mode) by its definition: SciPy's
+    convolution of every pair of slices along the convolved axes, summed over the dot axes,
+    the other axes of A then B kept, the convolved ones last."""
+    import scipy.signal as ss
+
+    (ca, cb), (da, db) = axes, dot_axes
+    ra = [i for i in range(a.ndim) if i not in ca and i not in da]
+    rb = [i for i in range(b.ndim) if i not in cb and i not in db]
+    a, b = np.transpose(a, ra + list(da) + list(ca)), np.transpose(b, rb + list(db) + list(cb))
+    out = None
+    for i in np.ndindex(*a.shape[: len(ra)]):
+        for j in np.ndindex(*b.shape[: len(rb)]):
+            total = sum(ss.convolve(a[i + k], b[j + k], mode)
+                        for k in np.ndindex(*a.shape[len(ra) : len(ra) + len(da)]))  # fmt: skip
+            if out is None:
+                out = np.zeros(a.shape[: len(ra)] + b.shape[: len(rb)] + total.shape)
+            out[i + j] = total
+    return out
+
+
 def _records() -> list[OpInfo]:
     import scipy.signal as ss
 
@@ -45,6 +66,37 @@ def _records() -> list[OpInfo]:
                 s(real(3), real(5), mode="valid", label="valid,in2 larger"),
                 s(cplx(4), cplx(3), mode="same", label="complex,same"),
             ],
+        ),
+        OpInfo(
+            "scipy.signal.convolve",
+            [
+                s(
+                    real(3, 2, 6, 5),
+                    real(2, 4, 3, 2),
+                    axes=([2, 3], [2, 3]),
+                    dot_axes=([1], [0]),
+                    mode="valid",
+                    label="autograd's form,layer",
+                ),
+                s(
+                    real(2, 7),
+                    real(3, 4),
+                    axes=([1], [1]),
+                    dot_axes=([], []),
+                    mode="full",
+                    label="autograd's form,outer",
+                ),
+                s(
+                    real(4, 3),
+                    real(3, 6),
+                    axes=([0], [1]),
+                    dot_axes=([1], [0]),
+                    mode="same",
+                    label="autograd's form,same",
+                ),
+            ],
+            numpy_name=None,
+            reference=_autograd_form,
         ),
         op(
             "correlate",

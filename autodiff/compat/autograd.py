@@ -1,0 +1,522 @@
+"""HIPS autograd's names on autodiff: programs written for autograd run unchanged.
+
+    python -m autodiff.compat.autograd program.py [args...]
+
+runs ``program.py`` with ``import autograd...`` resolved here (``install()`` does the
+same in a running interpreter): ``autograd.numpy`` (and ``.random``, ``.linalg``,
+``.fft``) is ``autodiff.numpy``, ``autograd.scipy.*`` is ``autodiff.scipy.*``, and the
+rest is below, with autograd's signatures: its differential operators (``grad(fun,
+argnum=0)``, ``value_and_grad``, ``elementwise_grad``, ``jacobian``, ``hessian``,
+``hessian_vector_product``, ``make_vjp``, ``make_jvp``, ...), ``autograd.extend``
+(``primitive``, ``defvjp``, ``defjvp``), ``autograd.misc`` (``flatten``,
+``flatten_func``, the optimizers ``sgd``, ``rmsprop``, ``adam``, ``fixed_point``),
+``autograd.test_util.check_grads`` and ``autograd.builtins``.  autograd's tracer
+internals (``autograd.tracer``, ``Box``, ``VSpace``) have no counterpart.
+
+>>> import numpy as np
+>>> from autodiff.compat import autograd
+>>> autograd.grad(lambda x, y: np.sum(x * y), 1)(np.ones(2), np.arange(2.0))
+array([1., 1.])
+>>> autograd.elementwise_grad(np.tanh)(np.zeros(3))
+array([1., 1., 1.])
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import importlib
+import importlib.abc
+import importlib.machinery
+import inspect
+import runpy
+import sys
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import optree
+
+import autodiff.numpy as anp
+from autodiff.core.tracer import Tracer
+from autodiff.interpreters.forward import jvp as _jvp
+from autodiff.interpreters.reverse import stop_gradient
+from autodiff.interpreters.reverse import vjp as _vjp
+from autodiff.testing import check_grads as _check_grads
+from autodiff.transforms.checkpoint import checkpoint
+from autodiff.transforms.custom import custom_vjp
+
+__all__ = [
+    "checkpoint", "deriv", "elementwise_grad", "grad", "grad_and_aux", "grad_named", "hessian",
+    "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "install", "jacobian",
+    "make_hvp", "make_jvp", "make_vjp", "primitive", "tensor_jacobian_product",
+    "value_and_grad", "vector_jacobian_product",
+]  # fmt: skip
+
+
+# --- the differential operators: unary ones made n-ary, as autograd does ---------------------
+
+
+def _nary(unary: Callable) -> Callable:
+    """``unary(f, x, ...)`` as autograd's ``op(fun, argnum=0, ...)(*args, **kwargs)``: the
+    derivative with respect to positional argument ``argnum`` (a tuple: several at once,
+    taken as one tuple)."""
+
+    @functools.wraps(unary)
+    def operator(fun: Callable, argnum: int | Sequence[int] = 0, *op_args: Any, **op_kwargs: Any):
+        @functools.wraps(fun)
+        def applied(*args: Any, **kwargs: Any) -> Any:
+            many = not isinstance(argnum, int)
+
+            def of_x(x):
+                full = list(args)
+                for i, v in zip(argnum, x) if many else [(argnum, x)]:  # type: ignore[arg-type]
+                    full[i] = v
+                return fun(*full, **kwargs)
+
+            x = tuple(args[i] for i in argnum) if many else args[argnum]  # type: ignore
+            return unary(of_x, x, *op_args, **op_kwargs)
+
+        return applied
+
+    return operator
+
+
+def _one(x: Any) -> Any:
+    return optree.tree_map(lambda leaf: anp.ones_like(leaf), x)
+
+
+def _unary_vjp(f: Callable, x: Any) -> tuple[Callable, Any]:
+    ans, pullback = _vjp(f, x)
+    return (lambda g: pullback(g)[0]), ans
+
+
+def _scalar(ans: Any, what: str) -> None:
+    if np.size(ans) != 1:
+        raise TypeError(f"{what} only applies to real scalar-output functions (this one has "
+                        f"shape {np.shape(ans)}). Try jacobian, elementwise_grad or "
+                        f"holomorphic_grad.")  # fmt: skip
+
+
+@_nary
+def make_vjp(f: Callable, x: Any) -> tuple[Callable, Any]:
+    """autograd.make_vjp: ``(vjp, ans)``, ``vjp(g)`` the cotangent of the argument."""
+    return _unary_vjp(f, x)
+
+
+@_nary
+def make_jvp(f: Callable, x: Any) -> Callable:
+    """autograd.make_jvp: a function of a tangent returning ``(ans, tangent_out)``."""
+    return lambda v: _jvp(f, (x,), (v,))
+
+
+@_nary
+def grad(f: Callable, x: Any) -> Any:
+    """autograd.grad(fun, argnum=0): the gradient of a scalar-valued ``fun``."""
+    pullback, ans = _unary_vjp(f, x)
+    _scalar(ans, "grad")
+    return pullback(_one(ans))
+
+
+@_nary
+def value_and_grad(f: Callable, x: Any) -> tuple[Any, Any]:
+    """autograd.value_and_grad: ``(value, gradient)``."""
+    pullback, ans = _unary_vjp(f, x)
+    _scalar(ans, "value_and_grad")
+    return ans, pullback(_one(ans))
+
+
+@_nary
+def grad_and_aux(f: Callable, x: Any) -> tuple[Any, Any]:
+    """autograd.grad_and_aux: the gradient of the first output, and the second as it is."""
+    ans, pullback, aux = _vjp(lambda x: tuple(f(x)), x, has_aux=True)
+    return pullback(_one(ans))[0], aux
+
+
+@_nary
+def elementwise_grad(f: Callable, x: Any) -> Any:
+    """autograd.elementwise_grad: the VJP of ones (the sum of the Jacobian's rows)."""
+    pullback, ans = _unary_vjp(f, x)
+    return pullback(_one(ans))
+
+
+@_nary
+def deriv(f: Callable, x: Any) -> Any:
+    """autograd.deriv: the JVP along ones."""
+    return _jvp(f, (x,), (_one(x),))[1]
+
+
+@_nary
+def jacobian(f: Callable, x: Any) -> Any:
+    """autograd.jacobian: shape ``out.shape + x.shape``, one VJP per output element."""
+    pullback, ans = _unary_vjp(f, x)
+    shape, n = np.shape(ans), int(np.size(ans))
+    basis = np.eye(n).reshape((n, *shape)) if shape else np.ones((1,))
+    rows = [pullback(anp.asarray(b, dtype=anp.result_type(ans))) for b in basis]
+    return anp.reshape(anp.stack(rows), shape + np.shape(x))
+
+
+@_nary
+def holomorphic_grad(f: Callable, x: Any) -> Any:
+    """autograd.holomorphic_grad: the gradient of the real part."""
+    return grad(lambda x: anp.real(f(x)))(x)
+
+
+@_nary
+def hessian(f: Callable, x: Any) -> Any:
+    """autograd.hessian: the Jacobian of the Jacobian."""
+    return jacobian(jacobian(f))(x)
+
+
+@_nary
+def make_hvp(f: Callable, x: Any) -> tuple[Callable, Any]:
+    """autograd.make_hvp: ``(hvp, grad)`` at ``x``."""
+    return _unary_vjp(grad(f), x)
+
+
+def grad_named(fun: Callable, argname: str) -> Callable:
+    """autograd.grad_named: the gradient with respect to a named argument."""
+    return grad(fun, list(inspect.signature(fun).parameters).index(argname))
+
+
+def hessian_tensor_product(fun: Callable, argnum: int = 0) -> Callable:
+    """autograd.hessian_tensor_product (also hessian_vector_product): a function of
+    ``(*args, tensor)`` returning the Hessian times ``tensor``."""
+    fun_grad = grad(fun, argnum)
+
+    def dotted(*args: Any, **kwargs: Any) -> Any:
+        *rest, tensor = args
+        return anp.tensordot(fun_grad(*rest, **kwargs), tensor, np.ndim(tensor))
+
+    return grad(dotted, argnum)
+
+
+hessian_vector_product = hessian_tensor_product
+
+
+def tensor_jacobian_product(fun: Callable, argnum: int = 0) -> Callable:
+    """autograd.tensor_jacobian_product (also vector_jacobian_product): a function of
+    ``(*args, tensor)`` returning ``tensor`` times the Jacobian."""
+
+    def dotted(*args: Any, **kwargs: Any) -> Any:
+        *rest, tensor = args
+        return anp.tensordot(tensor, fun(*rest, **kwargs), axes=np.ndim(tensor))
+
+    return jacobian(dotted, argnum)
+
+
+vector_jacobian_product = tensor_jacobian_product
+
+
+# --- autograd.extend: user primitives ----------------------------------------------------------
+
+
+def _is_value(x: Any) -> bool:
+    return isinstance(x, (Tracer, np.ndarray, np.generic, float, complex)) and not isinstance(
+        x, bool
+    )
+
+
+def primitive(fun: Callable) -> Callable:
+    """autograd.extend.primitive: ``fun`` gets its derivatives from ``defvjp`` (and
+    ``defjvp``) instead of from its body; arguments that are not arrays or floats (functions,
+    integers, containers) are passed through undifferentiated."""
+
+    @functools.wraps(fun)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        leaves = optree.tree_leaves((args, kwargs))
+        if not any(isinstance(leaf, Tracer) for leaf in leaves):
+            return fun(*args, **kwargs)
+        diff = [i for i, a in enumerate(args) if _is_value(a) and i in wrapped.vjps]  # type: ignore
+        if not diff:
+            return fun(*args, **kwargs)
+
+        def call(*values):
+            full = list(args)
+            for i, v in zip(diff, values):
+                full[i] = v
+            return fun(*full, **kwargs)
+
+        rule = custom_vjp(call)
+
+        def fwd(*values):
+            ans = call(*values)
+            return ans, (ans, values)
+
+        def bwd(res, g):
+            ans, values = res
+            full = list(args)
+            for i, v in zip(diff, values):
+                full[i] = v
+            return tuple(wrapped.vjps[i](ans, *full, **kwargs)(g) for i in diff)  # type: ignore
+
+        rule.defvjp(fwd, bwd)
+        return rule(*(args[i] for i in diff))
+
+    wrapped.vjps = {}  # type: ignore[attr-defined]
+    wrapped.jvps = {}  # type: ignore[attr-defined]
+    return wrapped
+
+
+def defvjp(fun: Callable, *vjpmakers: Callable | None, argnums: Sequence[int] | None = None
+           ) -> None:  # fmt: skip
+    """autograd.extend.defvjp: ``vjpmaker(ans, *args, **kwargs)`` returns the function of
+    ``g`` giving argument ``i``'s cotangent (None: no derivative there)."""
+    for i, maker in zip(range(len(vjpmakers)) if argnums is None else argnums, vjpmakers):
+        if maker is not None:
+            fun.vjps[i] = maker  # type: ignore[attr-defined]
+
+
+def defjvp(fun: Callable, *jvpfuns: Callable | None, argnums: Sequence[int] | None = None
+           ) -> None:  # fmt: skip
+    """autograd.extend.defjvp: kept for completeness; the VJPs given by ``defvjp`` serve
+    forward mode too (autodiff transposes them)."""
+    for i, rule in zip(range(len(jvpfuns)) if argnums is None else argnums, jvpfuns):
+        if rule is not None:
+            fun.jvps[i] = rule  # type: ignore[attr-defined]
+
+
+def notrace_primitive(fun: Callable) -> Callable:
+    """autograd.extend.notrace_primitive: ``fun`` of plain values (no derivative)."""
+    return lambda *args, **kwargs: fun(*stop_gradient(args), **kwargs)
+
+
+# --- autograd.misc: flatten, optimizers, fixed points -----------------------------------------
+
+
+def _flat_leaves(value: Any) -> list:
+    if type(value) in (list, tuple):
+        return [leaf for v in value for leaf in _flat_leaves(v)]
+    if type(value) is dict:
+        return [leaf for k in sorted(value) for leaf in _flat_leaves(value[k])]
+    return [value]
+
+
+def _rebuild(value: Any, parts: Any) -> Any:
+    if type(value) in (list, tuple):
+        return type(value)(_rebuild(v, parts) for v in value)
+    if type(value) is dict:
+        return {k: _rebuild(value[k], parts) for k in sorted(value)}
+    piece = next(parts)
+    return anp.reshape(piece, np.shape(value)) if np.ndim(value) else piece[0]
+
+
+def flatten(value: Any) -> tuple[Any, Callable]:
+    """autograd.misc.flatten: nested tuples, lists and dicts (keys sorted) of arrays as
+    one vector, and the function that rebuilds them."""
+    leaves = _flat_leaves(value)
+    flat = anp.concatenate([anp.ravel(x) for x in leaves]) if leaves else np.zeros(0)
+    sizes = [int(np.size(x)) for x in leaves]
+
+    def unflatten(vector: Any) -> Any:
+        cuts = np.cumsum(sizes)[:-1].tolist()
+        return _rebuild(value, iter(anp.split(vector, cuts) if sizes else []))
+
+    return flat, unflatten
+
+
+def flatten_func(func: Callable, example: Any) -> tuple[Callable, Callable, Any]:
+    """autograd.misc.flatten_func: ``func`` as a function of one flat vector."""
+    flat, unflatten = flatten(example)
+    return (lambda x, *args: flatten(func(unflatten(x), *args))[0]), unflatten, flat
+
+
+def _flat_optimizer(step: Callable) -> Callable:
+    """An optimizer of flat vectors as one of any nesting (autograd's convention):
+    ``optimizer(grad, x0, callback=None, num_iters=..., ...)``, ``grad(x, i)``,
+    ``callback(x, i, g)``."""
+
+    @functools.wraps(step)
+    def optimize(grad: Callable, x0: Any, callback: Callable | None = None, *args, **kwargs):
+        flat, unflatten = flatten(x0)
+        flat_grad = lambda x, i: flatten(grad(unflatten(x), i))[0]
+        flat_callback = None if callback is None else (
+            lambda x, i, g: callback(unflatten(x), i, unflatten(g)))  # fmt: skip
+        return unflatten(step(flat_grad, flat, flat_callback, *args, **kwargs))
+
+    return optimize
+
+
+@_flat_optimizer
+def sgd(grad, x, callback=None, num_iters=200, step_size=0.1, mass=0.9):
+    """autograd.misc.optimizers.sgd: gradient descent with momentum."""
+    velocity = np.zeros(len(x))
+    for i in range(num_iters):
+        g = grad(x, i)
+        if callback:
+            callback(x, i, g)
+        velocity = mass * velocity - (1.0 - mass) * g
+        x = x + step_size * velocity
+    return x
+
+
+@_flat_optimizer
+def rmsprop(grad, x, callback=None, num_iters=100, step_size=0.1, gamma=0.9, eps=1e-8):
+    """autograd.misc.optimizers.rmsprop."""
+    mean_square = np.ones(len(x))
+    for i in range(num_iters):
+        g = grad(x, i)
+        if callback:
+            callback(x, i, g)
+        mean_square = mean_square * gamma + g**2 * (1 - gamma)
+        x = x - step_size * g / (np.sqrt(mean_square) + eps)
+    return x
+
+
+@_flat_optimizer
+def adam(grad, x, callback=None, num_iters=100, step_size=0.001, b1=0.9, b2=0.999, eps=1e-8):
+    """autograd.misc.optimizers.adam (Kingma and Ba, with bias correction)."""
+    m, v = np.zeros(len(x)), np.zeros(len(x))
+    for i in range(num_iters):
+        g = grad(x, i)
+        if callback:
+            callback(x, i, g)
+        m = (1 - b1) * g + b1 * m
+        v = (1 - b2) * g**2 + b2 * v
+        x = x - step_size * (m / (1 - b1 ** (i + 1))) / (np.sqrt(v / (1 - b2 ** (i + 1))) + eps)
+    return x
+
+
+def _iterate(step: Callable, x0: Any, distance: Callable, tol: float) -> Any:
+    x, previous = step(x0), x0
+    while distance(x, previous) > tol:
+        x, previous = step(x), x
+    return x
+
+
+def fixed_point(f: Callable, a: Any, x0: Any, distance: Callable, tol: float) -> Any:
+    """autograd.misc.fixed_points.fixed_point: iterate ``x = f(a)(x)`` from ``x0`` until
+    ``distance(x, previous) <= tol``; differentiable in ``a`` by the implicit function
+    theorem (the adjoint is a fixed-point iteration too)."""
+
+    @custom_vjp
+    def solve(a):
+        return _iterate(f(a), x0, distance, tol)
+
+    def fwd(a):
+        x = solve(a)
+        return x, (a, x)
+
+    def bwd(res, g):
+        a, x = res
+        pull_x = _unary_vjp(f(a), x)[0]
+        adjoint = _iterate(lambda y: pull_x(y) + g, anp.zeros_like(x), distance, tol)
+        return (_unary_vjp(lambda a: f(a)(x), a)[0](adjoint),)
+
+    solve.defvjp(fwd, bwd)
+    return solve(a)
+
+
+# --- autograd.test_util -------------------------------------------------------------------------
+
+
+@_nary
+def check_grads(f: Callable, x: Any, modes: Sequence[str] | None = None, order: int = 2) -> None:
+    """autograd.test_util.check_grads(fun, argnum=0, modes=["fwd", "rev"], order=2)(*args)."""
+    _check_grads(f, (x,), order=order, modes=tuple(modes or ("fwd", "rev")))
+
+
+# --- the modules a program imports --------------------------------------------------------------
+
+_SUBMODULES: dict[str, Callable[[], dict[str, Any]]] = {
+    "extend": lambda: dict(
+        primitive=primitive, defvjp=defvjp, defjvp=defjvp, notrace_primitive=notrace_primitive
+    ),
+    "misc": lambda: dict(flatten=flatten),
+    "misc.flatten": lambda: dict(flatten=flatten, flatten_func=flatten_func),
+    "misc.optimizers": lambda: dict(sgd=sgd, rmsprop=rmsprop, adam=adam),
+    "misc.fixed_points": lambda: dict(fixed_point=fixed_point),
+    "test_util": lambda: dict(check_grads=check_grads),
+    "builtins": lambda: dict(
+        tuple=builtins.tuple,
+        list=builtins.list,
+        dict=builtins.dict,
+        isinstance=builtins.isinstance,
+        type=builtins.type,
+    ),
+    "util": lambda: dict(func=lambda f: f),
+}
+# autograd's modules that are autodiff's own
+_ALIASES = {"numpy": "autodiff.numpy", "numpy.random": "autodiff.numpy.random",
+            "numpy.linalg": "autodiff.numpy.linalg", "numpy.fft": "autodiff.numpy.fft",
+            "scipy": "autodiff.scipy", "scipy.special": "autodiff.scipy.special",
+            "scipy.stats": "autodiff.scipy.stats", "scipy.signal": "autodiff.scipy.signal",
+            "scipy.integrate": "autodiff.scipy.integrate",
+            "scipy.linalg": "autodiff.scipy.linalg"}  # fmt: skip
+
+
+class _FlattenModule(types.ModuleType):
+    """``autograd.misc.flatten``, a module that is also the function: importing the module
+    makes it the attribute ``flatten`` of ``autograd.misc``, where programs call it."""
+
+    def __call__(self, value: Any) -> tuple[Any, Callable]:
+        return flatten(value)
+
+
+def _module(name: str) -> types.ModuleType | None:
+    """The module ``autograd.<name>`` stands for, or None."""
+    if not name:
+        return importlib.import_module("autodiff.compat.autograd")
+    if name in _ALIASES:
+        return importlib.import_module(_ALIASES[name])
+    if name in _SUBMODULES:
+        kind = _FlattenModule if name == "misc.flatten" else types.ModuleType
+        module = kind(f"autograd.{name}")
+        module.__dict__.update(_SUBMODULES[name]())
+        module.__path__ = []  # a package: its submodules import too
+        return module
+    if name == "scipy.misc":  # autograd's old home of logsumexp
+        module = types.ModuleType("autograd.scipy.misc")
+        module.logsumexp = importlib.import_module("autodiff.scipy.special").logsumexp  # type: ignore
+        return module
+    if name.startswith("scipy.stats."):  # a distribution imported as a module
+        dist = getattr(importlib.import_module("autodiff.scipy.stats"), name.split(".")[-1], None)
+        if dist is None:
+            return None
+        module = types.ModuleType(f"autograd.{name}")
+        module.__dict__.update({k: getattr(dist, k) for k in dir(dist) if not k.startswith("_")})
+        return module
+    return None
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves ``autograd`` and its submodules to the modules above."""
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: ARG002  (the protocol's)
+        if fullname != "autograd" and not fullname.startswith("autograd."):
+            return None
+        if _module(fullname.removeprefix("autograd").removeprefix(".")) is None:
+            return None  # autograd's internals: the import fails as usual
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec):
+        module = _module(spec.name.removeprefix("autograd").removeprefix("."))
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+_FINDER = _Finder()
+
+
+def install() -> None:
+    """Make ``import autograd...`` resolve to autodiff from now on in this interpreter (a
+    real autograd imported before stays; one installed but not imported is not seen)."""
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+
+
+def main(argv: Sequence[str]) -> None:
+    """``python -m autodiff.compat.autograd program.py [args...]``."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1])
+        return
+    install()
+    sys.argv = list(argv)
+    runpy.run_path(argv[0], run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
