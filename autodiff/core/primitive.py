@@ -332,11 +332,12 @@ class Primitive:
         else its abstract value.  Without one, every output element depends on every
         input element (safe, never wrong).
     lowering
-        Optional, for ``jit``'s compiling tier: how the primitive is written as code numba
-        compiles, a ``core.lowering.Elementwise`` (a scalar function applied to each
-        element; equations of one shape fuse into one loop) or ``Emitter`` (source for
-        whole arrays).  Without one, the primitive is a NumPy call between compiled
-        regions (``core/lowering.py``).
+        Optional, for ``jit``'s compiling tier: how the primitive is compiled, one of
+        ``core/lowering.py``'s kinds: ``Elementwise`` (a NumPy ufunc, or a traced scalar
+        function, applied to each element; equations of one shape fuse into one loop),
+        ``Reduction``, ``View``, ``Gufunc`` or ``Emitter`` (code written with the
+        backend's context).  Without one, the primitive is a NumPy call between compiled
+        regions.
     taylor
         Optional, for Taylor mode (``jet`` and the differential operators):
         ``taylor(primals, series, **params) -> (ans, series_out)`` pushes a truncated
