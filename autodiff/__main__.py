@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     print("\njit: staged once per input signature, then replayed as straight-line NumPy")
     loss = lambda w, v: anp.sum(anp.tanh(v @ w) ** 2)
     weights, inputs = rng.normal(size=3), rng.normal(size=(2, 3))
-    fast = jit(grad(loss), compile=False)  # (compile=True: numba kernels, on the 2nd call)
+    fast = jit(grad(loss), compile=False)  # (compile=True: LLVM kernels, on the 2nd call)
     _show("jit(grad(loss))(w, x) == grad(loss)(w, x)", fast(weights, inputs),
           grad(loss)(weights, inputs))  # fmt: skip
     print("    the program it replays, print(make_graph(grad(loss))(w, x)), begins:")

@@ -18,6 +18,7 @@ __all__ = [
     "AutodiffError",
     "AutodiffWarning",
     "ConcretizationError",
+    "ConvergenceError",
     "LeakedTracerError",
     "MissingRuleError",
     "NonFiniteError",
@@ -58,6 +59,12 @@ class ConcretizationError(AutodiffError, TypeError):
     the batch), and by ``np.asarray()`` on any traced value (the conversion
     would silently drop derivatives).
     """
+
+
+class ConvergenceError(AutodiffError, RuntimeError):
+    """A solver did not converge where its solution was to be differentiated
+    (``autodiff.scipy.optimize``, ``autodiff.scipy.sparse.linalg``): the implicit
+    function theorem holds at a solution, not at wherever the iterations stopped."""
 
 
 class LeakedTracerError(AutodiffError, RuntimeError):

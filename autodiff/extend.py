@@ -19,9 +19,10 @@ staging (``def_shape``, returning a ``ShapedArray``), a sparsity rule for sparsi
 detection (``def_sparsity``, returning a ``Sparsity`` of ``Gather``, ``Groups``,
 ``Edges`` or ``ALL`` reads; ``moves(impl)`` makes one for a function that only moves
 elements) and a lowering for ``jit``'s compiling tier (``def_lowering``: an
-``Elementwise`` scalar function or an ``Emitter`` writing source, which raises
-``NotLowered`` for what it cannot express); ``docs/extending.md`` gives a primitive all
-of them, with the buffer contract an ``Emitter`` keeps.
+``Elementwise`` scalar function, a ``Reduction``, a ``View``, a ``Gufunc``, or an
+``Emitter`` writing statements, which raises ``NotLowered`` for what it cannot
+express); ``docs/extending.md`` gives a primitive all of them, with the contract an
+``Emitter`` keeps.
 
 Write a transform by subclassing ``Interpreter`` and ``Tracer`` and
 registering its methods of the dispatch points ``lift`` and ``process``,
@@ -35,7 +36,7 @@ from autodiff.control.common import ControlFlowPrimitive
 from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import ALL, Edges, Gather, Groups, Sparsity
-from autodiff.core.lowering import Elementwise, Emitter, NotLowered
+from autodiff.core.lowering import Elementwise, Emitter, Gufunc, NotLowered, Reduction, View
 from autodiff.core.primitive import (
     Interpreter,
     Primitive,
@@ -68,14 +69,17 @@ __all__ = [
     "Edges",
     "Elementwise",
     "Emitter",
+    "Gufunc",
     "Gather",
     "Groups",
     "Interpreter",
     "NotLowered",
+    "Reduction",
     "Primitive",
     "ShapedArray",
     "Sparsity",
     "Tracer",
+    "View",
     "bring_to_front",
     "broadcasting",
     "check_live",

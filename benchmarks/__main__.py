@@ -1,6 +1,6 @@
 """Run every workload and write benchmarks/results.md.
 
-    python -m benchmarks            # about three minutes
+    python -m benchmarks            # about ten minutes
     python -m benchmarks --quick    # fewer rounds, for a quick look
 
 Peers run when installed (``pip install -e ".[bench]"``): HIPS autograd, JAX
@@ -32,7 +32,20 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from benchmarks import _harness as h  # noqa: E402
-from benchmarks import control_flow, eager, first_call, fluid, loops, ode, sparse, why  # noqa: E402
+from benchmarks import (  # noqa: E402
+    compile_times,
+    control_flow,
+    eager,
+    first_call,
+    first_seconds,
+    fluid,
+    large_arrays,
+    loops,
+    ode,
+    solvers,
+    sparse,
+    why,
+)
 from benchmarks import workloads as w  # noqa: E402
 
 REFERENCE = "reference (NumPy by hand)"
@@ -82,6 +95,15 @@ def main() -> None:
                   f"jit(compile=False) ≤ {NOISE}: the compiling tier makes it no slower "
                   f"(fastest rounds {fastest(rows, JIT, REPLAY):.2f})")  # fmt: skip
 
+    def versus_jax(workload: str, rows: list, jax: str) -> None:
+        """jit (compile="auto", settled after its first calls) against JAX jit: issue 31's
+        goal for the dense rows, where XLA fuses (W2/W5 are matmuls: both call a BLAS)."""
+        by = {r.system: r.median for r in rows}
+        if jax in by:
+            check(f"{workload} jit", by[JIT] / by[jax], 1.0,
+                  f"jit (compile='auto', settled) x JAX jit ≤ 1.0 (fastest rounds "
+                  f"{fastest(rows, JIT, jax):.2f})")  # fmt: skip
+
     # W1
     rows = h.interleave(w.w1_grad_systems(), REFERENCE, rounds=rounds, inner=10, rtol=1e-9,
                         info=("JAX (jit)",))  # fmt: skip
@@ -125,6 +147,7 @@ def main() -> None:
         check(name, ratio, limit, f"x reference ≤ {limit}")
         reasons[name] = lambda name=name, rows=rows: why.near_reference(name, rows)
         no_slower(name, rows, "autodiff")
+        versus_jax(name, rows, "JAX (jit)")
 
     ref3 = "reference (NumPy by hand, batched)"
     rows = h.interleave(w.w3_systems(), ref3, rounds=max(rounds // 2, 3), rtol=1e-9,
@@ -139,6 +162,7 @@ def main() -> None:
     targets.append(("W3", "faster than our own loop ≥ 3x", speedup,
                     "reached" if speedup >= 3 else "**missed**"))  # fmt: skip
     no_slower("W3", rows, "autodiff vmap(grad)")
+    versus_jax("W3", rows, "JAX vmap(grad) (jit)")
 
     rows = h.interleave(w.w4_systems(), REFERENCE, rounds=rounds, inner=20, rtol=1e-9,
                         info=("JAX (jit)",))  # fmt: skip
@@ -152,6 +176,7 @@ def main() -> None:
           f"(fastest rounds {fastest(rows, JIT, REPLAY):.2f})")  # fmt: skip
     check("W4 jit", by4[JIT] / by4[REFERENCE], 5.0, "jit(hessian(f)) x the analytic formula ≤ 5 "
           f"(fastest rounds {fastest(rows, JIT, REFERENCE):.2f})")  # fmt: skip
+    versus_jax("W4", rows, "JAX (jit)")
 
     try:  # the eager path with main's code and with this checkout, alternating processes
         before_after = eager.measure("main")
@@ -189,11 +214,14 @@ def main() -> None:
     lines, loop_targets = loops.report(rounds=rounds)
     report += lines
     targets += loop_targets
-    reasons["L3"] = loops.why
     if ode.HAVE_SCIPY:  # O1: odeint's gradient against its forward solve
         ode_lines, ode_targets = ode.report(rounds=rounds)
         report += ode_lines
         targets += ode_targets
+    if solvers.HAVE_SCIPY:  # S1-S3: gradients through solve_ivp, minimize, spsolve
+        solver_lines, solver_targets = solvers.report(rounds=rounds)
+        report += solver_lines
+        targets += solver_targets
     lines, control_targets = control_flow.report(rounds=rounds)
     report += lines
     targets += control_targets
@@ -201,6 +229,22 @@ def main() -> None:
     lines, sparse_targets = sparse.report(rounds=rounds)
     report += lines
     targets += sparse_targets
+    lines, compile_targets = compile_times.report(rounds=1 if quick else 3)
+    report += ["## Time to compiled code against JAX jit's first call", "",
+               "Each program in fresh processes, an empty kernel cache then the one it filled "
+               "(`python -m benchmarks.compile_times`); seconds, medians.", "", *lines]  # fmt: skip
+    targets += compile_targets
+    lines, seconds_targets = first_seconds.report()
+    report += ["## compile='auto' over a program's first seconds", "",
+               "Each program in a fresh process with an empty kernel cache, called for a few "
+               "seconds (`python -m benchmarks.first_seconds`): the longest call, when the "
+               "kernels arrive, the last second against JAX jit.", "", *lines]  # fmt: skip
+    targets += seconds_targets
+    lines, large_targets = large_arrays.report(3 if quick else 7)
+    report += ["## Fused chains and reductions on large arrays", "",
+               "Process CPU time, interleaved, medians (`python -m benchmarks.large_arrays`); "
+               "compiled results checked bit for bit against NumPy's.", "", *lines]  # fmt: skip
+    targets += large_targets
     report += h.targets_table(targets)
     missed = sorted({wl for wl, _, _, verdict in targets if "missed" in verdict})
     if missed:

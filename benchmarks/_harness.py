@@ -85,11 +85,14 @@ def interleave(
     rtol: float = 1e-7,
     info: tuple[str, ...] = (),
     shuffle: bool = False,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> list[Row]:
     """Check every system against ``reference``, then time them interleaved.  With
     ``shuffle`` each round runs them in a new order (seeded): a system that runs right
     after one that allocates a lot pays for the memory given back, and a fixed order
-    would charge that to the same system every round."""
+    would charge that to the same system every round.  ``clock``: wall time, or
+    ``time.process_time``, the process's CPU time, which other jobs on a shared machine
+    disturb far less (for single-threaded systems)."""
     systems = {name: settled(name, run) for name, run in systems.items()}
     want = systems[reference]()
     rows = {name: Row(name) for name in systems}
@@ -104,11 +107,11 @@ def interleave(
         if shuffle:
             rng.shuffle(order)
         for name, run in order:
-            start, start_cpu = time.perf_counter(), time.process_time()
+            start, start_cpu = clock(), time.process_time()
             for _ in range(inner):
                 run()
             rows[name].cpu.append((time.process_time() - start_cpu) / inner)
-            rows[name].times.append((time.perf_counter() - start) / inner)
+            rows[name].times.append((clock() - start) / inner)
     return list(rows.values())
 
 
@@ -157,6 +160,37 @@ def targets_table(targets: list[tuple[str, str, float, str]]) -> list[str]:
     return ["## Targets", "", "| workload | target | measured | verdict |", "|---|---|---|---|",
             *[f"| {wl} | {t} | {'-' if v != v else f'{v:.3g}'} | {verdict} |"
               for wl, t, v, verdict in targets], ""]  # fmt: skip
+
+
+def standalone(title: str, command: str, report: Callable, out: Any, note: str = "") -> None:
+    """A workload module's ``main``: bound to one core, ``report(rounds)`` run (5 rounds
+    with ``--quick``, else 15), its tables and targets written to ``out`` (a path) with
+    the environment, and printed."""
+    import datetime
+
+    if hasattr(os, "sched_setaffinity"):  # one core, as python -m benchmarks runs
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    started = time.perf_counter()
+    rounds = 5 if "--quick" in sys.argv else 15
+    lines, targets = report(rounds)
+    text = [
+        f"# {title}",
+        "",
+        f"`{command}`, {datetime.date.today().isoformat()}. One thread; the systems of a "
+        f"table run in the same process, interleaved round by round; times are medians "
+        f"(and min-max) over {rounds} rounds; every system's result is checked against "
+        f"its table's first row's first{note}.",
+        "",
+        *environment(),
+        "",
+        *lines,
+        *targets_table(targets),
+        f"Run time: {time.perf_counter() - started:.0f} s.",
+        "",
+    ]
+    out.write_text("\n".join(text))
+    print("\n".join(lines + text[text.index("## Targets") :]))
+    print(f"wrote {out}")
 
 
 def environment() -> list[str]:

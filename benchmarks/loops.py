@@ -14,13 +14,15 @@ per library; the systems run in one process, interleaved round by round, on one 
   RK4 ``scan`` of 100 steps, ``jit(f)``;
 - L3: the gradient of a tanh RNN (hidden 32, batch 8, 100 steps) through
   ``scan(checkpoint=True)`` (``jax.checkpoint`` of the step in JAX), ``jit(grad(f))``;
-- L4: ``vmap`` of a Newton ``while_loop`` (Kepler's equation for 256 anomalies), ``jit``.
+- L4: ``vmap`` of a Newton ``while_loop`` (Kepler's equation for 256 anomalies), ``jit``;
+- L5-L8, programs of the same kinds written afresh (not tuned on): the implicit gradient
+  of another fixed point (``x = cos(a x)``); a spring pendulum's Lagrangian in an RK4
+  ``scan``; the gradient of a gated RNN's ``scan`` (no checkpoint); ``vmap`` of Newton's
+  method for ``x**3 + x = c``.
 
 Rows: JAX jit (the reference), autodiff's replay (``jit(f, compile=False)``: NumPy calls,
-the loop in Python) and its compiling tier (``jit(f, compile=True)``: numba kernels).
-The first-call table gives each system's first and second calls, and the compile times:
-autodiff's kernels with an empty cache on disk and loaded from it, against JAX's
-``jit(f).lower(x).compile()``.
+the loop in Python) and its compiling tier (``jit(f, compile=True)``: LLVM kernels).
+Compile times are ``benchmarks/compile_times.py``'s.
 """
 
 from __future__ import annotations
@@ -33,21 +35,17 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import contextlib  # noqa: E402
 import datetime  # noqa: E402
-import json  # noqa: E402
 import pathlib  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import autodiff  # noqa: E402
 import autodiff.numpy as anp  # noqa: E402
-from autodiff.compiler import numba_tier  # noqa: E402
+from autodiff.compiler.stages import default_backend  # noqa: E402
 from benchmarks import _harness as h  # noqa: E402
 from benchmarks.workloads import HAVE  # noqa: E402
 
@@ -55,10 +53,13 @@ if HAVE["jax"]:
     import jax
     import jax.numpy as jnp
 
+    if "jax_cpu_enable_async_dispatch" in jax.config.values:  # its work in the calling
+        jax.config.update("jax_cpu_enable_async_dispatch", False)  # thread: CPU time is fair
+
 JAX = "JAX jit"
 REPLAY = "autodiff jit, replay (compile=False)"
 COMPILED = "autodiff jit, compiled (compile=True)"
-LIMIT = 1.5  # the issue's target: compiled x JAX jit
+LIMIT = 1.0  # issue 31's target: compiled x JAX jit
 OUT = pathlib.Path(__file__).with_name("results-loops.md")
 
 
@@ -169,6 +170,112 @@ def kepler(lib: Any, while_loop: Callable, vmap: Callable, e: float = 0.6) -> Ca
     return vmap(solve)
 
 
+def fixed_point_cos_loss(lib: Any, custom_vjp: Callable, while_loop: Callable,
+                         vjp: Callable) -> Callable:  # fmt: skip
+    """L5: sum(x) for x = cos(a x) per element, by iteration; the gradient by the
+    implicit function theorem (the adjoint another fixed point)."""
+
+    def step(a, x):
+        return lib.cos(a * x)
+
+    def solve(a):
+        def cond(c):
+            return lib.max(lib.abs(c[0] - c[1])) > 1e-13
+
+        return while_loop(cond, lambda c: (c[1], step(a, c[1])), (a * 0.0, step(a, a * 0.0)))[1]
+
+    root = custom_vjp(solve)
+
+    def fwd(a):
+        x = solve(a)
+        return x, (a, x)
+
+    def bwd(res, x_bar):
+        a, x = res
+        _, vjp_x = vjp(lambda v: step(a, v), x)
+
+        def cond(c):
+            return lib.max(lib.abs(c[0] - c[1])) > 1e-13
+
+        u = while_loop(cond, lambda c: (c[1], vjp_x(c[1])[0] + x_bar),
+                       (x_bar, vjp_x(x_bar)[0] + x_bar))[1]  # fmt: skip
+        _, vjp_a = vjp(lambda b: step(b, x), a)
+        return (vjp_a(u)[0],)
+
+    root.defvjp(fwd, bwd)
+    return lambda a: lib.sum(root(a))
+
+
+def spring_pendulum(lib: Any, hessian: Callable, grad: Callable, jacfwd: Callable,
+                    scan: Callable, solve: Callable, steps: int = 100,
+                    dt: float = 0.01) -> Callable:  # fmt: skip
+    """L6: a pendulum on a spring (length r, angle t), from its Lagrangian, RK4."""
+
+    def lagrangian(q, q_t, m=1.0, k=20.0, rest=1.0, g=9.8):
+        r, t, r_t, t_t = q[0], q[1], q_t[0], q_t[1]
+        kinetic = 0.5 * m * (r_t**2 + (r * t_t) ** 2)
+        potential = 0.5 * k * (r - rest) ** 2 - m * g * r * lib.cos(t)
+        return kinetic - potential
+
+    def field(state):
+        q, q_t = state[:2], state[2:]
+        mass = hessian(lagrangian, 1)(q, q_t)
+        mixed = jacfwd(grad(lagrangian, 1), 0)(q, q_t)
+        q_tt = solve(mass, grad(lagrangian, 0)(q, q_t) - mixed @ q_t)
+        return lib.concatenate([q_t, q_tt])
+
+    def rk4(state, _):
+        k1 = field(state)
+        k2 = field(state + dt / 2 * k1)
+        k3 = field(state + dt / 2 * k2)
+        k4 = field(state + dt * k3)
+        new = state + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return new, new[:2]
+
+    return lambda s0: scan(rk4, s0, None, steps)[1]
+
+
+GATED = {"hidden": 16, "batch": 4, "steps": 80, "input": 6}
+
+
+def gated_data(seed: int = 1) -> tuple:
+    rng = np.random.default_rng(seed)
+    n, b, s, i = GATED["hidden"], GATED["batch"], GATED["steps"], GATED["input"]
+    params = (rng.standard_normal((i, n)) / 3, rng.standard_normal((n, n)) / 5,
+              rng.standard_normal((n, n)) / 5, np.zeros(n))  # fmt: skip
+    return params, rng.standard_normal((s, b, i))
+
+
+def gated_loss(lib: Any, scan: Callable) -> Callable:
+    """L7: a gated RNN (h <- g h + (1 - g) tanh(...), g a sigmoid) through scan."""
+
+    def loss(params, xs):
+        wx, wh, wg, b = params
+
+        def step(h, x):
+            z = x @ wx
+            gate = 1.0 / (1.0 + lib.exp(-(h @ wg + b)))
+            return gate * h + (1.0 - gate) * lib.tanh(z + h @ wh), lib.sum(h * h)
+
+        h, ys = scan(step, lib.zeros((GATED["batch"], GATED["hidden"])), xs)
+        return lib.sum(h**2) + 0.01 * lib.sum(ys)
+
+    return loss
+
+
+def cubic_roots(lib: Any, while_loop: Callable, vmap: Callable) -> Callable:
+    """L8: vmap of Newton's method for x**3 + x = c."""
+
+    def solve(c):
+        def body(s):
+            step = (s[0] ** 3 + s[0] - c) / (3 * s[0] ** 2 + 1)
+            return s[0] - step, step
+
+        return while_loop(lambda s: lib.abs(s[1]) > 1e-13, body, (c / 2, lib.ones_like(c)))[0]
+
+    return vmap(solve)
+
+
 def programs() -> dict[str, dict]:
     """Per program: its title, its arguments and, per system, a maker of the function."""
     params, xs = rnn_data()
@@ -192,6 +299,25 @@ def programs() -> dict[str, dict]:
         "L4": {"title": "vmap of a Newton while_loop (Kepler's equation, 256 anomalies)",
                "args": (np.linspace(0.1, 6.0, 256),),
                "autodiff": lambda: kepler(anp, autodiff.while_loop, autodiff.vmap)},
+        "L5": {"title": "fresh: the implicit gradient of x = cos(a x) (while_loop, custom_vjp), "
+                        "12 numbers, jit(grad(f))",
+               "args": (np.linspace(0.2, 1.0, 12),),
+               "autodiff": lambda: autodiff.grad(fixed_point_cos_loss(
+                   anp, autodiff.custom_vjp, autodiff.while_loop, autodiff.vjp))},
+        "L6": {"title": "fresh: a spring pendulum's Lagrangian in an RK4 scan, 100 steps",
+               "args": (np.array([1.1, 0.7, 0.0, 0.3]),),
+               "autodiff": lambda: spring_pendulum(anp, autodiff.hessian, autodiff.grad,
+                                                   autodiff.jacfwd,
+                                                   lambda f, c, x, n: autodiff.scan(f, c, x, n),
+                                                   anp.linalg.solve)},
+        "L7": {"title": f"fresh: gated RNN scan gradient (hidden {GATED['hidden']}, batch "
+                        f"{GATED['batch']}, {GATED['steps']} steps), jit(grad(f))",
+               "args": gated_data(),
+               "autodiff": lambda: autodiff.grad(gated_loss(
+                   anp, lambda f, c, x: autodiff.scan(f, c, x)))},
+        "L8": {"title": "fresh: vmap of Newton's method for x**3 + x = c (200 numbers)",
+               "args": (np.linspace(-30.0, 40.0, 200),),
+               "autodiff": lambda: cubic_roots(anp, autodiff.while_loop, autodiff.vmap)},
     }  # fmt: skip
     if HAVE["jax"]:
         jwhile = lambda c, b, i: jax.lax.while_loop(c, b, i)
@@ -203,6 +329,14 @@ def programs() -> dict[str, dict]:
         ours["L3"]["jax"] = lambda: jax.grad(rnn_loss(
             jnp, lambda f, c, x: jax.lax.scan(jax.checkpoint(f), c, x)))  # fmt: skip
         ours["L4"]["jax"] = lambda: kepler(jnp, jwhile, jax.vmap)
+        ours["L5"]["jax"] = lambda: jax.grad(fixed_point_cos_loss(jnp, jax.custom_vjp, jwhile,
+                                                                  jax.vjp))  # fmt: skip
+        ours["L6"]["jax"] = lambda: spring_pendulum(
+            jnp, jax.hessian, jax.grad, jax.jacfwd,
+            lambda f, c, x, n: jax.lax.scan(f, c, x, length=n), jnp.linalg.solve)  # fmt: skip
+        ours["L7"]["jax"] = lambda: jax.grad(gated_loss(
+            jnp, lambda f, c, x: jax.lax.scan(f, c, x)))  # fmt: skip
+        ours["L8"]["jax"] = lambda: cubic_roots(jnp, jwhile, jax.vmap)
     return ours
 
 
@@ -226,72 +360,6 @@ def systems(program: dict) -> dict[str, Callable[[], Any]]:
     return out
 
 
-# --- first calls and compile times --------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _cache_in(folder: str) -> Iterator[None]:
-    before = os.environ.get("AUTODIFF_CACHE_DIR")
-    os.environ["AUTODIFF_CACHE_DIR"] = folder
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["AUTODIFF_CACHE_DIR"]
-        else:
-            os.environ["AUTODIFF_CACHE_DIR"] = before
-
-
-def _seconds(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def first_calls(name: str) -> dict[str, float]:
-    """Seconds, each in a fresh process (``python -m benchmarks.loops first NAME DIR``):
-    autodiff's first call (staging, the graph interpreted) and second with
-    compile=True (passes, replay, kernels) with an empty kernel cache, then again in
-    another process with the kernels on disk; JAX's first call (tracing, compiling, a
-    run) and its compile time (lower, compile)."""
-    with tempfile.TemporaryDirectory() as folder:
-        cold = _in_a_process(name, folder)
-        warm = _in_a_process(name, folder)
-    return {"first": cold["first"], "second, cold cache": cold["second"],
-            "second, kernels on disk": warm["second"], "numba start": cold["numba start"],
-            **{k: v for k, v in cold.items() if k.startswith("jax")}}  # fmt: skip
-
-
-def _in_a_process(name: str, folder: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "benchmarks.loops", "first", name, folder],
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _first_calls_here(name: str, folder: str) -> None:
-    start = _warm_up()  # numba's own start, apart
-    program = programs()[name]
-    args = program["args"]
-    times = {"numba start": start}
-    with _cache_in(folder):
-        f = autodiff.jit(program["autodiff"](), compile=True)
-        times["first"] = _seconds(lambda: f(*args))
-        times["second"] = _seconds(lambda: f(*args))
-    if "jax" in program:
-        jargs = _jax_args(args)
-        fresh = jax.jit(program["jax"]())
-        times["jax first"] = _seconds(lambda: jax.block_until_ready(fresh(*jargs)))
-        times["jax compile"] = _seconds(lambda: jax.jit(program["jax"]()).lower(*jargs).compile())
-    print(json.dumps(times))
-
-
-def _warm_up() -> float:
-    """numba's one-time start (import, first compilation), before anything is timed."""
-    with tempfile.TemporaryDirectory() as folder, _cache_in(folder):
-        f = autodiff.jit(lambda v: anp.sin(v) * 2.0 + 1.0, compile=True)
-        return _seconds(lambda: (f(np.ones(3)), f(np.ones(3))))
-
-
 # --- the report ---------------------------------------------------------------------------------
 
 
@@ -299,12 +367,11 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
     """Markdown lines and (workload, target, value, verdict) rows."""
     lines: list[str] = []
     targets: list[tuple[str, str, float, str]] = []
-    if not numba_tier.available():
-        return [f"## L1-L4: not run ({numba_tier.why_not()})", ""], targets
-    firsts = {}
+    if not default_backend().available():
+        return [f"## L1-L8: not run ({default_backend().why_not()})", ""], targets
     for name, program in programs().items():
         rows = h.interleave(systems(program), JAX if HAVE["jax"] else REPLAY, rounds=rounds,
-                            inner=_inner(name), rtol=1e-9)  # fmt: skip
+                            inner=_inner(name), rtol=1e-9, clock=time.process_time)  # fmt: skip
         by = {r.system: r.median for r in rows}
         lines += [f"## {name}: {program['title']}", "",
                   *h.table(rows, JAX if HAVE["jax"] else REPLAY, "ms", 1e3), ""]  # fmt: skip
@@ -312,75 +379,11 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
             ratio = by[COMPILED] / by[JAX]
             targets.append((name, f"compiled x JAX jit ≤ {LIMIT}", ratio,
                             "reached" if ratio <= LIMIT else "**missed**"))  # fmt: skip
-        firsts[name] = first_calls(name)
-    starts = [t["numba start"] for t in firsts.values()]
-    lines += ["## First calls and compile times", "",
-              "Seconds, each program in a fresh process (twice: with an empty kernel cache, "
-              "then with the kernels the first left on disk), after numba's one-time start "
-              f"there (import, a first kernel: {min(starts):.2f}-{max(starts):.2f} s). "
-              "autodiff: the first call stages and interprets the graph; the second, with "
-              "compile=True, runs the passes, writes the replay and compiles the kernels (or "
-              "loads them). With the default compile='auto' no call waits for that: a "
-              "signature's kernels are compiled in a background thread once it is called "
-              "often, and swapped in when ready. JAX: the first call (tracing, compiling, one "
-              "run) and `jit(f).lower(x).compile()`.", "",
-              "| program | first call | second, empty cache | second, kernels on disk | "
-              "JAX first call | JAX compile |",
-              "|---|---|---|---|---|---|"]  # fmt: skip
-    for name, t in firsts.items():
-        jax_cols = (f"{t['jax first']:.2f} | {t['jax compile']:.2f}" if "jax first" in t
-                    else "- | -")  # fmt: skip
-        lines.append(f"| {name} | {t['first']:.3f} | {t['second, cold cache']:.2f} | "
-                     f"{t['second, kernels on disk']:.3f} | {jax_cols} |")  # fmt: skip
     return [*lines, ""], targets
 
 
-def why() -> list[str]:
-    """Where L3's compiled time goes: its kernel against the same kernel with ``tanh``
-    taken out (numba calls the C library's scalar tanh; NumPy and XLA use SIMD loops)."""
-    import timeit
-
-    import numba
-
-    program = programs()["L3"]
-    args = program["args"]
-    f = autodiff.jit(program["autodiff"](), compile=True)
-    f(*args), f(*args)
-    compiled = f.trace(*args).lower().compile()
-    (kernel,) = compiled.kernels
-    graph = compiled.graph
-    env = dict(zip(graph.invars, [*args[0], args[1]], strict=True))
-    env.update(zip(graph.constvars, graph.consts, strict=True))
-    inputs = [env[v] for v in graph.eqns[0].invars]
-
-    def time_of(source: str) -> float:
-        namespace = dict(kernel.dispatcher.py_func.__globals__)
-        exec(source, namespace)
-        compiled = numba.njit(error_model="numpy")(namespace["kernel"])
-        compiled(*inputs)
-        return min(timeit.repeat(lambda: compiled(*inputs), number=10, repeat=5)) / 10
-
-    whole, without = time_of(kernel.source), time_of(kernel.source.replace("np.tanh(", "("))
-    steps, size = RNN["steps"], RNN["batch"] * RNN["hidden"]
-    count = 2 * steps * size  # forward, and recomputed backwards (checkpoint=True)
-    return [
-        "### L3: where the compiled RNN's time goes",
-        "",
-        f"Its kernel (the whole jit(grad(f)): two loops of {steps} steps) takes "
-        f"{whole * 1e3:.2f} ms, and {without * 1e3:.2f} ms with `tanh` taken out: the "
-        f"{count:,} tanh of the forward pass and its recomputation take "
-        f"{(whole - without) / count * 1e9:.1f} ns each. numba compiles `tanh` to a call of "
-        "the C library's scalar function; NumPy's loop (AVX-512 here) and XLA's vectorised "
-        "approximation take 1-2 ns. The rest (the matrix products through BLAS, the fused "
-        "loops) is within JAX's time. Vectorised transcendental functions in the kernels "
-        "(a vector math library numba can call, or polynomial approximations written as "
-        "arithmetic LLVM vectorises, exact to an ulp) would close it.",
-        "",
-    ]
-
-
 def _inner(name: str) -> int:
-    return {"L1": 200, "L2": 2, "L3": 2, "L4": 50}[name]
+    return {"L1": 200, "L2": 2, "L3": 2, "L4": 50, "L5": 100, "L6": 2, "L7": 2, "L8": 50}[name]
 
 
 def main() -> None:
@@ -392,8 +395,10 @@ def main() -> None:
         "",
         f"`python -m benchmarks.loops`, {datetime.date.today().isoformat()}. One thread; the "
         "systems of a table run in the same process, interleaved round by round; times are "
-        "medians (and min-max), ratios to JAX jit's median; every system's result is checked "
-        "against JAX's first.",
+        "the process's CPU time (a shared machine disturbs it far less than wall time; JAX's "
+        "dispatch synchronous, so its work is in the process's one thread too), medians (and "
+        "min-max), ratios to JAX jit's median; every system's result is checked against "
+        "JAX's first.",
         "",
         *h.environment(),
         "",
@@ -409,7 +414,4 @@ def main() -> None:
 if __name__ == "__main__":
     if hasattr(os, "sched_setaffinity"):  # one core, as python -m benchmarks runs
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    if sys.argv[1:2] == ["first"]:
-        _first_calls_here(sys.argv[2], sys.argv[3])
-    else:
-        main()
+    main()

@@ -23,8 +23,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one thread, as python -m benchmarks runs (when run alone)
 
 import importlib.util  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -123,33 +121,10 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
 
 
 def main() -> None:
-    import datetime
     import pathlib
 
-    if hasattr(os, "sched_setaffinity"):  # one core, as python -m benchmarks runs
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    started = time.perf_counter()
-    rounds = 5 if "--quick" in sys.argv else 15
-    lines, targets = report(rounds)
-    text = [
-        "# Benchmarks: ODE gradients",
-        "",
-        f"`python -m benchmarks.ode`, {datetime.date.today().isoformat()}. One thread; the "
-        f"systems of a table run in the same process, interleaved round by round; times are "
-        f"medians (and min-max) over {rounds} rounds; every system's result is checked "
-        "against its table's first row's first.",
-        "",
-        *h.environment(),
-        "",
-        *lines,
-        *h.targets_table(targets),
-        f"Run time: {time.perf_counter() - started:.0f} s.",
-        "",
-    ]
     out = pathlib.Path(__file__).with_name("results-ode.md")
-    out.write_text("\n".join(text))
-    print("\n".join(lines + text[text.index("## Targets") :]))
-    print(f"wrote {out}")
+    h.standalone("Benchmarks: ODE gradients", "python -m benchmarks.ode", report, out)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,4 +1,23 @@
+import atexit
+import os
+import shutil
+import tempfile
+
 import pytest
+
+# The kernels the tests compile are kept in a folder of the test run's own (inherited by
+# the processes tests start), never in the user's cache: set before autodiff is imported.
+if "AUTODIFF_TEST_CACHE" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="autodiff-test-kernels-")
+    os.environ["AUTODIFF_TEST_CACHE"] = os.environ["AUTODIFF_CACHE_DIR"] = _cache
+    atexit.register(shutil.rmtree, _cache, True)
+# Nor do the libraries the notebooks and plots use (matplotlib's font cache, IPython's
+# profile): their folders are the test run's too, where the caller did not choose them.
+if "AUTODIFF_TEST_HOME" not in os.environ:
+    os.environ["AUTODIFF_TEST_HOME"] = _home = tempfile.mkdtemp(prefix="autodiff-test-home-")
+    atexit.register(shutil.rmtree, _home, True)
+    os.environ.setdefault("MPLCONFIGDIR", os.path.join(_home, "matplotlib"))
+    os.environ.setdefault("IPYTHONDIR", os.path.join(_home, "ipython"))
 
 from autodiff.compiler import tiers
 from autodiff.compiler.tiers import compile_at_once
@@ -29,7 +48,7 @@ def _first_calls_compile(request, monkeypatch):
     (autodiff/compiler/tiers.py); the tests compile at once, so that every jit call they make
     runs the generated replay, except those marked ``interpreted``.  Those are also the
     only ones where ``compile="auto"`` compiles kernels once a signature is hot (in the
-    background: elsewhere a test calling a function often would set numba compiling
+    background: elsewhere a test calling a function often would set kernels compiling
     while other tests run; the tests of the compiling tier ask for it explicitly)."""
     if request.node.get_closest_marker("interpreted"):
         yield

@@ -98,6 +98,9 @@ DASK_LIMITS: dict[str, str] = {
     # the gather that builds a Toeplitz matrix; the solve with it under vmap
     "polydiv": rf"numpy\.add\.at .*{_LACKS}|Dimension must be 2 to perform lu decomposition",
     "at.add": rf"numpy\.add\.at .*{_LACKS}",
+    # (their samples' symmetric matrix A + A.T is summed on the union of the patterns)
+    "scipy.sparse.linalg.cg": rf"numpy\.add\.at .*{_LACKS}",
+    "scipy.sparse.linalg.minres": rf"numpy\.add\.at .*{_LACKS}",
     "at.multiply": rf"numpy\.multiply\.at .*{_LACKS}",
     "at.min": rf"numpy\.minimum\.at .*{_LACKS}",
     "at.max": rf"numpy\.maximum\.at .*{_LACKS}",
@@ -169,7 +172,10 @@ SCIPY_ONLY: dict[str, str] = {
     for name in (
         "linalg.solve_triangular", "linalg.cho_solve", "linalg.lu_factor", "linalg.lu_solve",
         "linalg.expm", "linalg.sqrtm", "signal.convolve", "signal.correlate",
-        "signal.fftconvolve", "integrate.odeint",
+        "signal.fftconvolve", "integrate.odeint", "integrate.solve_ivp", "sparse.csr_array",
+        "sparse.linalg.spsolve", "sparse.linalg.splu", "sparse.linalg.cg",
+        "sparse.linalg.minres", "sparse.linalg.gmres", "sparse.linalg.bicgstab",
+        "sparse.linalg.lsqr",
     )
 }  # fmt: skip
 # Samples of those functions that SciPy does not compute, so every library runs them: HIPS

@@ -1,33 +1,28 @@
-"""jit's compiling tier (``compiler/kernels.py``, ``compiler/numba_tier.py``): what compiles
-computes what the NumPy replay computes.
+"""jit's compiling tier (``compiler/llvm_*.py``): what compiles computes what NumPy computes,
+bit for bit.
 
 * every ``Elementwise`` lowering against the primitive's NumPy implementation, on the
-  special values of each dtype it declares (NaN, infinities, signed zeros, subnormals,
-  the extremes): float64 to 1e-12, float32 and integers exactly, signs of zeros equal;
+  special values of every dtype (NaN, infinities, signed zeros, subnormals, the
+  extremes), exactly: the kernels call NumPy's own loops where IEEE arithmetic does not
+  fix the result;
 * fusion: operands broadcast along any axis, 0-d values, Python and NumPy scalars with
-  NumPy's promotion, float32 kept;
+  NumPy's promotion, float32 kept; small loops (LLVM vectors) and long ones (loops, runs
+  of NumPy's buffer size) alike;
+* reductions in NumPy's order, bit for bit, on every axis and layout (transposed views);
 * loops: ``while_loop``, ``fori_loop``, ``scan`` (reversed, stacking ``y``), ``cond`` and
-  ``switch`` inside them, ``vmap`` of a loop, ``jit(grad(scan))``, compiled whole, equal
-  to the replay;
-* the floating-point errors NumPy reports (warnings, ``np.errstate(...='raise')``), and
-  NumPy's exceptions, exactly, where a kernel meets them;
+  ``switch`` inside them, ``vmap`` of a loop, ``jit(grad(scan))``, compiled whole;
+* NumPy's floating-point errors and exceptions, exactly, where a kernel meets them;
 * the tiers: ``compile="auto"`` compiles a hot signature in the background and swaps the
-  kernels in (no call runs the compiler), ``compile=False`` never compiles, without numba
-  ``jit`` is what it was, kernels are loaded from the disk cache by another process;
-* user primitives declare lowerings; one numba refuses stays NumPy calls, with a warning.
+  kernels in, ``compile=False`` never compiles, without llvmlite ``jit`` is what it was;
+* user primitives declare lowerings; one that does not lower stays NumPy calls.
 
-jit's whole contract with the tier on is checked by ``tests/test_jit_programs.py`` and
+The disk cache and the silent-wrong-answer classes of issue 31 have files of their own
+(``tests/test_kernel_cache.py``, ``tests/test_compiled_exactness.py``); jit's whole
+contract with the tier on is checked by ``tests/test_jit_programs.py`` and
 ``tests/test_jit_registry.py`` (a compiled variant of each).
 """
 
-import contextlib
-import math
-import os
-import pathlib
-import subprocess
-import sys
-import textwrap
-import time
+import gc
 import warnings
 
 import numpy as np
@@ -36,31 +31,50 @@ import pytest
 import autodiff
 import autodiff.numpy as anp
 from autodiff import cond, fori_loop, grad, jit, scan, switch, vmap, while_loop
-from autodiff.compiler import background, disk_cache, kernels, numba_process, numba_tier, stages
-from autodiff.compiler.tiers import HOT_CALLS, compiling
+from autodiff.compiler import background, llvm_backend, llvm_codegen, llvm_engine, tiers
+from autodiff.compiler.tiers import compiling
 from autodiff.core.lowering import Elementwise, Emitter, NotLowered
-from autodiff.errors import AutodiffWarning, TransformValueError
+from autodiff.errors import TransformValueError
 from autodiff.extend import Primitive
 from tests.jit_contract import assert_exact, check_calls
 
-needs_numba = pytest.mark.skipif(not numba_tier.available(), reason=numba_tier.why_not())
+BACKEND = llvm_backend.BACKEND
+needs_llvm = pytest.mark.skipif(not BACKEND.available(), reason=BACKEND.why_not())
+pytestmark = needs_llvm
 
 
 def compiled(f, **kw):
-    """``jit(f)`` whose calls run its kernels from the first (tests compile at once)."""
+    """``jit(f)`` whose calls run its kernels (tests compile at once)."""
     return jit(f, compile=True, **kw)
 
 
-def kernels_of(jitted, *args):
+def kernels_of(jitted):
     found = jitted._entries[next(iter(jitted._entries))].compiled
     return found.kernels if found is not None else ()
+
+
+def fused_graph(jitted):
+    return jitted._entries[next(iter(jitted._entries))].compiled.graph
 
 
 def fallbacks(jitted):
     return sum(k.impl.fallback.calls for k in kernels_of(jitted))
 
 
-# --- every elementwise lowering, on special values -------------------------------------------
+def assert_bits(got, want, what=""):
+    """The same dtype and values, to the bit (a NaN's sign and payload are free)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, what
+    if want.dtype.kind == "f":
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(np.isnan(got), nan, err_msg=what)
+        bits = f"u{want.dtype.itemsize}"
+        np.testing.assert_array_equal(got[~nan].view(bits), want[~nan].view(bits), err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+# --- every elementwise lowering, on special values, to the bit ---------------------------------
 
 FLOATS = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -2.5, 3.0, -7.25, 10.0, 100.0,
           0.7853981633974483, 1e-300, -1e-310, 5e-324, 1e300, -1e308, 710.0, -745.5,
@@ -81,9 +95,6 @@ def _lowered_primitives():
 
 
 LOWERED = _lowered_primitives()
-
-
-# the parameters of the lowered primitives that take some
 PARAMS = {
     "astype": [{"dtype": np.dtype(np.float32)}, {"dtype": np.dtype(np.float64)}],
     "astype_discrete": [{"dtype": np.dtype(t)} for t in (np.int64, np.int32, np.bool_)],
@@ -96,6 +107,8 @@ def _nargs(prim):
         return 1
     if prim.name in NARGS:
         return NARGS[prim.name]
+    if isinstance(prim.lowering.fn, np.ufunc):
+        return prim.lowering.fn.nin
     for n in (1, 2, 3):
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -107,93 +120,105 @@ def _nargs(prim):
     raise AssertionError(prim.name)
 
 
-def _grids(kinds, nargs):
-    """Per declared dtype, operand arrays covering every combination of special values."""
-    values = {"d": (np.float64, FLOATS), "f": (np.float32, FLOATS), "i": (np.int64, INTS),
-              "u": (np.uint8, [0, 1, 2, 7, 128, 255]), "b": (np.bool_, [False, True])}  # fmt: skip
-    for kind in kinds + ("d" if "f" in kinds else ""):
-        dtype, vals = values[kind]
+def _grids(nargs, size):
+    """Per dtype, operand arrays covering every combination of special values (tiled to
+    ``size`` elements: below and above the length of LLVM vectors and of a run)."""
+    values = {np.float64: FLOATS, np.float32: FLOATS, np.int64: INTS, np.int32: INTS[:11],
+              np.uint8: [0, 1, 2, 7, 128, 255], np.bool_: [False, True]}  # fmt: skip
+    for dtype, vals in values.items():
         with np.errstate(all="ignore"):
-            column = np.array(vals, dtype=np.float64 if dtype in (np.float32,) else None)
-            column = column.astype(dtype) if kind != "i" else np.array(vals, dtype=np.int64)
+            column = np.array(vals).astype(dtype)
         if nargs == 1:
-            yield kind, (column,)
-        elif nargs == 2:
+            grid = (column,)
+        else:
             a, b = np.meshgrid(column, column, indexing="ij")
-            yield kind, (a.ravel(), b.ravel())
-        else:  # where(c, x, y)
-            a, b = np.meshgrid(column, column, indexing="ij")
-            c = np.arange(a.size) % 3 == 0
-            yield kind, (c, a.ravel(), b.ravel())
+            grid = (a.ravel(), b.ravel())
+            if nargs == 3:
+                grid = (np.arange(a.size) % 3 == 0, *grid)
+        reps = -(-size // grid[-1].size)
+        yield np.dtype(dtype), tuple(np.tile(g, reps)[:size] for g in grid)
 
 
-@needs_numba
+@pytest.mark.parametrize("size", [5, 50_000], ids=["vector", "loop"])
 @pytest.mark.parametrize("prim", LOWERED, ids=lambda p: p.name)
-def test_every_elementwise_lowering_computes_what_numpy_computes(prim, monkeypatch):
-    monkeypatch.setattr(kernels, "MIN_EQUATIONS", 1)  # one equation is a region here
-    monkeypatch.setattr(kernels, "MIN_SCALAR_EQUATIONS", 1)
+def test_every_elementwise_lowering_computes_what_numpy_computes(prim, size, monkeypatch):
+    monkeypatch.setattr(llvm_backend, "MIN_EQUATIONS", 1)  # one equation is a region here
+    monkeypatch.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 1)
     nargs = _nargs(prim)
-    for kind, args in _grids(prim.lowering.kinds, nargs):
+    for dtype, args in _grids(nargs, size):
         for params in PARAMS.get(prim.name, [{}]):
-            _check_lowering(prim, kind, args, params)
+            if params.get("dtype") == dtype:
+                continue  # a cast to the same dtype is no equation
+            with np.errstate(all="ignore"):
+                try:
+                    want = prim.impl(*args, **params)
+                except (TypeError, ValueError):  # NumPy has no loop for these dtypes
+                    continue
+                f = compiled(lambda *xs, params=params: prim.bind(*xs, **params))
+                got = f(*args)
+                got = f(*args)  # (the first call of a fused replay is NumPy's)
+            what = f"{prim.name} on {dtype} {params}"
+            if not kernels_of(f):
+                assert not llvm_backend.lowerable(_only_eqn(f, args)), what
+                continue
+            assert fallbacks(f) == 0, what
+            assert_bits(got, want, what)
 
 
-def _check_lowering(prim, kind, args, params):
-    if "dtype" in params and params["dtype"] == args[0].dtype:
-        return  # a cast to the same dtype is no equation
-    if True:
-        with np.errstate(all="ignore"):
+def _only_eqn(f, args):
+    (eqn,) = f.trace(*args).lower().graph.eqns
+    return eqn
+
+
+def test_the_elementwise_lowerings_that_compile():
+    """Which dtypes the test above compiles for: every ufunc on float64, and float32."""
+    x = np.linspace(0.1, 0.9, 7)
+    for prim in LOWERED:
+        if prim.name in PARAMS or prim.name == "where" or _nargs(prim) != 1:
+            continue
+        for dtype in (np.float64, np.float32):
             try:
-                want = prim.impl(*args, **params)
-            except (TypeError, ValueError):  # NumPy has no loop for this dtype
-                return
-            f = compiled(lambda *xs: prim.bind(*xs, **params))
-            got = f(*args)
-        assert kernels_of(f), f"{prim.name} ({kind}) did not compile"
-        assert fallbacks(f) == 0
-        what = f"{prim.name} on {args[-1].dtype} {params}"
-        assert got.dtype == want.dtype, what
-        exact = kind != "d" or want.dtype.kind in "biu" or prim.name.startswith("astype")
-        np.testing.assert_allclose(got, want, rtol=0 if exact else 1e-12, atol=0,
-                                   equal_nan=True, err_msg=what)  # fmt: skip
-        if want.dtype.kind == "f":
-            both = ~np.isnan(want)
-            np.testing.assert_array_equal(np.signbit(got[both]), np.signbit(want[both]),
-                                          err_msg=f"{what}: the sign of a zero")  # fmt: skip
+                with np.errstate(all="ignore"):
+                    prim.impl(x.astype(dtype))
+            except TypeError:
+                continue
+            f = jit(lambda v, prim=prim: prim.bind(v))
+            (eqn,) = f.graph(x.astype(dtype)).eqns
+            assert llvm_backend.lowerable(eqn), f"{prim.name} on {dtype}"
 
 
-# --- fusion -----------------------------------------------------------------------------------
+# --- fusion -------------------------------------------------------------------------------------
 
 
-@needs_numba
+@pytest.mark.parametrize("shape", [(3, 4), (300, 40)], ids=["vector", "loop"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_fused_loops_broadcast_and_promote_as_numpy(dtype):
+def test_fused_loops_broadcast_and_promote_as_numpy(dtype, shape):
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((3, 1)).astype(dtype)
-    y = rng.standard_normal((1, 4)).astype(dtype)
+    n, m = shape
+    x = rng.standard_normal((n, 1)).astype(dtype)
+    y = rng.standard_normal((1, m)).astype(dtype)
     z = np.array(0.75, dtype)  # a 0-d array
-    w = rng.standard_normal(4).astype(dtype)
+    w = rng.standard_normal(m).astype(dtype)
 
     def f(x, y, z, w):
-        a = anp.sin(x) * y + z  # (3, 4)
+        a = anp.sin(x) * y + z
         b = anp.tanh(a * 2.0 - w) / (1.5 + anp.abs(w))  # a Python float keeps dtype
         c = b * np.float64(0.5) if dtype == np.float64 else b * np.float32(0.5)
-        d = anp.maximum(c, -0.25) + anp.where(c > 0, w, -w)
-        return d, anp.exp(z * 2.0) - 1.0, (x * 3.0 + 1.0) * x  # (3, 4), (), (3, 1)
+        d = anp.maximum(c, -0.25) + anp.where(c > 0, w, -w) + c**2 + c**0.5
+        return d, anp.exp(z * 2.0) - 1.0, (x * 3.0 + 1.0) * x
 
     jitted = compiled(f)
-    check_calls(jitted, f, (x, y, z, w))  # float32 too: to 1e-12
-    found = kernels_of(jitted)
-    if dtype == np.float64:
-        assert len(found) == 1 and len(found[0].region.eqns) >= 12
-    else:  # float32's sin, tanh and exp are NumPy calls (kinds="d"): several kernels
-        assert len(found) >= 2 and "np.float32" in found[0].source
-    got = jitted(x, y, z, w)
+    with np.errstate(invalid="ignore"):
+        check_calls(jitted, f, (x, y, z, w), rtol=0)
+        got = jitted(x, y, z, w)
+        for g, want in zip(got, f(x, y, z, w), strict=True):
+            assert_bits(g, want)
     assert [g.dtype for g in got] == [np.dtype(dtype)] * 3
+    (kernel,) = kernels_of(jitted)
+    assert len(kernel.region.eqns) >= 15
     assert fallbacks(jitted) == 0
 
 
-@needs_numba
 def test_signed_zeros_nans_and_infinities_pass_through_kernels():
     x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -2.0, 3.0])
     z = np.array([[-0.0, 0.0, -0.0], [-0.0, -0.0, -0.0]])  # sums and extremes of zeros
@@ -206,8 +231,53 @@ def test_signed_zeros_nans_and_infinities_pass_through_kernels():
 
     with np.errstate(all="ignore"):
         jitted = compiled(f)
-        for _ in range(2):
-            assert_exact(jitted(x, z), f(x, z))
+        for _ in range(3):
+            for g, w in zip(jitted(x, z), f(x, z), strict=True):
+                assert_bits(g, w)
+    assert kernels_of(jitted) and fallbacks(jitted) == 0
+
+
+# --- reductions, in NumPy's order ---------------------------------------------------------------
+
+
+def _cancelling(rng, shape, dtype):
+    """Terms of many magnitudes and both signs: any other order of summation shows."""
+    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8, shape)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(7,), (1000,), (100_001,), (5, 300), (300, 5), (3, 4, 200),
+                                   (17, 33, 9)])  # fmt: skip
+def test_reductions_are_numpys_to_the_bit(shape, dtype):
+    rng = np.random.default_rng(len(shape) * 1000 + shape[0])
+    x = _cancelling(rng, shape, dtype)
+    axes = [None, *range(x.ndim), *([(0, x.ndim - 1)] if x.ndim > 2 else [])]
+    for transpose in (False, True):  # a view whose memory order is not C's
+        for axis in axes:
+
+            def f(v, axis=axis, transpose=transpose):
+                v = v * 1.0
+                v = anp.transpose(v) if transpose else v
+                return anp.sum(v, axis=axis), anp.max(v, axis=axis), anp.min(-v, axis=axis)
+
+            jitted = compiled(f)
+            jitted(x)
+            for got, want in zip(jitted(x), f(x), strict=True):
+                assert_bits(got, want, f"{shape} {dtype.__name__} axis={axis} T={transpose}")
+            assert kernels_of(jitted) and fallbacks(jitted) == 0
+
+
+def test_sums_of_integers_and_booleans_and_any_all():
+    rng = np.random.default_rng(3)
+    i = rng.integers(-100, 100, (6, 7)).astype(np.int32)
+    b = rng.random((6, 7)) > 0.5
+
+    def f(i, b):
+        return (anp.sum(i * 2, axis=0), anp.sum(b & b, axis=1), anp.any(b | b, axis=0),
+                anp.all(b | ~b), anp.max(i + 1), anp.sum(i - 1, keepdims=True))  # fmt: skip
+
+    jitted = compiled(f)
+    check_calls(jitted, f, (i, b), rtol=0)
     assert kernels_of(jitted) and fallbacks(jitted) == 0
 
 
@@ -252,6 +322,9 @@ def _loops():
 
         return grad(loss)(w)
 
+    def swap(a):  # carries that exchange places each step (a write order hazard)
+        return fori_loop(0, 5, lambda i, c: (c[1], c[0] * 2.0 + c[2], c[2] + 1.0), (a, -a, a))
+
     rng = np.random.default_rng(1)
     w, xs = rng.standard_normal((3, 3)) / 2, rng.standard_normal((6, 3))
     a = np.linspace(1.0, 5.0, 6)
@@ -262,25 +335,114 @@ def _loops():
         "scan with cond and switch": (rnn, (w, xs)),
         "vmap(while_loop)": (batched_newton, (a,)),
         "jit(grad(scan))": (rnn_grad, (w, xs)),
+        "carries swapping": (swap, (a,)),
     }
 
 
 LOOPS = _loops()
 
 
-@needs_numba
 @pytest.mark.parametrize("name", list(LOOPS))
 def test_loops_compile_whole_and_equal_the_replay(name):
     f, args = LOOPS[name]
     jitted = compiled(f)
-    check_calls(jitted, jit(f, compile=False), args)
+    check_calls(jitted, jit(f, compile=False), args, rtol=0)
     found = kernels_of(jitted)
     assert found and all(k.impl.fallback.calls == 0 for k in found)
-    source = "\n".join(k.source for k in found)
-    assert "while True:" in source or "for s" in source  # the loop itself is compiled
+    # the loop itself is compiled: no loop primitive is left between the kernels
+    assert not any(getattr(e.prim, "runs_functions", False) for e in fused_graph(jitted).eqns)
 
 
-@needs_numba
+def _partly_body(v, s):
+    """A step of which ``cumsum`` does not lower: a kernel, a NumPy call, a kernel."""
+    v = anp.cumsum(anp.sin(v) * s + v) * 0.5
+    return v * 0.9 + 0.1
+
+
+def _partly_while(x):
+    return while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 1, _partly_body(c[1], 2.0)), (0, x))[1]
+
+
+def _partly_between(x):  # compiled code around the loop as well
+    return anp.exp(_partly_while(anp.tanh(x) * 3.0 + 1.0)) * 2.0 - x
+
+
+def _partly_scan(x):
+    def step(c, s):
+        c = _partly_body(c, s)
+        return c, anp.sum(c * c)
+
+    return scan(step, x, np.linspace(0.1, 1.0, 6))
+
+
+def _partly_scan_grad(x):
+    c, ys = _partly_scan(x)
+    return anp.sum(anp.cos(c)) + anp.sum(ys)
+
+
+PARTLY = {
+    "while_loop": (_partly_while, lambda f: f),
+    "while_loop between kernels": (_partly_between, lambda f: f),
+    "scan": (_partly_scan, lambda f: f),
+    "jit(grad(scan))": (_partly_scan_grad, grad),
+    "grad(jit(scan))": (_partly_scan_grad, lambda f: f),  # jit inside grad: call_p's graphs
+    "vmap(jit(scan))": (_partly_scan, lambda f: f),
+}
+
+
+@pytest.mark.interpreted  # the first call interpreted, as a user's: its loops' bodies too
+@pytest.mark.parametrize("name", list(PARTLY))
+@pytest.mark.parametrize("mode", [True, False])
+def test_a_loop_whose_body_lowers_in_part_runs_its_kernels_between_numpy_calls(
+    name, mode, monkeypatch
+):
+    """The body's compiled regions run at every step, NumPy's cumsum between them (the
+    outer program may have nothing to compile: the loop is its one NumPy call); with
+    ``compile=False`` none ever compiles, in the first, interpreted, call either."""
+    ran: dict[tuple, int] = {}
+    real = llvm_backend.caller
+
+    def counting(entry, region, *args, **kwargs):
+        run = real(entry, region, *args, **kwargs)
+        prims = tuple(e.prim.name for e in region.eqns)
+
+        def counted(*xs):
+            ran[prims] = ran.get(prims, 0) + 1
+            return run(*xs)
+
+        counted.fallback = run.fallback
+        return counted
+
+    monkeypatch.setattr(llvm_backend, "caller", counting)
+    fun, transform = PARTLY[name]
+    x = np.linspace(-1.0, 1.0, 7)
+    xs = np.stack([x, x * 0.5 + 0.25, -x])
+    if name.startswith("grad(jit"):
+        run_plain = lambda: grad(jit(fun, compile=False))(x)
+        jitted = jit(fun, compile=mode)
+        run_jit = lambda: grad(jitted)(x)
+    elif name.startswith("vmap(jit"):  # (a while_loop or cond there runs as eagerly)
+        run_plain = lambda: vmap(jit(fun, compile=False))(xs)
+        jitted = jit(fun, compile=mode)
+        run_jit = lambda: vmap(jitted)(xs)
+    else:
+        run_plain = lambda: transform(fun)(x)
+        jitted = jit(transform(fun), compile=mode)
+        run_jit = lambda: jitted(x)
+    want = run_plain()
+    with compiling(False):
+        assert_exact(run_plain(), want)  # the replay alone, for reference
+    ran.clear()
+    for _ in range(4):
+        assert_exact(run_jit(), want, rtol=0)
+    background.wait_for_background(timeout=120)
+    in_body = sum(n for prims, n in ran.items() if "sin" in prims and "tanh" not in prims)
+    if mode is False:
+        assert ran == {}
+    else:  # six steps a call: the body's kernels ran at (nearly) every one
+        assert in_body >= 6 * 3, ran
+
+
 def test_a_loop_with_a_primitive_that_does_not_lower_stays_a_python_loop():
     opaque_p = Primitive("opaque", lambda x: np.round(x, 3))  # no lowering
 
@@ -290,13 +452,44 @@ def test_a_loop_with_a_primitive_that_does_not_lower_stays_a_python_loop():
     a = np.linspace(0.5, 1.0, 4)
     jitted = compiled(f)
     check_calls(jitted, f, (a,))
-    assert not any("while True" in k.source for k in kernels_of(jitted))
+    if kernels_of(jitted):  # the loop is the replay's, its operands' arithmetic compiled
+        assert any(e.prim.name == "while_loop" for e in fused_graph(jitted).eqns)
+
+
+def _smooth(x):
+    return anp.sum(anp.tanh(anp.sin(x) * 1.5 + x) * anp.cos(x))
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jvp"])
+def test_transforms_of_a_jitted_function_run_compiled(transform, monkeypatch):
+    """grad(jit(f)), vmap(jit(f)), jvp(jit(f)): the graphs call_p runs (forward and
+    backward, batched, JVP) are compiled as a signature is, NumPy's values to the bit."""
+    made = []
+    real = tiers.compiled
+
+    def spy(graph, *args, **kwargs):
+        made.append(real(graph, *args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(tiers, "compiled", spy)
+    x, xs = np.linspace(-1.0, 1.0, 6), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+
+    def run(f):
+        if transform == "grad":
+            return grad(f)(x)
+        if transform == "vmap":
+            return vmap(f)(xs)
+        return autodiff.jvp(f, (x,), (np.ones(6),))
+
+    want = run(jit(_smooth, compile=False))
+    for _ in range(2):
+        assert_exact(run(jit(_smooth, compile=True)), want)
+    assert any(found is not None and found.kernels for found in made)
 
 
 # --- NumPy's floating-point errors and exceptions, exactly -------------------------------------
 
 
-@needs_numba
 def test_floating_point_errors_are_reported_as_numpy_reports_them():
     def f(x):
         return anp.log(x) * 2.0 + anp.sqrt(anp.abs(x)) * 0.5
@@ -305,8 +498,9 @@ def test_floating_point_errors_are_reported_as_numpy_reports_them():
     jitted = compiled(f)
     with pytest.warns(RuntimeWarning, match="invalid value encountered in log"):
         want = f(x)
-    with pytest.warns(RuntimeWarning, match="invalid value encountered in log"):
-        assert_exact(jitted(x), want)
+    for _ in range(2):
+        with pytest.warns(RuntimeWarning, match="invalid value encountered in log"):
+            assert_exact(jitted(x), want)
     with np.errstate(invalid="raise"), pytest.raises(FloatingPointError, match="log"):
         jitted(x)
     calls = fallbacks(jitted)
@@ -321,25 +515,26 @@ def test_floating_point_errors_are_reported_as_numpy_reports_them():
     assert fallbacks(jitted) == calls
 
 
-@needs_numba
 def test_numpy_exceptions_raised_in_a_kernel_are_numpys():
     def f(a, b):
         return anp.linalg.solve(a * 1.0 + 0.0, b * 2.0 + 1.0)
 
     jitted = compiled(f)
     a, b = np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([1.0, 0.5])
-    assert_exact(jitted(a, b), f(a, b))
+    for _ in range(2):
+        assert_exact(jitted(a, b), f(a, b), rtol=0)
+    assert kernels_of(jitted)
     singular = np.ones((2, 2))
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         f(singular, b)
-    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
-        jitted(singular, b)
+    for state in ("warn", "ignore"):  # whatever the caller's errstate, as NumPy's solve
+        with np.errstate(invalid=state), pytest.raises(np.linalg.LinAlgError, match="Singular"):
+            jitted(singular, b)
 
 
-# --- fresh results ------------------------------------------------------------------------------
+# --- fresh results, layouts ---------------------------------------------------------------------
 
 
-@needs_numba
 def test_results_of_kernels_share_memory_with_nothing():
     def f(x, y):
         a = x * 2.0 + y
@@ -354,57 +549,46 @@ def test_results_of_kernels_share_memory_with_nothing():
     check_calls(compiled(g), g, (np.ones(3),))
 
 
-@needs_numba
-@pytest.mark.parametrize("sync", [True, False])
-def test_a_strided_view_where_a_kernel_expects_a_contiguous_array(sync, monkeypatch):
-    """Kernels are compiled for the layouts of the arrays that made them (C-contiguous);
-    a call with a strided view gets the variant for any layout, compiled at once
-    (compile=True) or in the background, NumPy calls meanwhile."""
-    jobs = []
-    if not sync:
-        monkeypatch.setattr(background, "compile_later", jobs.append)
+def test_arguments_the_kernel_does_not_take_run_as_numpy_calls():
+    """A strided view (NumPy's order of a sum follows the layout), a Python int for an
+    int64, a subclass: converted where that changes nothing, else NumPy calls."""
 
-    def f(x):  # (kernels of one source share their variants: one source per case)
-        return anp.sin(x) * (2.0 if sync else 3.0) + x * x
+    def f(x, k):
+        return anp.sum(anp.sin(x) * 2.0 + x * x, axis=0) + k
 
     base = np.linspace(0, 1, 16).reshape(4, 4)
-    graph = jit(f).graph(base)
-    found = stages.compiled(graph, layouts=[True], sync=sync)
-    replay = found.run
-    (kernel,) = found.kernels
-    assert_exact(replay(base)[0], f(base))
-    view = base.T  # F-ordered: not what the kernel was compiled for
-    assert_exact(replay(view)[0], f(view))
-    assert kernel.impl.fallback.calls == (0 if sync else 1)
-    if not sync:
-        (job,) = jobs
-        job()
-        assert_exact(replay(view)[0], f(view))
-        assert kernel.impl.fallback.calls == 1
-    assert len(kernel.dispatcher.overloads) == 2
+    jitted = compiled(f)
+    k = np.int64(3)
+    assert_bits(jitted(base, k), f(base, k))
+    assert_bits(jitted(base, k), f(base, k))
+    assert fallbacks(jitted) == 0
+    view = base.T
+    assert_bits(jitted(view, k), f(view, k))
+    assert fallbacks(jitted) == 1
+    python_int = compiled(f)  # a signature of its own: a weak int64
+    for _ in range(3):
+        assert_bits(python_int(base, 3), f(base, 3))
+    assert kernels_of(python_int) and fallbacks(python_int) == 0
 
 
-@needs_numba
 def test_a_kernel_no_function_uses_is_released():
-    import gc
-
     def f(x):
         return anp.cos(x) * 0.125 + anp.sin(x) * 0.375
 
+    gc.collect()
+    before = llvm_engine.live_engines()
     jitted = compiled(f)
     jitted(np.ones(5))
-    (kernel,) = kernels_of(jitted)
-    name = kernel.dispatcher.py_func.__module__
-    assert name in sys.modules
-    del jitted, kernel
+    assert kernels_of(jitted)
+    assert llvm_engine.live_engines() == before + 1
+    del jitted
     gc.collect()
-    assert name not in sys.modules
+    assert llvm_engine.live_engines() == before
 
 
 # --- the tiers ----------------------------------------------------------------------------------
 
 
-@needs_numba
 @pytest.mark.interpreted
 def test_auto_compiles_a_hot_signature_in_the_background_and_swaps_it_in(monkeypatch):
     jobs = []
@@ -415,101 +599,47 @@ def test_auto_compiles_a_hot_signature_in_the_background_and_swaps_it_in(monkeyp
 
     jitted = jit(f)  # compile="auto"
     x = np.linspace(-1, 1, 5)
-    for _ in range(HOT_CALLS + 5):
-        assert_exact(jitted(x), f(x))
+    for _ in range(tiers.HOT_CALLS + 5):
+        assert_exact(jitted(x), f(x), rtol=0)
     assert len(jobs) == 1  # hot once: one compilation asked for, none waited for
-    assert "def kernel" not in jitted.source(x)
+    assert not kernels_of(jitted)
     jobs[0]()  # the background thread's work
-    assert "def kernel" in jitted.source(x)
-    for _ in range(2):
-        assert_exact(jitted(x), f(x))
+    assert kernels_of(jitted)
+    for _ in range(3):
+        assert_exact(jitted(x), f(x), rtol=0)
     assert kernels_of(jitted)
 
 
-@needs_numba
 @pytest.mark.interpreted
-def test_auto_compiles_in_another_process_that_no_call_waits_for(tmp_path, monkeypatch):
-    """The background thread has numba compile in another process, into the cache on
-    disk (numba holds the GIL: compiling here would make calls wait), then loads it."""
-    monkeypatch.setenv("AUTODIFF_CACHE_DIR", str(tmp_path))
-
-    def f(x):  # (a source of its own: no kernel of this process shares it)
+def test_auto_compiles_in_a_thread_no_call_waits_for():
+    def f(x):
         return anp.cos(x) * 2.375 - anp.exp(x * 0.5)
 
     jitted = jit(f)
     x = np.linspace(0, 1, 7)
-    for _ in range(HOT_CALLS + 1):
-        assert_exact(jitted(x), f(x))
-    assert background.wait_for_background(timeout=300)
-    assert_exact(jitted(x), f(x))
-    (kernel,) = kernels_of(jitted)
-    loaded = kernel.dispatcher.stats
-    assert sum(loaded.cache_hits.values()) == 1 and not sum(loaded.cache_misses.values())
-
-
-@needs_numba
-@pytest.mark.skipif(not pathlib.Path("/proc/self/cmdline").exists(), reason="reads /proc")
-def test_a_compile_process_never_outlives_the_users(tmp_path):
-    """A process that exits while its kernels compile in another process ends that one."""
-    script = textwrap.dedent("""
-        import time, numpy as np, autodiff, autodiff.numpy as anp
-        f = autodiff.jit(lambda x: anp.sin(x) * 1.25 + anp.cos(x) * 0.375)
-        for _ in range(9):  # past HOT_CALLS: compiling elsewhere, in the background
-            f(np.ones(3))
-        time.sleep(1.0)  # the other process starts
-    """)
-    slow = tmp_path / "site"  # the compiling process takes its time starting
-    slow.mkdir()
-    (slow / "sitecustomize.py").write_text(
-        "import sys, time\nif any(a.endswith('.json') for a in sys.argv):\n    time.sleep(60)\n"
-    )
-    root = pathlib.Path(__file__).resolve().parents[1]  # (this checkout's autodiff)
-    env = {"AUTODIFF_CACHE_DIR": str(tmp_path), "PATH": "",
-           "PYTHONPATH": os.pathsep.join([str(slow), str(root)])}  # fmt: skip
-    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
-
-    def compiling():
-        found = []
-        for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
-            with contextlib.suppress(OSError):
-                if str(tmp_path).encode() in cmdline.read_bytes():
-                    found.append(cmdline)
-        return found
-
-    for _ in range(10):  # (a process being killed may linger a moment; compiling takes s)
-        if not compiling():
-            break
-        time.sleep(0.05)
-    assert not compiling()
-    assert list(tmp_path.glob("k*.py")), "no kernel went to the other process"
-
-
-def test_what_another_process_can_compile():
-    """Scalar functions another process rebuilds from their code: no closure, no
-    defaults, no globals but NumPy, math and the builtins."""
-    scale = 2.0
-    assert numba_process.portable(lambda x: np.sin(x) + math.pi + abs(x))
-    assert numba_process.portable(lambda x: x * scale) is None  # a closure
-    assert numba_process.portable(lambda x, k=2.0: x * k) is None  # a default
-    assert numba_process.portable(_row_norms)  # np only
-    assert numba_process.portable(test_what_another_process_can_compile) is None  # globals
+    for _ in range(tiers.HOT_CALLS + 1):
+        assert_exact(jitted(x), f(x), rtol=0)
+    assert background.wait_for_background(timeout=120)
+    for _ in range(2):
+        assert_exact(jitted(x), f(x), rtol=0)
+    assert kernels_of(jitted)
 
 
 @pytest.mark.interpreted
 def test_compile_false_never_compiles():
     jitted = jit(lambda x: anp.sin(x) * 2.0 + 1.0, compile=False)
     x = np.ones(3)
-    for _ in range(HOT_CALLS + 3):
+    for _ in range(tiers.HOT_CALLS + 3):
         jitted(x)
     background.wait_for_background(timeout=120)
-    assert "def kernel" not in jitted.source(x)
+    assert "define" not in jitted.source(x)
 
 
 @pytest.mark.interpreted
-def test_without_numba_jit_is_what_it_was(monkeypatch):
-    monkeypatch.setattr(numba_tier, "available", lambda: False)
-    monkeypatch.setattr(numba_tier, "why_not", lambda: "numba is not installed (simulated)")
-    with pytest.raises(TransformValueError, match="numba is not installed"):
+def test_without_llvmlite_jit_is_what_it_was(monkeypatch):
+    monkeypatch.setattr(BACKEND, "available", lambda: False)
+    monkeypatch.setattr(BACKEND, "why_not", lambda: "llvmlite is not installed (simulated)")
+    with pytest.raises(TransformValueError, match="llvmlite is not installed"):
         jit(lambda x: x, compile=True)
 
     def f(x):
@@ -517,17 +647,17 @@ def test_without_numba_jit_is_what_it_was(monkeypatch):
 
     jitted = jit(f)
     x = np.linspace(0, 1, 4)
-    for _ in range(HOT_CALLS + 3):
+    for _ in range(tiers.HOT_CALLS + 3):
         check_calls(jitted, f, (x,))
-    assert "def kernel" not in jitted.source(x)
+    assert not kernels_of(jitted)
     with compiling(True):  # forcing it where it is unavailable compiles nothing
         check_calls(jit(f), f, (x,))
 
 
 def test_the_environment_switches_the_tier_off(monkeypatch):
     monkeypatch.setenv("AUTODIFF_COMPILE", "0")
-    assert not numba_tier.available()
-    assert "AUTODIFF_COMPILE=0" in numba_tier.why_not()
+    assert not BACKEND.available()
+    assert "AUTODIFF_COMPILE=0" in BACKEND.why_not()
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None, "always"])
@@ -536,75 +666,20 @@ def test_compile_takes_auto_true_or_false(bad):
         jit(lambda x: x, compile=bad)
 
 
-@needs_numba
-def test_kernels_are_kept_on_disk_for_the_next_process(tmp_path):
-    script = textwrap.dedent("""
-        import numpy as np, autodiff, autodiff.numpy as anp
-        from autodiff.compiler.tiers import compile_at_once
-        f = autodiff.jit(lambda x: anp.sin(x) * 3.0 + anp.cos(x), compile=True)
-        with compile_at_once():
-            f(np.ones(3))
-        (k,) = f._entries[next(iter(f._entries))].compiled.kernels
-        print(sum(k.dispatcher.stats.cache_hits.values()),
-              sum(k.dispatcher.stats.cache_misses.values()))
-    """)
-    env = {"AUTODIFF_CACHE_DIR": str(tmp_path), "PATH": ""}
-
-    def run():
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                              env=env, check=True)  # fmt: skip
-        return tuple(map(int, done.stdout.split()))
-
-    assert run() == (0, 1)  # compiled, and kept
-    assert len(list(tmp_path.glob("k*.py"))) == 1
-    assert run() == (1, 0)  # loaded
-    monkey = pytest.MonkeyPatch()
-    monkey.setenv("AUTODIFF_CACHE_DIR", str(tmp_path))
-    try:
-        disk_cache.clear_cache()
-    finally:
-        monkey.undo()
-    assert not tmp_path.exists()
-
-
-@needs_numba
-def test_a_cache_numba_cannot_read_is_passed_over(tmp_path, monkeypatch):
-    import gc
-
-    monkeypatch.setenv("AUTODIFF_CACHE_DIR", str(tmp_path))
-
-    def f(x):
-        return anp.tanh(x) * 0.625 - anp.cos(x) * 0.25
-
-    x = np.linspace(0, 1, 6)
-    first = compiled(f)
-    first(x)
-    del first
-    gc.collect()  # the kernel's dispatcher goes: the next one reads the disk
-    cached = list((tmp_path / "__pycache__").glob("*.nbc"))
-    assert cached
-    for path in cached:
-        path.write_bytes(b"not what numba wrote")
-    again = compiled(f)
-    assert_exact(again(x), f(x))
-    assert kernels_of(again)
-
-
 # --- user primitives ----------------------------------------------------------------------------
 
 
-@needs_numba
 def test_user_primitives_declare_their_lowering():
     softplus_p = Primitive(
         "softplus",
         lambda x: np.logaddexp(x, 0.0),
-        lowering=Elementwise(lambda x: np.logaddexp(x, 0.0)),  # float64 (kinds="d")
+        lowering=Elementwise(lambda x: np.logaddexp(x, 0.0)),  # traced: NumPy's logaddexp
     )
 
-    def _norm_rows(ctx, x):  # an Emitter: whole arrays, a Python helper numba compiles
+    def _norm_rows(ctx, x):  # an Emitter: statements on whole arrays
         if ctx.in_avals[0].ndim != 2:
             raise NotLowered("rows of a matrix only")
-        return ctx.call(_row_norms, f"np.ascontiguousarray({x})")
+        return ctx.apply(np.sqrt, ctx.reduce(np.add, ctx.apply(np.multiply, x, x), axis=(1,)))
 
     row_norm_p = Primitive("row_norm", lambda x: np.sqrt(np.sum(x * x, axis=1)),
                            lowering=Emitter(_norm_rows))  # fmt: skip
@@ -617,36 +692,26 @@ def test_user_primitives_declare_their_lowering():
 
     x = np.linspace(-2, 2, 12).reshape(3, 4)
     jitted = compiled(f)
-    check_calls(jitted, f, (x,))
+    check_calls(jitted, f, (x,), rtol=0)
     found = kernels_of(jitted)
     assert len(found) == 2  # two kernels, the opaque primitive a NumPy call between them
-    assert "f0_lambda(" in found[0].source  # the user's scalar function, called
-    graph = jitted._entries[next(iter(jitted._entries))].compiled.graph
-    assert [e.prim.name for e in graph.eqns] == ["kernel", "opaque", "kernel"]
+    assert [e.prim.name for e in fused_graph(jitted).eqns] == ["kernel", "opaque", "kernel"]
 
 
-def _row_norms(a):
-    out = np.empty(a.shape[0])
-    for i in range(a.shape[0]):
-        out[i] = np.sqrt(np.sum(a[i] * a[i]))
-    return out
-
-
-@needs_numba
-def test_a_lowering_numba_refuses_stays_numpy_calls_with_a_warning():
+def test_a_scalar_function_with_python_control_flow_stays_numpy_calls():
     strange_p = Primitive(
-        "strange", lambda x: x + 1.0, lowering=Elementwise(lambda x: x + object())
-    )
+        "strange", lambda x: np.where(x > 0, x, 0.0),
+        lowering=Elementwise(lambda x: x if x > 0 else 0.0),  # bool() of a traced value
+    )  # fmt: skip
 
     def f(x):
-        return strange_p.bind(x * 2.0) * 3.0
+        return strange_p.bind(x * 2.0) * 3.0 + x
 
-    x = np.ones(3)
+    x = np.linspace(-1, 1, 5)
     jitted = compiled(f)
-    with pytest.warns(AutodiffWarning, match="did not compile and runs as NumPy calls"):
-        got = jitted(x)
-    assert_exact(got, f(x))
-    assert not kernels_of(jitted)
+    check_calls(jitted, f, (x,))
+    for k in kernels_of(jitted):
+        assert "strange" not in [e.prim.name for e in k.region.eqns]
 
 
 def test_a_lowering_is_declared_as_one():
@@ -655,12 +720,21 @@ def test_a_lowering_is_declared_as_one():
     assert isinstance(autodiff.numpy.sin.primitive.lowering, Elementwise)
 
 
-def test_a_kernels_key_holds_the_values_of_the_globals_its_functions_read(monkeypatch):
-    """numba freezes the globals a scalar function reads: a kernel cached on disk must
-    not outlive a change of their values (a library upgrade changing a coefficient)."""
-    from autodiff.compiler.disk_cache import fingerprint as _fingerprint
-    from autodiff.rules import elementwise
+def test_views_cost_nothing_and_follow_numpys_copies():
+    """Reshapes, transposes, static indices and broadcasts are layouts, found by NumPy on
+    a stand-in; a reshape NumPy must copy (of a transposed array) copies first."""
 
-    before = _fingerprint(elementwise._tanh_scalar)
-    monkeypatch.setattr(elementwise, "_TANH_P", (1.0, 2.0, 3.0))
-    assert _fingerprint(elementwise._tanh_scalar) != before
+    def f(x):
+        t = anp.transpose(x * 2.0)  # (4, 3), not C order
+        r = anp.reshape(t, (12,)) + 1.0  # NumPy copies here
+        s = x[1:, ::-1] * x[0] + anp.expand_dims(x[1:, 0], 1)
+        return r, s, anp.broadcast_to(x[0], (2, 4)) * 1.0, x[2, 3] * 2.0
+
+    x = np.arange(12.0).reshape(3, 4)
+    jitted = compiled(f)
+    check_calls(jitted, f, (x,), rtol=0)
+    assert len(kernels_of(jitted)) == 1 and fallbacks(jitted) == 0
+    cg = llvm_codegen.Codegen()
+    a = cg.param(autodiff.core.graph.ShapedArray((3, 4), np.float64), "p0")
+    v = cg.view(a, lambda z: z.T[::2])
+    assert (v.shape, v.strides, v.offset) == ((2, 3), (2, 4), 0)

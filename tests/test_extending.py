@@ -7,12 +7,12 @@ import pathlib
 
 import pytest
 
-from autodiff.compiler import numba_tier
+from autodiff.compiler.stages import default_backend
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.skipif(not numba_tier.available(), reason=numba_tier.why_not())
+@pytest.mark.skipif(not default_backend().available(), reason=default_backend().why_not())
 def test_the_primitive_of_the_extending_guide_runs_as_shown():
     text = (ROOT / "docs" / "extending.md").read_text()
     start, end = text.index("<!-- doctest -->"), text.index("<!-- /doctest -->")

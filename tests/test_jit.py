@@ -191,17 +191,20 @@ def test_custom_vjp_and_custom_jvp_inside_jit():
     close(vmap(grad(jit(f)))(np.stack([x, x])), np.stack([want, want]))
 
 
-def test_custom_vjp_closing_over_a_traced_value_is_refused():
+def test_custom_vjp_closing_over_a_traced_value_is_staged_with_it():
     def f(x, s):
         @custom_vjp
         def g(y):
             return y * s
 
-        g.defvjp(lambda y: (y * s, None), lambda res, ct: (ct,))
-        return g(x)
+        g.defvjp(lambda y: (y * s, None), lambda res, ct: (ct,))  # (not g's derivative in y)
+        return anp.sum(g(x))
 
-    with pytest.raises(TransformTypeError, match="closes over a traced value"):
-        jit(f)(X, 2.0)
+    close(jit(f)(X, 2.0), f(X, 2.0))
+    # the rule for x (ones), the function's code for the closed-over s (sum of x)
+    for fn in (grad(f, (0, 1)), jit(grad(f, (0, 1))), grad(jit(f), (0, 1))):
+        close(fn(X, 2.0)[0], np.ones_like(X))
+        close(fn(X, 2.0)[1], np.sum(X))
 
 
 def test_pytrees_keyword_arguments_and_outputs():

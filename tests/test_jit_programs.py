@@ -7,8 +7,8 @@ torch.func); where ``jit`` is outermost, its whole contract holds
 The depths are drawn from the case's seed: ``jit`` around the program itself (depth
 0), around any layer, and around the whole stack, each with probability 1/2 (at
 least one).  Each program runs with the compiling tier off (the NumPy replay) and on
-(``compiling(True)``: every region that lowers compiled by numba, the kernels run from
-the first call).  The normal suite runs a fixed set of programs; the long run::
+(``compiling(True)``: every region that lowers compiled, the kernels run from the
+first calls).  The normal suite runs a fixed set of programs; the long run::
 
     AUTODIFF_RANDOM_PROGRAMS=1000 python -m pytest tests/test_jit_programs.py
 """
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 import autodiff
-from autodiff.compiler import numba_tier
+from autodiff.compiler.stages import default_backend
 from autodiff.compiler.tiers import compiling
 from tests import programs
 from tests.jit_contract import check_calls
@@ -63,8 +63,8 @@ def check_with_jit(case):
 
 TIERS = [
     "replay",
-    pytest.param("compiled", marks=pytest.mark.skipif(not numba_tier.available(),
-                                                      reason=numba_tier.why_not())),
+    pytest.param("compiled", marks=pytest.mark.skipif(not default_backend().available(),
+                                                      reason=default_backend().why_not())),
 ]  # fmt: skip
 
 

@@ -45,7 +45,8 @@ import pytest
 import autodiff
 import autodiff.numpy as anp
 from autodiff import grad, jit, jvp, make_graph, vmap
-from autodiff.compiler import kernels, numba_tier
+from autodiff.compiler import llvm_backend
+from autodiff.compiler.stages import default_backend
 from autodiff.compiler.tiers import compiling
 from autodiff.core.graph import Literal
 from autodiff.core.primitive import Primitive
@@ -285,10 +286,12 @@ def _sampled(op, sample, i):
     return _drawn(op, sample, i)
 
 
-needs_numba = pytest.mark.skipif(not numba_tier.available(), reason=numba_tier.why_not())
+needs_backend = pytest.mark.skipif(
+    not default_backend().available(), reason=default_backend().why_not()
+)
 
 
-@needs_numba
+@needs_backend
 @pytest.mark.parametrize(
     ("op", "sample", "lib", "composition", "dims"),
     _params("jit compiled", ("anp",), extra=_sampled),
@@ -296,8 +299,8 @@ needs_numba = pytest.mark.skipif(not numba_tier.available(), reason=numba_tier.w
 def test_compiled_jit_equals_the_function(op, sample, lib, composition, dims, monkeypatch):
     """The kernels of ``jit(f)`` and of the sample's drawn composition, on their first
     (compiled), second and warm calls: ``f``'s results, fresh, as the replay's are."""
-    monkeypatch.setattr(kernels, "MIN_EQUATIONS", 1)  # each equation that lowers compiles
-    monkeypatch.setattr(kernels, "MIN_SCALAR_EQUATIONS", 1)
+    monkeypatch.setattr(llvm_backend, "MIN_EQUATIONS", 1)  # each equation that lowers compiles
+    monkeypatch.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 1)
     f = op.bound(sample, lib)
     jitted, eager, args = _stacks(op, sample, composition, dims)
     with warnings.catch_warnings(), compiling(True):
@@ -357,8 +360,8 @@ def _compiling_samples() -> tuple[dict, list]:
             if k not in {id(p) for p in LOWERED}}  # fmt: skip
     best: dict = {}  # primitive -> (equations compiled, order, label, function, arguments)
     with pytest.MonkeyPatch.context() as m, warnings.catch_warnings():
-        m.setattr(kernels, "MIN_EQUATIONS", 0)  # every equation that lowers is compiled
-        m.setattr(kernels, "MIN_SCALAR_EQUATIONS", 0)
+        m.setattr(llvm_backend, "MIN_EQUATIONS", 0)  # every equation that lowers is compiled
+        m.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 0)
         warnings.simplefilter("ignore")
         for derivatives in (False, True):
             for order, (label, fn, args) in enumerate(_sources(derivatives)):
@@ -368,7 +371,6 @@ def _compiling_samples() -> tuple[dict, list]:
                     lowered = jit(fn).trace(*args).lower()
                 except (ConcretizationError, UnsupportedFunctionError):
                     continue  # jit refuses it (JIT_LIMITS)
-                # (numba's compile time grows with the equations and the arrays' ranks)
                 inputs = [v.aval for r in lowered.regions for v in r.region.inputs]
                 eqns = sum(len(r.eqns) for r in lowered.regions)
                 size = (eqns, max((a.ndim for a in inputs), default=0), sum(a.size for a in inputs))
@@ -387,7 +389,7 @@ def test_every_declared_lowering_is_compiled_by_a_sample():
     assert len(chosen) <= 24  # (the compiling test below stays cheap)
 
 
-@needs_numba
+@needs_backend
 @pytest.mark.parametrize("part", range(4))
 def test_every_declared_lowering_runs_and_equals_the_function(part, monkeypatch):
     """The chosen programs, a quarter each, compiled (with every equation that lowers in
@@ -395,8 +397,8 @@ def test_every_declared_lowering_runs_and_equals_the_function(part, monkeypatch)
     kernel's results equal to its region's as NumPy computes them and sharing memory
     with none of its inputs (an emitter's undeclared view would), the function's results
     equal and fresh."""
-    monkeypatch.setattr(kernels, "MIN_EQUATIONS", 0)
-    monkeypatch.setattr(kernels, "MIN_SCALAR_EQUATIONS", 0)
+    monkeypatch.setattr(llvm_backend, "MIN_EQUATIONS", 0)
+    monkeypatch.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 0)
     chosen, _ = _compiling_samples()
     for label in sorted(chosen)[part::4]:
         fn, args, names = chosen[label]

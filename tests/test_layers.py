@@ -34,10 +34,10 @@ CIRCLE = {"rules._helpers", "rules.compositions", "rules.elementwise", "rules.in
 
 # Dependencies imported inside the function that needs them, on first use, because they
 # are slow to import (``import autodiff`` imports none of them): the optional SciPy,
-# numba, Dask, networkx and matplotlib, and plum, which only resolving a new (interpreter,
+# numba, llvmlite, Dask, networkx and matplotlib, and plum, which only resolving a new (interpreter,
 # primitive) pair needs.  A module of the package that imports one at its top (the SciPy
 # rule families) may be imported on first use too.  Every other import is at the top.
-LAZY = {"scipy", "numba", "dask", "networkx", "matplotlib", "plum"}
+LAZY = {"scipy", "numba", "llvmlite", "dask", "networkx", "matplotlib", "plum"}
 
 # The layers between the primitives and the namespaces, which may call the compositions
 # of rules/compositions.py but not those of numpy/ and scipy/.

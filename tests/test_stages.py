@@ -22,14 +22,15 @@ import pytest
 import autodiff
 import autodiff.numpy as anp
 from autodiff import grad, jit, make_graph
-from autodiff.compiler import numba_tier
-from autodiff.compiler.derived import Derived
+from autodiff.compiler.derived import Derived, derived_of
+from autodiff.compiler.stages import default_backend
 from autodiff.errors import TransformTypeError
 from autodiff.stages import Compiled, Lowered, Traced
 from tests.backends import StrictArray, strict, unwrap
 from tests.jit_contract import assert_exact, check_calls
 
-needs_numba = pytest.mark.skipif(not numba_tier.available(), reason=numba_tier.why_not())
+BACKEND = default_backend()
+needs_backend = pytest.mark.skipif(not BACKEND.available(), reason=BACKEND.why_not())
 
 
 def f(x):
@@ -53,18 +54,18 @@ def test_traced_is_the_graph_the_calls_stage():
     assert str(jitted.lower(X).graph) == str(traced.lower().graph)  # jit(f).lower(x), as JAX's
 
 
-@needs_numba
+@needs_backend
 def test_lowered_places_each_equation_where_the_compiled_function_runs_it():
     lowered = jit(f).trace(X).lower()
-    assert isinstance(lowered, Lowered) and lowered.backend.name == "numba"
+    assert isinstance(lowered, Lowered) and lowered.backend.name == "llvm"
     (region,) = lowered.regions
     assert region.primitives == ["sin", "multiply"]
-    assert "def kernel(a0):" in region.text and "np.sin(a0[i1])" in region.text
+    assert "define ptr @entry(" in region.text and '"adx.npy.numpy.sin.f8f8.fn"' in region.text
     assert [e.prim.name for e in lowered.numpy_calls] == ["cumsum", "multiply"]
     text = lowered.as_text()
     assert (
         text.splitlines()[0]
-        == "# numba compiles 2 of 4 equations into 1 kernel; 2 NumPy calls per run"
+        == "# llvm compiles 2 of 4 equations into 1 kernel; 2 NumPy calls per run"
     )
     assert "sin a             # kernel 0" in text and "cumsum[axis=0] c  # NumPy" in text
     compiled = lowered.compile()
@@ -77,7 +78,41 @@ def test_lowered_places_each_equation_where_the_compiled_function_runs_it():
     assert [e.prim.name for e in tier.graph.eqns] == ["kernel", "cumsum", "multiply"]
 
 
-@needs_numba
+def _partly(x):
+    def body(c):
+        i, v = c
+        v = anp.cumsum(anp.sin(v) * 2.0 + v) * 0.5  # cumsum does not lower
+        return i + 1, v * 0.9 + 0.1
+
+    return autodiff.while_loop(lambda c: c[0] < 5, body, (0, x))[1]
+
+
+def _eager_partly(x):
+    i, v = 0, x
+    while i < 5:
+        v = np.cumsum(np.sin(v) * 2.0 + v) * 0.5
+        i, v = i + 1, v * 0.9 + 0.1
+    return v
+
+
+@needs_backend
+def test_a_loop_whose_body_lowers_in_part_shows_and_runs_its_compiled_regions():
+    lowered = jit(_partly).lower(X)
+    assert [e.prim.name for e in lowered.numpy_calls] == ["while_loop"]
+    text = lowered.as_text()
+    assert "# while_loop -> (i64[] f64[5]) runs as NumPy calls; its body_fun, on each call:" in text
+    assert "# llvm compiles 7 of 8 equations into 2 kernels; 1 NumPy call per run" in text
+    assert "cumsum[axis=0] e  # NumPy" in text and "sin b             # kernel 0" in text
+    jitted = jit(_partly, compile=True)
+    assert_exact(jitted(X), _eager_partly(X))
+    (eqn,) = jitted.lower(X).graph.eqns
+    body = eqn.params["body_fun"].graph
+    kernels = derived_of(body).compiled[("llvm", False)].kernels
+    assert [[e.prim.name for e in k.region.eqns] for k in kernels] == [
+        ["sin", "multiply", "add"], ["multiply", "add", "multiply", "add"]]  # fmt: skip
+
+
+@needs_backend
 def test_cost_analysis_counts_calls_and_bytes():
     costs = jit(f).trace(X).lower().cost_analysis()
     # NumPy calls read their array operands and write their results, 40 bytes each:
@@ -91,7 +126,7 @@ def test_cost_analysis_counts_calls_and_bytes():
     assert compiled.cost_analysis() == costs
 
 
-@needs_numba
+@needs_backend
 def test_compiled_keeps_the_contract_on_pytrees_keywords_and_static_arguments():
     def g(tree, n, *, scale):
         x, (y,) = tree["x"], tree["rest"]
@@ -103,7 +138,7 @@ def test_compiled_keeps_the_contract_on_pytrees_keywords_and_static_arguments():
     assert isinstance(compiled, Compiled) and compiled.kernels
     assert compiled.compile_time > 0
     check_calls(lambda *a: compiled(*a, scale=2.0), lambda *a: g(*a, scale=2.0), (tree, 3))
-    assert "def replay(" in compiled.as_text() and "def kernel(" in compiled.as_text()
+    assert "def replay(" in compiled.as_text() and "define ptr @entry(" in compiled.as_text()
     with pytest.raises(TransformTypeError, match=r"compiled for arguments \(f64\[6\], f64\[6\], "):
         compiled({"x": np.ones(7), "rest": (np.ones(7),)}, 3, scale=2.0)
     with pytest.raises(TransformTypeError, match="compiled for arguments"):
@@ -115,12 +150,12 @@ def test_compiled_keeps_the_contract_on_pytrees_keywords_and_static_arguments():
 
 
 def test_where_nothing_compiles_lowered_says_why_and_compiled_is_the_replay(monkeypatch):
-    monkeypatch.setattr(numba_tier, "available", lambda: False)
-    monkeypatch.setattr(numba_tier, "why_not", lambda: "numba is not installed (simulated)")
+    monkeypatch.setattr(BACKEND, "available", lambda: False)
+    monkeypatch.setattr(BACKEND, "why_not", lambda: "llvmlite is not installed (simulated)")
     lowered = jit(f).trace(X).lower()
     assert lowered.regions == () and lowered.backend is None
-    assert "numba is not installed (simulated)" in lowered.note
-    assert lowered.as_text().startswith("# nothing compiles: numba is not installed")
+    assert "llvmlite is not installed (simulated)" in lowered.note
+    assert lowered.as_text().startswith("# nothing compiles: llvmlite is not installed")
     assert len(lowered.numpy_calls) == 4
     compiled = lowered.compile()
     assert compiled.kernels == ()

@@ -7,36 +7,119 @@ of an optimised graph it can compile and writes each one as text, with no compil
 the machine code as NumPy would run the region.  The stages replace each region by one
 equation of its kernel and write the graph's replay around them.
 
-numba's backend is ``numba_tier.py`` (regions written as Python source by
-``kernels.py``).  Another (LLVM IR through llvmlite, CuPy's kernels) subclasses
-``Backend`` and is handed to ``stages.lower``; nothing in the stages changes.
+The backend ``jit`` uses is LLVM's (``llvm_backend.py``: regions written as LLVM IR,
+compiled by llvmlite).  Another (CuPy's kernels) subclasses ``Backend`` and is handed to
+``stages.lower``; nothing in the stages changes.  ``regions`` gathers the equations a
+backend says lower (its ``lowerable``) into regions, as every backend would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from autodiff.compiler.kernel_call import KernelPrimitive
-from autodiff.compiler.kernels import Region
-from autodiff.core.graph import Graph
+from autodiff.core.graph import Eqn, Graph, Var
 
-__all__ = ["Backend", "LoweredRegion"]
+__all__ = ["Backend", "LoweredRegion", "Region", "regions"]
+
+
+class Region:
+    """Equations of a graph compiled into one kernel: ``eqns`` in order, the variables
+    it reads (``inputs``) and those read after it (``outputs``); the graph's constants it
+    reads (``constvars``, their values ``consts``: compiled in); ``layouts``, per input
+    whose strides NumPy's calls would not make C's, those strides (in elements);
+    ``errstate``, the floating-point setting of all its equations (``Eqn.errstate``)."""
+
+    __slots__ = ("consts", "constvars", "eqns", "errstate", "inputs", "layouts", "loops",
+                 "outputs", "start")  # fmt: skip
+
+    def __init__(self, start: int, errstate: tuple | None = None) -> None:
+        self.start, self.errstate = start, errstate
+        self.eqns: list[Eqn] = []
+        self.inputs: list[Var] = []
+        self.outputs: list[Var] = []
+        self.constvars: list[Var] = []
+        self.consts: list = []
+        self.layouts: dict = {}
+        self.loops = 0
+
+
+def regions(graph: Graph, lowerable: Callable[[Eqn], bool], worth_it: Callable[[Region], bool],
+            layouts: dict | None = None) -> list[Region]:  # fmt: skip
+    """The regions of ``graph`` worth compiling: the equations that lower (``lowerable``)
+    gathered in order, an equation joining the open region when every operand it reads
+    existed when the region started or is computed in it (the region runs where it
+    starts), and has the region's ``np.errstate`` setting; those ``worth_it`` kept, with
+    what each reads and what is read after it.  ``layouts``: the strides NumPy gives each
+    variable where they are not C's."""
+    made: dict[Var, int] = {}
+    found: list[Region] = []
+    current: Region | None = None
+    members: set = set()
+    for i, eqn in enumerate(graph.eqns):
+        if lowerable(eqn):
+            ready = (
+                current is not None
+                and current.errstate == eqn.errstate
+                and all(
+                    type(v) is not Var or v in members or made.get(v, -1) < current.start
+                    for v in eqn.invars
+                )
+            )
+            if not ready:
+                current, members = Region(i, eqn.errstate), set()
+                found.append(current)
+            assert current is not None
+            current.eqns.append(eqn)
+            current.loops += bool(getattr(eqn.prim, "runs_functions", False))
+            members.update(eqn.outvars)
+        for v in eqn.outvars:
+            made[v] = i
+    kept = [r for r in found if worth_it(r)]
+    inside = {v: r for r in kept for e in r.eqns for v in e.outvars}
+    owners = {id(e): id(r) for r in kept for e in r.eqns}
+    readers: dict[Var, set] = {}
+    for eqn in graph.eqns:
+        for v in eqn.invars:
+            if type(v) is Var:
+                readers.setdefault(v, set()).add(owners.get(id(eqn)))
+    final = {v for v in graph.outvars if type(v) is Var}
+    constants = dict(zip(graph.constvars, graph.consts))
+    layouts = layouts or {}
+    for r in kept:
+        seen: set = set()
+        for e in r.eqns:
+            for v in e.invars:
+                if type(v) is Var and inside.get(v) is not r and v not in seen:
+                    seen.add(v)
+                    if v in constants:
+                        r.constvars.append(v)
+                        r.consts.append(constants[v])
+                    else:
+                        r.inputs.append(v)
+                        if v in layouts:
+                            r.layouts[v] = layouts[v]
+        for e in r.eqns:
+            for v in e.outvars:
+                if v in final or any(who != id(r) for who in readers.get(v, ())):
+                    r.outputs.append(v)
+    return kept
 
 
 @dataclass(frozen=True, eq=False)
 class LoweredRegion:
     """One region of a graph as a backend lowered it: ``region`` (its equations, in
     order, the variables it reads, ``inputs``, and those read after it, ``outputs``),
-    ``text`` (the kernel as the backend wrote it: numba's is Python source) and
+    ``text`` (the kernel as the backend wrote it: LLVM IR for LLVM's) and
     ``detail`` (what the backend keeps to compile it).
 
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> f = autodiff.jit(lambda x: anp.exp(-x * x) / 2.0)
     >>> (region,) = f.trace(np.ones(4)).lower().regions
     >>> region.primitives, len(region.eqns), region.text.splitlines()[0]
-    (['negative', 'multiply', 'exp', 'divide'], 4, 'def kernel(a0):')
+    (['negative', 'multiply', 'exp', 'divide'], 4, '; kernel: negative multiply exp divide')
     """
 
     region: Region
@@ -80,5 +163,4 @@ class Backend:
 
     def prepare(self, lowered: Sequence[LoweredRegion], contiguous: frozenset) -> None:
         """Called before ``compile`` in the background thread: work that can be done
-        without holding this process's GIL (numba's: compiling in another process,
-        into the cache on disk, so that ``compile`` only loads)."""
+        before the kernels are compiled one by one (none for LLVM's)."""

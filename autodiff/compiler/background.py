@@ -1,10 +1,11 @@
 """The background compile worker: one daemon thread running compile jobs in turn.
 
-``jit(f, compile="auto")`` hands a hot signature's compilation here (``tiers.py``), and
-so does a kernel that meets an argument layout it was not compiled for
-(``numba_tier.py``): no call waits for a compiler.  A job compiles and installs what it
-compiled; one that raises leaves the signature on the replay.  The jobs left at exit are
-dropped.
+``jit(f, compile="auto")`` hands a hot signature's compilation here (``tiers.py``): no
+call waits for a compiler.  A job compiles and installs what it compiled; one that raises
+leaves the signature on the replay.  The thread is the process's (no other process is
+started, none outlives it): LLVM releases the GIL while it optimises and generates code,
+so the program's threads run on meanwhile.  At exit the job under way is waited for (a
+compilation takes well under a second) and the others are dropped.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class _Worker:
         self.idle = threading.Event()
         self.idle.set()
         self.pending = 0
+        self.running = threading.Lock()  # held while a job runs
 
     def submit(self, job: Callable[[], None]) -> None:
         with self.lock:
@@ -45,8 +47,9 @@ class _Worker:
         while True:
             job = self.jobs.get()
             try:
-                if not self.stopping:
-                    job()
+                with self.running:
+                    if not self.stopping:
+                        job()
             except Exception:  # a kernel that does not compile stays NumPy calls
                 pass
             finally:
@@ -57,6 +60,8 @@ class _Worker:
 
     def stop(self) -> None:
         self.stopping = True
+        with self.running:  # LLVM's work under way ends before the interpreter does
+            pass
 
 
 _worker = _Worker()

@@ -45,10 +45,10 @@ import numpy as np
 
 from autodiff.compiler.derived import derived_of
 from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
-from autodiff.compiler.replay import array_kind
-from autodiff.compiler.stages import replay
+from autodiff.compiler.tiers import call_graph
 from autodiff.core.arrays import library_of
 from autodiff.core.caches import LRUCache
+from autodiff.core.errstate import combined
 from autodiff.core.graph import Eqn, Graph, Literal, Var, aval_of
 from autodiff.core.primitive import Primitive, process
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
@@ -69,7 +69,7 @@ class CallPrimitive(Primitive):
 
 
 def _call_impl(*args: Any, graph: Graph, name: str) -> tuple:
-    return replay(graph, *array_kind(args))(*args)
+    return call_graph(graph, args)
 
 
 call_p = CallPrimitive("jit_call", _call_impl, multiple_results=True)
@@ -89,7 +89,17 @@ def _derived(graph: Graph, key: tuple, make: Any) -> Any:
             if store.transformed is None:
                 store.transformed = LRUCache(DERIVED_MAXSIZE)
             cache = store.transformed
-    return cache.get_or_make(key, make)
+    return cache.get_or_make(key, lambda: _inheriting(graph, make()))
+
+
+def _inheriting(graph: Graph, made: Any) -> Any:
+    """``made``'s graphs take ``graph``'s ``compile=`` setting (``tiers.call_graph``)."""
+    mode = derived_of(graph).mode
+    for name in ("graph", "forward", "backward"):
+        found = getattr(made, name, None)
+        if isinstance(found, Graph):
+            derived_of(found).mode = mode
+    return made
 
 
 def _avals(values: Any) -> tuple:
@@ -261,7 +271,8 @@ def _inline_call(interp: StagingInterpreter, prim: CallPrimitive, args: tuple, p
     for eqn in graph.eqns:
         outs = [Var(v.aval) for v in eqn.outvars]
         env.update(zip(eqn.outvars, outs))
-        interp.eqns.append(Eqn(eqn.prim, [sub(v) for v in eqn.invars], outs, eqn.params))
+        interp.eqns.append(Eqn(eqn.prim, [sub(v) for v in eqn.invars], outs, eqn.params,
+                               combined(interp.errstate(), eqn.errstate)))  # fmt: skip
     constants = dict(zip(interp.constvars, interp.consts))
     results = []
     for v in map(sub, graph.outvars):

@@ -18,6 +18,9 @@ field                holds                                       filled by
                      replay, a Python function of NumPy calls
 ``compiled``         per (backend, fresh): the ``Compiled``      ``stages.compiled``
                      stage (kernels), None where nothing compiles
+``mode``, ``calls``, the ``compile=`` of the jitted function it     ``tiers.call_graph``
+``run``              comes from; how often ``call_p`` ran it;
+                     what ``call_p`` runs (the replay, kernels)
 ===================  ==========================================  =========================
 
 Nothing here is semantic: a graph's meaning is its equations and constants, and the
@@ -37,9 +40,13 @@ __all__ = ["Derived", "derived_of"]
 class Derived:
     """The results derived from one graph (see the module docstring)."""
 
-    __slots__ = ("compiled", "optimized", "prepared", "replays", "runs_at_level", "transformed")
+    __slots__ = ("calls", "compiled", "mode", "optimized", "prepared", "replays", "run",
+                 "runs_at_level", "transformed")  # fmt: skip
 
     def __init__(self) -> None:
+        self.mode: Any = "auto"
+        self.calls = 0
+        self.run: Any = None
         self.prepared: Graph | None = None
         self.transformed: Any = None  # core.caches.LRUCache, made by call.py
         self.runs_at_level: bool | None = None

@@ -130,6 +130,7 @@ class JitFunction:
                 self._entries.move_to_end(key)
         staged = entry.traced
         if traced or staged.captured:
+            tiers.set_mode(staged.graph, self._compile)  # (tiers.call_graph reads it)
             out = call_p.bind(*leaves, *staged.captured, graph=staged.graph, name=self._name)
         elif entry.effects and current_interpreters():
             # draws under a transform: each meets the interpreters as it would eagerly
@@ -141,6 +142,8 @@ class JitFunction:
                 kind = array_kind(leaves)
                 if not entry.ran and kind[0] == "numpy" and not tiers.at_once():
                     entry.ran = True
+                    # its loops' bodies run through tiers.call_graph: as this function
+                    tiers.set_mode(staged.graph, tiers.mode_of(self._compile))
                     out = interpret(staged.graph, *leaves)
                     return optree.tree_unflatten(staged.out_tree, list(out))
                 run = entry.run = tiers.first_run(entry, kind, leaves, self._compile)
@@ -355,14 +358,15 @@ def jit(
     of the compiler's stages (``.lower()``: which equations compile, each kernel's
     source; ``.compile()``: a callable with its ``compile_time``).
 
-    ``compile``: with numba installed (``pip install 'autodiff[compile]'``), the
-    regions of the graph that lower (elementwise equations, fused into one loop each;
-    loops whose contents all lower, iterations included) are compiled to machine code.
-    ``"auto"`` (the default) does it for a signature called often, in another process
-    started from a background thread, and swaps the kernels in when they are ready (no
-    call waits for them);
-    ``True`` compiles with the replay, on the second call; ``False`` never compiles.
-    Kernels are kept on disk across processes (``autodiff.compiler.disk_cache``).
+    ``compile``: with llvmlite installed (``pip install 'autodiff[compile]'``), the
+    regions of the graph that lower (elementwise equations fused into one loop each,
+    reductions, views, small matrix products, loops and branches whose contents lower,
+    iterations included) are compiled to machine code through LLVM, with NumPy's results
+    bit for bit.  ``"auto"`` (the default) does it for a signature called often
+    (``tiers.HOT_CALLS``), in a background thread, and swaps the kernels in when they
+    are ready (no call waits for them); ``True`` compiles with the replay, on the
+    second call; ``False`` never compiles.  Compiled objects are kept on disk across
+    processes (``autodiff.compiler.disk_cache``).
 
     The contract: ``jit(fun)(x)`` behaves like ``fun(x)`` in everything a NumPy user
     can observe, except time, on every call (the first, the compiled ones):

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.core.errstate import combined
 from autodiff.core.graph import Eqn, Graph, Literal, Var
 from autodiff.interpreters.reverse import no_grad_p
 from autodiff.interpreters.staging import freeze, traced_impl
@@ -68,7 +69,8 @@ class _Substitution:
         if to:  # (the passes' hot loop: no new equation unless an input changes)
             for v in eqn.invars:
                 if v in to:
-                    return Eqn(eqn.prim, [self(v) for v in eqn.invars], eqn.outvars, eqn.params)
+                    return Eqn(eqn.prim, [self(v) for v in eqn.invars], eqn.outvars, eqn.params,
+                               eqn.errstate)  # fmt: skip
         return eqn
 
     def outvars(self, graph: Graph) -> list:
@@ -125,6 +127,8 @@ def cse(graph: Graph) -> Graph:
                 params = eqn.params
                 if params:
                     key.extend((k, freeze(v)) for k, v in params.items())
+                if eqn.errstate:  # the same value, reported otherwise
+                    key.append(eqn.errstate)
                 key = tuple(key)
                 hash(key)
             except TypeError:  # an array parameter: not compared
@@ -433,7 +437,9 @@ def inline(graph: Graph) -> Graph:
             new_outs = [Var(v.aval) for v in inner.outvars]
             rename.update(zip(inner.outvars, new_outs))
             ins = [v if type(v) is Literal else rename[v] for v in inner.invars]
-            eqns.append(Eqn(inner.prim, ins, new_outs, inner.params))
+            eqns.append(
+                Eqn(inner.prim, ins, new_outs, inner.params, combined(eqn.errstate, inner.errstate))
+            )
         for var, value in zip(eqn.outvars, body.outvars):
             sub.to[var] = value if type(value) is Literal else rename[value]
         key = "custom rules" if "checkpoint" not in eqn.prim.name else "checkpoint"

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.core.errstate import applied
 from autodiff.core.graph import Graph, Literal, Var
 from autodiff.interpreters.staging import eval_graph
 
@@ -355,7 +356,13 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None,
         else:
             outs = p.names[eqn.outvars[0]]
         call = f"{fn}({', '.join(args)})"
-        lines.append(f"    {outs} = {call}" if outs else f"    {call}")  # (no result: an effect)
+        line = f"{outs} = {call}" if outs else call  # (no result: an effect)
+        if eqn.errstate:  # the function's own floating-point setting (core/errstate.py)
+            state = w.ref(applied, "_errstate")
+            lines.append(f"    with {state}({w.ref(eqn.errstate, 'state')}):")
+            lines.append(f"        {line}")
+        else:
+            lines.append(f"    {line}")
         if p.free_after[i]:
             lines.append(f"    del {', '.join(p.free_after[i])}")
     if fresh and kind != "lazy":  # (Dask arrays are never written into)

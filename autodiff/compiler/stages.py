@@ -9,7 +9,7 @@ optimise                   the graph a call runs            ``optimized`` (``pas
 replay                     a Python function of NumPy       ``replay`` (``replay.py``)
                            calls, buffers reused
 or lower                   ``Lowered``: the regions that    ``lower`` (a ``Backend``:
-                           compile, as the backend's text   ``numba_tier.py``, ``kernels.py``)
+                           compile, as the backend's text   ``llvm_backend.py``)
 compile                    ``Compiled``: the kernels, and   ``Lowered.compile``
                            the replay calling them
 cache                      each result once per graph       ``derived.py``; kernels on disk,
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.compiler import numba_tier
+from autodiff.compiler import llvm_backend
 from autodiff.compiler.backend import Backend, LoweredRegion
 from autodiff.compiler.derived import derived_of
 from autodiff.compiler.kernel_call import KernelPrimitive
@@ -61,7 +61,7 @@ __all__ = [
     "replay",
 ]
 
-# Regions a backend refused to compile, with the error (tests: a lowering numba refuses)
+# Regions a backend refused to compile, with the error (tests: a lowering LLVM refuses)
 failures: list = []
 
 
@@ -100,8 +100,8 @@ def replay(graph: Graph, kind: str = "numpy", like: Any = None, fresh: bool = Fa
 
 
 def default_backend() -> Backend:
-    """The backend ``jit`` compiles with: numba's (``numba_tier.py``)."""
-    return numba_tier.BACKEND
+    """The backend ``jit`` compiles with: LLVM's (``llvm_backend.py``)."""
+    return llvm_backend.BACKEND
 
 
 def lower(
@@ -161,6 +161,43 @@ def _contiguous(graph: Graph, layouts: Sequence[bool] | None) -> list[Var]:
         ):
             known.update(eqn.outvars)
     return list(known)
+
+
+def _typed(run: Callable, fused: Graph, graph: Graph, kind: str, fresh: bool) -> Callable:
+    """``run`` returning each 0-d result a kernel computes as NumPy returns it there (a
+    NumPy scalar, or a 0-d array: a kernel cannot tell): its first call runs NumPy's
+    replay and notes which, the later calls run ``run``."""
+    from_kernel = {v for e in fused.eqns if isinstance(e.prim, KernelPrimitive)
+                   for v in e.outvars}  # fmt: skip
+    zero_d = [i for i, v in enumerate(fused.outvars)
+              if type(v) is Var and v in from_kernel and v.aval.ndim == 0]  # fmt: skip
+    if not zero_d:
+        return run
+    return _ZeroD(run, compile_graph(graph, kind, None, fresh), zero_d)
+
+
+class _ZeroD:
+    """A replay whose 0-d results are typed as NumPy's (``_typed``)."""
+
+    __slots__ = ("numpy", "run", "scalars", "source", "zero_d")
+
+    def __init__(self, run: Callable, numpy: Callable, zero_d: list[int]) -> None:
+        self.run, self.numpy, self.zero_d = run, numpy, zero_d
+        self.source = run.source  # type: ignore[attr-defined]
+        self.scalars: list[int] | None = None
+
+    def __call__(self, *args: Any) -> tuple:
+        if self.scalars is None:
+            outs = self.numpy(*args)
+            self.scalars = [i for i in self.zero_d if type(outs[i]) is not np.ndarray]
+            return outs
+        outs = self.run(*args)
+        if self.scalars:
+            outs = list(outs)
+            for i in self.scalars:
+                outs[i] = outs[i][()]
+            outs = tuple(outs)
+        return outs
 
 
 def _fused(graph: Graph, kernels: Sequence[KernelPrimitive]) -> Graph:
@@ -262,7 +299,23 @@ class Lowered:
         kernel's text."""
         regions = [r.region for r in self.regions]
         backend = self.backend.name if self.backend else ""
-        return _text(self.graph, regions, [r.text for r in self.regions], backend, self.note)
+        text = _text(self.graph, regions, [r.text for r in self.regions], backend, self.note)
+        return "\n".join([text, *self._nested()])
+
+    def _nested(self) -> list[str]:
+        """The staged functions of the control flow that runs as NumPy calls (a loop
+        whose body lowers only in part): each its own graph, whose regions compile once
+        it is hot (``tiers.call_graph``), lowered in turn."""
+        if self.backend is None:
+            return []
+        lines = []
+        for eqn in self.numpy_calls:
+            for label, graph in _functions(eqn):
+                inner = lower(graph, self.backend)
+                outs = " ".join(f"{v.aval.str_short()}" for v in eqn.outvars)
+                lines += ["", f"# {eqn.prim.name} -> ({outs}) runs as NumPy calls; its {label}, "
+                          f"on each call:", inner.as_text()]  # fmt: skip
+        return lines
 
     def cost_analysis(self) -> dict[str, int]:
         """What one call runs (``cost_of``)."""
@@ -292,7 +345,8 @@ class Lowered:
                         stacklevel=2,
                     )
         fused = _fused(self.graph, kernels)
-        run = compile_graph(fused, self.kind, self.like, fresh)
+        run = _typed(compile_graph(fused, self.kind, self.like, fresh), fused, self.graph,
+                     self.kind, fresh)  # fmt: skip
         return Compiled(self, run, fused, tuple(kernels), time.perf_counter() - start)
 
 
@@ -387,6 +441,19 @@ def _text(graph: Graph, regions: Sequence[Any], texts: Sequence[str], backend: s
         lines += ["", f"# kernel {k}: {_count(len(region.eqns), 'equation')} ({names})",
                   text.rstrip()]  # fmt: skip
     return "\n".join(lines)
+
+
+def _functions(eqn: Eqn) -> list[tuple[str, Graph]]:
+    """The staged functions a control-flow equation calls (``GraphFn`` parameters, alone
+    or in a tuple: ``cond``'s branches), with their parameter's name."""
+    out = []
+    for key, value in eqn.params.items():
+        values = value if isinstance(value, tuple) else (value,)
+        for i, v in enumerate(values):
+            graph = getattr(v, "graph", None)
+            if isinstance(graph, Graph):
+                out.append((f"{key}[{i}]" if isinstance(value, tuple) else key, graph))
+    return out
 
 
 def _count(n: int, what: str) -> str:

@@ -13,7 +13,7 @@ engines tier their code:
    and at ``HOT_CALLS`` the background worker (``background.py``) lowers and compiles
    the kernels and swaps them in (``Entry.run``) when they are ready: no call waits for
    the compiler.  ``compile=False`` stays on the replay; so does every signature where
-   the backend is not available (numba not installed, ``AUTODIFF_COMPILE=0``) or the
+   the backend is not available (llvmlite not installed, ``AUTODIFF_COMPILE=0``) or the
    arrays are another library's.
 
 ``compiling(mode)`` overrides every function's ``compile=`` (tests, benchmarks).
@@ -29,12 +29,16 @@ from typing import Any
 import numpy as np
 
 from autodiff.compiler import background
+from autodiff.compiler.derived import derived_of
+from autodiff.compiler.replay import array_kind
 from autodiff.compiler.stages import Traced, compiled, default_backend, replay
+from autodiff.core.graph import Graph
 from autodiff.errors import TransformValueError
 
-__all__ = ["HOT_CALLS", "Entry", "at_once", "check_compile", "compile_at_once", "compiling"]
+__all__ = ["HOT_CALLS", "Entry", "at_once", "call_graph", "check_compile", "compile_at_once",
+           "compiling", "mode_of", "set_mode"]  # fmt: skip
 
-HOT_CALLS = 8  # calls of one signature after which compile="auto" compiles it (in the background)
+HOT_CALLS = 3  # calls of one signature after which compile="auto" compiles it (in the background)
 
 # Whether a first call compiles its replay at once instead of interpreting the graph.
 _at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("compile_at_once", default=False)
@@ -67,6 +71,12 @@ def compiling(mode: Any):
         yield
     finally:
         _forced.reset(token)
+
+
+def mode_of(setting: Any) -> Any:
+    """The ``compile=`` a function with ``setting`` runs under here (``compiling``'s, if set)."""
+    forced = _forced.get()
+    return setting if forced is None else forced
 
 
 def check_compile(mode: Any) -> None:
@@ -107,10 +117,11 @@ def first_run(entry: Entry, kind: tuple, leaves: Sequence, setting: Any) -> Call
     (and a region is worth compiling), else the replay, whose calls ``"auto"`` counts."""
     graph = entry.traced.graph
     run = replay(graph, kind[0], kind[1], fresh=True)
-    forced = _forced.get()
-    mode = setting if forced is None else forced
+    mode = mode_of(setting)
     if kind[0] != "numpy" or mode is False or not default_backend().available():
+        set_mode(graph, False)
         return run
+    set_mode(graph, mode)
     if mode is True:
         found = compiled(graph, fresh=True, layouts=_layouts(leaves))
         if found is None:
@@ -139,3 +150,49 @@ def count(entry: Entry, args: Sequence) -> None:
 
 def _layouts(args: Sequence) -> list[bool]:
     return [type(a) is np.ndarray and a.flags.c_contiguous for a in args]
+
+
+def set_mode(graph: Graph, mode: Any) -> None:
+    """``graph`` and the functions of its control flow (loop bodies, branches, at any
+    depth) take the ``compile=`` setting ``mode``: a body that runs as a replay (it lowers
+    only in part) is compiled, or not, as the function is (``call_graph``).  Set before
+    any of them runs: a body left at the default would compile on its own once hot."""
+    derived_of(graph).mode = mode
+    for eqn in graph.eqns:
+        for value in eqn.params.values():
+            for fn in value if isinstance(value, tuple) else (value,):
+                inner = getattr(fn, "graph", None)
+                if isinstance(inner, Graph):
+                    set_mode(inner, mode)
+
+
+def call_graph(graph: Graph, args: Sequence) -> tuple:
+    """Run ``graph`` on concrete ``args`` for ``call_p`` (a jitted function under a
+    transform: ``grad(jit(f))``'s forward and backward graphs, ``vmap(jit(f))``'s batched
+    one), tiered as a signature's calls are: replayed, and compiled once hot (in the
+    background with ``compile="auto"``, at once with ``True``; the jitted function's
+    setting, which the graphs derived from its graph inherit)."""
+    store = derived_of(graph)
+    run = store.run
+    if run is not None:
+        return run(*args)
+    kind = array_kind(args)
+    plain = replay(graph, kind[0], kind[1])
+    set_mode(graph, store.mode)  # its loops' bodies: as the graph (derived graphs' are new)
+    mode = mode_of(store.mode)
+    if kind[0] != "numpy" or mode is False or not default_backend().available():
+        store.run = plain
+        return plain(*args)
+    if mode is True:
+        found = compiled(graph)
+        store.run = found.run if found is not None else plain
+        return store.run(*args)
+    store.calls += 1
+    if store.calls == HOT_CALLS:
+
+        def compile_then_swap() -> None:
+            found = compiled(graph, sync=False)
+            store.run = found.run if found is not None else plain
+
+        background.compile_later(compile_then_swap)
+    return plain(*args)

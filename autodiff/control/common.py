@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.compiler.replay import array_kind
-from autodiff.compiler.stages import optimized, replay
+from autodiff.compiler.stages import optimized
+from autodiff.compiler.tiers import call_graph
 from autodiff.core.args import a_type, is_array
 from autodiff.core.arrays import dtype_of, is_float, shape_of
 from autodiff.core.graph import Graph
@@ -65,7 +65,6 @@ __all__ = [
     "check_predicate",
     "closed",
     "inline_function",
-    "lowered_names",
     "derivative_where",
     "is_static_int",
     "leaves_of",
@@ -199,28 +198,18 @@ class GraphFn:
         for a in args:
             if isinstance(a, Tracer):
                 return tuple(eval_graph(self.graph, *args))
-        return replay(self.graph, *array_kind(args))(*args)
+        # replayed, and compiled once hot: a loop whose body lowers only in part runs its
+        # body's compiled regions between the NumPy calls (compiler/tiers.py)
+        return call_graph(self.graph, args)
 
     def __repr__(self) -> str:
         return f"<{self.graph.name}: {len(self.graph.eqns)} eqns>"
 
 
-def inline_function(ctx: Any, fn: GraphFn, inputs: Sequence[str], consts: Sequence[str]) -> list:
-    """A lowering's ``ctx`` (``compiler/kernels.py``) writes ``fn``'s optimised graph
-    inline, on ``inputs`` and the closed-over values it picks from ``consts``."""
+def inline_function(ctx: Any, fn: GraphFn, inputs: Sequence[Any], consts: Sequence[Any]) -> list:
+    """A lowering's ``ctx`` (``compiler/llvm_context.py``) writes ``fn``'s optimised graph
+    inline, on the values ``inputs`` and the closed-over values it picks from ``consts``."""
     return ctx.inline(optimized(fn.graph), [*inputs, *(consts[i] for i in fn.picks)])
-
-
-def lowered_names(ctx: Any, values: Sequence[str], avals: Sequence[Any], prefix: str) -> list:
-    """New names holding ``values`` (a loop's carry, a branch's results), scalars cast to
-    their dtype so that numba gives the name one type in every iteration or branch."""
-    names = []
-    for value, aval in zip(values, avals, strict=True):
-        name = ctx.temp(prefix)
-        ctx.line(f"{name} = {ctx.dtype(aval.dtype)}({value})" if aval.ndim == 0 else
-                 f"{name} = {value}")  # fmt: skip
-        names.append(name)
-    return names
 
 
 def _bind(value: Any, consts: Sequence[Any]) -> Any:

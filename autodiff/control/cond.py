@@ -47,7 +47,6 @@ from autodiff.control.common import (
     derivative_where,
     inline_function,
     leaves_of,
-    lowered_names,
     names_of,
     output_types,
     run_here,
@@ -151,26 +150,18 @@ cond_p = CondPrimitive("cond", _cond_impl, multiple_results=True)
 
 
 def _cond_lowering(ctx, index, *operands, branches, n_consts=0, **params):
-    """Staged: an ``if``/``elif`` over the branches, each written inline (where
-    everything in them lowers); the index clamped as ``_taken`` clamps it."""
+    """Staged: one ``if`` per branch, each written inline (where everything in them
+    lowers); the index clamped as ``_taken`` clamps it."""
     if not all(isinstance(b, GraphFn) for b in branches):
         raise NotLowered("cond's branches are not staged")
     split = len(operands) - n_consts
     ops, consts = operands[:split], operands[split:]
-    chosen = ctx.temp("b")
-    ctx.line(f"{chosen} = min(max(int({index}), 0), {len(branches) - 1})")
-    outs = [ctx.temp("r") for _ in ctx.out_avals]
+    chosen = ctx.clamp(index, 0, len(branches) - 1)
+    results = ctx.variables(ctx.out_avals)
     for b, branch in enumerate(branches):
-        last = b == len(branches) - 1
-        ctx.line("if True:" if len(branches) == 1 else "else:" if last else
-                 f"{'if' if b == 0 else 'elif'} {chosen} == {b}:")  # fmt: skip
-        with ctx.indented():
-            values = inline_function(ctx, branch, ops, consts)
-            names = lowered_names(ctx, values, ctx.out_avals, "r")
-            for out, name in zip(outs, names, strict=True):
-                ctx.line(f"{out} = {name}")
-    ctx.view = True  # a branch may return an operand
-    return tuple(outs)
+        with ctx.branch(chosen, b):
+            ctx.assign(results, inline_function(ctx, branch, ops, consts))
+    return tuple(ctx.read(results))
 
 
 @propagating

@@ -61,7 +61,6 @@ from autodiff.control.common import (
     inline_function,
     is_static_int,
     leaves_of,
-    lowered_names,
     names_of,
     run_here,
     staged_if_jitting,
@@ -370,28 +369,16 @@ def _scan_lowering(ctx, *operands, body, length, reverse, n_consts=0, **params):
         raise NotLowered("scan's body is not staged")
     n, split = body.n_carry, len(operands) - n_consts
     out_avals = ctx.out_avals
-    carry = lowered_names(ctx, operands[:n], out_avals[:n], "c")
+    carry = ctx.variables(out_avals[:n], operands[:n])
     xs, consts = operands[n:split], operands[split:]
-    ys = []
-    for aval in out_avals[n:]:
-        ys.append(ctx.temp("y"))
-        ctx.line(f"{ys[-1]} = np.empty({aval.shape!r}, {ctx.dtype(aval.dtype)})")
-    step = ctx.temp("s")
-    steps = f"range({length - 1}, -1, -1)" if reverse else f"range({length})"
-    ctx.line(f"for {step} in {steps}:")
-    with ctx.indented():
-        x_t = []
-        for x in xs:
-            x_t.append(ctx.temp("x"))
-            ctx.line(f"{x_t[-1]} = {x}[{step}]")
-        new = inline_function(ctx, body, [*carry, *x_t], consts)
+    ys = [ctx.empty(aval) for aval in out_avals[n:]]
+    with ctx.loop(length, reverse) as step:
+        x_t = [ctx.at(x, step) for x in xs]
+        new = inline_function(ctx, body, [*ctx.read(carry), *x_t], consts)
         for y, value in zip(ys, new[n:], strict=True):
-            ctx.line(f"{y}[{step}] = {value}")
-        for name, value, aval in zip(carry, new[:n], out_avals[:n], strict=True):
-            ctx.line(f"{name} = {ctx.dtype(aval.dtype)}({value})" if aval.ndim == 0 else
-                     f"{name} = {value}")  # fmt: skip
-    ctx.view = set(range(n))  # the carry may be an operand, passed through; ys are new
-    return (*carry, *ys)
+            ctx.store_at(y, step, value)
+        ctx.assign(carry, new[:n])
+    return (*ctx.read(carry), *ys)
 
 
 # A staged scan is unrolled for sparsity detection (each step reads its own slice of xs)

@@ -112,7 +112,7 @@ def stage_control(interp: StagingInterpreter, prim: ControlFlowPrimitive, args: 
         return prim.bind(*args, *const_list, **new)
     invars = [interp.read(a) for a in (*args, *const_list)]
     outvars = [Var(a) for a in out_avals]
-    interp.eqns.append(Eqn(prim, invars, outvars, new))
+    interp.eqns.append(Eqn(prim, invars, outvars, new, interp.errstate()))
     return tuple(StagedTensor(interp, v) for v in outvars)
 
 

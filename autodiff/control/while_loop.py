@@ -50,7 +50,6 @@ from autodiff.control.common import (
     derivative_where,
     inline_function,
     leaves_of,
-    lowered_names,
     run_here,
     staged_if_jitting,
 )
@@ -149,21 +148,13 @@ def _while_lowering(ctx, *operands, cond_fun, body_fun, n_consts=0, **params):
     if not isinstance(cond_fun, GraphFn) or not isinstance(body_fun, GraphFn):
         raise NotLowered("while_loop's functions are not staged")
     split = len(operands) - n_consts
-    carry_avals = ctx.out_avals
-    carry = lowered_names(ctx, operands[:split], carry_avals, "c")
     consts = operands[split:]
-    ctx.line("while True:")
-    with ctx.indented():
-        (running,) = inline_function(ctx, cond_fun, carry, consts)
-        ctx.line(f"if not {running}:")
-        with ctx.indented():
-            ctx.line("break")
-        new = inline_function(ctx, body_fun, carry, consts)
-        for name, value, aval in zip(carry, new, carry_avals, strict=True):
-            ctx.line(f"{name} = {ctx.dtype(aval.dtype)}({value})" if aval.ndim == 0 else
-                     f"{name} = {value}")  # fmt: skip
-    ctx.view = True  # the carry may be an operand, passed through
-    return tuple(carry)
+    carry = ctx.variables(ctx.out_avals, operands[:split])
+    with ctx.while_loop() as exit_unless:
+        (running,) = inline_function(ctx, cond_fun, ctx.read(carry), consts)
+        exit_unless(running)
+        ctx.assign(carry, inline_function(ctx, body_fun, ctx.read(carry), consts))
+    return tuple(ctx.read(carry))
 
 
 @propagating

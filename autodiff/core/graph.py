@@ -195,15 +195,19 @@ class Literal:
 
 
 class Eqn:
-    """``outvars = prim(*invars, **params)``."""
+    """``outvars = prim(*invars, **params)``; ``errstate``: the floating-point error
+    handling the staged function set around it (``np.errstate``'s keywords, as sorted
+    pairs), which overrides the caller's; None where it set none."""
 
-    __slots__ = ("invars", "outvars", "params", "prim")
+    __slots__ = ("errstate", "invars", "outvars", "params", "prim")
 
-    def __init__(self, prim: Any, invars: list, outvars: list, params: dict) -> None:
+    def __init__(self, prim: Any, invars: list, outvars: list, params: dict,
+                 errstate: tuple | None = None) -> None:  # fmt: skip
         self.prim = prim
         self.invars = invars
         self.outvars = outvars
         self.params = params
+        self.errstate = errstate
 
     def __repr__(self) -> str:
         return f"Eqn({self.prim.name}, {len(self.invars)} in, {len(self.outvars)} out)"
@@ -391,6 +395,9 @@ class _Printer:
         for eqn in graph.eqns:
             outs = " ".join(self.typed(v) if id(v) in used else "_" for v in eqn.outvars)
             params, nested = self.params(eqn.params, indent + "    ")
+            if eqn.errstate:
+                state = " ".join(f"{k}={_param_text(v)}" for k, v in eqn.errstate)
+                params = f"{params}{{errstate {state}}}"
             args = " ".join(self.name(v) for v in eqn.invars)
             if notes and id(eqn) in notes:
                 noted.append((len(lines), notes[id(eqn)]))

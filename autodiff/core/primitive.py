@@ -41,7 +41,7 @@ from autodiff.core.rule_forms import (
     normalized_jvp,
     normalized_vjp,
 )
-from autodiff.core.tracer import Tracer, leaked_error
+from autodiff.core.tracer import Tracer, leaked_error, stand_ins, stood_in
 from autodiff.errors import LeakedTracerError, MissingRuleError
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "new_interpreter",
     "owned",
     "process",
+    "standing_in",
 ]
 
 # Level tokens: unique per transform *call*, increasing with time.  Within one
@@ -195,7 +196,10 @@ def check_live(x: Any) -> Any:
     """
     if isinstance(x, Tracer):
         if not x._interp.active:
-            raise leaked_error(x)
+            value = stood_in(x)
+            if value is x:
+                raise leaked_error(x)
+            return check_live(value)
         stack = _stack.get()
         if stack and x._interp.level > stack[-1].level:  # not ours: ours are at most this
             raise LeakedTracerError(
@@ -218,7 +222,60 @@ def owned(interp: Interpreter, x: Any) -> Any:
     >>> vmap(f, out_dims=None)(np.zeros(2))
     (True, None)
     """
-    return x if isinstance(check_live(x), Tracer) and x._interp is interp else None
+    x = check_live(x)
+    return x if isinstance(x, Tracer) and x._interp is interp else None
+
+
+@contextlib.contextmanager
+def standing_in(tracers: Sequence[Any], values: Sequence[Any],
+                isolated: bool = False) -> Iterator[None]:  # fmt: skip
+    """For the time of the block, each traced value of ``tracers`` stands for the value
+    at the same position of ``values``: a user function that closes over ``tracers``
+    computes on ``values`` (closure conversion without rewriting the function).
+
+    Solvers and custom rules run the functions they are given on their own operands
+    (unwrapped by the transforms above, sliced per example, concrete at the bottom),
+    and those functions' closed-over traced values are among the operands (found by
+    ``transforms/closures.py``).  The transforms that own the replaced tracers are
+    marked inactive for the block, so each use of one leaves ``bind``'s fast path for
+    its slow path, which looks the stand-in up (``core.tracer.stand_ins``): nothing is
+    checked on the fast path.  A tracer of those transforms that is *not* replaced
+    (one the search did not find) then raises ``LeakedTracerError`` rather than mixing
+    levels.  ``isolated``: the block computes on plain values only (a solver's
+    implementation, at the bottom of the stack), so every transform of the stack is
+    marked inactive for it, and any traced value the block meets is either replaced or
+    refused.
+
+    >>> import numpy as np
+    >>> from autodiff import grad
+    >>> def f(w):
+    ...     scale = lambda v: w * v  # closes over the traced w
+    ...     with standing_in([w], [10.0]):
+    ...         print(scale(np.ones(2)))
+    ...     return w
+    >>> _ = grad(f)(3.0)
+    [10. 10.]
+    """
+    pairs = [(t, v) for t, v in zip(tracers, values, strict=True)
+             if isinstance(t, Tracer) and v is not t]  # fmt: skip
+    if not pairs and not isolated:
+        yield
+        return
+    table = dict(stand_ins.get())
+    table.update((id(t), (t, v)) for t, v in pairs)
+    table[None] = (None, None)  # (marks the block for leaked_error's message)
+    owners = [t._interp for t, _ in pairs] + list(_stack.get() if isolated else ())
+    interps = list({id(i): i for i in owners}.values())
+    before = [i.active for i in interps]
+    token = stand_ins.set(table)
+    for interp in interps:
+        interp.active = False
+    try:
+        yield
+    finally:
+        for interp, active in zip(interps, before):
+            interp.active = active
+        stand_ins.reset(token)
 
 
 # --- primitives ---------------------------------------------------------------------
@@ -275,11 +332,12 @@ class Primitive:
         else its abstract value.  Without one, every output element depends on every
         input element (safe, never wrong).
     lowering
-        Optional, for ``jit``'s compiling tier: how the primitive is written as code numba
-        compiles, a ``core.lowering.Elementwise`` (a scalar function applied to each
-        element; equations of one shape fuse into one loop) or ``Emitter`` (source for
-        whole arrays).  Without one, the primitive is a NumPy call between compiled
-        regions (``core/lowering.py``).
+        Optional, for ``jit``'s compiling tier: how the primitive is compiled, one of
+        ``core/lowering.py``'s kinds: ``Elementwise`` (a NumPy ufunc, or a traced scalar
+        function, applied to each element; equations of one shape fuse into one loop),
+        ``Reduction``, ``View``, ``Gufunc`` or ``Emitter`` (code written with the
+        backend's context).  Without one, the primitive is a NumPy call between compiled
+        regions.
     taylor
         Optional, for Taylor mode (``jet`` and the differential operators):
         ``taylor(primals, series, **params) -> (ans, series_out)`` pushes a truncated
@@ -449,8 +507,8 @@ class Primitive:
             if isinstance(arg, Tracer):
                 interp = arg._interp
                 if interp is not top:
-                    if not interp.active:
-                        raise leaked_error(arg)
+                    if not interp.active:  # leaked, or standing in for a value
+                        return self._bind_stood_in(args, params)
                     if top is None or interp.level > top.level:
                         top = interp
         if top is None:
@@ -466,6 +524,16 @@ class Primitive:
         if top.observer is None:
             return method(top, self, args, params)
         return top.observer.process(method, top, self, args, params)
+
+    def _bind_stood_in(self, args: tuple, params: dict) -> Any:
+        """``bind`` with the values that inactive tracers stand for (``standing_in``);
+        a tracer that stands for none has leaked."""
+        replaced = tuple(stood_in(a) if isinstance(a, Tracer) and not a._interp.active else a
+                         for a in args)  # fmt: skip
+        for a in replaced:
+            if isinstance(a, Tracer) and not a._interp.active and stood_in(a) is a:
+                raise leaked_error(a)
+        return self.bind(*replaced, **params)
 
     def missing(self, rule: str, interp: Interpreter) -> MissingRuleError:
         """The error for a missing derivative rule (``"VJP"`` or ``"JVP"``): either

@@ -11,10 +11,12 @@ silently treated as a constant.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import operator
 import sys
-from collections.abc import Callable, Iterator
+import types
+from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
 from typing import Any
 
@@ -34,6 +36,8 @@ __all__ = [
     "leaked_error",
     "numpy_overrides",
     "register_numpy",
+    "stand_ins",
+    "stood_in",
 ]
 
 
@@ -106,12 +110,36 @@ def _takes_arrays(func: Any) -> bool:
 
 
 def leaked_error(tracer: Tracer) -> LeakedTracerError:
+    if stand_ins.get():  # inside a function a solver or a custom rule runs for itself
+        return LeakedTracerError(
+            f"{type(tracer).__name__} of {tracer._interp.describe()} reached a function "
+            f"that a solver or a custom rule runs on its own values, through a path "
+            f"autodiff does not look into (its closure cells, defaults, globals, bound "
+            f"objects and containers, a few levels deep, are searched). Pass that value "
+            f"to the function as an argument (args=, or an argument of the custom rule) "
+            f"or close over it directly."
+        )
     return LeakedTracerError(
         f"{type(tracer).__name__} of {tracer._interp.describe()} used after that "
         f"transform ended. Traced values must not escape the function being "
         f"transformed (through a global, a closure, an attribute, a generator or "
         f"a side output); return them from the function instead."
     )
+
+
+# Stand-ins: while a solver or a custom rule runs a user function on values of its own
+# (its operands, unwrapped), the traced values that function closes over stand for those
+# values (``core.primitive.standing_in`` deactivates their transforms for the time, so
+# every use reaches a slow path that looks here): id(tracer) -> (tracer, value).
+stand_ins: contextvars.ContextVar[Mapping[Any, tuple[Any, Any]]] = contextvars.ContextVar(
+    "autodiff_stand_ins", default=types.MappingProxyType({})
+)
+
+
+def stood_in(x: Any) -> Any:
+    """The value ``x`` stands for here (``x`` itself where it stands for none)."""
+    found = stand_ins.get().get(id(x))
+    return x if found is None else found[1]
 
 
 _API_VERSIONS = (None, "2021.12", "2022.12", "2023.12", "2024.12")
@@ -121,10 +149,16 @@ array_namespace: Any = None
 
 
 def _binary(ufunc: Any) -> tuple[Callable, Callable]:
+    # (an operand whose class sets __array_ufunc__ = None handles the operator itself, as
+    # NumPy's protocol says: tracer @ sparse_array is the sparse array's __rmatmul__)
     def forward(self, other):
+        if getattr(type(other), "__array_ufunc__", 0) is None:
+            return NotImplemented
         return numpy_overrides[ufunc](self, other)
 
     def reflected(self, other):
+        if getattr(type(other), "__array_ufunc__", 0) is None:
+            return NotImplemented
         return numpy_overrides[ufunc](other, self)
 
     forward.__name__ = reflected.__name__ = ufunc.__name__
@@ -236,7 +270,10 @@ class Tracer:
         a Python branch under ``grad``): derivatives are not dropped silently by this,
         the caller decides.  Batched and staged values have none and raise."""
         if not self._interp.active:
-            raise leaked_error(self)
+            value = stood_in(self)
+            if value is self:
+                raise leaked_error(self)
+            return value._concrete_value(what, kind) if isinstance(value, Tracer) else value
         return self._concrete(what, kind)
 
     def _convert(self, what: str, kind: str, frame: FrameType) -> Any:
@@ -244,7 +281,10 @@ class Tracer:
         ``x.item()``, ``np.asarray(x)``), made by the code in ``frame``: refused by every
         transform whose value would be lost (a derivative, a batch)."""
         if not self._interp.active:
-            raise leaked_error(self)
+            value = stood_in(self)  # (a closed-over value a solver's function converts)
+            if value is self:
+                raise leaked_error(self)
+            return value._convert(what, kind, frame) if isinstance(value, Tracer) else value
         self._refuse(what, kind, frame)
         inner = self._inner
         return inner._convert(what, kind, frame) if isinstance(inner, Tracer) else inner
@@ -445,6 +485,8 @@ class Tracer:
         return numpy_overrides[func](*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
+        if not self._interp.active and stood_in(self) is not self:  # a concrete stand-in
+            return np.asarray(stood_in(self), dtype=dtype)
         # NumPy converts: np.asarray(x), np.array([x, y]), np.float32(x), plain[i:j] = x,
         # or a NumPy function given a list holding x (np.mean([x, y])).
         caller = sys._getframe(1)

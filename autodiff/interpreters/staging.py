@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -41,6 +41,7 @@ import numpy as np
 from autodiff.core import conversions
 from autodiff.core import tracer as _tracer
 from autodiff.core.caches import LRUCache
+from autodiff.core.errstate import Watch, applied, own, watching
 from autodiff.core.graph import Eqn, Graph, Literal, OpaqueAval, ShapedArray, Var, aval_of
 from autodiff.core.primitive import (
     Interpreter,
@@ -84,7 +85,7 @@ class StagingInterpreter(Interpreter):
     staged (``jit``, ``make_graph``) in error messages."""
 
     __slots__ = ("captured", "const_ids", "consts", "constvars", "eqns", "like", "originals",
-                 "transform")  # fmt: skip
+                 "transform", "watch")  # fmt: skip
     lifts = False  # process classifies foreign arguments itself: constant or captured
 
     def __init__(self, transform: str = "jit", like: Any = None) -> None:
@@ -101,13 +102,21 @@ class StagingInterpreter(Interpreter):
         self.originals: list[Any] = []  # the constants as the function held them (their ids)
         # id(tracer) -> (tracer, var): tracers of transforms outside this staging
         self.captured: dict[int, tuple[Tracer, Var]] = {}
+        # the sentinel errstate the staging runs in (core/errstate.py)
+        self.watch: Watch | None = None
+
+    def errstate(self) -> tuple | None:
+        """The floating-point settings the staged function set around what it stages now."""
+        return None if self.watch is None else own(self.watch)
 
     def read(self, x: Any) -> Var | Literal:
         """The graph variable (or literal) standing for ``x``."""
         if type(x) is StagedTensor and x._interp is self:
             return x._var
         if isinstance(x, Tracer):
-            check_live(x)
+            live = check_live(x)
+            if live is not x:  # x stands for another value (core.primitive.standing_in)
+                return self.read(live)
             found = self.captured.get(id(x))
             if found is None:
                 found = self.captured[id(x)] = (x, Var(ShapedArray(x.shape, x.dtype)))
@@ -366,7 +375,7 @@ def _stage_equation(interp: StagingInterpreter, prim: Primitive, args: tuple, pa
     if rule is not None and not prim.multiple_results:
         out = rule(*avals, **params)
         var = Var(out if type(out) is ShapedArray else _as_avals(prim, out))
-        interp.eqns.append(Eqn(prim, invars, [var], params))
+        interp.eqns.append(Eqn(prim, invars, [var], params, interp.errstate()))
         if _no_grad_level() < interp.level:  # (not inside no_grad(): the common case)
             return StagedTensor(interp, var)
         return _without_grad(interp, prim, StagedTensor(interp, var))
@@ -380,11 +389,11 @@ def _stage_equation(interp: StagingInterpreter, prim: Primitive, args: tuple, pa
     out = abstract_eval(prim, avals, params)
     if prim.multiple_results:
         outvars = [Var(a) for a in out]
-        interp.eqns.append(Eqn(prim, invars, outvars, params))
+        interp.eqns.append(Eqn(prim, invars, outvars, params, interp.errstate()))
         staged: Any = tuple(StagedTensor(interp, v) for v in outvars)
     else:
         var = Var(out)
-        interp.eqns.append(Eqn(prim, invars, [var], params))
+        interp.eqns.append(Eqn(prim, invars, [var], params, interp.errstate()))
         staged = StagedTensor(interp, var)
     if _no_grad_level() < interp.level:
         return staged
@@ -443,7 +452,7 @@ def stage(
     """Stage ``fun`` (flat arguments -> sequence of results) on arguments of ``avals``
     (of the array library of ``like``; None: NumPy)."""
     interp = StagingInterpreter(transform, like)
-    with new_interpreter(interp):
+    with new_interpreter(interp), watching() as interp.watch:
         invars = [Var(a) for a in avals]
         outs = fun(*(StagedTensor(interp, v) for v in invars))
         outvars = [_output_var(interp, o) for o in outs]
@@ -464,6 +473,14 @@ def _output_var(interp: StagingInterpreter, out: Any) -> Var | Literal:
         return interp.read(out)
     if isinstance(out, (bool, int, float, complex, np.generic)):
         return Literal(out)
+    held = out.values() if isinstance(out, Mapping) else vars(out).values() if hasattr(
+        out, "__dict__") else ()  # fmt: skip
+    if any(isinstance(v, Tracer) for v in held):  # (a staged value would escape in it)
+        raise TransformTypeError(
+            f"{interp.describe()}: the function returned a {type(out).__name__} holding traced "
+            f"values, which is not a pytree (tuples, lists, dicts, namedtuples, None): return "
+            f"its arrays instead (of a SciPy result, e.g. res.x, or (res.x, res.success))."
+        )
     return Literal(out, OpaqueAval(type(out)))  # a static output: a string, None, ...
 
 
@@ -482,7 +499,11 @@ def eval_graph(graph: Graph, *args: Any, bind: bool = True) -> list:
 
     for eqn in graph.eqns:
         run = eqn.prim.bind if bind else eqn.prim.impl
-        out = run(*map(read, eqn.invars), **eqn.params)
+        if eqn.errstate:  # the function's own setting (re-staged with it, under bind)
+            with applied(eqn.errstate):
+                out = run(*map(read, eqn.invars), **eqn.params)
+        else:
+            out = run(*map(read, eqn.invars), **eqn.params)
         if eqn.prim.multiple_results:
             env.update(zip(eqn.outvars, out))
         else:

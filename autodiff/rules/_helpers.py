@@ -272,14 +272,10 @@ def evaluated_shape(prim: Primitive) -> Callable:
 
 def ufunc_lowering(impl: Callable) -> Elementwise | None:
     """The lowering ``unary`` and ``broadcasting`` give a primitive whose implementation
-    is one of NumPy's ufuncs: that ufunc on each element, for float64 (compiled code
-    computes transcendental functions with the C library, NumPy with its own SIMD
-    loops: the two agree to within a unit in the last place, which float32 would show).
-    A block declares more where the function is exact in every dtype (arithmetic,
-    comparisons), and its own function where numba's differs from NumPy's."""
-    if (isinstance(impl, np.ufunc) and impl.nout == 1 and getattr(np, impl.__name__, None) is impl
-            and "d" * impl.nin + "->d" in impl.types):  # fmt: skip
-        return Elementwise(impl, kinds="d")
+    is one of NumPy's ufuncs: that ufunc on each element, in every dtype (compiled code
+    computes it as NumPy's own loop does, ``compiler/llvm_fusion.py``)."""
+    if isinstance(impl, np.ufunc) and impl.nout == 1 and getattr(np, impl.__name__, None) is impl:
+        return Elementwise(impl, kinds="fbiu")
     return None
 
 

@@ -48,7 +48,6 @@ import numpy as np
 from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import Edges, Sparsity
-from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.precision import check_precision
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
@@ -540,68 +539,8 @@ def _conv_sparsity(lhs, rhs, **params):
     return Sparsity(reads, [(0, 1)], terms=products, n_terms=len(terms))
 
 
-def _direct_conv2d(x, w, sh, sw, ph, pw, dh, dw, rh, rw, groups, oh, ow):
-    """The convolution by its definition, for numba (the lowering below): ``x`` (N, C, H, W)
-    dilated by (dh, dw) and shifted by the low pads, ``w`` (O, C / groups, KH, KW)."""
-    n, _, h, wd = x.shape
-    o, ci, kh, kw = w.shape
-    per = o // groups
-    out = np.zeros((n, o, oh, ow), x.dtype)
-    for b in range(n):
-        for f in range(o):
-            first = (f // per) * ci
-            for i in range(oh):
-                for j in range(ow):
-                    acc = out[b, f, i, j]
-                    for ki in range(kh):
-                        p = i * sh + ki * rh - ph
-                        if p < 0 or p % dh != 0 or p // dh >= h:
-                            continue
-                        for kj in range(kw):
-                            q = j * sw + kj * rw - pw
-                            if q < 0 or q % dw != 0 or q // dw >= wd:
-                                continue
-                            for k in range(ci):
-                                acc += x[b, first + k, p // dh, q // dw] * w[f, k, ki, kj]
-                    out[b, f, i, j] = acc
-    return out
-
-
-def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-                   dimension_numbers, feature_group_count, batch_group_count):  # fmt: skip
-    """A loop nest numba compiles, for 1-D and 2-D convolutions of one floating dtype without
-    batch groups: at the compiling tier's sizes it beats the im2col copy and BLAS product by
-    1.3-7x (NumPy's calls cost tens of microseconds; ``benchmarks/convolution.py``)."""
-    (x, w), (out,) = ctx.in_avals, ctx.out_avals
-    d = len(window_strides)
-    if d > 2 or batch_group_count != 1 or x.dtype != w.dtype or x.dtype.kind != "f" \
-            or 0 in out.shape or 0 in x.shape or 0 in w.shape:  # fmt: skip
-        raise NotLowered("a convolution of more than 2 spatial axes, with batch groups, of "
-                         "mixed or non-float dtypes, or empty")  # fmt: skip
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-
-    def canonical(name, spec, shape):
-        moved = [shape[a] for a in spec]
-        text = f"np.ascontiguousarray(np.transpose({name}, {tuple(spec)!r}))"
-        return f"{text}.reshape({(*moved[:2], 1, *moved[2:]) if d == 1 else tuple(moved)!r})"
-
-    def one(values, fill):  # 1-D as 2-D with a first spatial axis of one element
-        return tuple(values) if d == 2 else (fill, *values)
-
-    spatial = [out.shape[a] for a in out_spec[2:]]
-    numbers = (*one(window_strides, 1), *one([lo for lo, _ in padding], 0),
-               *one(lhs_dilation, 1), *one(rhs_dilation, 1), feature_group_count,
-               *one(spatial, 1))  # fmt: skip
-    result = ctx.call(_direct_conv2d, canonical(lhs, lhs_spec, x.shape),
-                      canonical(rhs, rhs_spec, w.shape), *map(str, numbers))  # fmt: skip
-    logical = (out.shape[out_spec[0]], out.shape[out_spec[1]], *spatial)
-    perm = [0] * (d + 2)
-    for j, axis in enumerate(out_spec):
-        perm[axis] = j
-    return f"np.ascontiguousarray(np.transpose({result}.reshape({logical!r}), {tuple(perm)!r}))"
-
-
-conv_general_dilated_p.def_lowering(Emitter(_conv_lowering))
+# No lowering: numba's loop nest (main's) has no LLVM port yet; convolutions run as
+# NumPy calls between the compiled regions (docs/guide.md).
 
 
 def _check_groups(lhs_shape, rhs_shape, dnums: ConvDimensionNumbers, groups: Any,

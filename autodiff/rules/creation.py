@@ -31,11 +31,8 @@ def _like(name, numpy_func):
     fill = {"zeros_like": 0, "ones_like": 1}.get(name)
     if fill is not None:
 
-        def lowering(ctx, x, *, dtype):
-            (out,) = ctx.out_avals
-            if out.ndim == 0:
-                return f"{ctx.dtype(out.dtype)}({fill})"
-            return f"np.{'zeros' if fill == 0 else 'ones'}({out.shape!r}, {ctx.dtype(out.dtype)})"
+        def lowering(ctx, x, *, dtype, fill=fill):
+            return ctx.full(ctx.out_avals[0], fill)
 
         prim.def_lowering(Emitter(lowering))
 

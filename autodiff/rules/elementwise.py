@@ -93,7 +93,6 @@ add_p, add = broadcasting(
     reads=[(), ()],
     pairs=(),
 )
-add_p.def_lowering(Elementwise(np.add, kinds="fiu"))  # correctly rounded: float32 too
 subtract_p, subtract = broadcasting(
     "subtract",
     np.subtract,
@@ -103,7 +102,6 @@ subtract_p, subtract = broadcasting(
     reads=[(), ()],
     pairs=(),
 )
-subtract_p.def_lowering(Elementwise(np.subtract, kinds="fiu"))
 multiply_p, multiply = broadcasting(
     "multiply",
     np.multiply,
@@ -113,7 +111,6 @@ multiply_p, multiply = broadcasting(
     reads=[(1,), (0,)],
     pairs=[(0, 1)],
 )
-multiply_p.def_lowering(Elementwise(np.multiply, kinds="fiu"))
 multiply_p.def_taylor(multilinear_taylor(multiply_p))
 divide_p, divide = broadcasting(
     "divide",
@@ -124,30 +121,24 @@ divide_p, divide = broadcasting(
     reads=[(1,), (1, "ans")],
     pairs=[(0, 1), (1, 1)],
 )
-divide_p.def_lowering(Elementwise(np.divide, kinds="fiu"))  # integers divide as float64
 divide_p.def_taylor(quotient(divide))
 true_divide = divide
 negative_p, negative = unary(
     "negative", np.negative, lambda g, a, x: -g, numpy=[np.negative], reads=(), linear=True
 )
-negative_p.def_lowering(Elementwise(np.negative, kinds="fi"))
 positive_p, positive = unary(
     "positive", np.positive, lambda g, a, x: g, numpy=[np.positive], linear=True
 )
-positive_p.def_lowering(Elementwise(np.positive, kinds="fiu"))
 reciprocal_p, reciprocal = unary(
     "reciprocal", np.reciprocal, lambda g, a, x: -g * a * a, numpy=[np.reciprocal]
 )
 reciprocal_p.def_taylor(by_recurrence(reciprocal, reciprocal_like))
-reciprocal_p.def_lowering(Elementwise(np.reciprocal, kinds="f"))
 square_p, square = unary(
     "square", np.square, lambda g, a, x: g * (2 * x), numpy=[np.square], reads=(0,)
 )
 square_p.def_taylor(by_recurrence(square, square_like))
-square_p.def_lowering(Elementwise(np.square, kinds="fiu"))
 sqrt_p, sqrt = unary("sqrt", np.sqrt, lambda g, a, x: g / (2 * a), numpy=[np.sqrt], reads=("ans",))
 sqrt_p.def_taylor(by_recurrence(sqrt, sqrt_like))
-sqrt_p.def_lowering(Elementwise(np.sqrt, kinds="f"))  # correctly rounded
 cbrt_p, cbrt = unary("cbrt", np.cbrt, lambda g, a, x: g / (3 * a * a), numpy=[np.cbrt])
 
 
@@ -238,14 +229,12 @@ def _abs_vjp(ct, ans, x):
 
 
 absolute_p, absolute = unary("absolute", np.absolute, _abs_jvp, vjp=_abs_vjp, numpy=[np.absolute])
-absolute_p.def_lowering(Elementwise(np.absolute, kinds="f"))
 # piecewise linear for real numbers; a complex modulus, sqrt(re**2 + im**2), is not
 absolute_p.def_sparsity(
     lambda x: (_linear if getattr(x, "dtype", np.dtype(float)).kind != "c" else _nonlinear)(x)
 )
 abs = absolute
 fabs_p, fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fabs], linear=True)
-fabs_p.def_lowering(Elementwise(np.fabs, kinds="f"))
 
 # --- exponentials and logarithms ----------------------------------------------------------
 _LN2, _LN10 = math.log(2), math.log(10)  # Python floats: they keep float32 float32
@@ -331,28 +320,6 @@ _LARGE = 1 << 18  # bytes: NumPy's own threshold for reusing a temporary's buffe
 tanh_p, tanh = unary("tanh", np.tanh, _tanh_deriv, numpy=[np.tanh], reads=("ans",))
 tanh_p.def_taylor(by_recurrence(tanh, riccati(-1)))
 
-# tanh in compiled code: the C library's tanh costs about 12 ns an element where its exp
-# costs 4 and NumPy's SIMD tanh 1 (a recurrent network is mostly tanh). Near 0, an odd
-# rational function (the coefficients of Cephes' tanh, relative error below 1e-16);
-# elsewhere 1 - 2 / (exp(2|x|) + 1) with x's sign. Within 4e-16 relative of NumPy's,
-# signed zeros, infinities and NaN as NumPy's (tests/test_compiled.py checks them).
-_TANH_P = (-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3)
-_TANH_Q = (1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3)
-
-
-def _tanh_scalar(x):
-    """NumPy's tanh of one float64 (see above)."""
-    a = math.fabs(x)
-    if a < 0.625:
-        z = x * x
-        p0, p1, p2 = _TANH_P
-        q0, q1, q2 = _TANH_Q
-        return x * (1.0 + z * ((p0 * z + p1) * z + p2) / (((z + q0) * z + q1) * z + q2))
-    t = 1.0 - 2.0 / (math.exp(2.0 * a) + 1.0)
-    return t if x > 0 else -t
-
-
-tanh_p.def_lowering(Elementwise(_tanh_scalar, kinds="d"))
 arcsinh_p, arcsinh = unary(
     "arcsinh", np.arcsinh, lambda g, a, x: g / sqrt(x * x + 1), numpy=[np.arcsinh]
 )
@@ -508,17 +475,6 @@ def _won_ignoring_nan(g, x, y):
     return where(isnan(y), where(isnan(x), 0.0, g), where(isnan(x), 0.0, _won(g, x, y)))
 
 
-def _maximum_scalar(x, y):
-    """NumPy's maximum of two numbers, for compiled code: a NaN wins; on a tie (0.0 and
-    -0.0 among them), ``y``."""
-    return x if x > y or x != x else y
-
-
-def _minimum_scalar(x, y):
-    """NumPy's minimum of two numbers (a NaN wins; on a tie, ``y``)."""
-    return x if x < y or x != x else y
-
-
 maximum_p, maximum = broadcasting(
     "maximum",
     np.maximum,
@@ -527,7 +483,6 @@ maximum_p, maximum = broadcasting(
     numpy=[np.maximum],
     pairs=(),  # piecewise linear
 )
-maximum_p.def_lowering(Elementwise(_maximum_scalar, kinds="fbiu"))
 minimum_p, minimum = broadcasting(
     "minimum",
     np.minimum,
@@ -536,7 +491,6 @@ minimum_p, minimum = broadcasting(
     numpy=[np.minimum],
     pairs=(),  # piecewise linear
 )
-minimum_p.def_lowering(Elementwise(_minimum_scalar, kinds="fbiu"))
 fmax_p, fmax = broadcasting(
     "fmax",
     np.fmax,
@@ -545,7 +499,6 @@ fmax_p, fmax = broadcasting(
     numpy=[np.fmax],
     pairs=(),  # piecewise linear
 )
-fmax_p.def_lowering(None)  # NumPy's own sign of a tied zero depends on the array's length
 fmin_p, fmin = broadcasting(
     "fmin",
     np.fmin,
@@ -554,7 +507,6 @@ fmin_p, fmin = broadcasting(
     numpy=[np.fmin],
     pairs=(),  # piecewise linear
 )
-fmin_p.def_lowering(None)  # as fmax
 
 
 where_p, where = broadcasting(
@@ -566,7 +518,14 @@ where_p, where = broadcasting(
     numpy=[np.where],
     pairs=(),
 )
-where_p.def_lowering(Elementwise(lambda c, x, y: x if c else y, kinds="fbiu"))
+
+
+def _select(c, x, y):
+    """where's lowering: traced, it is one selection per element."""
+    return np.where(c, x, y)
+
+
+where_p.def_lowering(Elementwise(_select, kinds="fbiu"))
 copysign_p, copysign = broadcasting(
     "copysign",
     np.copysign,
@@ -575,7 +534,6 @@ copysign_p, copysign = broadcasting(
     numpy=[np.copysign],
     pairs=(),
 )
-copysign_p.def_lowering(Elementwise(np.copysign, kinds="f"))
 
 _nan_to_num_p = Primitive(
     "nan_to_num",
@@ -739,26 +697,6 @@ left_shift_p, left_shift = _nondiff("left_shift", np.left_shift, 2, np.left_shif
 right_shift_p, right_shift = _nondiff("right_shift", np.right_shift, 2, np.right_shift)
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 bitwise_count_p, bitwise_count = _nondiff("bitwise_count", np.bitwise_count, 1, np.bitwise_count)
-
-# Exact in every dtype: comparisons, logic, classification, rounding to integers.
-for _p in (equal_p, not_equal_p, less_p, less_equal_p, greater_p, greater_equal_p,
-           logical_and_p, logical_or_p, logical_xor_p, logical_not_p):  # fmt: skip
-    _p.def_lowering(Elementwise(_p.impl, kinds="fbiu"))
-for _p in (isnan_p, isinf_p, isfinite_p, signbit_p, floor_p, ceil_p, rint_p, trunc_p):
-    _p.def_lowering(Elementwise(_p.impl, kinds="f"))
-# numba's floor division, remainder and spacing differ from NumPy's at the edges (signs
-# of zeros, infinities); numba has no heaviside
-for _p in (floor_divide_p, remainder_p, spacing_p, heaviside_p):
-    _p.def_lowering(None)
-
-
-def _sign_scalar(x):
-    """NumPy's sign, for compiled code: 0.0 for either zero, NaN for NaN (numba's gives
-    -0.0 for -0.0)."""
-    return 1.0 if x > 0 else (-1.0 if x < 0 else (0.0 if x == 0 else x))
-
-
-sign_p.def_lowering(Elementwise(_sign_scalar, kinds="fi"))
 
 # The array API standard's names for functions above (in NumPy 2 the same ufuncs).
 acos, asin, atan, atan2 = arccos, arcsin, arctan, arctan2

@@ -30,7 +30,7 @@ from autodiff.core.arrays import (
     shape_of,
 )
 from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity
-from autodiff.core.lowering import Emitter, NotLowered
+from autodiff.core.lowering import Emitter, NotLowered, View
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor
 from autodiff.core.tracer import Tracer
@@ -265,21 +265,7 @@ getitem_p = Primitive(
 getitem_p.def_taylor(linear_taylor(getitem_p))  # linear in the data
 
 
-def _basic(ctx, arrays, index):
-    """A static index as source (``NotLowered`` for integer arrays, masks, or an index
-    of a scalar)."""
-    if arrays or ctx.in_avals[0].ndim == 0:
-        raise NotLowered("indexing with arrays")
-    return ctx.index(index)
-
-
-def _getitem_lowering(ctx, x, *arrays, index):
-    at = _basic(ctx, arrays, index)
-    ctx.view = True
-    return f"{x}[{at}]"
-
-
-getitem_p.def_lowering(Emitter(_getitem_lowering))
+getitem_p.def_lowering(View())  # a static index (integer arrays and masks stay NumPy's)
 getitem_p.def_shape(evaluated_shape(getitem_p))  # its errors (out of range) as they are
 
 
@@ -565,10 +551,12 @@ def _added_into(out, y, arrays, index):
 
 
 def _index_add_lowering(ctx, x, y, *arrays, index):
-    at = _basic(ctx, arrays, index)
-    out = ctx.temp("v")
-    ctx.line(f"{out} = {x}.copy()")
-    ctx.line(f"{out}[{at}] += {y}")
+    """A static index: ``x`` copied, ``y`` added into the indexed view (no repeats)."""
+    if arrays:
+        raise NotLowered("index_add with integer arrays or masks")
+    out = ctx.copy(x)
+    part = ctx.view(out, lambda a: a[index])
+    ctx.apply(np.add, part, y, out=part)
     return out
 
 
@@ -623,12 +611,13 @@ untake_p.def_taylor(linear_taylor(untake_p))  # linear in the data
 
 
 def _untake_lowering(ctx, y, *arrays, index, shape):
+    """A static index: zeros, ``y`` added into the indexed view (0.0 + -0.0 is 0.0, as
+    the implementation adds)."""
     if arrays or not shape:
-        raise NotLowered("untake with arrays")
-    at = ctx.index(index)
-    out = ctx.temp("v")
-    ctx.line(f"{out} = np.zeros({tuple(shape)!r}, {ctx.dtype(ctx.out_avals[0].dtype)})")
-    ctx.line(f"{out}[{at}] += {y}")  # added, as the implementation does (0.0 + -0.0 = 0.0)
+        raise NotLowered("untake with integer arrays or masks")
+    out = ctx.full(ctx.out_avals[0], 0)
+    part = ctx.view(out, lambda a: a[index])
+    ctx.apply(np.add, part, y, out=part)
     return out
 
 

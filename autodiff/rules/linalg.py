@@ -49,12 +49,11 @@ them (such as ``V diag(w) V^H`` or ``abs(V)``) for complex ones.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import math
 from typing import Any
 
 import numpy as np
+from numpy.linalg import _umath_linalg
 from numpy.linalg._linalg import EighResult, EigResult, QRResult, SlogdetResult, SVDResult
 
 from autodiff.core.arrays import (
@@ -68,7 +67,7 @@ from autodiff.core.arrays import (
 )
 from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import Sparsity
-from autodiff.core.lowering import Emitter, NotLowered
+from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor
 from autodiff.errors import ConcretizationError
@@ -301,20 +300,25 @@ def _solve_sparsity(a, b):
 solve_p.def_taylor(jvp_taylor(solve_p))  # from its JVP rule (exact)
 
 
-def _solve_lowering(ctx, a, b):
-    """numba's solve (LAPACK, through SciPy's bindings) for one system."""
-    (x, y) = ctx.in_avals
-    if x.ndim != 2 or y.ndim > 2 or x.dtype != y.dtype or x.dtype.kind != "f" or not _have_scipy():
-        raise NotLowered("a stack of systems, mixed dtypes, or no SciPy for numba's LAPACK")
-    return f"np.linalg.solve(np.ascontiguousarray({a}), np.ascontiguousarray({b}))"
+def _solve_gufunc(avals):
+    """NumPy's solve of one float64 system: its gufunc (LAPACK's gesv), ``solve1`` for a
+    vector right-hand side, as ``np.linalg.solve`` picks."""
+    a, b = avals
+    if a.ndim != 2 or b.ndim not in (1, 2) or {a.dtype, b.dtype} != {np.dtype(np.float64)}:
+        raise NotLowered("a stack of systems, or not float64 (NumPy solves float32 in float64)")
+    return _umath_linalg.solve1 if b.ndim == 1 else _umath_linalg.solve
 
 
-@functools.cache
-def _have_scipy() -> bool:
-    return importlib.util.find_spec("scipy") is not None
+def _solve_core(ufunc, shapes, out_shape):
+    (m, _), b = shapes
+    if len(b) == 1:
+        return [m], [(0, 1), (0,), (0,)]
+    return [m, b[1]], [(0, 1), (0, 1), (0, 1)]
 
 
-solve_p.def_lowering(Emitter(_solve_lowering))
+# a singular matrix raises the invalid flag in the gufunc; np.linalg.solve turns it into
+# LinAlgError whatever np.errstate says, and so do compiled kernels
+solve_p.def_lowering(Gufunc(_solve_gufunc, _solve_core, singular=True))
 
 
 @solve_p.def_shape

@@ -30,7 +30,7 @@ from autodiff.core.arrays import (
 )
 from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import Sparsity
-from autodiff.core.lowering import Emitter, NotLowered
+from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.precision import check_precision
 from autodiff.core.primitive import Primitive
@@ -117,15 +117,24 @@ matmul_p = Primitive(
 matmul_p.def_taylor(multilinear_taylor(matmul_p))  # multilinear: Leibniz's rule through it
 
 
-def _matmul_lowering(ctx, a, b):
-    """numba's dot (BLAS) for vectors and matrices of one floating dtype."""
-    (x, y) = ctx.in_avals
-    if x.dtype != y.dtype or x.dtype.kind != "f" or not (1 <= x.ndim <= 2 and 1 <= y.ndim <= 2):
-        raise NotLowered("matmul of stacks, of integers or of mixed dtypes")
-    return f"np.dot(np.ascontiguousarray({a}), np.ascontiguousarray({b}))"
+def _matmul_gufunc(avals):
+    """NumPy's matmul of vectors and matrices of one dtype (its BLAS call for floats)."""
+    a, b = avals
+    if a.dtype != b.dtype or not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+        raise NotLowered("matmul of stacks, or of mixed dtypes")
+    return np.matmul
 
 
-matmul_p.def_lowering(Emitter(_matmul_lowering))
+def _matmul_core(ufunc, shapes, out_shape):
+    """(n, k, m); a vector lacks n (or m): size 1, stride 0, as NumPy passes it."""
+    a, b = shapes
+    matrix_a, matrix_b = len(a) == 2, len(b) == 2
+    out = (0 if matrix_a else None, (1 if matrix_a else 0) if matrix_b else None)
+    dims = [a[0] if matrix_a else 1, a[-1], b[1] if matrix_b else 1]
+    return dims, [(0, 1) if matrix_a else (None, 0), (0, 1) if matrix_b else (0, None), out]
+
+
+matmul_p.def_lowering(Gufunc(_matmul_gufunc, _matmul_core))
 
 
 @matmul_p.def_shape

@@ -19,7 +19,7 @@ import numpy as np
 
 from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
 from autodiff.core.graph import ShapedArray
-from autodiff.core.lowering import Emitter, NotLowered
+from autodiff.core.lowering import Reduction
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor
 from autodiff.core.tracer import register_numpy
@@ -68,93 +68,6 @@ def _check_supported(name, out=None, initial=None, where=None):
             raise NotImplementedError(f"{name}(..., {kw}=...) is not supported on traced values")
 
 
-# --- lowering (jit's compiling tier): the reduced axes last, one row per result ---------------
-
-
-def _rows_lowering(rows, same_dtype=True, nonempty=False, columns=None):
-    """A reduction's lowering: ``x`` with its kept axes first and its reduced axes last,
-    as a contiguous 2-D array (one row per result), reduced by ``rows`` (a Python
-    function of that array that numba compiles); where the reduced axes lead (the VJP
-    of broadcasting), reduced in place by ``columns`` if given."""
-
-    def emit(ctx, x, *, axis, keepdims):
-        (aval,), (out,) = ctx.in_avals, ctx.out_avals
-        if aval.ndim == 0 or (same_dtype and aval.dtype != out.dtype):
-            raise NotLowered("a reduction of a scalar, or one that changes the dtype")
-        keep = [d for d in range(aval.ndim) if d not in axis]
-        count = math.prod(aval.shape[d] for d in axis)
-        if nonempty and count == 0:
-            raise NotLowered("a reduction of no elements (NumPy raises)")
-        kept = math.prod(aval.shape[d] for d in keep)
-        if columns is not None and tuple(axis) == tuple(range(len(axis))) and keep:
-            result = ctx.call(columns, f"np.ascontiguousarray({x}).reshape({(count, kept)!r})")
-        else:
-            perm = (*keep, *axis)
-            moved = x if perm == tuple(range(aval.ndim)) else f"np.transpose({x}, {perm!r})"
-            result = ctx.call(rows, f"np.ascontiguousarray({moved}).reshape({(kept, count)!r})")
-        return f"{result}[0]" if out.ndim == 0 else f"{result}.reshape({out.shape!r})"
-
-    return Emitter(emit)
-
-
-def _sum_rows(a):
-    out = np.zeros(a.shape[0], a.dtype)  # from +0.0, as NumPy's sum (of -0.0 is 0.0)
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            out[i] += a[i, j]
-    return out
-
-
-def _sum_columns(a):
-    out = np.zeros(a.shape[1], a.dtype)  # each column in order, as NumPy sums axis 0
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            out[j] += a[i, j]
-    return out
-
-
-def _max_rows(a):
-    out = np.empty(a.shape[0], a.dtype)
-    for i in range(a.shape[0]):
-        acc = a[i, 0]
-        for j in range(1, a.shape[1]):
-            v = a[i, j]
-            acc = acc if acc > v or acc != acc else v  # NumPy's maximum: NaN wins; ties, v
-        out[i] = acc
-    return out
-
-
-def _min_rows(a):
-    out = np.empty(a.shape[0], a.dtype)
-    for i in range(a.shape[0]):
-        acc = a[i, 0]
-        for j in range(1, a.shape[1]):
-            v = a[i, j]
-            acc = acc if acc < v or acc != acc else v
-        out[i] = acc
-    return out
-
-
-def _any_rows(a):
-    out = np.zeros(a.shape[0], np.bool_)
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            if a[i, j]:
-                out[i] = True
-                break
-    return out
-
-
-def _all_rows(a):
-    out = np.ones(a.shape[0], np.bool_)
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            if not a[i, j]:
-                out[i] = False
-                break
-    return out
-
-
 # --- sum ------------------------------------------------------------------------------
 
 sum_p = Primitive(
@@ -170,9 +83,8 @@ sum_p = Primitive(
 )
 sum_p.def_batch(_reduction_batch(sum_p))
 sum_p.def_sparsity(reduction(linear=True))
+sum_p.def_lowering(Reduction(np.add))  # NumPy's pairwise order, bit for bit
 sum_p.def_shape(_reduction_shape(np.sum))
-# in order (NumPy sums long rows pairwise: the two agree to about 1e-15)
-sum_p.def_lowering(_rows_lowering(_sum_rows, columns=_sum_columns))
 sum_p.def_taylor(linear_taylor(sum_p))  # linear
 
 
@@ -225,8 +137,8 @@ def _chooser(name, impl):
 max_p = _chooser("max", lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims))
 max_p.def_taylor(linear_taylor(max_p))  # piecewise linear
 min_p = _chooser("min", lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims))
-max_p.def_lowering(_rows_lowering(_max_rows, nonempty=True))
-min_p.def_lowering(_rows_lowering(_min_rows, nonempty=True))
+max_p.def_lowering(Reduction(np.maximum))
+min_p.def_lowering(Reduction(np.minimum))
 max_p.def_shape(_reduction_shape(np.max))
 min_p.def_shape(_reduction_shape(np.min))
 min_p.def_taylor(linear_taylor(min_p))  # piecewise linear
@@ -443,8 +355,8 @@ def _logical_reduction(name, impl):
 
 all_p, all = _logical_reduction("all", np.all)
 any_p, any = _logical_reduction("any", np.any)
-all_p.def_lowering(_rows_lowering(_all_rows, same_dtype=False))
-any_p.def_lowering(_rows_lowering(_any_rows, same_dtype=False))
+all_p.def_lowering(Reduction(np.logical_and))
+any_p.def_lowering(Reduction(np.logical_or))
 all_p.def_shape(_reduction_shape(np.all))
 any_p.def_shape(_reduction_shape(np.any))
 

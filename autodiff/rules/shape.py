@@ -19,7 +19,7 @@ import numpy as np
 
 from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
 from autodiff.core.graph import ShapedArray
-from autodiff.core.lowering import Emitter, NotLowered
+from autodiff.core.lowering import Emitter, NotLowered, View
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor
 from autodiff.rules._helpers import (
@@ -62,19 +62,7 @@ reshape_p.def_sparsity(moves(reshape_p.impl))
 reshape_p.def_taylor(linear_taylor(reshape_p))  # moves elements: linear
 
 
-def _reshape_lowering(ctx, x, **params):
-    """A new shape for ``x`` (reshape, expand_dims, squeeze: the result's shape says it):
-    a view where ``x`` is contiguous; 0-d values are scalars in compiled code."""
-    (aval,), (out,) = ctx.in_avals, ctx.out_avals
-    if aval.ndim == 0:
-        return f"np.full({out.shape!r}, {x})"
-    if out.ndim == 0:
-        return f"np.ascontiguousarray({x}).reshape(({aval.size},))[0]"
-    ctx.view = True
-    return f"np.ascontiguousarray({x}).reshape({out.shape!r})"
-
-
-reshape_p.def_lowering(Emitter(_reshape_lowering))
+reshape_p.def_lowering(View())  # a view, as NumPy's (a copy first where NumPy copies)
 reshape_p.def_shape(lambda x, *, shape: shaped_like(x, shape))
 
 
@@ -123,12 +111,7 @@ transpose_p.def_sparsity(moves(transpose_p.impl))
 transpose_p.def_taylor(linear_taylor(transpose_p))  # moves elements: linear
 
 
-def _transpose_lowering(ctx, x, *, axes):
-    ctx.view = True
-    return f"np.transpose({x}, {tuple(int(a) for a in axes)!r})"
-
-
-transpose_p.def_lowering(Emitter(_transpose_lowering))
+transpose_p.def_lowering(View())
 transpose_p.def_shape(lambda x, *, axes: shaped_like(x, tuple(x.shape[a] for a in axes)))
 
 
@@ -167,17 +150,7 @@ broadcast_to_p.def_sparsity(moves(broadcast_to_p.impl))
 broadcast_to_p.def_taylor(linear_taylor(broadcast_to_p))  # moves elements: linear
 
 
-def _broadcast_to_lowering(ctx, x, *, shape):
-    (aval,), (out,) = ctx.in_avals, ctx.out_avals
-    if out.ndim == 0:
-        return x
-    if aval.ndim == 0:
-        return f"np.full({out.shape!r}, {x})"
-    ctx.view = True
-    return f"np.broadcast_to({x}, {out.shape!r})"
-
-
-broadcast_to_p.def_lowering(Emitter(_broadcast_to_lowering))
+broadcast_to_p.def_lowering(View())
 broadcast_to_p.def_shape(lambda x, *, shape: shaped_like(x, shape))
 
 
@@ -214,7 +187,7 @@ expand_dims_p = Primitive(
 )
 expand_dims_p.def_batch(_shifted_batch(expand_dims_p))
 expand_dims_p.def_sparsity(moves(expand_dims_p.impl))
-expand_dims_p.def_lowering(Emitter(_reshape_lowering))
+expand_dims_p.def_lowering(View())
 expand_dims_p.def_taylor(linear_taylor(expand_dims_p))  # moves elements: linear
 
 
@@ -242,7 +215,7 @@ squeeze_p = Primitive(
 )
 squeeze_p.def_batch(_shifted_batch(squeeze_p))
 squeeze_p.def_sparsity(moves(squeeze_p.impl))
-squeeze_p.def_lowering(Emitter(_reshape_lowering))
+squeeze_p.def_lowering(View())
 squeeze_p.def_shape(
     lambda x, *, axis: shaped_like(x, tuple(n for i, n in enumerate(x.shape) if i not in axis))
 )
@@ -296,13 +269,29 @@ concatenate_p.def_sparsity(moves(concatenate_p.impl, data=None))
 concatenate_p.def_taylor(linear_taylor(concatenate_p))  # moves elements: linear
 
 
-def _concatenate_lowering(ctx, *xs, axis):
-    if len({a.dtype for a in ctx.in_avals}) != 1 or any(a.ndim == 0 for a in ctx.in_avals):
-        raise NotLowered("concatenate of mixed dtypes")
-    return f"np.concatenate(({''.join(x + ', ' for x in xs)}), axis={int(axis)})"
+def _joining_lowering(parts):
+    """concatenate's and stack's lowering: each operand copied into its part of a new
+    array (``parts(in_avals, axis)``: the static indices of the parts)."""
+
+    def lowering(ctx, *xs, axis):
+        out = ctx.empty(ctx.out_avals[0])
+        for x, index in zip(xs, parts(ctx.in_avals, axis), strict=True):
+            ctx.copy_into(ctx.view(out, lambda a, index=index: a[index]), x)
+        return out
+
+    return Emitter(lowering)
 
 
-concatenate_p.def_lowering(Emitter(_concatenate_lowering))
+def _concatenated_parts(avals, axis):
+    start = 0
+    for aval in avals:
+        if aval.ndim == 0:
+            raise NotLowered("concatenate of 0-d values")
+        yield (slice(None),) * axis + (slice(start, start + aval.shape[axis]),)
+        start += aval.shape[axis]
+
+
+concatenate_p.def_lowering(_joining_lowering(_concatenated_parts))
 
 
 def _joined(xs: tuple) -> np.dtype:
@@ -348,6 +337,9 @@ stack_p = Primitive(
 )
 stack_p.def_batch(_joining_batch(stack_p))
 stack_p.def_sparsity(moves(stack_p.impl, data=None))
+stack_p.def_lowering(
+    _joining_lowering(lambda avals, axis: [(slice(None),) * axis + (k,) for k in range(len(avals))])
+)
 stack_p.def_taylor(linear_taylor(stack_p))  # moves elements: linear
 
 

@@ -21,8 +21,6 @@ import optree
 from autodiff.core.args import at_positions, check_callable, check_flag, is_array
 from autodiff.core.graph import aval_of
 from autodiff.core.primitive import Primitive, current_interpreters
-from autodiff.core.reach import refers_to
-from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError, TransformTypeError
 from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import jvp
@@ -30,6 +28,7 @@ from autodiff.interpreters.reverse import vjp
 from autodiff.interpreters.sparsity import through_impl
 from autodiff.interpreters.staging import graph_function, innermost_staging, traced_impl
 from autodiff.transforms import checkpoint_policies
+from autodiff.transforms.closures import reaches_tracer
 
 __all__ = ["checkpoint"]
 
@@ -87,17 +86,6 @@ def _closure_converted(prim: Any, operands: list) -> tuple[Primitive, list]:
     if not body.captured:
         return prim, operands
     return prim.closure_convert(graph_function(body.graph)), [*operands, *body.captured]
-
-
-def _reaches_tracer(obj: Any, depth: int = 4) -> bool:
-    """Whether ``obj`` (a function) closes over a traced value: through its closure cells,
-    defaults, the globals it names, a bound method's object, a ``functools.partial``'s
-    arguments, and containers and plain objects among them (``depth`` levels deep).  Only
-    then is a checkpointed function staged to find the values eagerly (the staging run
-    is one more run of its Python code)."""
-    if isinstance(obj, Tracer):
-        return True
-    return depth > 0 and any(_reaches_tracer(part, depth - 1) for part in refers_to(obj))
 
 
 def checkpoint(func: Callable, *, policy: Callable | None = None, prevent_cse: bool = True,
@@ -181,7 +169,7 @@ def checkpoint(func: Callable, *, policy: Callable | None = None, prevent_cse: b
         prim: Primitive = _checkpoint_primitive(name, flat)
         if innermost_staging() is not None:
             prim, operands = _closure_converted(prim, operands)
-        elif current_interpreters() and _reaches_tracer(func):  # it closes over one
+        elif current_interpreters() and reaches_tracer(func):  # it closes over one
             with contextlib.suppress(ConcretizationError):  # Python control flow on values:
                 prim, operands = _closure_converted(prim, operands)  # func runs as it is
         outs = prim.bind(*operands)

@@ -7,6 +7,12 @@ the function and its rules, and higher orders differentiate the rules.  Only
 reverse mode treats a ``custom_vjp`` primitive specially (it runs ``fwd`` and
 keeps its residuals): that ``process`` method is registered here, for
 ``(GradInterpreter, CustomVJPPrimitive)``.
+
+The function and its rules may close over traced values (a layer's weights): those
+become operands of the primitive (``transforms/closures.py``), and the function and
+rules run with them standing for the operands' values.  The rule gives the derivative
+in the explicit arguments; the derivative in a closed-over value goes through the
+function's own code (JAX refuses to differentiate with respect to one).
 """
 
 from __future__ import annotations
@@ -26,16 +32,19 @@ from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import vmap
+from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import (
     GradInterpreter,
     GradTensor,
     recording,
     stop_gradient,
     unpack,
+    vjp,
 )
 from autodiff.interpreters.tape import Node
 from autodiff.interpreters.transpose import jvp_from_vjp, vjp_from_jvp
 from autodiff.rules._helpers import bring_to_front
+from autodiff.transforms.closures import Closure, closure_of
 
 __all__ = ["CustomVJPPrimitive", "custom_jvp", "custom_vjp"]
 
@@ -130,7 +139,7 @@ class CustomVJPPrimitive(Primitive):
 
     __slots__ = ("bwd", "fwd")
     fwd: Callable  # (*args) -> (outputs, residuals)
-    bwd: Callable  # (residuals, cotangents) -> cotangents of the arguments
+    bwd: Callable  # (residuals, cotangents, argnums) -> cotangents of the arguments
 
 
 @process.register(GradInterpreter, CustomVJPPrimitive)
@@ -143,6 +152,8 @@ def _grad_of_custom_vjp(
         return prim.bind(*values, **params)
     outs, residuals = prim.fwd(*values)
     node = Node(prim, {"residuals": residuals}, values, outs, parents)
+    if not prim.multiple_results:  # (odeint's primitive: scipy/integrate.py)
+        return GradTensor(interp, outs, node)
     return tuple(GradTensor(interp, out, node, i) for i, out in enumerate(outs))
 
 
@@ -159,13 +170,14 @@ def _batched(make: Callable[[], Primitive]) -> Callable:
 
 
 def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Callable):
-    """fun, fwd, bwd on flat leaves: fwd -> (outs, residuals); bwd(residuals, cts) -> cts."""
+    """fun, fwd, bwd on flat leaves: fwd -> (outs, residuals); bwd(residuals, cts, argnums)
+    -> cts (those at ``argnums`` are read)."""
     prim = CustomVJPPrimitive(name, fun, multiple_results=True, traceable=True)
     prim.fwd, prim.bwd = fwd, bwd
 
     def vjp_rule(cts, ans, primals, params, argnums):
         residuals = params["residuals"] if "residuals" in params else fwd(*primals)[1]
-        cts_in = bwd(residuals, tuple(cts))
+        cts_in = bwd(residuals, tuple(cts), tuple(argnums))
         for i in argnums:
             if cts_in[i] is not None and np.shape(cts_in[i]) != np.shape(primals[i]):
                 raise TransformValueError(
@@ -181,11 +193,42 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
     prim.def_batch(
         _batched(
             lambda: _make_custom_vjp_primitive(
-                name, vmap(fun), vmap(fwd), vmap(lambda res, cts: bwd(res, cts))
+                name,
+                vmap(fun),
+                vmap(fwd),
+                lambda res, cts, argnums: vmap(lambda r, c: bwd(r, c, argnums))(res, cts),
             )
         )
     )
     return prim
+
+
+def _closed_custom_vjp(name: str, fun: Callable, fwd: Callable, bwd: Callable,
+                       closure: Closure, n: int) -> Primitive:  # fmt: skip
+    """The primitive of a ``custom_vjp`` function whose ``fun``, ``fwd`` or ``bwd`` close
+    over traced values: those are its last operands, ``bwd`` gives the cotangents of the
+    first ``n`` and the closed-over values' come through ``fun``'s own code."""
+
+    def fun_c(*operands):
+        return closure.run(operands[n:], fun, *operands[:n])
+
+    def fwd_c(*operands):
+        outs, residuals = closure.run(operands[n:], fwd, *operands[:n])
+        return outs, (residuals, operands)
+
+    def bwd_c(saved, cts, argnums):
+        residuals, operands = saved
+        xs, cs = operands[:n], operands[n:]
+        cts_in = list(closure.run(cs, bwd, residuals, cts, argnums))
+        wanted = [i - n for i in argnums if i >= n]
+        if wanted:
+            _, pull = vjp(closure.along(cs, wanted, fun, *xs), *(cs[i] for i in wanted))
+            cts_in += [None] * len(cs)
+            for i, ct in zip(wanted, pull(tuple(cts))):
+                cts_in[n + i] = ct
+        return tuple(cts_in)
+
+    return _make_custom_vjp_primitive(name, fun_c, fwd_c, bwd_c)
 
 
 class custom_vjp:
@@ -280,7 +323,7 @@ class custom_vjp:
             out_cell[:] = [out_tree]
             return tuple(out_leaves), residuals
 
-        def flat_bwd(residuals, cts):
+        def flat_bwd(residuals, cts, argnums=()):
             cts_tree = optree.tree_unflatten(out_cell[0], list(cts))
             cts_in = bwd(*nondiff, residuals, cts_tree)
             if not isinstance(cts_in, tuple) or len(cts_in) != len(dynamic):
@@ -313,24 +356,55 @@ class custom_vjp:
             out_cell[:] = [out_tree]
             return tuple(out_leaves)
 
-        prim = _make_custom_vjp_primitive(name, flat_fun, flat_fwd, flat_bwd)
-        outs = prim.bind(*leaves)
+        closure = closure_of(self.fun, fwd, bwd, *nondiff)
+        if closure:
+            prim = _closed_custom_vjp(name, flat_fun, flat_fwd, flat_bwd, closure, len(leaves))
+        else:
+            prim = _make_custom_vjp_primitive(name, flat_fun, flat_fwd, flat_bwd)
+        outs = prim.bind(*leaves, *closure.tracers)
         return optree.tree_unflatten(out_cell[0], list(outs))
 
 
 def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> Primitive:
-    """fun and jvp_fun on flat leaves: jvp_fun(primals, tangents) -> tangents_out."""
+    """fun and jvp_fun on flat leaves: jvp_fun(primals, tangents) -> tangents_out, where a
+    tangent is None for an argument that has none."""
     prim = Primitive(name, fun, multiple_results=True, traceable=True)
 
     def jvp_rule(tangents, ans, primals, params):
-        tangents = tuple(np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals))
-        return jvp_fun(primals, tangents)
+        return jvp_fun(primals, tuple(tangents))
 
     prim.def_jvp(jvp_rule, packed=True)
     prim.def_vjp(vjp_from_jvp(jvp_rule), packed=True)
     prim.def_taylor(jvp_taylor(prim))  # Taylor mode through the custom rule (JAX ignores it)
     prim.def_batch(_batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun))))
     return prim
+
+
+def _zeros_for_none(tangents: tuple, primals: tuple) -> tuple:
+    return tuple(np.zeros_like(p) if t is None else t for t, p in zip(tangents, primals))
+
+
+def _closed_custom_jvp(name: str, fun: Callable, jvp_fun: Callable, closure: Closure,
+                       n: int) -> Primitive:  # fmt: skip
+    """The primitive of a ``custom_jvp`` function whose function or rule close over traced
+    values: those are its last operands; the rule gives the tangent along the first
+    ``n``, the closed-over values' tangents go through ``fun``'s own code."""
+
+    def fun_c(*operands):
+        return closure.run(operands[n:], fun, *operands[:n])
+
+    def jvp_c(primals, tangents):
+        xs, cs = primals[:n], primals[n:]
+        out = closure.run(cs, jvp_fun, xs, tangents[:n])
+        moving = [i for i, t in enumerate(tangents[n:]) if t is not None]
+        if moving:
+            along = closure.along(cs, moving, fun, *xs)
+            _, through = jvp(along, tuple(cs[i] for i in moving),
+                             tuple(tangents[n + i] for i in moving))  # fmt: skip
+            out = tuple(a + b for a, b in zip(out, through))
+        return out
+
+    return _make_custom_jvp_primitive(name, fun_c, jvp_c)
 
 
 class custom_jvp:
@@ -408,6 +482,7 @@ class custom_jvp:
             return tuple(out_leaves)
 
         def flat_jvp(primals, tangents):
+            tangents = _zeros_for_none(tangents, primals)
             pair = rule(
                 *nondiff(primals[n:]),
                 tuple(optree.tree_unflatten(in_tree, list(primals[:n]))),
@@ -436,7 +511,11 @@ class custom_jvp:
             out_cell[:] = [out_tree]
             return tuple(t_leaves)
 
-        prim = _make_custom_jvp_primitive(name, flat_fun, flat_jvp)
         constants = [stop_gradient(nd_leaves[i]) for i in nd_arrays]
-        outs = prim.bind(*leaves, *constants)
+        closure = closure_of(self.fun, rule, *(static[i] for i in self.nondiff_argnums))
+        if closure:
+            prim = _closed_custom_jvp(name, flat_fun, flat_jvp, closure, n + len(constants))
+        else:
+            prim = _make_custom_jvp_primitive(name, flat_fun, flat_jvp)
+        outs = prim.bind(*leaves, *constants, *closure.tracers)
         return optree.tree_unflatten(out_cell[0], list(outs))

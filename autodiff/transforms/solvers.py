@@ -5,18 +5,20 @@ theorem, not through its iterations: ``f(x(θ), θ) = 0`` gives ``∂f/∂x · d
 dθ``, one linear solve with ``f`` linearised at the root (``tangent_solve``); ``A(θ) x =
 b`` gives ``A dx = db - dA x`` (forward) and ``Aᵀ ct_b = ct_x`` (reverse, with
 ``transpose_solve``).  Each is one primitive whose operands are the right-hand side (or
-the initial guess) and the values the user's functions close over (found by staging the
-function, as ``jit`` does: so derivatives flow to a parameter of the equation closed
-over by ``f``), and whose rules are those formulas:
+the initial guess) and the traced values the user's functions close over
+(``transforms/closures.py``: so derivatives flow to a parameter of the equation that
+``f`` or ``matvec`` closes over, and ``solve`` may close over the traced matrix), and
+whose rules are those formulas:
 
 - ``linear_solve_p``: a JVP rule and a VJP rule (the transpose uses ``transpose_solve``,
   or ``solve`` when ``symmetric``); its Hessians differentiate the rules again;
-- ``root_p``: a JVP rule whose linear solve is a ``linear_solve_p``, so reverse mode
-  transposes it (the core derives the VJP).
+- ``root_p``: a JVP rule whose linear solve is a ``custom_linear_solve``, and a VJP rule
+  solving the transposed system the same way.
 
-Under ``jit`` each is one equation whose shape is the initial guess's or ``b``'s: the
-solver runs at replay on concrete values (its Python control flow is allowed); ``vmap``
-solves example by example.
+The solvers run on plain values (their implementation), the closed-over tracers
+standing for the operands' values there: under ``jit`` each is one equation whose
+shapes are the initial guess's or ``b``'s, the solver running at replay (its Python
+control flow and SciPy calls are allowed); ``vmap`` solves example by example.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 import optree
 
 from autodiff.core.args import check_callable, check_flag
-from autodiff.core.arrays import batch_size_of, dtype_of
+from autodiff.core.arrays import batch_size_of, dtype_of, shape_of
 from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor
@@ -36,148 +38,236 @@ from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import stop_gradient, vjp
-from autodiff.interpreters.staging import eval_graph, innermost_staging, stage
+from autodiff.interpreters.staging import innermost_staging, stage
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import move_to_front
+from autodiff.transforms.closures import Closure, closure_of
 
 __all__ = ["custom_linear_solve", "custom_root", "linear_solve_p", "root_p"]
 
 
-class _Closed:
-    """``fn(tree)`` staged on ``tree``'s avals: ``call(leaves, params)`` runs it with the
-    values it closed over passed explicitly (``params``, the graph's last inputs)."""
-
-    def __init__(self, fn: Callable, tree: Any, who: str) -> None:
-        leaves, self.in_tree = optree.tree_flatten(tree)
-        cell: list = []
-
-        def flat(*xs):
-            out = fn(optree.tree_unflatten(self.in_tree, list(xs)))
-            out_leaves, out_tree = optree.tree_flatten(out)
-            cell[:] = [out_tree]
-            return out_leaves
-
-        avals = [ShapedArray(tuple(np.shape(x)), dtype_of(x)) if isinstance(x, Tracer)
-                 else aval_of(x) for x in leaves]  # fmt: skip
-        staged = stage(flat, avals, transform=who, name=who)
-        self.graph, self.params, self.out_tree = staged.graph, staged.captured, cell[0]
-        self.n_in = len(leaves)
-
-    def call(self, leaves: Any, params: Any) -> list:
-        return eval_graph(self.graph, *leaves, *params)
-
-    def tree_fn(self, params: Any) -> Callable:
-        """The function of a pytree, with ``params`` as its closed-over values."""
-
-        def fn(tree):
-            leaves = self.in_tree.flatten_up_to(tree)
-            return optree.tree_unflatten(self.out_tree, self.call(leaves, params))
-
-        return fn
-
-
-def _loop_batch(prim: Primitive) -> Callable:
+def loop_batch(prim: Primitive) -> Callable:
     """Example by example (a solver's control flow is the user's): the results stacked."""
 
     def batch(args, dims, **params):
         size = batch_size_of(args, dims)
         moved = [a if d is None else move_to_front(a, d) for a, d in zip(args, dims)]
-        if size == 0:
-            raise TransformValueError(f"vmap of {prim.name} over a batch of no examples")
+        if size == 0:  # no example to solve: the shapes one would have
+            one = [ShapedArray(shape_of(a)[0 if d is None else 1 :], dtype_of(a))
+                   for a, d in zip(moved, dims)]  # fmt: skip
+            problem = params.get("problem")
+            if problem is not None and problem.has_aux and problem.aux.tree is None:
+                raise TransformValueError(
+                    f"vmap of {prim.name}(..., has_aux=True) over a batch of no examples: "
+                    f"the aux's shapes are unknown, since no solve ran."
+                )
+            avals = prim.shape(*one, **params)  # type: ignore[misc]
+            if not prim.multiple_results:
+                return np.zeros((0, *avals.shape), avals.dtype), 0
+            return tuple(np.zeros((0, *v.shape), v.dtype) for v in avals), (0,) * len(avals)
         outs = [prim.bind(*(a if d is None else a[i] for a, d in zip(moved, dims)), **params)
                 for i in range(size)]  # fmt: skip
+        if not prim.multiple_results:
+            return _shp.stack(outs), 0
         return tuple(_shp.stack(list(col)) for col in zip(*outs)), (0,) * len(outs[0])
 
     return batch
 
 
-# --- custom_linear_solve -------------------------------------------------------------------------
-
-
-def _linear_solve_impl(*operands, matvec, solve, transpose_solve, symmetric, n_b):
-    b_leaves, params = operands[:n_b], operands[n_b:]
-    b = optree.tree_unflatten(matvec.in_tree, list(b_leaves))
-    x = solve(matvec.tree_fn(params), b)
-    return tuple(_leaves_like(x, b, "solve", "b"))
-
-
-def _leaves_like(x: Any, ref: Any, who: str, what: str) -> list:
+def leaves_like(x: Any, ref_leaves: Sequence, ref_tree: Any, who: str, what: str) -> list:
+    """The leaves of ``x``, which ``who`` returned, checked to be structured and shaped
+    like ``what`` (``ref_leaves`` in ``ref_tree``)."""
     leaves, tree = optree.tree_flatten(x)
-    ref_leaves, ref_tree = optree.tree_flatten(ref)
-    if tree != ref_tree or any(np.shape(a) != np.shape(r) for a, r in zip(leaves, ref_leaves)):
+    if tree != ref_tree:
+        raise TransformTypeError(
+            f"{who} output pytree {tree} must be structured like {what} ({ref_tree})."
+        )
+    shapes, want = [np.shape(a) for a in leaves], [np.shape(r) for r in ref_leaves]
+    if shapes != want:
         raise TransformValueError(
-            f"{who} returned a value structured as {tree} with shapes "
-            f"{[np.shape(a) for a in leaves]}; it must be structured like {what} ({ref_tree}, "
-            f"shapes {[np.shape(r) for r in ref_leaves]})."
+            f"{who} output shapes {shapes} must be those of {what} ({want}): it must be "
+            f"structured like {what}."
         )
     return leaves
 
 
+def checked_map(fn: Callable, tree: Any, ref_leaves: Sequence, who: str, what: str) -> Callable:
+    """``fn`` (a function of a pytree like ``ref``) with its output checked to be
+    structured like its input: a linear map of a square system, or a residual."""
+
+    dtypes = [dtype_of(r) for r in ref_leaves]
+
+    def mapped(v):
+        # (SciPy's LinearOperator probes a matvec with integers: as b's dtype here)
+        leaves = tree.flatten_up_to(v) if not isinstance(v, np.ndarray) else [v]
+        if any(isinstance(x, np.ndarray) and x.dtype.kind in "biu" for x in leaves):
+            v = optree.tree_unflatten(tree, [np.asarray(x, d) if isinstance(x, np.ndarray) else x
+                                             for x, d in zip(leaves, dtypes)])  # fmt: skip
+        out = fn(v)
+        leaves_like(out, ref_leaves, tree, who, what)
+        return out
+
+    return mapped
+
+
+def check_by_staging(fn: Callable, leaves: list, tree: Any, who: str, what: str) -> None:
+    """Refuse ``fn`` at once if its output is not structured like its input (as JAX
+    does), by staging it on the input's shapes; a function that cannot be staged (Python
+    control flow on values) is checked where it runs instead."""
+    avals = [ShapedArray(tuple(np.shape(x)), dtype_of(x)) if isinstance(x, Tracer)
+             else aval_of(x) for x in leaves]  # fmt: skip
+    cell: list = []
+
+    def flat(*xs):
+        out = fn(optree.tree_unflatten(tree, list(xs)))
+        out_leaves, out_tree = optree.tree_flatten(out)
+        cell[:] = [out_tree, [np.shape(o) for o in out_leaves]]
+        return out_leaves
+
+    try:
+        stage(flat, avals, transform=who, name=who)
+    except Exception:  # (checked where it runs instead, where its own error raises)
+        return
+    if cell:
+        leaves_like(optree.tree_unflatten(cell[0], [np.zeros(s) for s in cell[1]]),
+                    [np.zeros(a.shape) for a in avals], tree, who, what)  # fmt: skip
+
+
+def _aux_leaves(aux: Any, who: str) -> list:
+    leaves = optree.tree_leaves(aux)
+    for leaf in leaves:
+        if not (hasattr(leaf, "shape") or isinstance(leaf, (bool, int, float, complex))):
+            raise TransformTypeError(
+                f"{who}(..., has_aux=True): the aux leaves must be arrays or numbers, got "
+                f"a {type(leaf).__name__}; return other values through a closure."
+            )
+    return [np.asarray(x) if isinstance(x, (bool, int, float, complex)) else x for x in leaves]
+
+
+def _split_aux(found: Any, who: str, fn: str) -> tuple[Any, Any]:
+    if not (isinstance(found, tuple) and len(found) == 2):
+        raise TransformTypeError(
+            f"{who}(..., has_aux=True): {fn} must return a pair (solution, aux), got "
+            f"{type(found).__name__}."
+        )
+    return found
+
+
+class _Aux:
+    """The aux structure and shapes of a solve with ``has_aux``: found where it first
+    runs (or, under ``jit``, by staging it), read by the shape rule and the caller."""
+
+    __slots__ = ("avals", "tree")
+
+    def __init__(self) -> None:
+        self.tree: Any = None
+        self.avals: tuple = ()
+
+    def record(self, aux: Any, who: str) -> list:
+        leaves = _aux_leaves(aux, who)
+        self.tree = optree.tree_structure(aux)
+        self.avals = tuple(aval_of(a) for a in leaves)
+        return leaves
+
+
+# --- custom_linear_solve -------------------------------------------------------------------------
+
+
+class LinearProblem:
+    """A linear system's functions and settings: ``linear_solve_p``'s parameter."""
+
+    __slots__ = ("aux", "closure", "has_aux", "matvec", "names", "solve", "symmetric",
+                 "transpose_solve", "tree", "who")  # fmt: skip
+
+    def __init__(self, matvec, solve, transpose_solve, symmetric, tree, closure, has_aux,
+                 who, names) -> None:  # fmt: skip
+        self.matvec, self.solve, self.transpose_solve = matvec, solve, transpose_solve
+        self.symmetric, self.tree, self.closure = symmetric, tree, closure
+        self.has_aux, self.who, self.names, self.aux = has_aux, who, names, _Aux()
+
+    def transposed(self, x_leaves: Sequence) -> LinearProblem:
+        """``Aᵀ y = c``: the transposed product (``vjp`` of ``matvec``, linear) solved by
+        ``transpose_solve``, whose own transpose is ``solve``."""
+        if self.symmetric:
+            return self
+        if self.transpose_solve is None:
+            raise TransformTypeError(
+                f"{self.who}: reverse mode needs the transposed solve; pass "
+                f"transpose_solve=..., or symmetric=True if the matrix is symmetric."
+            )
+        # (plain zeros: the point a linear map is differentiated at does not matter, and
+        # the function must not close over a traced value the transform does not see)
+        zeros = optree.tree_unflatten(
+            self.tree, [np.zeros(np.shape(x), dtype_of(x)) for x in x_leaves]
+        )
+        matvec = self.matvec
+
+        def vecmat(ct):
+            return vjp(matvec, zeros)[1](ct)[0]
+
+        matvec_name, solve_name, transpose_name = self.names
+        names = (f"the transpose of {matvec_name}", transpose_name, solve_name)
+        out = LinearProblem(vecmat, self.transpose_solve, self.solve, False, self.tree,
+                            self.closure, self.has_aux, self.who, names)  # fmt: skip
+        out.aux = self.aux
+        return out
+
+
+def _linear_solve_impl(*operands, problem: LinearProblem, n_b: int):
+    b_leaves, consts = operands[:n_b], operands[n_b:]
+    b = optree.tree_unflatten(problem.tree, list(b_leaves))
+    who, (matvec_name, solve_name, _) = problem.who, problem.names
+    matvec = checked_map(problem.matvec, problem.tree, b_leaves, f"{who}: {matvec_name}()", "b")
+    found = problem.closure.run(consts, problem.solve, matvec, b, isolated=True)
+    aux: list = []
+    if problem.has_aux:
+        found, aux_tree = _split_aux(found, who, solve_name)
+        aux = problem.aux.record(aux_tree, who)
+    x = leaves_like(found, b_leaves, problem.tree, f"{who}: {solve_name}()", "b")
+    return (*x, *aux)
+
+
 def _linear_solve_jvp(tangents, ans, primals, params):
     """``A dx = db - dA x``: one more solve, of the same primitive."""
-    n_b, matvec = params["n_b"], params["matvec"]
-    b_dot, p_dot = tangents[:n_b], tangents[n_b:]
-    p = primals[n_b:]
+    n_b, problem = params["n_b"], params["problem"]
+    b_dot, c_dot = tangents[:n_b], tangents[n_b:]
+    consts = primals[n_b:]
     rhs = [np.zeros_like(b) if t is None else t for t, b in zip(b_dot, primals[:n_b])]
-    moving = [i for i, t in enumerate(p_dot) if t is not None]
-    if moving:  # dA x: the matvec at the solution, pushed along the parameters' tangents
-
-        def along(*chosen):
-            full = list(p)
-            for i, c in zip(moving, chosen):
-                full[i] = c
-            return tuple(matvec.call(ans, full))
-
-        _, dax = jvp(along, tuple(p[i] for i in moving), tuple(p_dot[i] for i in moving))
+    moving = [i for i, t in enumerate(c_dot) if t is not None]
+    if moving:  # dA x: the matvec at the solution, pushed along the closed-over values
+        x = optree.tree_unflatten(problem.tree, list(ans[:n_b]))
+        along = problem.closure.along(consts, moving, problem.matvec, x)
+        _, dax = jvp(along, tuple(consts[i] for i in moving), tuple(c_dot[i] for i in moving))
         rhs = [r - d for r, d in zip(rhs, dax)]
-    return linear_solve_p.bind(*rhs, *p, **params)
+    dx = linear_solve_p.bind(*rhs, *consts, **params)[:n_b]
+    return (*dx, *(np.zeros_like(a) for a in ans[n_b:]))
 
 
 def _linear_solve_vjp(cts, ans, primals, params, argnums):
     """``ct_b = A⁻ᵀ ct_x``; ``ct_θ = -(∂(A(θ) x)/∂θ)ᵀ ct_b``."""
-    n_b, matvec = params["n_b"], params["matvec"]
-    p = primals[n_b:]
-    cts = [np.zeros_like(a) if c is None else c for c, a in zip(cts, ans)]
-    if params["symmetric"]:
-        ct_b = linear_solve_p.bind(*cts, *p, **params)
-    else:
-        ct_b = _transposed_solve(cts, p, params)
-    out: list = []
-    wanted_p = [i - n_b for i in argnums if i >= n_b]
-    grads_p = _pulled_back(matvec.call, ans, p, wanted_p, ct_b)
-    for i in argnums:
-        out.append(ct_b[i] if i < n_b else grads_p[i - n_b])
-    return out
+    n_b, problem = params["n_b"], params["problem"]
+    consts, x = primals[n_b:], ans[:n_b]
+    ct_x = [np.zeros_like(a) if c is None else c for c, a in zip(cts[:n_b], x)]
+    ct_b = linear_solve_p.bind(*ct_x, *consts, problem=problem.transposed(x), n_b=n_b)[:n_b]
+    wanted = [i - n_b for i in argnums if i >= n_b]
+    grads = {}
+    if wanted:
+        at = optree.tree_unflatten(problem.tree, list(x))
+        along = problem.closure.along(consts, wanted, problem.matvec, at)
+        _, pull = vjp(along, *(consts[i] for i in wanted))
+        grads = dict(zip(wanted, pull(tuple(-c for c in ct_b))))
+    return [ct_b[i] if i < n_b else grads[i - n_b] for i in argnums]
 
 
-def _transposed_solve(cts, p, params) -> tuple:
-    """``Aᵀ y = cts`` solved with ``transpose_solve`` (its own derivatives by the same
-    rules: a linear solve whose matrix is ``Aᵀ``)."""
-    matvec = params["matvec"]
-    if params["transpose_solve"] is None:
-        raise TransformTypeError(
-            "custom_linear_solve: reverse mode needs the transposed solve; pass "
-            "transpose_solve=..., or symmetric=True if the matrix is symmetric."
-        )
-    avals = matvec.graph.in_avals[: matvec.n_in]
-    zeros = optree.tree_unflatten(matvec.in_tree, [np.zeros(a.shape, a.dtype) for a in avals])
-    t_fn = lambda ct: vjp(matvec.tree_fn(p), zeros)[1](ct)[0]
-    transpose = _Closed(t_fn, optree.tree_unflatten(matvec.in_tree, list(cts)),
-                        "custom_linear_solve (transpose)")  # fmt: skip
-    return linear_solve_p.bind(*cts, *transpose.params, matvec=transpose, n_b=params["n_b"],
-                               solve=params["transpose_solve"], transpose_solve=params["solve"],
-                               symmetric=False)  # fmt: skip
+def _linear_solve_shape(*avals, problem: LinearProblem, n_b: int):
+    return (*avals[:n_b], *problem.aux.avals)
 
 
-linear_solve_p = Primitive(
-    "custom_linear_solve",
-    _linear_solve_impl,
-    multiple_results=True,
-    shape=lambda *avals, n_b, **params: tuple(avals[:n_b]),
-)
+linear_solve_p = Primitive("custom_linear_solve", _linear_solve_impl, multiple_results=True,
+                           shape=_linear_solve_shape)  # fmt: skip
 linear_solve_p.def_jvp(_linear_solve_jvp, packed=True)
 linear_solve_p.def_vjp(_linear_solve_vjp, packed=True)
-linear_solve_p.def_batch(_loop_batch(linear_solve_p))
+linear_solve_p.def_batch(loop_batch(linear_solve_p))
 # Taylor mode through the implicit function theorem's JVP (the solver is never differentiated)
 linear_solve_p.def_taylor(jvp_taylor(linear_solve_p))
 
@@ -194,155 +284,148 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
     differentiated: ``jvp`` solves ``A dx = db - dA x`` with ``solve`` again, ``grad``
     solves ``Aᵀ y = ct`` with ``transpose_solve(vecmat, ct)`` (``vecmat``: the
     transposed product), or with ``solve`` when ``symmetric=True``.  Derivatives reach
-    ``b`` and every array ``matvec`` closes over.  Composes with ``grad``, ``jvp``,
+    ``b`` and every traced value ``matvec`` closes over; ``solve`` and
+    ``transpose_solve`` may close over traced values too (the matrix itself, for a
+    direct solve), which they see as plain arrays.  Composes with ``grad``, ``jvp``,
     ``vmap`` (example by example), ``jit`` (the solver runs at replay) and itself.
-    ``has_aux``: ``solve`` returns ``(x, aux)``; aux is returned as it is (no derivative).
+    ``has_aux``: ``solve`` (and ``transpose_solve``) return ``(x, aux)``; aux is returned
+    as it is, without derivatives.
 
     >>> import numpy as np, autodiff, autodiff.numpy as anp
     >>> def x_of(a):  # solves [[a, 1], [1, 3]] x = [1, 2]
-    ...     matvec = lambda v: anp.stack([a * v[0] + v[1], v[0] + 3 * v[1]])
-    ...     dense = lambda mv, rhs: np.linalg.solve(autodiff.jacfwd(mv)(rhs), rhs)
-    ...     return autodiff.custom_linear_solve(matvec, np.array([1.0, 2.0]), dense,
-    ...                                         symmetric=True)
+    ...     m = anp.stack([anp.stack([a, 1.0]), anp.array([1.0, 3.0])])
+    ...     direct = lambda matvec, rhs: anp.linalg.solve(m, rhs)  # closes over m
+    ...     return autodiff.custom_linear_solve(lambda v: m @ v, np.array([1.0, 2.0]),
+    ...                                         direct, symmetric=True)
     >>> x_of(2.0).round(6).tolist()
     [0.2, 0.6]
     >>> round(float(autodiff.grad(lambda a: x_of(a)[0])(2.0)), 6)  # -x0 (A^-1)_00
     -0.12
     """
-    check_callable(matvec, "custom_linear_solve (matvec)")
-    check_callable(solve, "custom_linear_solve (solve)")
+    return linear_solve(matvec, b, solve, transpose_solve, symmetric, has_aux)
+
+
+def linear_solve(matvec, b, solve, transpose_solve, symmetric, has_aux, who="custom_linear_solve",
+                 names=("matvec", "solve", "transpose_solve"), aux_like=None):  # fmt: skip
+    """``custom_linear_solve``, its messages naming ``who`` and the functions ``names``
+    (``custom_root`` calls it for its tangent solves); ``aux_like``: an aux shaped like
+    the one ``solve`` returns, for solvers that cannot be staged to find it."""
+    check_callable(matvec, f"{who} ({names[0]})")
+    check_callable(solve, f"{who} ({names[1]})")
     if transpose_solve is not None:
-        check_callable(transpose_solve, "custom_linear_solve (transpose_solve)")
-    check_flag(symmetric, "symmetric", "custom_linear_solve")
-    check_flag(has_aux, "has_aux", "custom_linear_solve")
-    b_leaves, _ = optree.tree_flatten(b)
-    aux_cell: list = []
-    inner = solve
+        check_callable(transpose_solve, f"{who} ({names[2]})")
+    check_flag(symmetric, "symmetric", who)
+    check_flag(has_aux, "has_aux", who)
+    b_leaves, tree = optree.tree_flatten(b)
+    b_leaves = [np.asarray(x, float) if isinstance(x, (int, float)) else x for x in b_leaves]
+    closure = closure_of(matvec, solve, transpose_solve)
+    check_by_staging(matvec, b_leaves, tree, f"{who}: {names[0]}()", "b")
+    problem = LinearProblem(matvec, solve, transpose_solve, symmetric, tree, closure, has_aux,
+                            who, names)  # fmt: skip
+    if aux_like is not None:
+        problem.aux.record(aux_like, who)
+    elif has_aux and innermost_staging() is not None:  # the shapes of aux, for staging: from
+        # the solve staged here (so under jit a solve with aux must be traceable)
+        found = solve(matvec, optree.tree_unflatten(tree, b_leaves))
+        problem.aux.record(_split_aux(found, who, names[1])[1], who)
+    outs = linear_solve_p.bind(*b_leaves, *closure.tracers, problem=problem, n_b=len(b_leaves))
+    x = optree.tree_unflatten(tree, list(outs[: len(b_leaves)]))
     if has_aux:
-
-        def inner(mv, rhs):
-            x, aux = solve(mv, rhs)
-            aux_cell[:] = [aux]
-            return x
-
-    closed = _Closed(matvec, b, "custom_linear_solve")
-    outs = linear_solve_p.bind(*b_leaves, *closed.params, matvec=closed, n_b=len(b_leaves),
-                               solve=inner, transpose_solve=transpose_solve,
-                               symmetric=symmetric)  # fmt: skip
-    x = optree.tree_unflatten(closed.in_tree, list(outs))
-    return (x, aux_cell[0] if aux_cell else None) if has_aux else x
+        aux = [stop_gradient(a) for a in outs[len(b_leaves) :]]
+        return x, optree.tree_unflatten(problem.aux.tree, aux)
+    return x
 
 
 # --- custom_root -------------------------------------------------------------------------------
 
 
-class _AuxTree:
-    """Where the solve's aux structure is left for ``custom_root`` to rebuild it."""
+class RootProblem:
+    """A root-finding problem's functions: ``root_p``'s parameter."""
 
-    tree: Any = None
+    __slots__ = ("aux", "closure", "f", "has_aux", "solve", "tangent_solve", "tree")
+
+    def __init__(self, f, solve, tangent_solve, tree, closure, has_aux) -> None:
+        self.f, self.solve, self.tangent_solve = f, solve, tangent_solve
+        self.tree, self.closure, self.has_aux, self.aux = tree, closure, has_aux, _Aux()
 
 
-def _root_impl(*operands, f, solve, tangent_solve, n_x, has_aux, aux_avals, aux_tree):
-    x0_leaves, params = operands[:n_x], operands[n_x:]
-    x0 = optree.tree_unflatten(f.in_tree, list(x0_leaves))
-    found = solve(f.tree_fn(params), x0)
-    if has_aux:
-        if not (isinstance(found, tuple) and len(found) == 2):
-            raise TransformTypeError(
-                "custom_root(..., has_aux=True): solve must return a pair (solution, aux)."
-            )
-        found, aux = found
-        aux_tree.tree = optree.tree_structure(aux)
-        return (*_leaves_like(found, x0, "custom_root: solve", "initial_guess"),
-                *optree.tree_leaves(aux))  # fmt: skip
-    return tuple(_leaves_like(found, x0, "custom_root: solve", "initial_guess"))
+def _root_impl(*operands, problem: RootProblem, n_x: int):
+    x0_leaves, consts = operands[:n_x], operands[n_x:]
+    x0 = optree.tree_unflatten(problem.tree, list(x0_leaves))
+    f = checked_map(problem.f, problem.tree, x0_leaves, "custom_root: f()", "initial_guess")
+    found = problem.closure.run(consts, problem.solve, f, x0, isolated=True)
+    aux: list = []
+    if problem.has_aux:
+        found, aux_tree = _split_aux(found, "custom_root", "solve")
+        aux = problem.aux.record(aux_tree, "custom_root")
+    x = leaves_like(found, x0_leaves, problem.tree, "custom_root: solve()", "initial_guess")
+    return (*x, *aux)
+
+
+def _tangent_solve(problem: RootProblem, g: Callable, y: Any, transposed: bool) -> Any:
+    """``g(v) = y`` (``g``: ``f`` linearised at the root, or its transpose) as a
+    ``custom_linear_solve`` by ``tangent_solve``, so its own derivatives follow."""
+    ts = problem.tangent_solve
+    lin = "the transposed linearisation of f" if transposed else "the linearisation of f"
+    return linear_solve(g, y, lambda m, r: ts(m, r), lambda m, r: ts(m, r), False, False,
+                        "custom_root", (lin, "tangent_solve", "tangent_solve"))  # fmt: skip
 
 
 def _root_jvp(tangents, ans, primals, params):
     """``f(x, θ) = 0``: ``∂f/∂x dx = -∂f/∂θ dθ``, solved by ``tangent_solve`` as a
-    ``custom_linear_solve`` (so reverse mode transposes it)."""
-    n_x, f, tangent_solve = params["n_x"], params["f"], params["tangent_solve"]
-    x, aux = list(ans[:n_x]), ans[n_x:]
-    p = primals[n_x:]
+    ``custom_linear_solve`` (so its derivatives, and reverse mode, follow)."""
+    n_x, problem = params["n_x"], params["problem"]
+    x_leaves, aux, consts = list(ans[:n_x]), ans[n_x:], primals[n_x:]
     moving = [i for i, t in enumerate(tangents[n_x:]) if t is not None]
     tangent_aux = [np.zeros_like(a) for a in aux]
     if not moving:
-        return (*(np.zeros_like(v) for v in x), *tangent_aux)
+        return (*(np.zeros_like(v) for v in x_leaves), *tangent_aux)
+    x = optree.tree_unflatten(problem.tree, x_leaves)
+    along = problem.closure.along(consts, moving, problem.f, x)
+    _, f_dot = jvp(along, tuple(consts[i] for i in moving),
+                   tuple(tangents[n_x + i] for i in moving))  # fmt: skip
+    rhs = optree.tree_unflatten(problem.tree, [-d for d in f_dot])
 
-    def along(*chosen):
-        full = list(p)
-        for i, c in zip(moving, chosen):
-            full[i] = c
-        return tuple(f.call(x, full))
+    def linearized(v):  # ∂f/∂x at the root, with the closed-over values held
+        return jvp(problem.f, (x,), (v,))[1]
 
-    _, f_dot = jvp(along, tuple(p[i] for i in moving), tuple(tangents[n_x + i] for i in moving))
-    x_tree = optree.tree_unflatten(f.in_tree, x)
-    rhs = optree.tree_unflatten(f.in_tree, [-d for d in f_dot])
-
-    def linearized(v):  # ∂f/∂x at the root, with the parameters held
-        return jvp(f.tree_fn(p), (x_tree,), (v,))[1]
-
-    def transposed_solve(vecmat, y):
-        return tangent_solve(vecmat, y)
-
-    dx = custom_linear_solve(linearized, rhs, lambda g, y: tangent_solve(g, y),
-                             transpose_solve=transposed_solve)  # fmt: skip
+    dx = problem.closure.run(consts, _tangent_solve, problem, linearized, rhs, False)
     return (*optree.tree_leaves(dx), *tangent_aux)
-
-
-root_p = Primitive(
-    "custom_root",
-    _root_impl,
-    multiple_results=True,
-    shape=lambda *avals, n_x, f, **params: (
-        tuple(avals[:n_x]) + tuple(params["aux_avals"])
-        if params.get("aux_avals")
-        else tuple(avals[:n_x])
-    ),
-)
-root_p.def_jvp(_root_jvp, packed=True)
-root_p.def_taylor(jvp_taylor(root_p))
 
 
 def _root_vjp(cts, ans, primals, params, argnums):
     """``ct_θ = -(∂f/∂θ)ᵀ y`` with ``(∂f/∂x)ᵀ y = ct_x``: the transposed system solved by
     ``tangent_solve`` on the transposed linearisation (a ``custom_linear_solve``, whose
     own derivatives follow); none for the initial guess, none through the aux."""
-    n_x, f, tangent_solve = params["n_x"], params["f"], params["tangent_solve"]
-    x, p = list(ans[:n_x]), primals[n_x:]
-    x_tree = optree.tree_unflatten(f.in_tree, x)
-    ct_x = [np.zeros_like(v) if c is None else c for c, v in zip(cts[:n_x], x)]
+    n_x, problem = params["n_x"], params["problem"]
+    x_leaves, consts = list(ans[:n_x]), primals[n_x:]
+    x = optree.tree_unflatten(problem.tree, x_leaves)
+    ct_x = optree.tree_unflatten(problem.tree, [np.zeros_like(v) if c is None else c
+                                                for c, v in zip(cts[:n_x], x_leaves)])  # fmt: skip
 
     def transposed(v):
-        return vjp(f.tree_fn(p), x_tree)[1](v)[0]
+        return vjp(problem.f, x)[1](v)[0]
 
-    y = custom_linear_solve(transposed, optree.tree_unflatten(f.in_tree, ct_x),
-                            lambda g, r: tangent_solve(g, r),
-                            transpose_solve=lambda g, r: tangent_solve(g, r))  # fmt: skip
+    y = problem.closure.run(consts, _tangent_solve, problem, transposed, ct_x, True)
     wanted = [i - n_x for i in argnums if i >= n_x]
-    grads = _pulled_back(f.call, x, p, wanted, optree.tree_leaves(y))
+    grads = {}
+    if wanted:
+        along = problem.closure.along(consts, wanted, problem.f, x)
+        _, pull = vjp(along, *(consts[i] for i in wanted))
+        grads = dict(zip(wanted, pull(tuple(-c for c in optree.tree_leaves(y)))))
     return [grads[i - n_x] if i >= n_x else None for i in argnums]
 
 
-def _pulled_back(call: Callable, at: Any, p: Sequence, wanted: list, ct: Sequence) -> dict:
-    """The cotangents of the closed-over values ``p[i]`` (``i`` in ``wanted``) of
-    ``call(at, p)``, pulled back from ``-ct``: the implicit function theorem's second
-    step, after the transposed solve gave ``ct``."""
-    if not wanted:
-        return {}
-
-    def along(*chosen):
-        full = list(p)
-        for i, c in zip(wanted, chosen):
-            full[i] = c
-        return tuple(call(at, full))
-
-    _, pull = vjp(along, *(p[i] for i in wanted))
-    return dict(zip(wanted, pull(tuple(-c for c in ct))))
-
-
+root_p = Primitive(
+    "custom_root",
+    _root_impl,
+    multiple_results=True,
+    shape=lambda *avals, problem, n_x: (*avals[:n_x], *problem.aux.avals),
+)
+root_p.def_jvp(_root_jvp, packed=True)
+root_p.def_taylor(jvp_taylor(root_p))
 root_p.def_vjp(_root_vjp, packed=True)
-root_p.def_batch(_loop_batch(root_p))
+root_p.def_batch(loop_batch(root_p))
 
 
 def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve: Callable,
@@ -354,21 +437,23 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     ``fsolve``), whose iterations are never differentiated; ``tangent_solve(g, y)`` solves
     the linear system ``g(x) = y`` for ``g``, ``f`` linearised at the root (for a scalar,
     ``lambda g, y: y / g(1.0)``; for a vector, e.g. ``np.linalg.solve(jacobian(g)(y),
-    y)``).  Derivatives reach every array ``f`` closes over (the parameters of the
-    equation), none reach ``initial_guess``.  Reverse mode transposes the tangent solve
-    (``tangent_solve`` is called with the transposed linearisation).  Composes with
-    ``grad``, ``jvp``, ``vmap`` (example by example), ``jit`` (the solver runs at replay
-    on concrete values) and ``custom_linear_solve``.  ``has_aux``: ``solve`` returns
-    ``(solution, aux)``, and so does ``custom_root`` (aux carries no derivative).
+    y)``).  Derivatives reach every traced value ``f`` closes over (the parameters of the
+    equation), none reach ``initial_guess``; ``solve`` and ``tangent_solve`` may close
+    over traced values too (they see them as plain arrays).  Reverse mode transposes the
+    tangent solve (``tangent_solve`` is called with the transposed linearisation).
+    Composes with ``grad``, ``jvp``, ``vmap`` (example by example), ``jit`` (the solver
+    runs at replay on concrete values) and ``custom_linear_solve``.  ``has_aux``:
+    ``solve`` returns ``(solution, aux)``, and so does ``custom_root`` (aux carries no
+    derivative).
 
     >>> import numpy as np, autodiff
-    >>> def newton(f, x):
-    ...     for _ in range(30):
-    ...         x = x - f(x) / autodiff.grad(f)(x)
-    ...     return x
     >>> def cube_root(a):  # the root of x**3 - a
-    ...     return autodiff.custom_root(lambda x: x**3 - a, 1.0, newton,
-    ...                                 lambda g, y: y / g(1.0))
+    ...     f = lambda x: x**3 - a
+    ...     def newton(_, x):  # (uses f, which closes over a, rather than its argument)
+    ...         for _ in range(30):
+    ...             x = x - f(x) / (3 * x**2)
+    ...         return x
+    ...     return autodiff.custom_root(f, 1.0, newton, lambda g, y: y / g(1.0))
     >>> round(float(cube_root(8.0)), 9), round(float(autodiff.grad(cube_root)(8.0)), 9)
     (2.0, 0.083333333)
     """
@@ -376,22 +461,33 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     check_callable(solve, "custom_root (solve)")
     check_callable(tangent_solve, "custom_root (tangent_solve)")
     check_flag(has_aux, "has_aux", "custom_root")
-    x0_leaves, x0_tree = optree.tree_flatten(initial_guess)
+    return root(f, initial_guess, solve, tangent_solve, has_aux)
+
+
+def root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve: Callable,
+         has_aux: bool = False, aux_like: Any = None, closure: Closure | None = None,
+         check: bool = True) -> Any:  # fmt: skip
+    """``custom_root`` for the library's own solvers (``autodiff.scipy.optimize``):
+    ``aux_like``, an aux structured and shaped like the one ``solve`` will return (for
+    staging, where a solve calling SciPy cannot be staged to find it); ``closure``,
+    the traced values the functions close over, where the caller found them; ``check``:
+    whether to stage ``f`` to check its output's structure at once."""
+    x0_leaves, tree = optree.tree_flatten(initial_guess)
     x0_leaves = [np.asarray(x, float) if isinstance(x, (int, float)) else x for x in x0_leaves]
-    guess = optree.tree_unflatten(x0_tree, x0_leaves)
-    closed = _Closed(f, guess, "custom_root")
-    params: dict[str, Any] = dict(f=closed, solve=solve, tangent_solve=tangent_solve,
-                                  n_x=len(x0_leaves), has_aux=has_aux)  # fmt: skip
-    params["aux_avals"], params["aux_tree"] = None, _AuxTree()
-    if has_aux and innermost_staging() is not None:  # staging needs the aux's shapes: from
+    guess = optree.tree_unflatten(tree, x0_leaves)
+    if closure is None:
+        closure = closure_of(f, solve, tangent_solve)
+    if check:
+        check_by_staging(f, x0_leaves, tree, "custom_root: f()", "initial_guess")
+    problem = RootProblem(f, solve, tangent_solve, tree, closure, has_aux)
+    if aux_like is not None:
+        problem.aux.record(aux_like, "custom_root")
+    elif has_aux and innermost_staging() is not None:  # the shapes of aux, for staging: from
         # one solve on the staged values (so under jit a solve with aux must be traceable)
-        aux_leaves, params["aux_tree"].tree = optree.tree_flatten(
-            solve(closed.tree_fn(closed.params), guess)[1]
-        )
-        params["aux_avals"] = tuple(aval_of(a) for a in aux_leaves)
-    outs = root_p.bind(*x0_leaves, *closed.params, **params)
-    x = optree.tree_unflatten(x0_tree, list(outs[: len(x0_leaves)]))
+        problem.aux.record(_split_aux(solve(f, guess), "custom_root", "solve")[1], "custom_root")
+    outs = root_p.bind(*x0_leaves, *closure.tracers, problem=problem, n_x=len(x0_leaves))
+    x = optree.tree_unflatten(tree, list(outs[: len(x0_leaves)]))
     if has_aux:
         aux = [stop_gradient(a) for a in outs[len(x0_leaves) :]]
-        return x, optree.tree_unflatten(params["aux_tree"].tree, aux)
+        return x, optree.tree_unflatten(problem.aux.tree, aux)
     return x

@@ -66,6 +66,9 @@ MODULES = [
     "autodiff.lax",
     "autodiff.debug",
     "autodiff.transforms.checkpoint_policies",
+    "autodiff.scipy.optimize",
+    "autodiff.scipy.sparse",
+    "autodiff.scipy.sparse.linalg",
 ]
 # Where each namespace's functions are in docs/coverage.md (the registry's names).
 COVERAGE_PREFIX = {
@@ -79,6 +82,7 @@ COVERAGE_PREFIX = {
     "autodiff.scipy.integrate": "scipy.integrate.",
     "autodiff.lax": "lax.",
     "autodiff.scipy.stats": "scipy.stats.",
+    "autodiff.scipy.sparse.linalg": "scipy.sparse.linalg.",
 }
 # Inline code: the prefixes tried, in order, to find the object a name means.
 LINK_PREFIXES = ("", "autodiff.", "autodiff.extend.", "autodiff.testing.", "autodiff.errors.")

@@ -48,6 +48,7 @@ FAMILIES = [
     "signal",
     "stats",
     "integrate",
+    "sparse",
     "apply",
 ]
 

@@ -76,6 +76,33 @@ def _records() -> list[OpInfo]:
             keeps_float32=False,
         ),
     ]
+    from autodiff.scipy.integrate import solve_ivp
+
+    def forced_ivp(t, y, k):
+        return forced(y, t, k)
+
+    def ivp(lib, y0, t_eval, k, **kwargs):
+        return solve_ivp(forced_ivp, (0.0, 2.0), y0, t_eval=t_eval, args=(k,), **kwargs).y
+
+    ops.append(
+        OpInfo(
+            "scipy.integrate.solve_ivp",
+            [
+                Sample(
+                    (_rng.standard_normal(2), np.array([0.3, 0.9, 1.5]), _rng.uniform(0.5, 1.5, 2)),
+                    {"method": "DOP853", "rtol": 1e-12, "atol": 1e-12},
+                    "y0,t_eval,args",
+                    rtol=1e-5,
+                )
+            ],
+            numpy_name=None,
+            call=ivp,
+            keeps_float32=False,
+        )
+    )
+    ops[2].reference = lambda y0, t_eval, k, **kw: (
+        si.solve_ivp(forced_ivp, (0.0, 2.0), y0, t_eval=t_eval, args=(k,), **kw).y
+    )
     ops[0].reference = lambda y0, t, k, **kw: si.odeint(forced, y0, t, args=(k,), **kw)
     ops[1].reference = lambda y0, t, **kw: np.reshape(
         si.odeint(

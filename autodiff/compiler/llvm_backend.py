@@ -1,0 +1,349 @@
+"""LLVM's backend: the regions of a graph written as LLVM IR and compiled by llvmlite.
+
+``BACKEND.lower(graph)`` finds the regions (``backend.regions``, with ``lowerable``: each
+equation written once on a scratch ``Codegen``) and writes each as one LLVM module
+(``llvm_codegen.py``: the body; here, its *entry*); ``BACKEND.compile(lowered)`` has LLVM
+optimise and generate its machine code (``llvm_engine.py``, or loads it from the cache on
+disk) and returns its ``KernelPrimitive``, called through ``kernel_call.caller``.  A region
+is worth a kernel when it holds a loop, ``MIN_EQUATIONS`` elementwise equations on arrays,
+``MIN_SCALAR_EQUATIONS`` on 0-d values (a kernel's call costs about what two NumPy calls
+cost), or other equations beside elementwise ones on arrays.
+
+**The entry** is what CPython calls (``METH_FASTCALL``: a call costs what calling a
+built-in costs).  It checks each argument: an exact ``ndarray``, aligned, with the layout
+NumPy's own calls would give it (C order, or the strides ``llvm_values.numpy_layouts``
+predicts: a transposed view, ...), or for a 0-d input a 0-d array, a NumPy scalar or a
+Python float of its dtype; it takes their data pointers, clears the floating-point status
+flags, runs the body (the workspace on the stack, or ``malloc``'ed when large) and returns
+``code << 8 | flags`` (``kernel_call.py``).
+
+``AUTODIFF_COMPILE=0`` switches the backend off; without llvmlite it is off
+(``available()``, ``why_not()``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from autodiff.compiler import llvm_codegen, llvm_engine
+from autodiff.compiler.backend import Backend, LoweredRegion, Region, regions
+from autodiff.compiler.kernel_call import CONVERT, NO_MEMORY, KernelPrimitive, caller
+from autodiff.compiler.llvm_codegen import Codegen
+from autodiff.compiler.llvm_ir import Function, mem_type, reg_type
+from autodiff.compiler.llvm_values import Array, Scalar, numpy_layouts
+from autodiff.core.graph import Eqn, Graph, Literal
+from autodiff.core.lowering import Elementwise, NotLowered, View
+
+__all__ = ["BACKEND", "MIN_EQUATIONS", "MIN_SCALAR_EQUATIONS", "LLVMBackend", "lowerable"]
+
+MIN_EQUATIONS = 2  # elementwise equations on arrays a region without a loop needs
+MIN_SCALAR_EQUATIONS = 8  # or elementwise equations on 0-d values
+STACK_BYTES = 1 << 16  # a workspace up to this size lives on the stack, larger ones malloc'ed
+
+
+# --- regions ----------------------------------------------------------------------------------
+
+
+def lowerable(eqn: Eqn) -> bool:
+    """Whether ``eqn`` (and, for control flow, everything in its functions) compiles:
+    written once on a scratch ``Codegen``."""
+    if eqn.prim.lowering is None:
+        return False
+    cg = Codegen()
+    cg.errstate = eqn.errstate
+    try:
+        args = []
+        for i, v in enumerate(eqn.invars):
+            args.append(cg.atom({}, v) if type(v) is Literal else cg.param(v.aval, f"x{i}"))
+        cg.emit_eqn(eqn, args)
+    except NotLowered:
+        return False
+    return True
+
+
+def worth_it(region: Region) -> bool:
+    """A loop; or ``MIN_EQUATIONS`` operations on arrays (elementwise ones, reductions,
+    products; not views, free in NumPy too); or ``MIN_SCALAR_EQUATIONS`` elementwise
+    ones on 0-d values (a kernel's call costs about what two NumPy calls cost)."""
+    if region.loops:
+        return True
+    arrays = scalars = 0
+    for eqn in region.eqns:
+        lowering = eqn.prim.lowering
+        if isinstance(lowering, View):
+            continue
+        if isinstance(lowering, Elementwise) and not eqn.outvars[0].aval.ndim:
+            scalars += 1
+        elif any(getattr(v.aval, "ndim", 0) for v in (*eqn.invars, *eqn.outvars)):
+            arrays += 1
+    return arrays >= MIN_EQUATIONS or scalars >= MIN_SCALAR_EQUATIONS
+
+
+# --- the module -------------------------------------------------------------------------------
+
+_OB_TYPE, _ARRAY_DATA, _ARRAY_STRIDES, _ARRAY_FLAGS, _SCALAR_VALUE = 8, 16, 40, 64, 16
+_C_CONTIGUOUS_ALIGNED, _ALIGNED = 0x101, 0x100
+
+
+def layout_known() -> bool:
+    """Whether this CPython and NumPy lay out objects as the entries read them."""
+    a = np.arange(6.0).reshape(2, 3)
+    s = np.float64(2.5)
+    try:
+        return (
+            object.__basicsize__ == 16
+            and ctypes.c_void_p.from_address(id(a) + _OB_TYPE).value == id(np.ndarray)
+            and ctypes.c_void_p.from_address(id(a) + _ARRAY_DATA).value == a.ctypes.data
+            and ctypes.c_int.from_address(id(a) + _ARRAY_FLAGS).value & 0x101 == 0x101
+            and ctypes.cast(
+                ctypes.c_void_p.from_address(id(a) + _ARRAY_STRIDES).value or 0,
+                ctypes.POINTER(ctypes.c_int64),
+            )[0]
+            == 24
+            and ctypes.c_double.from_address(id(s) + _SCALAR_VALUE).value == 2.5
+            and ctypes.c_double.from_address(id(2.75) + _SCALAR_VALUE).value == 2.75
+        )
+    except (ValueError, OSError):
+        return False
+
+
+def _type_symbol(cls: type) -> str:
+    name = f"adx.type.{cls.__module__}.{cls.__qualname__}"
+    llvm_engine.symbol(name, id(cls))
+    return name
+
+
+def _scalar_types(dtype: np.dtype) -> list[type]:
+    """The scalar objects a 0-d input of ``dtype`` may arrive as (their value at offset 16)."""
+    types = [dtype.type]
+    if dtype == np.dtype(np.float64):
+        types.append(float)
+    return types
+
+
+class _Built:
+    """One region written as a module: its body (``llvm_codegen``), its entry, ``text``."""
+
+    def __init__(self, region: Region) -> None:
+        cg = self.cg = Codegen()
+        cg.errstate = region.errstate
+        self.region = region
+        inputs = [cg.param(v.aval, f"p{i}", region.layouts.get(v))
+                  for i, v in enumerate(region.inputs)]  # fmt: skip
+        graph = Graph(region.inputs, region.outputs, region.eqns, region.constvars, region.consts)
+        outs = [Array(v.aval.dtype, tuple(v.aval.shape), f"%o{i}")
+                for i, v in enumerate(region.outputs)]  # fmt: skip
+        cg.destinations = {v: o for v, o in zip(region.outputs, outs) if v.aval.ndim}
+        values = cg.emit_graph(graph, inputs)
+        for out, value in zip(outs, values, strict=True):
+            if isinstance(value, Scalar):
+                cg.store(out, "0", value.ref, value.dtype)
+            elif value is not out:  # (a result written where it was made needs no copy)
+                cg.copy_into(out, value)
+        cg.f.do(f"br i1 {cg.status_failed()}, label %fail, label %success")
+        cg.f.enter("success")
+        cg.f.do("ret i32 0")
+        for code, label in sorted(cg.errors.items()):
+            cg.f.enter(label)
+            cg.f.do(f"ret i32 {code}")
+        cg.f.enter("fail")
+        cg.f.do("ret i32 -1")
+        params = [*cg.params, *(f"ptr noalias %o{i}" for i in range(len(outs))), "ptr noalias %ws"]
+        cg.f.header = f"define internal i32 @body({', '.join(params)}) alwaysinline nounwind"
+        self.consts = cg.consts
+        names = " ".join(e.prim.name for e in region.eqns)
+        self.text = f"; kernel: {names}\n" + module_text([self])
+
+    def entry(self) -> str:
+        """The entry CPython calls: arguments checked and unpacked, the body run between
+        clearing and reading the status flags."""
+        cg, region = self.cg, self.region
+        f = Function("define ptr @entry(ptr %self, ptr %args, i64 %nargs)")
+        f.n = 0
+        ndarray = _type_symbol(np.ndarray)
+        bad = "convert"
+        call_args = []
+        position = 0
+
+        def arg() -> str:
+            nonlocal position
+            at = f.op(f"getelementptr inbounds ptr, ptr %args, i64 {position}")
+            position += 1
+            return f.op(f"load ptr, ptr {at}")
+
+        def field(obj: str, offset: int, ty: str) -> str:
+            at = f.op(f"getelementptr inbounds i8, ptr {obj}, i64 {offset}")
+            return f.op(f"load {ty}, ptr {at}")
+
+        def check(condition: str) -> None:
+            ok = f.block("ok")
+            f.do(f"br i1 {condition}, label %{ok}, label %{bad}")
+            f.enter(ok)
+
+        for var in region.inputs:
+            obj = arg()
+            kind = field(obj, _OB_TYPE, "ptr")
+            dtype = var.aval.dtype
+            is_array = f.op(f'icmp eq ptr {kind}, @"{ndarray}"')
+            if var.aval.ndim:
+                check(is_array)
+                flags = field(obj, _ARRAY_FLAGS, "i32")
+                expected = region.layouts.get(var)
+                need = _C_CONTIGUOUS_ALIGNED if expected is None else _ALIGNED
+                both = f.op(f"and i32 {flags}, {need}")
+                check(f.op(f"icmp eq i32 {both}, {need}"))
+                if expected is not None:  # the strides NumPy gives it, one by one
+                    strides = field(obj, _ARRAY_STRIDES, "ptr")
+                    size = dtype.itemsize
+                    for d, (n, st) in enumerate(zip(var.aval.shape, expected)):
+                        if n != 1:
+                            at = f.op(f"getelementptr inbounds i64, ptr {strides}, i64 {d}")
+                            got = f.op(f"load i64, ptr {at}")
+                            check(f.op(f"icmp eq i64 {got}, {st * size}"))
+                call_args.append(f"ptr {field(obj, _ARRAY_DATA, 'ptr')}")
+                continue
+            # a 0-d input: a 0-d array (its data) or a scalar object (its value)
+            scalar = f.op("icmp eq i1 false, true")
+            for cls in _scalar_types(dtype):
+                same = f.op(f'icmp eq ptr {kind}, @"{_type_symbol(cls)}"')
+                scalar = f.op(f"or i1 {scalar}, {same}")
+            either = f.op(f"or i1 {scalar}, {is_array}")
+            check(either)
+            data = field(obj, _ARRAY_DATA, "ptr")
+            inline = f.op(f"getelementptr inbounds i8, ptr {obj}, i64 {_SCALAR_VALUE}")
+            where = f.op(f"select i1 {is_array}, ptr {data}, ptr {inline}")
+            value = f.op(f"load {mem_type(dtype)}, ptr {where}")
+            if dtype.kind == "b":
+                value = f.op(f"icmp ne i8 {value}, 0")
+            call_args.append(f"{reg_type(dtype)} {value}")
+        for _ in self.consts:
+            call_args.append(f"ptr {field(arg(), _ARRAY_DATA, 'ptr')}")
+        for _ in region.outputs:
+            call_args.append(f"ptr {field(arg(), _ARRAY_DATA, 'ptr')}")
+        size = max(cg.workspace, 64)
+        fe = llvm_engine.fe_bits()
+        every = fe[0] | fe[1] | fe[2] | fe[3]
+        if size <= STACK_BYTES:
+            ws = f.alloca("i8", size, 64)
+        else:
+            ws = f.op(f"call ptr @adx_malloc(i64 {size})")
+            missing = f.op(f"icmp eq ptr {ws}, null")
+            ok = f.block("ok")
+            f.do(f"br i1 {missing}, label %nomem, label %{ok}")
+            f.enter(ok)
+        f.do(f"call i32 @adx_feclearexcept(i32 {every})")
+        rc = f.op(f"call i32 @body({', '.join(call_args)}, ptr {ws})")
+        raised = f.op(f"call i32 @adx_fetestexcept(i32 {every})")
+        if size > STACK_BYTES:
+            f.do(f"call void @adx_free(ptr {ws})")
+        failed = f.op(f"icmp slt i32 {rc}, 0")
+        done = f.block("done")
+        f.do(f"br i1 {failed}, label %raised, label %{done}")
+        f.enter(done)
+        shifted = f.op(f"shl i32 {rc}, 8")
+        code = f.op(f"or i32 {shifted}, {raised}")
+        wide = f.op(f"sext i32 {code} to i64")
+        f.do(f"ret ptr {f.op(f'call ptr @adx_PyLong_FromLong(i64 {wide})')}")
+        f.enter("raised")
+        f.do("ret ptr null")
+        f.enter(bad)
+        f.do(f"ret ptr {f.op(f'call ptr @adx_PyLong_FromLong(i64 {CONVERT << 8})')}")
+        f.enter("nomem")
+        f.do(f"ret ptr {f.op(f'call ptr @adx_PyLong_FromLong(i64 {NO_MEMORY << 8})')}")
+        return f.text()
+
+
+_COMMON = [
+    "declare i32 @adx_feclearexcept(i32)",
+    "declare i32 @adx_fetestexcept(i32)",
+    "declare i32 @adx_feraiseexcept(i32)",
+    "declare ptr @adx_malloc(i64)",
+    "declare void @adx_free(ptr)",
+    "declare ptr @adx_PyLong_FromLong(i64)",
+]
+
+
+def module_text(built: Sequence[_Built]) -> str:
+    """The module of the regions ``built``: declarations, then each body and entry."""
+    decls: set[str] = set()
+    intrinsics: set[str] = set()
+    helpers: set = set()
+    functions = []
+    for b in built:
+        entry = b.entry()
+        decls |= b.cg.decls
+        intrinsics |= b.cg.f.intrinsics
+        helpers |= b.cg.helpers
+        functions += [b.cg.f.text(), entry]
+    functions += [llvm_codegen.helper(*h) for h in sorted(helpers)]
+    types = sorted({line for line in "\n".join(functions).split('"')
+                    if line.startswith("adx.type.")})  # fmt: skip
+    globals_ = [f'@"{t}" = external global i8' for t in types]
+    return "\n".join([*_COMMON, *sorted(decls), *sorted(intrinsics), *globals_, *functions]) + "\n"
+
+
+def _expected_strides(a: np.ndarray, var: Any, layouts: dict) -> tuple:
+    """The byte strides an entry takes for ``a`` (C order where ``layouts`` has none)."""
+    strides = layouts.get(var)
+    if strides is None:
+        return np.empty(a.shape, a.dtype).strides if a.ndim else ()
+    return tuple(s * a.dtype.itemsize if n != 1 else st for s, n, st in
+                 zip(strides, a.shape, a.strides))  # fmt: skip
+
+
+# --- the backend ------------------------------------------------------------------------------
+
+
+class LLVMBackend(Backend):
+    """LLVM's backend (module docstring)."""
+
+    name = "llvm"
+
+    def available(self) -> bool:
+        return self._reason() is None
+
+    def why_not(self) -> str:
+        return self._reason() or "it is available"
+
+    def _reason(self) -> str | None:
+        reason = llvm_engine.why_not()
+        if reason is None and not layout_known():
+            reason = "this Python's or NumPy's object layout is not the one kernels read"
+        return reason
+
+    def lower(self, graph: Graph) -> tuple[LoweredRegion, ...]:
+        found = regions(graph, lowerable, worth_it, numpy_layouts(graph))
+        lowered = []
+        for region in found:
+            try:
+                built = _Built(region)
+            except NotLowered:  # (a lowering that writes on a scratch Codegen only)
+                continue
+            lowered.append(LoweredRegion(region, built.text, built))
+        return tuple(lowered)
+
+    def compile(
+        self,
+        lowered: LoweredRegion,
+        contiguous: frozenset,  # noqa: ARG002  (the region knows NumPy's layouts)
+        sync: bool,  # noqa: ARG002  (no variant is compiled later)
+    ) -> KernelPrimitive:
+        built: _Built = lowered.detail
+        native = llvm_engine.compile_ir(built.text, ["entry"])
+        region = lowered.region
+        layouts = region.layouts
+
+        def strides(a: np.ndarray, var: Any) -> tuple:
+            return _expected_strides(a, var, layouts)
+
+        run = caller(native.functions[0], region, built.consts, llvm_engine.fe_bits(), strides)
+        kernel = KernelPrimitive(run, region, built.text)
+        kernel.native = native
+        return kernel
+
+
+BACKEND = LLVMBackend()
