@@ -42,6 +42,17 @@ class Row:
         return statistics.median(self.cpu)
 
 
+def child_environment(**extra: str) -> dict[str, str]:
+    """The environment of a timed child process: this one's, with byte-compiled modules
+    written and read as a user's installation does.  ``PYTHONDONTWRITEBYTECODE`` (set in
+    some sandboxes and CI images) would make every child compile the checkout's ~190
+    modules from source, about 0.3 s of CPU that installed packages (NumPy, autograd,
+    JAX: compiled by pip at install) never pay; the callers warm up once first."""
+    env = {**os.environ, **extra}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def to_numpy(x: Any) -> Any:
     """Results of any system as NumPy arrays (tuples/lists/dicts kept)."""
     if isinstance(x, (tuple, list)):

@@ -8,9 +8,11 @@ interpreter's start-up is not counted); the rounds interleave the statements, so
 drift and load hit all of them alike, and the report gives medians and min-max.
 ``import autodiff`` imports NumPy: what autodiff adds is its median minus NumPy's.
 The heavy modules (SciPy, numba, plum and beartype, Dask, matplotlib) wait until
-first used; the last rows time that first use (``grad``'s first call imports plum;
-``autodiff.scipy.special``, SciPy) in a process where ``import autodiff`` is done.
-One warm-up round (byte-compiling the modules) is not counted.
+first used; the last rows time that first use (``grad``'s first call, which needs no
+plum; ``autodiff.scipy.special``, SciPy) in a process where ``import autodiff`` is done.
+One warm-up round (byte-compiling the modules, written even where the environment says
+``PYTHONDONTWRITEBYTECODE``, as an installed package's are: see ``child_environment``) is
+not counted.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import pathlib
 import statistics
 import subprocess
 import sys
+
+from benchmarks._harness import child_environment
 
 # statement -> code run in a fresh process, which prints the seconds the timed part took
 STATEMENTS = {
@@ -51,7 +55,7 @@ def _child(statement: str | tuple[str, str]) -> str:
 def _run(code: str) -> float:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
-        cwd=ROOT,
+        cwd=ROOT, env=child_environment(),
     )  # fmt: skip
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -79,8 +83,9 @@ def heavy_modules_after_import() -> list[str]:
         f"print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+        env=child_environment(),
+    )  # fmt: skip
     return out.stdout.split()
 
 

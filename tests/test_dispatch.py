@@ -158,3 +158,50 @@ def test_plum_is_used_through_its_public_api_only():
     assert (
         re.search(r'"plum-dispatch>=[\d.]+"', pyproject) and "plum-dispatch>=2.5,<" not in pyproject
     )
+
+
+def _subclasses(cls: type) -> list[type]:
+    out = [cls]
+    for sub in cls.__subclasses__():
+        out += _subclasses(sub)
+    return out
+
+
+def test_the_tables_are_filled_as_plum_would_fill_them():
+    """bind's misses are resolved without plum where the choice is plain (one most
+    specific method, no return annotation): every pair of the package's interpreter
+    and primitive (or value) classes gets plum's own answer."""
+    import autodiff.scipy.special  # noqa: F401  (more primitive classes)
+
+    values = [float, int, np.ndarray, np.float64, Tracer, *_subclasses(Tracer)]
+    for shared, seconds in ((process, _subclasses(Primitive)), (lift, values)):
+        # the package's registrations (the tests' @dispatch ones, by annotations, are plum's)
+        default, *methods = shared._registered
+        point = DispatchPoint(shared.name, default[0], default[1][: shared.on], shared.rest)
+        for method, types, precedence in methods:
+            if types is not None:
+                point._add(method, types, precedence)
+        for first in _subclasses(Interpreter):
+            for second in seconds:
+                ours = point._most_specific((first, second))
+                plums = point._resolve_with_plum((first, second))
+                assert ours in (None, plums), (point.name, first, second)
+                assert ours is not None, f"{point.name}{(first, second)} needs plum"
+
+
+def test_an_ambiguous_or_missing_method_is_left_to_plum():
+    import plum
+
+    point = DispatchPoint("pair", lambda a, b: "default", (int, int))
+    point.register(bool, int)(lambda a, b: "bool first")
+    point.register(int, bool)(lambda a, b: "bool second")
+    assert point(True, 2) == "bool first" and point(2, True) == "bool second"
+    with pytest.raises(plum.AmbiguousLookupError):
+        point(True, False)  # two methods as specific, neither of higher precedence
+    with pytest.raises(plum.NotFoundLookupError):
+        point(2.0, 1)
+    # as specific, but of higher precedence: chosen without plum's help
+    ranked = DispatchPoint("ranked", lambda a, b: "default", (int, int))
+    ranked._add(lambda a, b: "bool first", (bool, int), precedence=0)
+    ranked._add(lambda a, b: "bool second", (int, bool), precedence=1)
+    assert ranked(True, False) == "bool second" and ranked._function is None  # (no plum)

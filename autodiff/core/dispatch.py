@@ -3,8 +3,11 @@
 A :class:`DispatchPoint` is a plum ``Function`` plus a table that we own:
 the types of the dispatched arguments -> the method plum resolves for them.
 ``bind`` reads the table with one ``dict.get`` per call (plum's own call
-costs several times that and its cache is private); a miss asks plum, through
-its public ``resolve_method``, and fills the table.  Registering a method
+costs several times that and its cache is private); a miss fills the table with the
+method plum would choose, found here where the choice is plain (one most specific
+method, or one of highest precedence, no return annotation) and otherwise asked of
+plum, through its public ``resolve_method``, which also raises for an ambiguity or a
+missing method.  Registering a method
 clears the table, so a method added at any time (a user's transform, a new
 kind of primitive) is seen by the next call.
 
@@ -23,14 +26,17 @@ its method (plum calls such types *faithful*); anything else is refused at
 registration.
 
 plum (with beartype, which it imports) takes longer to import than the rest of the
-package: it is imported at the first resolution, not at ``import autodiff``.  Until
-then a dispatch point keeps its registrations, and hands them to plum then, in order.
+package: it is imported when first needed (a resolution that is not plain, the
+``@dispatch`` spelling, ``methods``), which the package's own methods never need.
+Until then a dispatch point keeps its registrations, and hands them to plum then, in
+order.
 """
 
 from __future__ import annotations
 
 import abc
 import functools
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -97,31 +103,62 @@ class DispatchPoint:
     @property
     def function(self) -> Any:
         """plum's ``Function`` holding the methods (made, with plum imported, on first use)."""
-        if self._function is None:
-            with self._lock:
-                if self._function is None:
-                    import plum
+        with self._lock:
+            return self._plum_function()
 
-                    function = plum.Function(self.default)
-                    for method, types, precedence in self._registered:
-                        _register(function, method, types, precedence)
-                    self._function = function
+    def _plum_function(self) -> Any:
+        if self._function is None:  # (called with the lock held)
+            import plum
+
+            function = plum.Function(self.default)
+            for method, types, precedence in self._registered:
+                _register(function, method, types, precedence)
+            self._function = function
         return self._function
 
     def resolve(self, *types: type) -> Callable:
         """The method for arguments of ``types`` (the dispatched ones), cached."""
-        function = self.function
         with self._lock:
             method = self.table.get(types)
             if method is None:
-                import plum
-
-                impl, returns = function.resolve_method(plum.Signature(*types, *self.rest))
-                # A method with a return annotation converts its result: plum's invoke
-                # does that (slowly); without one the implementation is called as is.
-                method = impl if returns is Any else function.invoke(*types, *self.rest)
+                method = self._most_specific(types) or self._resolve_with_plum(types)
                 self.table[types] = method
             return method
+
+    def _most_specific(self, types: tuple[type, ...]) -> Callable | None:
+        """The method plum would choose, found without plum where that is plain: every
+        method registered with its classes spelled out, exactly one most specific match
+        (or one of highest precedence), and no return annotation.  Anything else (no
+        match, an ambiguity, ``@dispatch``'s annotations) is plum's to decide or refuse.
+        """
+        methods: dict[tuple, tuple[Callable, int]] = {}
+        for method, signature, precedence in self._registered:
+            if signature is None or Any in signature:
+                return None
+            methods[signature] = (method, precedence)  # a later equal signature replaces
+        target = (*types, *self.rest)
+        matches = [s for s in methods if all(map(issubclass, target, s))]
+        best = [s for s in matches if not any(_below(t, s) for t in matches)]
+        if len(best) > 1:
+            top = max(methods[s][1] for s in best)
+            best = [s for s in best if methods[s][1] == top]
+        if len(best) != 1:
+            return None
+        method = methods[best[0]][0]
+        try:
+            returns = inspect.signature(method).return_annotation
+        except (TypeError, ValueError):  # (a callable inspect cannot read: plum's to judge)
+            return None
+        return method if returns is inspect.Parameter.empty else None
+
+    def _resolve_with_plum(self, types: tuple[type, ...]) -> Callable:
+        import plum
+
+        function = self._plum_function()
+        impl, returns = function.resolve_method(plum.Signature(*types, *self.rest))
+        # A method with a return annotation converts its result: plum's invoke
+        # does that (slowly); without one the implementation is called as is.
+        return impl if returns is Any else function.invoke(*types, *self.rest)
 
     @property
     def methods(self) -> list:
@@ -189,6 +226,11 @@ def _register(function: Any, method: Callable, types: tuple | None, precedence: 
     else:
         signature = plum.Signature(*types, precedence=precedence)
     function.register(method, signature=signature)
+
+
+def _below(a: tuple[type, ...], b: tuple[type, ...]) -> bool:
+    """Signature ``a`` strictly more specific than ``b`` (plum's ``a < b`` on classes)."""
+    return a != b and all(map(issubclass, a, b))
 
 
 dispatch = _Dispatcher()
