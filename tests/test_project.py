@@ -141,8 +141,8 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
     # control flow or a graph drawing: autodiff/__init__.py's _LAZY names and core/graph.py's
     # drawing import them on first use (docs/architecture.md, "Imports that wait").
     deferred = ("autodiff.compiler.jit", "autodiff.compiler.stages", "autodiff.compiler.llvm",
-                "autodiff.compiler.backend", "autodiff.control", "autodiff.lax",
-                "autodiff.stages", "autodiff.transforms.solvers", "shutil", "subprocess")  # fmt: skip
+                "autodiff.compiler.backend", "autodiff.control", "autodiff.lax", "autodiff.stages",
+                "autodiff.transforms.solvers", "shutil", "subprocess")  # fmt: skip
     code = (
         "import sys, autodiff, autodiff.numpy as anp\n"
         "from autodiff.compat import autograd\n"
