@@ -138,18 +138,23 @@ def test_import_autodiff_leaves_the_heavy_modules_for_first_use():
 
 def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use():
     # autograd's and JAX's short programs (import, grad, a few NumPy calls) never reach jit,
-    # control flow or a graph drawing: autodiff/__init__.py's _LAZY names and core/graph.py's
-    # drawing import them on first use (docs/architecture.md, "Imports that wait").
+    # control flow, the transforms built on grad and jvp, or a graph drawing:
+    # autodiff/__init__.py's _LAZY names, compat's check_grads and core/graph.py's drawing
+    # import them on first use (docs/architecture.md, "Layers").
     deferred = ("autodiff.compiler.jit", "autodiff.compiler.stages", "autodiff.compiler.llvm",
                 "autodiff.compiler.backend", "autodiff.control", "autodiff.lax", "autodiff.stages",
-                "autodiff.transforms.solvers", "shutil", "subprocess")  # fmt: skip
+                "autodiff.transforms.solvers", "autodiff.transforms.jacobians",
+                "autodiff.transforms.differential", "autodiff.transforms.sparsity",
+                "autodiff.interpreters.explain", "autodiff.testing", "shutil",
+                "subprocess")  # fmt: skip
     code = (
         "import sys, autodiff, autodiff.numpy as anp\n"
         "from autodiff.compat import autograd\n"
-        "from autodiff import grad, vmap, jvp, hessian\n"
+        "from autodiff import grad, vmap, jvp\n"
         "assert abs(grad(lambda x: anp.sum(anp.tanh(x)))(anp.ones(3))[0] - 0.41997434) < 1e-8\n"
-        "hessian(lambda x: anp.sum(anp.sin(x) ** 2))(anp.ones(2))\n"
+        "vmap(grad(lambda x: anp.sum(anp.sin(x) ** 2)))(anp.ones((2, 3)))\n"
         "autograd.grad(lambda x: anp.sum(x ** 2))(anp.ones(2))\n"
+        "autograd.hessian(lambda x: anp.sum(x ** 3))(anp.ones(2))\n"
         "print(' '.join(sorted(sys.modules)))"
     )
     loaded = subprocess.run(
@@ -170,5 +175,7 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
         "    assert 'no_such_name' in str(e)\nelse:\n    raise SystemExit('no error')\n"
         "from autodiff import *\n"
         "assert switch is autodiff.switch and custom_root is autodiff.custom_root\n"
+        "import autodiff.transforms.jacobians as jac\n"
+        "assert hessian is jac.hessian and SparseMatrix is autodiff.SparseMatrix\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -42,7 +42,6 @@ from autodiff.core.tracer import Tracer
 from autodiff.interpreters.forward import jvp as _jvp
 from autodiff.interpreters.reverse import stop_gradient
 from autodiff.interpreters.reverse import vjp as _vjp
-from autodiff.testing import check_grads as _check_grads
 from autodiff.transforms.checkpoint import checkpoint
 from autodiff.transforms.custom import custom_vjp
 
@@ -413,7 +412,9 @@ def fixed_point(f: Callable, a: Any, x0: Any, distance: Callable, tol: float) ->
 @_nary
 def check_grads(f: Callable, x: Any, modes: Sequence[str] | None = None, order: int = 2) -> None:
     """autograd.test_util.check_grads(fun, argnum=0, modes=["fwd", "rev"], order=2)(*args)."""
-    _check_grads(f, (x,), order=order, modes=tuple(modes or ("fwd", "rev")))
+    from autodiff.testing import check_grads as checked  # (FIRST_USE: tests/test_layers.py)
+
+    checked(f, (x,), order=order, modes=tuple(modes or ("fwd", "rev")))
 
 
 # --- the modules a program imports --------------------------------------------------------------
