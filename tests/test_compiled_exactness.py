@@ -33,7 +33,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import cond, fori_loop, jit, scan, while_loop
-from autodiff.compiler import llvm_backend, llvm_engine
+from autodiff.compiler import llvm_backend, llvm_engine, llvm_sum
 from tests.jit_contract import check_calls
 
 BACKEND = llvm_backend.BACKEND
@@ -239,6 +239,80 @@ def test_sums_are_numpys_pairwise_sums(dtype):
     for got in later:
         for g, w in zip(got, want, strict=True):
             assert_bits(g, w)
+
+
+def _workspace_bytes(text):
+    """The largest workspace a kernel's entry takes (on the stack or malloc'ed)."""
+    sizes = re.findall(r"alloca i8, i64 (\d+)|@adx_malloc\(i64 (\d+)\)", text)
+    return max(int(a or b) for a, b in sizes)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [8193, 3 * 8192 + 5, 100_003])
+def test_a_sum_made_with_its_terms_is_numpys_pairwise_sum(n, dtype):
+    """A long elementwise chain's sum is summed as the loop makes its terms (no array of
+    them), in NumPy's pairwise order: cancelling terms, with NumPy's loop (``exp``) in
+    the chain and without, a keepdims sum; then signed zeros, infinities and NaNs."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n)).astype(dtype)
+    x[1::2] = -x[::2][: n // 2]  # pairs that cancel: any other order shows
+    y = rng.standard_normal(n).astype(dtype)
+
+    def f(x, y):
+        return (anp.sum(anp.exp(-x * x) * y + x), anp.sum(x * 3.0 - y, keepdims=True),
+                anp.sum(x * 1.0, axis=0))  # fmt: skip
+
+    want = f(x, y)
+    (_, *later), jitted = compiled_calls(f, (x, y))
+    assert kernels_of(jitted)
+    text = jitted.lower(x, y).as_text()
+    assert "@adx.pw." in text  # summed in the loops (llvm_sum), not after them
+    if n > 4 * llvm_sum.LEAF:
+        assert _workspace_bytes(text) < n * x.dtype.itemsize  # no array of the terms
+    for got in later:
+        for g, w in zip(got, want, strict=True):
+            assert_bits(g, w)
+    special = np.full(n, -0.0, dtype)
+    for values in ([-0.0], [np.inf], [np.inf, -np.inf], [np.nan], [3.0]):
+        special[rng.integers(0, n, 5)] = rng.choice(np.array(values, dtype), 5)
+        with np.errstate(invalid="ignore"):
+            for g, w in zip(jitted(special, special), f(special, special), strict=True):
+                assert_bits(g, w)
+
+
+def test_the_pairwise_tree_cut_into_leaves_sums_as_numpy():
+    """``llvm_sum.leaves`` (NumPy's pairwise tree cut at nodes of at most ``leaf``
+    terms, and the additions after each) summed with NumPy's own sums gives np.sum."""
+    rng = np.random.default_rng(3)
+    for n, leaf in [(129, 128), (1000, 128), (12_345, 256), (100_000, 8192), (8193, 8192)]:
+        x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+        stack = []
+        for start, count, adds in llvm_sum.leaves(n, leaf):
+            assert count <= leaf
+            stack.append(np.add.reduce(x[start : start + count]))
+            for _ in range(adds):
+                right = stack.pop()
+                stack.append(stack.pop() + right)
+        assert len(stack) == 1
+        assert stack[0] == np.sum(x), (n, leaf)
+
+
+def test_an_overflowing_fused_sum_reports_as_numpy_does():
+    x = np.full(20_000, 1e305)
+
+    def f(x):
+        return anp.sum(x * 10.0)
+
+    with np.errstate(over="ignore"):
+        _, jitted = compiled_calls(f, (x,))
+    assert "@adx.pw." in jitted.lower(x).as_text()
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            np.sum(x * 10.0)
+        with pytest.raises(FloatingPointError):
+            jitted(x)
+    with np.errstate(over="ignore"):
+        assert_bits(jitted(x), np.sum(x * 10.0))
 
 
 # 7, 8 -------------------------------------------------------------------------------------------
