@@ -9,7 +9,9 @@ its results are NumPy's to the bit (checked).  Three programs, each on 10^5, 10^
 10^7 float64 elements:
 
 - **chain**: ``sin``, ``tanh``, ``exp``, ``log1p``, ``abs`` and arithmetic, 12 operations;
-- **reduce**: ``sum(exp(-x * x) * y + x, axis=0)`` (a temporary, then NumPy's pairwise sum);
+- **reduce**: ``sum(exp(-x * x) * y + x, axis=0)`` (NumPy: temporaries, then its pairwise
+  sum; compiled: the sum taken as the loop makes its terms, in NumPy's pairwise order,
+  ``llvm_sum.py``: no temporary);
 - **arith**: ``((1.5 x + y)(x - y) + 0.25) / (1 + x^2)``, arithmetic only.
 
 Systems: NumPy (the reference), ``autodiff.jit(f, compile=True)``, JAX jit; each system's
