@@ -1,0 +1,465 @@
+"""JAX's example programs and JAX's tests of its example libraries and solvers, unchanged,
+with JAX's names bound to autodiff's, against JAX's own run of the same files.
+
+    python -m benchmarks.jax_ports [--source PATH] [--only NAME,...] [--write]
+
+``PATH`` is JAX's source at the installed version: a checkout, or a bare git directory
+whose tag ``jax-v<version>`` is read (default: ``$AUTODIFF_JAX_SOURCE``, else the mirror
+``/work/.mirror/jax-ml+jax/repo``).  Nothing in a JAX file is changed: each is executed
+with its own ``import`` statements answered by the mapping below (``MAPPING``), which
+binds
+
+* ``jax.numpy``, ``jax.lax``, ``jax.scipy``, ``jax.debug`` and the transforms (``grad``,
+  ``value_and_grad``, ``jit``, ``vmap`` with JAX's ``in_axes``/``out_axes`` spelling,
+  ``jvp``, ``vjp``, ``jacfwd``, ``jacrev``, ``jacobian``, ``hessian``, ``linearize``,
+  ``checkpoint``, ``custom_jvp``, ``custom_vjp``) to autodiff's;
+* ``jax.nn``'s activations to formulas in ``autodiff.numpy`` (autodiff has no ``nn``);
+* ``jax.example_libraries.stax``/``optimizers`` to JAX's own files executed under this
+  same mapping (``ported``);
+* ``jtu.check_grads`` (JAX's test harness) to ``autodiff.testing.check_grads``;
+
+and keeps JAX's own: ``jax.random`` (autodiff has no JAX-compatible PRNG: keys are JAX's
+raw ``uint32[2]`` key data and every draw is JAX's, made on a concrete key, so both
+systems see the same numbers), ``jax.nn.initializers`` (JAX's draws, returned as NumPy
+arrays), pytrees (``jax.tree``/``jax.tree_util``), ``jax.config`` and the rest of JAX's
+test harness (``jtu.JaxTestCase``, its parameterisation and assertions).  Any other name
+of ``jax`` raises ``NotMapped``: nothing silently runs on JAX.  ``examples.datasets``'s
+MNIST (a download) is replaced by random data of MNIST's shapes and dtypes from a fixed
+seed (``--train``/``--test`` examples), the same for both systems; matplotlib draws to
+nothing.  Both systems run with JAX's 64-bit mode on (autodiff computes in NumPy's
+dtypes, which are 64-bit).
+
+Test files run under ``unittest`` twice, under JAX and under the mapping; the table
+lists, per file, the tests that pass, fail and are skipped on each, and the reason of each
+difference.  Programs run as ``__main__`` under each system in a fresh process; their
+printed numbers (all but timings) must agree to ``PROGRAM_RTOL``.  Results go to
+``benchmarks/results-jax-ports.md`` with ``--write``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import math
+import os
+import pathlib
+import subprocess
+import sys
+import types
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+RESULTS = HERE / "results-jax-ports.md"
+MIRROR = pathlib.Path("/work/.mirror/jax-ml+jax/repo")
+PROGRAM_RTOL = 1e-6
+
+
+class NotMapped(AttributeError):
+    """A name of JAX that the mapping does not bind to autodiff (nor keep JAX's)."""
+
+
+# --- JAX's source ----------------------------------------------------------------------------
+
+
+def jax_version() -> str:
+    import jax
+
+    return jax.__version__
+
+
+def source(path: str | os.PathLike | None = None) -> Callable[[str], str] | None:
+    """A reader of JAX's source files (``read("tests/stax_test.py")``) at the installed
+    JAX's version, or None where no source is found."""
+    path = pathlib.Path(path or os.environ.get("AUTODIFF_JAX_SOURCE") or MIRROR)
+    if (path / "jax" / "version.py").exists():  # a checkout
+        return lambda name: (path / name).read_text()
+    if not (path / "HEAD").exists() or not (path / "objects").exists():
+        return None
+    tag = f"jax-v{jax_version()}"
+
+    def read(name: str) -> str:
+        return subprocess.run(["git", "--git-dir", str(path), "show", f"{tag}:{name}"],
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+
+    try:
+        read("jax/version.py")
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return None
+    return read
+
+
+# --- the mapping -----------------------------------------------------------------------------
+
+
+class _Namespace(types.ModuleType):
+    """A module of explicit attributes; any other name raises ``NotMapped`` or, where a
+    fallback is given, is looked up there (JAX's own modules that stay JAX's)."""
+
+    def __init__(self, name: str, fallback: Any = None, **attributes: Any) -> None:
+        super().__init__(name)
+        self.__dict__.update(attributes)
+        self._fallback = fallback
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or self._fallback is None:
+            raise NotMapped(f"{self.__name__}.{attr} is not mapped onto autodiff")
+        return getattr(self._fallback, attr)
+
+
+def _numpy(x: Any) -> Any:
+    import optree
+
+    return optree.tree_map(np.asarray, x, none_is_leaf=False)
+
+
+def _random() -> _Namespace:
+    """jax.random with keys as JAX's raw key data (``uint32[..., 2]`` NumPy arrays): every
+    draw is JAX's own, on the concrete key."""
+    import jax
+
+    jr = jax.random
+
+    def key_in(k: Any) -> Any:
+        k = np.asarray(k)
+        return k if k.dtype != np.uint32 else jr.wrap_key_data(k)
+
+    def key_out(k: Any) -> Any:
+        return np.asarray(jr.key_data(k) if jax.dtypes.issubdtype(k.dtype, jax.dtypes.prng_key)
+                          else k)  # fmt: skip
+
+    def draw(name: str) -> Callable:
+        f = getattr(jr, name)
+
+        def wrapped(key, *args, **kwargs):
+            return _numpy(f(key_in(key), *args, **kwargs))
+
+        wrapped.__name__ = name
+        return wrapped
+
+    ns = _Namespace("jax.random (JAX's draws on concrete keys)", jr)
+    ns.key = ns.PRNGKey = lambda seed, *a, **k: key_out(jr.key(seed, *a, **k))
+    ns.split = lambda key, num=2: key_out(jr.split(key_in(key), num))
+    ns.fold_in = lambda key, data: key_out(jr.fold_in(key_in(key), data))
+    ns.key_data = lambda key: np.asarray(key)
+    ns.wrap_key_data = lambda data, **k: np.asarray(data)
+    for name in ("normal", "uniform", "bernoulli", "randint", "permutation", "choice",
+                 "categorical", "gamma", "beta", "exponential", "gumbel", "laplace",
+                 "logistic", "truncated_normal", "multivariate_normal", "poisson",
+                 "rademacher", "dirichlet", "t", "cauchy", "orthogonal", "bits"):  # fmt: skip
+        setattr(ns, name, draw(name))
+    return ns
+
+
+def _nn() -> _Namespace:
+    """jax.nn's activations written from autodiff.numpy (as jax.nn defines them), and
+    its initializers JAX's (on concrete keys), returning NumPy arrays."""
+    import jax
+
+    import autodiff.numpy as anp
+    from autodiff.scipy import special as asp
+
+    def elu(x, alpha=1.0):
+        return anp.where(x > 0, x, alpha * anp.expm1(anp.where(x > 0, 0, x)))
+
+    def gelu(x, approximate=True):
+        if approximate:
+            return 0.5 * x * (1 + anp.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+        return 0.5 * x * (1 + asp.erf(x / math.sqrt(2)))
+
+    def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+        mean = anp.mean(x, axis, keepdims=True) if mean is None else mean
+        if variance is None:
+            variance = anp.mean(anp.square(x), axis, keepdims=True) - anp.square(mean)
+        return (x - mean) * (1 / anp.sqrt(variance + epsilon))
+
+    def initializer(factory: Callable) -> Callable:
+        def make(*args, **kwargs):
+            init = factory(*args, **kwargs)
+            return lambda key, shape, dtype=None: _numpy(init(
+                jax.random.wrap_key_data(np.asarray(key)), shape,
+                *(() if dtype is None else (dtype,))))  # fmt: skip
+
+        return make
+
+    initializers = _Namespace("jax.nn.initializers (JAX's draws)")
+    for name in ("glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "normal",
+                 "uniform", "lecun_normal", "lecun_uniform", "orthogonal",
+                 "variance_scaling", "truncated_normal", "xavier_normal",
+                 "xavier_uniform", "kaiming_normal", "kaiming_uniform"):  # fmt: skip
+        setattr(initializers, name, initializer(getattr(jax.nn.initializers, name)))
+    initializers.zeros = lambda key, shape, dtype=float: anp.zeros(shape, dtype)
+    initializers.ones = lambda key, shape, dtype=float: anp.ones(shape, dtype)
+    return _Namespace(
+        "jax.nn (autodiff)",
+        relu=lambda x: anp.maximum(x, 0),
+        log_softmax=lambda x, axis=-1: asp.log_softmax(x, axis=axis),
+        softmax=lambda x, axis=-1: asp.softmax(x, axis=axis),
+        logsumexp=asp.logsumexp,
+        softplus=lambda x: anp.logaddexp(x, 0),
+        sigmoid=asp.expit,
+        elu=elu,
+        leaky_relu=lambda x, negative_slope=0.01: anp.where(x >= 0, x, negative_slope * x),
+        selu=lambda x: 1.0507009873554805 * elu(x, 1.6732632423543772),
+        gelu=gelu,
+        standardize=standardize,
+        initializers=initializers,
+    )
+
+
+def _vmap(fun=None, in_axes=0, out_axes=0, axis_name=None, axis_size=None, **kwargs):
+    """jax.vmap's spelling (``in_axes``/``out_axes``) of autodiff.vmap."""
+    import autodiff
+
+    if axis_name is not None or axis_size is not None or kwargs:
+        raise NotMapped("jax.vmap(axis_name=, axis_size=, spmd_axis_name=) is not mapped")
+    if fun is None:
+        return lambda f: _vmap(f, in_axes, out_axes)
+    if isinstance(in_axes, list):  # JAX reads a list of in_axes as a tuple
+        in_axes = tuple(in_axes)
+    return autodiff.vmap(fun, in_dims=in_axes, out_dims=out_axes)
+
+
+def _check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
+    """jtu.check_grads's signature on autodiff.testing.check_grads (a per-dtype dict of
+    tolerances read at the arguments' dtype; ``atol`` folded into ``rtol``)."""
+    from autodiff.testing.checkers import check_grads
+
+    def pick(tol):
+        if isinstance(tol, dict):
+            dtype = np.result_type(*[np.asarray(a) for a in args])
+            return tol.get(dtype.type, tol.get(np.dtype(dtype), max(tol.values())))
+        return tol
+
+    tols = [t for t in (pick(atol), pick(rtol)) if t is not None]
+    check_grads(f, tuple(args), order, tuple(modes), eps=pick(eps),
+                rtol=max(tols) if tols else None)  # fmt: skip
+
+
+def _jtu(real_jtu: Any) -> _Namespace:
+    return _Namespace("jax._src.test_util (check_grads: autodiff's)", real_jtu,
+                      check_grads=_check_grads)  # fmt: skip
+
+
+def _lax() -> _Namespace:
+    import autodiff.lax as alax
+
+    return _Namespace("jax.lax (autodiff)", **{n: getattr(alax, n) for n in alax.__all__})
+
+
+def _scipy() -> _Namespace:
+    from autodiff.scipy import linalg, optimize, special, stats
+
+    return _Namespace("jax.scipy (autodiff)", linalg=linalg, optimize=optimize,
+                      special=special, stats=stats)  # fmt: skip
+
+
+def _datasets(train: int, test: int) -> _Namespace:
+    """examples/datasets.py with random data of MNIST's shapes and dtypes (fixed seed)."""
+
+    def mnist_raw():
+        rng = np.random.default_rng(0)
+        return (rng.integers(0, 256, (train, 28, 28), dtype=np.uint8),
+                rng.integers(0, 10, train, dtype=np.uint8),
+                rng.integers(0, 256, (test, 28, 28), dtype=np.uint8),
+                rng.integers(0, 10, test, dtype=np.uint8))  # fmt: skip
+
+    def mnist(permute_train=False):
+        train_images, train_labels, test_images, test_labels = mnist_raw()
+        flat = lambda x: np.reshape(x, (x.shape[0], -1)) / np.float32(255.0)  # noqa: E731
+        hot = lambda x: np.array(x[:, None] == np.arange(10), np.float32)  # noqa: E731
+        train_images, test_images = flat(train_images), flat(test_images)
+        train_labels, test_labels = hot(train_labels), hot(test_labels)
+        if permute_train:
+            perm = np.random.RandomState(0).permutation(train_images.shape[0])
+            train_images, train_labels = train_images[perm], train_labels[perm]
+        return train_images, train_labels, test_images, test_labels
+
+    return _Namespace("examples.datasets (random MNIST)", mnist=mnist, mnist_raw=mnist_raw)
+
+
+class Mapping:
+    """The modules a JAX file's imports are answered with (``modules``), by full name."""
+
+    def __init__(self, train: int = 512, test: int = 256) -> None:
+        import jax
+        import jax._src.test_util as real_jtu
+
+        import autodiff
+        import autodiff.numpy as anp
+
+        random = _random()
+        nn = _nn()
+        lax = _lax()
+        scipy = _scipy()
+        jtu = _jtu(real_jtu)
+        src = _Namespace("jax._src", types.SimpleNamespace(), test_util=jtu)
+        src._fallback = _LazyModules("jax._src")
+        self.datasets = _datasets(train, test)
+        libraries = _Namespace("jax.example_libraries (JAX's, ported)")
+        self.jax = _Namespace(
+            "jax (autodiff)",
+            numpy=anp, lax=lax, nn=nn, random=random, scipy=scipy, debug=autodiff.debug,
+            example_libraries=libraries, _src=src,
+            tree=jax.tree, tree_util=jax.tree_util, config=jax.config, dtypes=jax.dtypes,
+            grad=autodiff.grad, value_and_grad=autodiff.value_and_grad, jit=autodiff.jit,
+            vmap=_vmap, jvp=autodiff.jvp, vjp=autodiff.vjp, jacfwd=autodiff.jacfwd,
+            jacrev=autodiff.jacrev, jacobian=autodiff.jacobian, hessian=autodiff.hessian,
+            linearize=autodiff.linearize, checkpoint=autodiff.checkpoint,
+            remat=autodiff.checkpoint, custom_jvp=autodiff.custom_jvp,
+            custom_vjp=autodiff.custom_vjp,
+            device_put=lambda x, *a, **k: _numpy(x), effects_barrier=lambda: None,
+            block_until_ready=lambda x: x,
+        )  # fmt: skip
+        self.modules: dict[str, Any] = {
+            "jax": self.jax, "jax.numpy": anp, "jax.lax": lax, "jax.nn": nn,
+            "jax.nn.initializers": nn.initializers, "jax.random": random,
+            "jax.scipy": scipy, "jax.scipy.special": scipy.special,
+            "jax.scipy.stats": scipy.stats, "jax.scipy.linalg": scipy.linalg,
+            "jax.debug": autodiff.debug, "jax.tree_util": jax.tree_util,
+            "jax._src": src, "jax._src.test_util": jtu, "jax.example_libraries": libraries,
+            "examples": _Namespace("examples", datasets=self.datasets),
+            "examples.datasets": self.datasets,
+        }  # fmt: skip
+        for name in ("stax", "optimizers"):
+            module = self.execute(_library_path(name), f"autodiff_ported_{name}")
+            setattr(libraries, name, module)
+            self.modules[f"jax.example_libraries.{name}"] = module
+        _register_optimizer_state(libraries.optimizers)
+
+    def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        root = name.partition(".")[0]
+        if level or root not in ("jax", "examples"):
+            return builtins.__import__(name, globals, locals, fromlist, level)
+        if name not in self.modules:
+            if name.startswith(("jax._src.", "jax.tree_util")):
+                self.modules[name] = importlib.import_module(name)  # JAX's internals
+            else:
+                raise NotMapped(f"import {name}: not mapped onto autodiff")
+        return self.modules[name] if fromlist else self.modules[root]
+
+    def execute(self, path_or_text: pathlib.Path | str, name: str,
+                main: bool = False, filename: str | None = None) -> types.ModuleType:  # fmt: skip
+        """Run a JAX file's code as module ``name`` with its imports answered here."""
+        if isinstance(path_or_text, pathlib.Path):
+            filename, text = str(path_or_text), path_or_text.read_text()
+        else:
+            text = path_or_text
+        module = types.ModuleType(name)
+        module.__file__ = filename or f"<{name}>"
+        if main:
+            module.__name__ = "__main__"
+        module.__dict__["__builtins__"] = {**vars(builtins), "__import__": self._import}
+        sys.modules[name] = module  # dataclasses and pickling look modules up by name
+        exec(compile(text, module.__file__, "exec"), module.__dict__)
+        return module
+
+
+class _LazyModules:
+    """Attribute access as ``import prefix.<attr>`` (JAX's internals, kept)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def __getattr__(self, attr: str) -> Any:
+        return importlib.import_module(f"{self.prefix}.{attr}")
+
+
+def _library_path(name: str) -> pathlib.Path:
+    import jax
+
+    return pathlib.Path(jax.__file__).parent / "example_libraries" / f"{name}.py"
+
+
+def _register_optimizer_state(optimizers: types.ModuleType) -> None:
+    """``OptimizerState`` is a pytree node to JAX (registered there by optimizers.py):
+    the same node to optree, where autodiff looks (optree warns that it is a namedtuple)."""
+    import optree
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "PyTree type", UserWarning)
+        optree.register_pytree_node(
+            optimizers.OptimizerState,
+            lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
+            lambda aux, children: optimizers.OptimizerState(*children, *aux),
+            namespace=optree.registry.__GLOBAL_NAMESPACE,
+        )
+
+
+_MAPPING: Mapping | None = None
+
+
+def mapping() -> Mapping:
+    """The mapping, built once per process."""
+    global _MAPPING
+    if _MAPPING is None:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        _MAPPING = Mapping()
+    return _MAPPING
+
+
+# --- JAX's test files --------------------------------------------------------------------------
+
+TEST_FILES = ("tests/stax_test.py", "tests/optimizers_test.py", "tests/custom_root_test.py",
+              "tests/custom_linear_solve_test.py")  # fmt: skip
+
+
+def run_tests(read: Callable[[str], str], name: str, ported: bool,
+              select: Callable[[str], bool] = lambda test_id: True) -> dict[str, tuple]:  # fmt: skip
+    """Run JAX's test file ``name`` under JAX (``ported=False``) or the mapping: each
+    test's id to ``(outcome, reason)``, outcome one of pass/fail/error/skip."""
+    import unittest
+
+    import jax._src.test_util as jtu
+
+    text = read(name)
+    module_name = ("autodiff_" if ported else "jax_") + pathlib.Path(name).stem
+    if ported:
+        module = mapping().execute(text, module_name, filename=name)
+    else:
+        module = types.ModuleType(module_name)
+        module.__file__ = name
+        sys.modules[module_name] = module
+        exec(compile(text, name, "exec"), module.__dict__)
+    suite = jtu.JaxTestLoader().loadTestsFromModule(module)
+    results: dict[str, tuple] = {}
+
+    class Result(unittest.TestResult):
+        def addSuccess(self, test):
+            results[test.id()] = ("pass", "")
+
+        def addFailure(self, test, err):
+            results[test.id()] = ("fail", _reason(err))
+
+        def addError(self, test, err):
+            results[test.id()] = ("error", _reason(err))
+
+        def addSkip(self, test, reason):
+            results[test.id()] = ("skip", reason)
+
+        def addExpectedFailure(self, test, err):
+            results[test.id()] = ("pass", "expected failure")
+
+        def addUnexpectedSuccess(self, test):
+            results[test.id()] = ("fail", "unexpected success")
+
+    def tests(s):
+        for t in s:
+            yield from (tests(t) if isinstance(t, unittest.TestSuite) else [t])
+
+    chosen = unittest.TestSuite(t for t in tests(suite) if select(t.id()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chosen.run(Result())
+    return {k.partition(".")[2]: v for k, v in results.items()}
+
+
+def _reason(err: tuple) -> str:
+    kind, value, _ = err
+    text = str(value).strip().splitlines()
+    return f"{kind.__name__}: {text[0][:160] if text else ''}"
