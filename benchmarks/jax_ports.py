@@ -463,3 +463,50 @@ def _reason(err: tuple) -> str:
     kind, value, _ = err
     text = str(value).strip().splitlines()
     return f"{kind.__name__}: {text[0][:160] if text else ''}"
+
+
+# --- JAX's example programs --------------------------------------------------------------------
+
+PROGRAMS = {  # program: its command-line arguments (absl flags), to fit a short run
+    "mnist_classifier_fromscratch.py": [],
+    "mnist_classifier.py": [],
+    "mnist_vae.py": [],
+    "advi.py": [],
+    "differentially_private_sgd.py": ["--epochs=2", "--batch_size=64"],
+}
+NOT_RUN = {  # programs the mapping cannot express
+    "spmd_mnist_classifier_fromscratch.py": "multi-device sharding (jax.make_mesh, "
+    "NamedSharding, reshard): JAX's runtime, no counterpart",
+    "onnx2xla.py": "an ONNX-to-XLA compiler (needs onnx and a model download): JAX's "
+    "tracing to XLA is the point",
+}
+
+
+def run_program(read: Callable[[str], str], name: str, system: str) -> None:
+    """Run ``examples/<name>`` as ``__main__`` in this process under ``system`` (jax or
+    autodiff), with the random MNIST and matplotlib drawing to nothing."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.pause = plt.show = lambda *a, **k: None
+    plt.imsave = lambda *a, **k: None
+    sys.argv = [name, *PROGRAMS[name]]
+    text = read(f"examples/{name}")
+    if system == "autodiff":
+        mapping().execute(text, "__main__", main=True, filename=name)
+        return
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    datasets = _datasets(*_SIZES)
+    sys.modules["examples"] = types.SimpleNamespace(datasets=datasets)  # type: ignore
+    sys.modules["examples.datasets"] = datasets
+    module = types.ModuleType("__main__")
+    module.__file__ = name
+    sys.modules["__main__"] = module
+    exec(compile(text, name, "exec"), module.__dict__)
+
+
+_SIZES = (512, 256)  # the random MNIST's training and test examples
