@@ -38,19 +38,25 @@ printed numbers (all but timings) must agree to ``PROGRAM_RTOL``.  Results go to
 
 from __future__ import annotations
 
+import argparse
 import builtins
+import datetime
 import importlib
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
+import time
 import types
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from benchmarks._harness import child_environment
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results-jax-ports.md"
@@ -118,39 +124,65 @@ def _numpy(x: Any) -> Any:
 
 def _random() -> _Namespace:
     """jax.random with keys as JAX's raw key data (``uint32[..., 2]`` NumPy arrays): every
-    draw is JAX's own, on the concrete key."""
+    draw is JAX's own, made on the concrete key; where a key or a parameter is traced
+    (a key drawn from a jitted function's argument, keys under ``vmap``), through
+    ``autodiff.pure_callback`` (one call per example under ``vmap``)."""
     import jax
+    import optree
+
+    import autodiff
+    from autodiff.core.arrays import dtype_of, shape_of
+    from autodiff.core.tracer import Tracer
 
     jr = jax.random
 
-    def key_in(k: Any) -> Any:
-        k = np.asarray(k)
-        return k if k.dtype != np.uint32 else jr.wrap_key_data(k)
+    def key_in(k: Any) -> Any:  # a JAX tracer too, under eval_shape
+        k = k if hasattr(k, "dtype") else np.asarray(k)
+        return jr.wrap_key_data(k) if k.dtype == np.uint32 else k
 
     def key_out(k: Any) -> Any:
-        return np.asarray(jr.key_data(k) if jax.dtypes.issubdtype(k.dtype, jax.dtypes.prng_key)
-                          else k)  # fmt: skip
+        return jr.key_data(k) if jax.dtypes.issubdtype(k.dtype, jax.dtypes.prng_key) else k
 
-    def draw(name: str) -> Callable:
-        f = getattr(jr, name)
+    def on_key_data(f: Callable) -> Callable:
+        return lambda key, *args, **kwargs: key_out(f(key_in(key), *args, **kwargs))
 
-        def wrapped(key, *args, **kwargs):
-            return _numpy(f(key_in(key), *args, **kwargs))
+    def call(f: Callable, name: str) -> Callable:
+        def wrapped(*args, **kwargs):
+            leaves, tree = optree.tree_flatten((args, kwargs), none_is_leaf=True)
+            traced = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tracer)]
+
+            def on(*values):  # f with the traced leaves given
+                given = list(leaves)
+                for i, v in zip(traced, values):
+                    given[i] = v
+                a, k = optree.tree_unflatten(tree, given)
+                return f(*a, **k)
+
+            def concrete(*values):
+                return _numpy(on(*map(np.asarray, values)))
+
+            if not traced:
+                return concrete()
+            spec = jax.eval_shape(on, *[jax.ShapeDtypeStruct(shape_of(leaves[i]),
+                                                             dtype_of(leaves[i]))
+                                        for i in traced])  # fmt: skip
+            return autodiff.pure_callback(concrete, spec, *[leaves[i] for i in traced],
+                                          vmap_method="sequential")  # fmt: skip
 
         wrapped.__name__ = name
         return wrapped
 
-    ns = _Namespace("jax.random (JAX's draws on concrete keys)", jr)
-    ns.key = ns.PRNGKey = lambda seed, *a, **k: key_out(jr.key(seed, *a, **k))
-    ns.split = lambda key, num=2: key_out(jr.split(key_in(key), num))
-    ns.fold_in = lambda key, data: key_out(jr.fold_in(key_in(key), data))
-    ns.key_data = lambda key: np.asarray(key)
-    ns.wrap_key_data = lambda data, **k: np.asarray(data)
+    ns = _Namespace("jax.random (JAX's draws on concrete keys)")
+    ns.key = ns.PRNGKey = call(lambda seed, impl=None: key_out(jr.key(seed, impl=impl)), "key")
+    ns.split = call(on_key_data(jr.split), "split")
+    ns.fold_in = call(on_key_data(jr.fold_in), "fold_in")
+    ns.key_data = lambda key: key
+    ns.wrap_key_data = lambda data, **k: data
     for name in ("normal", "uniform", "bernoulli", "randint", "permutation", "choice",
                  "categorical", "gamma", "beta", "exponential", "gumbel", "laplace",
                  "logistic", "truncated_normal", "multivariate_normal", "poisson",
                  "rademacher", "dirichlet", "t", "cauchy", "orthogonal", "bits"):  # fmt: skip
-        setattr(ns, name, draw(name))
+        setattr(ns, name, call(on_key_data(getattr(jr, name)), name))
     return ns
 
 
@@ -269,8 +301,8 @@ def _datasets(train: int, test: int) -> _Namespace:
 
     def mnist(permute_train=False):
         train_images, train_labels, test_images, test_labels = mnist_raw()
-        flat = lambda x: np.reshape(x, (x.shape[0], -1)) / np.float32(255.0)  # noqa: E731
-        hot = lambda x: np.array(x[:, None] == np.arange(10), np.float32)  # noqa: E731
+        flat = lambda x: np.reshape(x, (x.shape[0], -1)) / np.float32(255.0)
+        hot = lambda x: np.array(x[:, None] == np.arange(10), np.float32)
         train_images, test_images = flat(train_images), flat(test_images)
         train_labels, test_labels = hot(train_labels), hot(test_labels)
         if permute_train:
@@ -337,8 +369,14 @@ class Mapping:
         if name not in self.modules:
             if name.startswith(("jax._src.", "jax.tree_util")):
                 self.modules[name] = importlib.import_module(name)  # JAX's internals
-            else:
-                raise NotMapped(f"import {name}: not mapped onto autodiff")
+            else:  # a name inside a mapped module (import jax.scipy.stats.norm)
+                module = self.modules[root]
+                for part in name.split(".")[1:]:
+                    try:
+                        module = getattr(module, part)
+                    except AttributeError:
+                        raise NotMapped(f"import {name}: not mapped onto autodiff") from None
+                self.modules[name] = module
         return self.modules[name] if fromlist else self.modules[root]
 
     def execute(self, path_or_text: pathlib.Path | str, name: str,
@@ -392,13 +430,14 @@ def _register_optimizer_state(optimizers: types.ModuleType) -> None:
 _MAPPING: Mapping | None = None
 
 
-def mapping() -> Mapping:
-    """The mapping, built once per process."""
+def mapping(x64: bool = True) -> Mapping:
+    """The mapping, built once per process (with JAX's 64-bit mode on, for the tests, or
+    off, JAX's default, for the programs, which are written for it)."""
     global _MAPPING
     if _MAPPING is None:
         import jax
 
-        jax.config.update("jax_enable_x64", True)
+        jax.config.update("jax_enable_x64", x64)
         _MAPPING = Mapping()
     return _MAPPING
 
@@ -409,8 +448,12 @@ TEST_FILES = ("tests/stax_test.py", "tests/optimizers_test.py", "tests/custom_ro
               "tests/custom_linear_solve_test.py")  # fmt: skip
 
 
-def run_tests(read: Callable[[str], str], name: str, ported: bool,
-              select: Callable[[str], bool] = lambda test_id: True) -> dict[str, tuple]:  # fmt: skip
+def run_tests(
+    read: Callable[[str], str],
+    name: str,
+    ported: bool,
+    select: Callable[[str], bool] = lambda test_id: True,
+) -> dict[str, tuple]:
     """Run JAX's test file ``name`` under JAX (``ported=False``) or the mapping: each
     test's id to ``(outcome, reason)``, outcome one of pass/fail/error/skip."""
     import unittest
@@ -442,7 +485,7 @@ def run_tests(read: Callable[[str], str], name: str, ported: bool,
         def addSkip(self, test, reason):
             results[test.id()] = ("skip", reason)
 
-        def addExpectedFailure(self, test, err):
+        def addExpectedFailure(self, test, err):  # noqa: ARG002
             results[test.id()] = ("pass", "expected failure")
 
         def addUnexpectedSuccess(self, test):
@@ -495,11 +538,8 @@ def run_program(read: Callable[[str], str], name: str, system: str) -> None:
     sys.argv = [name, *PROGRAMS[name]]
     text = read(f"examples/{name}")
     if system == "autodiff":
-        mapping().execute(text, "__main__", main=True, filename=name)
+        mapping(x64=False).execute(text, "__main__", main=True, filename=name)
         return
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
     datasets = _datasets(*_SIZES)
     sys.modules["examples"] = types.SimpleNamespace(datasets=datasets)  # type: ignore
     sys.modules["examples.datasets"] = datasets
@@ -510,3 +550,114 @@ def run_program(read: Callable[[str], str], name: str, system: str) -> None:
 
 
 _SIZES = (512, 256)  # the random MNIST's training and test examples
+
+
+# --- the run: both systems, compared -----------------------------------------------------------
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf")
+_TIMING = re.compile(r"[-+]?\d+\.?\d*\s*sec")
+
+
+def compare_outputs(ours: str, theirs: str, rtol: float = PROGRAM_RTOL) -> tuple[bool, str]:
+    """Whether two runs printed the same lines with the same numbers to ``rtol`` (timings
+    left out), and the largest relative difference."""
+    ours_lines = [_TIMING.sub("", line) for line in ours.splitlines() if line.strip()]
+    their_lines = [_TIMING.sub("", line) for line in theirs.splitlines() if line.strip()]
+    if len(ours_lines) != len(their_lines):
+        return False, f"{len(ours_lines)} lines printed, JAX printed {len(their_lines)}"
+    worst = 0.0
+    for a, b in zip(ours_lines, their_lines):
+        if _NUMBER.sub("#", a) != _NUMBER.sub("#", b):
+            return False, f"line {a!r} where JAX printed {b!r}"
+        for x, y in zip(map(float, _NUMBER.findall(a)), map(float, _NUMBER.findall(b))):
+            if (math.isnan(x) and math.isnan(y)) or x == y:
+                continue
+            diff = abs(x - y) / max(abs(x), abs(y), 1e-300)
+            worst = max(worst, diff)
+    return worst <= rtol, f"largest relative difference {worst:.1e}"
+
+
+def _child(args: list[str], timeout: float) -> tuple[int, str, float]:
+    start = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-m", "benchmarks.jax_ports", *args],
+                              capture_output=True, text=True, timeout=timeout,
+                              env=child_environment(PYTHONPATH=str(HERE.parent)),
+                              cwd=HERE.parent)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return -1, f"timed out after {timeout:.0f} s", timeout
+    out = done.stdout if done.returncode == 0 else done.stdout + done.stderr[-2000:]
+    return done.returncode, out, time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", help="JAX's source: a checkout or a bare git directory")
+    parser.add_argument("--only", help="comma-separated programs and test files")
+    parser.add_argument("--write", action="store_true", help=f"write {RESULTS.name}")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per program run")
+    parser.add_argument("--program", help=argparse.SUPPRESS)  # a child: one program's run
+    parser.add_argument("--system", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    read = source(args.source)
+    if read is None:
+        sys.exit(f"no JAX source at the installed version {jax_version()}: pass --source or "
+                 f"set AUTODIFF_JAX_SOURCE (a checkout of jax-v{jax_version()})")  # fmt: skip
+    if args.program:
+        run_program(read, args.program, args.system)
+        return
+    only = set(args.only.split(",")) if args.only else None
+    lines = [f"## JAX's example programs and tests on autodiff ({datetime.date.today()})", "",
+             f"`python -m benchmarks.jax_ports --write` (JAX {jax_version()}'s files, "
+             f"`uptime` load {os.getloadavg()[0]:.1f}).", "",
+             "| program | JAX | autodiff | agrees with JAX | seconds (JAX / autodiff) |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for name in PROGRAMS:
+        if only and name not in only:
+            continue
+        jax_rc, jax_out, jax_s = _child(["--program", name, "--system", "jax"], args.timeout)
+        rc, out, s = _child(["--program", name, "--system", "autodiff"], args.timeout)
+        agrees, how = compare_outputs(out, jax_out) if rc == 0 == jax_rc else (False, "")
+        status = lambda code, text: "runs" if code == 0 else f"fails: {_last_line(text)}"
+        lines.append(f"| `{name}` | {status(jax_rc, jax_out)} | {status(rc, out)} | "
+                     f"{'yes' if agrees else 'no'} ({how}) | {jax_s:.0f} / {s:.0f} |")  # fmt: skip
+        print(lines[-1], flush=True)
+    for name, why in NOT_RUN.items():
+        lines.append(f"| `{name}` | not run | not run | {why} | |")
+    lines += ["", "| test file | JAX: pass / fail / skip | autodiff: pass / fail / skip | "
+              "failing on autodiff only |", "|---|---|---|---|"]  # fmt: skip
+    failures = []
+    for name in TEST_FILES:
+        if only and pathlib.Path(name).name not in only:
+            continue
+        theirs = run_tests(read, name, ported=False)
+        ours = run_tests(read, name, ported=True)
+        count = lambda r: " / ".join(
+            str(sum(v[0] in kinds for v in r.values()))
+            for kinds in (("pass",), ("fail", "error"), ("skip",)))  # fmt: skip
+        ours_only = sorted(t for t, v in ours.items() if v[0] in ("fail", "error")
+                           and theirs.get(t, ("",))[0] == "pass")  # fmt: skip
+        lines.append(f"| `{name}` | {count(theirs)} | {count(ours)} | {len(ours_only)} |")
+        print(lines[-1], flush=True)
+        failures += [f"- `{name}` `{t}`: {ours[t][1]}" for t in ours_only]
+    lines += ["", "Failing on autodiff where JAX passes, and why:", "", *failures]
+    print("\n".join(lines))
+    if args.write:
+        _write_section(lines)
+
+
+def _last_line(text: str) -> str:
+    rest = [line for line in text.strip().splitlines() if line.strip()]
+    return rest[-1][:120].replace("|", "\\|") if rest else "no output"
+
+
+def _write_section(lines: list[str]) -> None:
+    """Replace this benchmark's dated section of the results file (others' kept)."""
+    head = "## JAX's example programs and tests on autodiff"
+    old = RESULTS.read_text() if RESULTS.exists() else "# JAX's programs on autodiff\n"
+    kept = old.split(head)[0].rstrip() + "\n\n"
+    RESULTS.write_text(kept + "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

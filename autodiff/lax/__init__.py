@@ -46,6 +46,8 @@ from autodiff.lax.convolution import (
     reduce_window,
     reduce_window_shape_tuple,
 )
+from autodiff.lax.products import dot, dot_general
+from autodiff.lax.slicing import dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim
 from autodiff.rules.convolution import (
     ConvDimensionNumbers,
     conv_dimension_numbers,
@@ -66,6 +68,11 @@ __all__ = [
     "Precision",
     "add",
     "cond",
+    "dot",
+    "dot_general",
+    "dynamic_index_in_dim",
+    "dynamic_slice",
+    "dynamic_slice_in_dim",
     "conv",
     "conv_dimension_numbers",
     "conv_general_dilated",
