@@ -510,12 +510,20 @@ def _reason(err: tuple) -> str:
 
 # --- JAX's example programs --------------------------------------------------------------------
 
-PROGRAMS = {  # program: its command-line arguments (absl flags), to fit a short run
-    "mnist_classifier_fromscratch.py": [],
-    "mnist_classifier.py": [],
-    "mnist_vae.py": [],
-    "advi.py": [],
-    "differentially_private_sgd.py": ["--epochs=2", "--batch_size=64"],
+PROGRAMS = {  # program: (command-line arguments (absl flags), the random MNIST's training
+    # and test examples, to fit a short run: each runs its own number of epochs; JAX's
+    # 64-bit mode, on where JAX runs the program with it)
+    "mnist_classifier_fromscratch.py": ([], (512, 256), True),
+    "mnist_classifier.py": ([], (512, 256), True),
+    "mnist_vae.py": ([], (64, 64), True),  # 100 epochs of 2 batches
+    "advi.py": ([], (0, 0), True),
+    # 64-bit JAX refuses its float32 images with float64 weights in lax.conv_general_dilated
+    "differentially_private_sgd.py": (["--epochs=2", "--batch_size=64"], (512, 256), False),
+}
+NOTES = {
+    "advi.py": "Its optimisation is unstable (JAX's own run reaches NaN): a rounding "
+    "difference grows about 1000-fold per step; the objective and its gradient at the same "
+    "parameters agree with JAX's to 1e-15 (`tests/test_jax_ports.py`).",
 }
 NOT_RUN = {  # programs the mapping cannot express
     "spmd_mnist_classifier_fromscratch.py": "multi-device sharding (jax.make_mesh, "
@@ -535,12 +543,19 @@ def run_program(read: Callable[[str], str], name: str, system: str) -> None:
 
     plt.pause = plt.show = lambda *a, **k: None
     plt.imsave = lambda *a, **k: None
-    sys.argv = [name, *PROGRAMS[name]]
+    flags, sizes, x64 = PROGRAMS[name]
+    sys.argv = [name, *flags]
     text = read(f"examples/{name}")
     if system == "autodiff":
-        mapping(x64=False).execute(text, "__main__", main=True, filename=name)
+        ported = mapping(x64=x64)
+        data = _datasets(*sizes)
+        ported.datasets.mnist, ported.datasets.mnist_raw = data.mnist, data.mnist_raw
+        ported.execute(text, "__main__", main=True, filename=name)
         return
-    datasets = _datasets(*_SIZES)
+    import jax
+
+    jax.config.update("jax_enable_x64", x64)
+    datasets = _datasets(*sizes)
     sys.modules["examples"] = types.SimpleNamespace(datasets=datasets)  # type: ignore
     sys.modules["examples.datasets"] = datasets
     module = types.ModuleType("__main__")
@@ -548,8 +563,6 @@ def run_program(read: Callable[[str], str], name: str, system: str) -> None:
     sys.modules["__main__"] = module
     exec(compile(text, name, "exec"), module.__dict__)
 
-
-_SIZES = (512, 256)  # the random MNIST's training and test examples
 
 
 # --- the run: both systems, compared -----------------------------------------------------------
@@ -560,21 +573,24 @@ _TIMING = re.compile(r"[-+]?\d+\.?\d*\s*sec")
 
 def compare_outputs(ours: str, theirs: str, rtol: float = PROGRAM_RTOL) -> tuple[bool, str]:
     """Whether two runs printed the same lines with the same numbers to ``rtol`` (timings
-    left out), and the largest relative difference."""
+    left out); else how many leading lines agree, and the first that does not."""
     ours_lines = [_TIMING.sub("", line) for line in ours.splitlines() if line.strip()]
     their_lines = [_TIMING.sub("", line) for line in theirs.splitlines() if line.strip()]
+    worst = 0.0
+    for n, (a, b) in enumerate(zip(ours_lines, their_lines)):
+        differs = _NUMBER.sub("#", a) != _NUMBER.sub("#", b)
+        for x, y in zip(map(float, _NUMBER.findall(a)), map(float, _NUMBER.findall(b))):
+            if not (math.isnan(x) and math.isnan(y) or x == y):
+                diff = abs(x - y) / max(abs(x), abs(y), 1e-300)
+                differs = differs or diff > rtol
+                worst = worst if diff > rtol else max(worst, diff)
+        if differs:
+            return False, (f"the first {n} of {len(their_lines)} lines agree (to "
+                           f"{worst:.0e}); then `{a.strip()[:60]}` where JAX printed "
+                           f"`{b.strip()[:60]}`")  # fmt: skip
     if len(ours_lines) != len(their_lines):
         return False, f"{len(ours_lines)} lines printed, JAX printed {len(their_lines)}"
-    worst = 0.0
-    for a, b in zip(ours_lines, their_lines):
-        if _NUMBER.sub("#", a) != _NUMBER.sub("#", b):
-            return False, f"line {a!r} where JAX printed {b!r}"
-        for x, y in zip(map(float, _NUMBER.findall(a)), map(float, _NUMBER.findall(b))):
-            if (math.isnan(x) and math.isnan(y)) or x == y:
-                continue
-            diff = abs(x - y) / max(abs(x), abs(y), 1e-300)
-            worst = max(worst, diff)
-    return worst <= rtol, f"largest relative difference {worst:.1e}"
+    return True, f"{len(their_lines)} lines, largest relative difference {worst:.0e}"
 
 
 def _child(args: list[str], timeout: float) -> tuple[int, str, float]:
@@ -619,8 +635,9 @@ def main(argv: list[str] | None = None) -> None:
         rc, out, s = _child(["--program", name, "--system", "autodiff"], args.timeout)
         agrees, how = compare_outputs(out, jax_out) if rc == 0 == jax_rc else (False, "")
         status = lambda code, text: "runs" if code == 0 else f"fails: {_last_line(text)}"
+        note = f" {NOTES[name]}" if name in NOTES else ""
         lines.append(f"| `{name}` | {status(jax_rc, jax_out)} | {status(rc, out)} | "
-                     f"{'yes' if agrees else 'no'} ({how}) | {jax_s:.0f} / {s:.0f} |")  # fmt: skip
+                     f"{'yes' if agrees else 'no'}: {how}.{note} | {jax_s:.0f} / {s:.0f} |")  # fmt: skip
         print(lines[-1], flush=True)
     for name, why in NOT_RUN.items():
         lines.append(f"| `{name}` | not run | not run | {why} | |")
