@@ -564,7 +564,6 @@ def run_program(read: Callable[[str], str], name: str, system: str) -> None:
     exec(compile(text, name, "exec"), module.__dict__)
 
 
-
 # --- the run: both systems, compared -----------------------------------------------------------
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf")
@@ -580,7 +579,7 @@ def compare_outputs(ours: str, theirs: str, rtol: float = PROGRAM_RTOL) -> tuple
     for n, (a, b) in enumerate(zip(ours_lines, their_lines)):
         differs = _NUMBER.sub("#", a) != _NUMBER.sub("#", b)
         for x, y in zip(map(float, _NUMBER.findall(a)), map(float, _NUMBER.findall(b))):
-            if not (math.isnan(x) and math.isnan(y) or x == y):
+            if not ((math.isnan(x) and math.isnan(y)) or x == y):
                 diff = abs(x - y) / max(abs(x), abs(y), 1e-300)
                 differs = differs or diff > rtol
                 worst = worst if diff > rtol else max(worst, diff)

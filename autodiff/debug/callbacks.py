@@ -23,7 +23,7 @@ import optree
 
 from autodiff.core.arrays import shape_of
 from autodiff.core.graph import ShapedArray
-from autodiff.core.primitive import Primitive
+from autodiff.core.primitive import Primitive, current_interpreters
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 
@@ -90,6 +90,12 @@ def callback(function: Callable, *args: Any, ordered: bool = False, **kwargs: An
     leaves, tree = optree.tree_flatten((args, kwargs), none_is_leaf=True)
     operands = [leaf for leaf in leaves if _is_operand(leaf)]
     statics = tuple(_OPERAND if _is_operand(leaf) else leaf for leaf in leaves)
+    staging = next((i for i in reversed(current_interpreters()) if i.stages), None)
+    if staging is not None:  # recorded even with no traced operand: under jit the call
+        # happens at every call of the jitted function, not once while it is staged (an
+        # unused 0-d operand carries a call with none)
+        operands = [x if isinstance(x, Tracer) else staging.staged(x)
+                    for x in operands or [np.zeros(())]]  # fmt: skip
     debug_callback_p.bind(*operands, function=function, tree=tree, statics=statics)
 
 
