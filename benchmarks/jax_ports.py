@@ -635,8 +635,9 @@ def main(argv: list[str] | None = None) -> None:
         agrees, how = compare_outputs(out, jax_out) if rc == 0 == jax_rc else (False, "")
         status = lambda code, text: "runs" if code == 0 else f"fails: {_last_line(text)}"
         note = f" {NOTES[name]}" if name in NOTES else ""
+        verdict = f"{'yes' if agrees else 'no'}: {how}.{note}"
         lines.append(f"| `{name}` | {status(jax_rc, jax_out)} | {status(rc, out)} | "
-                     f"{'yes' if agrees else 'no'}: {how}.{note} | {jax_s:.0f} / {s:.0f} |")  # fmt: skip
+                     f"{verdict} | {jax_s:.0f} / {s:.0f} |")  # fmt: skip
         print(lines[-1], flush=True)
     for name, why in NOT_RUN.items():
         lines.append(f"| `{name}` | not run | not run | {why} | |")
