@@ -148,7 +148,8 @@ def _pure_batch(args: list, dims: list, *, function: Callable, results: tuple,
     size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
 
     def batched(*operands: Any) -> tuple:  # concrete values: NumPy does the slicing
-        leading = [o[None] if d is None else np.moveaxis(o, d, 0) for o, d in zip(operands, dims)]
+        leading = [np.asarray(o)[None] if d is None else np.moveaxis(o, d, 0)
+                   for o, d in zip(operands, dims)]  # fmt: skip
         if vmap_method == "expand_dims":
             return function(*leading)
         if vmap_method == "broadcast_all":
