@@ -8,6 +8,9 @@ feature and batch groups), ``conv``, ``conv_with_general_padding``, ``conv_trans
 ``conv_dimension_numbers``, ``conv_general_shape_tuple``, ``conv_transpose_shape_tuple``,
 ``reduce_window_shape_tuple``.  Their rules are in ``autodiff/rules/convolution.py``.
 
+Products and slices: ``dot``, ``dot_general``, ``dynamic_slice``,
+``dynamic_slice_in_dim``, ``dynamic_index_in_dim`` (the start may be traced).
+
 Control flow and derivatives, the functions ``autodiff`` itself exports: ``cond``,
 ``switch``, ``while_loop``, ``fori_loop``, ``scan``, ``stop_gradient``,
 ``custom_root``, ``custom_linear_solve``; and ``add``, ``max``, ``min`` (``reduce_window``'s
