@@ -90,7 +90,7 @@ def callback(function: Callable, *args: Any, ordered: bool = False, **kwargs: An
     leaves, tree = optree.tree_flatten((args, kwargs), none_is_leaf=True)
     operands = [leaf for leaf in leaves if _is_operand(leaf)]
     statics = tuple(_OPERAND if _is_operand(leaf) else leaf for leaf in leaves)
-    staging = next((i for i in reversed(current_interpreters()) if i.stages), None)
+    staging: Any = next((i for i in reversed(current_interpreters()) if i.stages), None)
     if staging is not None:  # recorded even with no traced operand: under jit the call
         # happens at every call of the jitted function, not once while it is staged (an
         # unused 0-d operand carries a call with none)
