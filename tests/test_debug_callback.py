@@ -227,6 +227,9 @@ def test_pure_callback_vmap_methods_call_the_function_as_named():
     vmap(vmap(lambda x: sinc_sum(x, w, vmap_method="expand_dims", calls=calls)))(
         np.ones((2, 5, 3, 4)))  # fmt: skip
     assert calls == [(2, 5, 3, 4)]
+    calls.clear()
+    empty = vmap(lambda x: sinc_sum(x, w, calls=calls))(np.ones((0, 3, 4)))
+    assert empty["sinc"].shape == (0, 3, 4) and empty["sum"].shape == (0, 3) and calls == []
 
 
 def test_pure_callback_refuses_what_it_cannot_do():

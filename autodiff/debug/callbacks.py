@@ -156,7 +156,9 @@ def _pure_batch(args: list, dims: list, *, function: Callable, results: tuple,
             return function(*[np.broadcast_to(o, (size, *o.shape[1:])) for o in leading])
         each = [_checked(function(*[o[0] if d is None else o[i] for o, d in zip(leading, dims)]),
                          results) for i in range(size)]  # fmt: skip
-        return tuple(np.stack(column) for column in zip(*each)) if each else ()
+        if not each:  # an empty batch: no call
+            return tuple(np.empty((0, *shape), dtype) for shape, dtype in results)
+        return tuple(np.stack(column) for column in zip(*each))
 
     batched_results = tuple(((size, *shape), dtype) for shape, dtype in results)
     outs = pure_callback_p.bind(*args, function=batched, results=batched_results,
