@@ -11,6 +11,7 @@ import importlib
 from typing import Any
 
 from autodiff import debug, errors, numpy
+from autodiff.debug.callbacks import pure_callback
 from autodiff.debug.nans import debug_nans
 from autodiff.debug.rule_checks import debug_rules
 from autodiff.interpreters.batching import vmap
@@ -113,6 +114,7 @@ __all__ = [
     "make_graph",
     "no_grad",
     "numpy",
+    "pure_callback",
     "scan",
     "stages",
     "stop_gradient",
