@@ -7,17 +7,14 @@
 (4, 3)
 """
 
-from autodiff import debug, errors, lax, numpy, stages
-from autodiff.compiler.jit import jit, make_graph
-from autodiff.control.cond import cond, switch
-from autodiff.control.fori_loop import fori_loop
-from autodiff.control.scan import scan
-from autodiff.control.while_loop import while_loop
+import importlib
+from typing import Any
+
+from autodiff import debug, errors, numpy
 from autodiff.debug.callbacks import pure_callback
 from autodiff.debug.nans import debug_nans
 from autodiff.debug.rule_checks import debug_rules
 from autodiff.interpreters.batching import vmap
-from autodiff.interpreters.explain import explain
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import (
     grad,
@@ -32,23 +29,51 @@ from autodiff.transforms import checkpoint_policies
 from autodiff.transforms.checkpoint import checkpoint
 from autodiff.transforms.checkpoint_policies import checkpoint_name
 from autodiff.transforms.custom import custom_jvp, custom_vjp
-from autodiff.transforms.differential import (
-    biharmonic,
-    differential_operator,
-    divergence,
-    hessian_diag,
-    hvp,
-    laplacian,
-)
-from autodiff.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
-from autodiff.transforms.linearize import linearize
-from autodiff.transforms.solvers import custom_linear_solve, custom_root
-from autodiff.transforms.sparsity import (
-    SparseMatrix,
-    SparsityPattern,
-    hessian_sparsity,
-    jacobian_sparsity,
-)
+
+# Imported on first use (a module-level __getattr__): the compiler behind ``jit`` and
+# ``stages`` (its LLVM backend, disk cache and background compiler), the control flow
+# built on it (``lax``, ``cond``, ``scan``, ...; the solvers), and the transforms built
+# from the ones above (Jacobians, differential operators, sparsity, ``linearize``,
+# ``explain``).  A program of ``grad`` and ``autodiff.numpy`` never needs them, and they
+# are a third of the package's own import time (``docs/architecture.md``, "Layers").
+# ``from autodiff import jit`` works as before.
+_LAZY = {
+    "lax": ("autodiff.lax", None),
+    "stages": ("autodiff.stages", None),
+    "jit": ("autodiff.compiler.jit", "jit"),
+    "make_graph": ("autodiff.compiler.jit", "make_graph"),
+    "cond": ("autodiff.control.cond", "cond"),
+    "switch": ("autodiff.control.cond", "switch"),
+    "fori_loop": ("autodiff.control.fori_loop", "fori_loop"),
+    "scan": ("autodiff.control.scan", "scan"),
+    "while_loop": ("autodiff.control.while_loop", "while_loop"),
+    "custom_linear_solve": ("autodiff.transforms.solvers", "custom_linear_solve"),
+    "custom_root": ("autodiff.transforms.solvers", "custom_root"),
+    "explain": ("autodiff.interpreters.explain", "explain"),
+    **{name: ("autodiff.transforms.differential", name) for name in (
+        "biharmonic", "differential_operator", "divergence", "hessian_diag", "hvp",
+        "laplacian")},
+    **{name: ("autodiff.transforms.jacobians", name) for name in (
+        "hessian", "jacfwd", "jacobian", "jacrev")},
+    "linearize": ("autodiff.transforms.linearize", "linearize"),
+    **{name: ("autodiff.transforms.sparsity", name) for name in (
+        "SparseMatrix", "SparsityPattern", "hessian_sparsity", "jacobian_sparsity")},
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = importlib.import_module(module)
+    value = value if attribute is None else getattr(value, attribute)
+    globals()[name] = value  # the next access is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "SparseMatrix",

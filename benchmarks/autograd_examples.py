@@ -39,6 +39,7 @@ import os
 import pathlib
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -106,17 +107,24 @@ def run_once(system: str, program: pathlib.Path, prelude: str, budget: float) ->
     env = child_environment(MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([prelude, str(HERE.parent)])
     mode = ["-m", "autodiff.compat.autograd"] if system == "autodiff" else []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     try:
         done = subprocess.run([sys.executable, *mode, program.name], cwd=program.parent, env=env,
                               capture_output=True, text=True, timeout=budget)  # fmt: skip
         out, err, rc = done.stdout, done.stderr, done.returncode
     except subprocess.TimeoutExpired as e:
         out, err, rc = _text(e.stdout), _text(e.stderr), None
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
     lines = [(float(m.group(1)), m.group(2)) for m in map(_STAMP.match, out.splitlines()) if m]
     error = err.strip().splitlines()[-1] if rc not in (0, None) and err.strip() else ""
-    return {"rc": rc, "wall": wall, "lines": lines, "error": error}
+    return {"rc": rc, "wall": wall, "cpu": cpu, "lines": lines, "error": error}
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the waited-for child processes so far: one child runs
+    at a time, so a difference is one run's, which other jobs on the machine barely move."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 _STAMP = re.compile(r"^\[\s*([\d.]+)\] (.*)$")
@@ -137,13 +145,14 @@ def startup(prelude: str, rounds: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         program = pathlib.Path(tmp) / "startup.py"
         program.write_text(STARTUP)
-        walls: dict = {"autograd": [], "autodiff": []}
-        for s in walls:  # warm-up: the modules byte-compiled (see child_environment)
+        runs: dict = {"autograd": [], "autodiff": []}
+        for s in runs:  # warm-up: the modules byte-compiled (see child_environment)
             run_once(s, program, prelude, 60.0)
         for _ in range(rounds):
-            for s in random.sample(list(walls), 2):
-                walls[s].append(run_once(s, program, prelude, 60.0)["wall"])
-    return {s: statistics.median(w) for s, w in walls.items()}
+            for s in random.sample(list(runs), 2):
+                runs[s].append(run_once(s, program, prelude, 60.0))
+    fixed = {s: statistics.median(r["wall"] for r in v) for s, v in runs.items()}
+    return {**fixed, "cpu": {s: statistics.median(r["cpu"] for r in v) for s, v in runs.items()}}
 
 
 # convnet.py's training loop prints once per epoch (235 gradients on 60,000 images, minutes
@@ -200,13 +209,14 @@ def compare(program: pathlib.Path, prelude: str, budget: float, rounds: int) -> 
     else:
         row["verdict"] = "runs" if ad["rc"] == 0 else f"runs (cut at {budget:.0f} s)"
     if ag["rc"] == 0 and ad["rc"] == 0:  # both finished: whole runs, medians over rounds
-        walls = {"autograd": [ag["wall"]], "autodiff": [ad["wall"]]}
+        runs: dict = {"autograd": [ag], "autodiff": [ad]}
         for _ in range(rounds - 1):
             order = ["autograd", "autodiff"]
             random.shuffle(order)
             for s in order:
-                walls[s].append(run_once(s, program, prelude, budget)["wall"])
-        row["times"] = {s: statistics.median(w) for s, w in walls.items()}
+                runs[s].append(run_once(s, program, prelude, budget))
+        row["times"] = {s: statistics.median(r["wall"] for r in v) for s, v in runs.items()}
+        row["cpu"] = {s: statistics.median(r["cpu"] for r in v) for s, v in runs.items()}
         row["how"] = f"whole run, median of {rounds}"
     elif common:  # the same output line reached by both: its time stamps
         row["times"] = {s: first[s]["lines"][common - 1][0] for s in first}
@@ -278,7 +288,10 @@ def main() -> None:
         prelude.mkdir()
         (prelude / "sitecustomize.py").write_text(PRELUDE)
         fixed = {**startup(str(prelude), max(args.rounds, 3)), "rounds": max(args.rounds, 3)}
-        print(f"fixed cost: autograd {fixed['autograd']:.2f} s, autodiff {fixed['autodiff']:.2f} s")
+        print(
+            f"fixed cost: autograd {fixed['autograd']:.2f} s, autodiff {fixed['autodiff']:.2f} s "
+            f"(CPU {fixed['cpu']['autograd']:.2f} s, {fixed['cpu']['autodiff']:.2f} s)"
+        )
         only = set(filter(None, args.only.split(",")))
         rows, skipped = [], {}
         for program in programs(work):
@@ -291,7 +304,10 @@ def main() -> None:
             rows.append(row)
             t = row["times"]
             ratio = f"{t['autodiff'] / t['autograd']:.2f}" if t and t["autograd"] > 0 else "-"
-            print(f"{program.name:40s} {row['verdict'][:50]:50s} {ratio:>6s} {row['how']}",
+            cpu = row.get("cpu")
+            cpu = (f" CPU {cpu['autograd']:.2f} s / {cpu['autodiff']:.2f} s = "
+                   f"{cpu['autodiff'] / cpu['autograd']:.2f}" if cpu else "")  # fmt: skip
+            print(f"{program.name:40s} {row['verdict'][:50]:50s} {ratio:>6s} {row['how']}{cpu}",
                   flush=True)  # fmt: skip
         step = None
         if not only or "convnet.py" in only:

@@ -149,3 +149,30 @@ def test_the_names_in_process_and_the_help():
                               "s.install(); import autograd.tracer"],
                              capture_output=True, text=True, timeout=60)  # fmt: skip
     assert "ModuleNotFoundError" in missing.stderr  # autograd's internals have no counterpart
+
+
+def test_hessian_vector_product_is_the_hessian_times_the_tensor_either_way():
+    # A real tensor shaped like the argument takes the JVP of the gradient (forward over
+    # reverse); anything else autograd's gradient of grad . tensor.  Both against the
+    # Hessian by hand: f(x, y) = sum(y * sin(x)**2) + (x . y)**2 / 2 in x.
+    rng = np.random.default_rng(4)
+    x, y, v = rng.standard_normal(4), rng.standard_normal(4), rng.standard_normal(4)
+
+    def f(x, y, scale=1.0):
+        return scale * (np.sum(y * np.sin(x) ** 2) + np.dot(x, y) ** 2 / 2)
+
+    hess = np.diag(2 * y * np.cos(2 * x)) + np.outer(y, y)
+    hvp = ag.hessian_vector_product(f)
+    np.testing.assert_allclose(hvp(x, y, v), hess @ v, rtol=1e-12)
+    np.testing.assert_allclose(hvp(x, y, v, scale=3.0), 3 * hess @ v, rtol=1e-12)
+    np.testing.assert_allclose(hvp(x, y, np.arange(4)), hess @ np.arange(4.0), rtol=1e-12)
+    # in y the Hessian is x x^T
+    np.testing.assert_allclose(ag.hessian_vector_product(f, 1)(x, y, v), np.outer(x, x) @ v,
+                               rtol=1e-12)  # fmt: skip
+    # a matrix argument and a tensor of its shape (hessian_tensor_product)
+    a, t = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    g = lambda a: np.sum(np.exp(a) * a)  # its Hessian: diag((2 + a) exp(a))
+    np.testing.assert_allclose(ag.hessian_tensor_product(g)(a, t), (2 + a) * np.exp(a) * t,
+                               rtol=1e-12)  # fmt: skip
+    with pytest.raises(TypeError, match="scalar"):  # a row's shape: autograd's way, and error
+        ag.hessian_tensor_product(g)(a, t[0])

@@ -171,7 +171,13 @@ def test_the_tables_are_filled_as_plum_would_fill_them():
     """bind's misses are resolved without plum where the choice is plain (one most
     specific method, no return annotation): every pair of the package's interpreter
     and primitive (or value) classes gets plum's own answer."""
-    import autodiff.scipy.special  # noqa: F401  (more primitive classes)
+    import importlib
+
+    import autodiff
+    import autodiff.scipy.special  # (more primitive classes)
+
+    for module, _ in autodiff._LAZY.values():  # and those of the modules that wait for first use
+        importlib.import_module(module)
 
     values = [float, int, np.ndarray, np.float64, Tracer, *_subclasses(Tracer)]
     for shared, seconds in ((process, _subclasses(Primitive)), (lift, values)):

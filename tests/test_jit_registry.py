@@ -34,6 +34,7 @@ names ``"jit"`` and ``"jit under transforms"``.
 """
 
 import functools
+import importlib
 import sys
 import warnings
 import zlib
@@ -323,6 +324,8 @@ CONTROL_FLOW = {
 
 def _declared_lowerings() -> dict[int, Primitive]:
     """Every primitive of the package that declares a lowering (its modules' names)."""
+    for module, _ in autodiff._LAZY.values():  # the modules import autodiff leaves for first use
+        importlib.import_module(module)
     found = {}
     for name, module in list(sys.modules.items()):
         if name == "autodiff" or name.startswith("autodiff."):

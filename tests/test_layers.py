@@ -35,9 +35,18 @@ CIRCLE = {"rules._helpers", "rules.compositions", "rules.elementwise", "rules.in
 # Dependencies imported inside the function that needs them, on first use, because they
 # are slow to import (``import autodiff`` imports none of them): the optional SciPy,
 # numba, llvmlite, Dask, networkx and matplotlib, and plum, which only resolving a new (interpreter,
-# primitive) pair needs.  A module of the package that imports one at its top (the SciPy
-# rule families) may be imported on first use too.  Every other import is at the top.
-LAZY = {"scipy", "numba", "llvmlite", "dask", "networkx", "matplotlib", "plum"}
+# primitive) pair needs; and the standard library's shutil and subprocess (with the
+# modules they pull in, ~8 ms: a sixth of the package's own import), which only drawing a
+# graph with Graphviz's dot needs.  A module of the package that imports one at its top
+# (the SciPy rule families) may be imported on first use too.
+# Every other import is at the top.
+LAZY = {"scipy", "numba", "llvmlite", "dask", "networkx", "matplotlib", "plum", "shutil",
+        "subprocess"}  # fmt: skip
+# Modules of the package imported inside the one function that needs them, because a
+# plain program never does: the testing kit, which only autograd's check_grads
+# (compat/autograd.py) reaches from a namespace.  (The package's __init__ leaves more for
+# first use, by name: its _LAZY table.)
+FIRST_USE = {"autodiff.testing"}
 
 # The layers between the primitives and the namespaces, which may call the compositions
 # of rules/compositions.py but not those of numpy/ and scipy/.
@@ -160,7 +169,7 @@ def test_outside_the_circle_imports_are_at_the_top():
                 else node.module or "" for a in node.names]  # fmt: skip
 
     def lazy(target: str) -> bool:
-        if target.split(".")[0] in LAZY:
+        if target.split(".")[0] in LAZY or target.startswith(tuple(FIRST_USE)):
             return True
         name = target.removeprefix("autodiff").removeprefix(".")
         tops = [n for n in trees.get(name, ()) and trees[name].body

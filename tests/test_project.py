@@ -134,3 +134,48 @@ def test_import_autodiff_leaves_the_heavy_modules_for_first_use():
         "import autodiff.scipy.linalg; assert 'scipy.linalg' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use():
+    # autograd's and JAX's short programs (import, grad, a few NumPy calls) never reach jit,
+    # control flow, the transforms built on grad and jvp, or a graph drawing:
+    # autodiff/__init__.py's _LAZY names, compat's check_grads and core/graph.py's drawing
+    # import them on first use (docs/architecture.md, "Layers").
+    deferred = ("autodiff.compiler.jit", "autodiff.compiler.stages", "autodiff.compiler.llvm",
+                "autodiff.compiler.backend", "autodiff.control", "autodiff.lax", "autodiff.stages",
+                "autodiff.transforms.solvers", "autodiff.transforms.jacobians",
+                "autodiff.transforms.differential", "autodiff.transforms.sparsity",
+                "autodiff.interpreters.explain", "autodiff.testing", "shutil",
+                "subprocess")  # fmt: skip
+    code = (
+        "import sys, autodiff, autodiff.numpy as anp\n"
+        "from autodiff.compat import autograd\n"
+        "from autodiff import grad, vmap, jvp\n"
+        "assert abs(grad(lambda x: anp.sum(anp.tanh(x)))(anp.ones(3))[0] - 0.41997434) < 1e-8\n"
+        "vmap(grad(lambda x: anp.sum(anp.sin(x) ** 2)))(anp.ones((2, 3)))\n"
+        "autograd.grad(lambda x: anp.sum(x ** 2))(anp.ones(2))\n"
+        "autograd.hessian(lambda x: anp.sum(x ** 3))(anp.ones(2))\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    early = sorted(m for m in loaded if m.startswith(deferred))
+    assert early == [], f"a plain grad program imports {early}"
+    # ... and each name arrives, the same object as its module's, when first used
+    code = (
+        "import sys, numpy as np, autodiff\n"
+        "from autodiff import jit, cond\n"
+        "import autodiff.compiler.jit as j, autodiff.control.cond as c\n"
+        "assert jit is j.jit and cond is c.cond and autodiff.make_graph is j.make_graph\n"
+        "assert autodiff.lax is sys.modules['autodiff.lax'] and 'scan' in dir(autodiff)\n"
+        "assert float(jit(lambda x: x * 2.0)(np.float64(3.0))) == 6.0\n"
+        "assert float(cond(True, lambda x: x + 1.0, lambda x: x - 1.0, 1.0)) == 2.0\n"
+        "try:\n    autodiff.no_such_name\nexcept AttributeError as e:\n"
+        "    assert 'no_such_name' in str(e)\nelse:\n    raise SystemExit('no error')\n"
+        "from autodiff import *\n"
+        "assert switch is autodiff.switch and custom_root is autodiff.custom_root\n"
+        "import autodiff.transforms.jacobians as jac\n"
+        "assert hessian is jac.hessian and SparseMatrix is autodiff.SparseMatrix\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

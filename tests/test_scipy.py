@@ -244,6 +244,21 @@ def test_multivariate_normal_reads_cov_symmetrically():
     np.testing.assert_allclose(g, 0.5 * (inv @ np.outer(x, x) @ inv - inv), rtol=1e-10)
 
 
+@pytest.mark.parametrize("shape", [(2,), (1, 2), (5, 2), (3, 1, 2), (1, 1, 2)])
+@pytest.mark.parametrize("cov", ["full", "diagonal", "scalar"])
+def test_multivariate_normal_shapes_and_values_are_scipys(shape, cov):
+    # the full covariance's composition (Cholesky of cov + cov^T, one inverse for all the
+    # points) and the squeeze, against SciPy on every layout of points
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((2, 2))
+    c = {"full": m @ m.T + np.eye(2), "diagonal": np.array([0.5, 2.0]), "scalar": 1.7}[cov]
+    x, mean = rng.standard_normal(shape), rng.standard_normal(2)
+    got = ast.multivariate_normal.logpdf(x, mean, c)
+    want = scipy.stats.multivariate_normal.logpdf(x, mean, np.diag(c) if cov == "diagonal" else c)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_lu_factor_pivots_vmap_like_scipy():
     a = np.random.default_rng(2).standard_normal((4, 3, 3))
     lu, piv = vmap(sla.lu_factor)(a)

@@ -66,16 +66,16 @@ def expression(frame: FrameType) -> str | None:
     return text if 0 < len(text) <= _LONGEST_QUOTE else None
 
 
-_NUMPY_NAME = re.compile(
-    r"(?P<module>np|numpy|math|cmath)\.(?P<name>\w+)(?P<rest>[(\[].*)$", re.DOTALL
-)
+# (pattern strings, compiled on first use by re's own cache: compiling them all at import
+# cost a plain ``import autodiff`` several milliseconds, for messages most programs never show)
+_NUMPY_NAME = r"(?P<module>np|numpy|math|cmath)\.(?P<name>\w+)(?P<rest>[(\[].*)$"
 _MATH_NAMES = {"fabs": "abs", "pow": "power", "atan2": "arctan2"}  # math's name -> NumPy's
 
 
 def anp_spelling(expr: str | None, namespace: Any) -> str | None:
     """``anp.array([x, y])`` for ``np.array([x, y])`` (``math.sqrt(x)``, ``np.r_[x, y]``):
     the same code through ``autodiff.numpy``, where that has the name; else None."""
-    match = _NUMPY_NAME.match(expr or "")
+    match = re.match(_NUMPY_NAME, expr or "", re.DOTALL)
     if match is None or namespace is None:
         return None
     name = match["name"]

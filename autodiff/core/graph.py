@@ -26,8 +26,6 @@ from __future__ import annotations
 import io
 import itertools
 import math
-import shutil
-import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -315,7 +313,7 @@ class Graph:
         """A picture of the graph: laid out by Graphviz's ``dot`` where it is
         installed, else by networkx and drawn with matplotlib (``pip install
         networkx matplotlib``).  Notebooks show the result; ``.save(path)`` writes it."""
-        if shutil.which("dot") is not None:
+        if _has_dot():
             return Drawing(_run_dot(self.to_dot(), format), format)
         return Drawing(_draw_with_networkx(self), "png")
 
@@ -323,12 +321,12 @@ class Graph:
     _AUTO_DRAW_LIMIT = 120
 
     def _repr_svg_(self) -> str | None:
-        if len(self.eqns) > self._AUTO_DRAW_LIMIT or shutil.which("dot") is None:
+        if len(self.eqns) > self._AUTO_DRAW_LIMIT or not _has_dot():
             return None
         return _run_dot(self.to_dot(), "svg").decode()
 
     def _repr_png_(self) -> bytes | None:
-        if len(self.eqns) > self._AUTO_DRAW_LIMIT or shutil.which("dot") is not None:
+        if len(self.eqns) > self._AUTO_DRAW_LIMIT or _has_dot():
             return None  # dot draws SVG, which notebooks prefer
         try:
             return _draw_with_networkx(self)
@@ -516,7 +514,15 @@ def _to_dot(graph: Graph) -> str:
     return "\n".join(lines)
 
 
+def _has_dot() -> bool:
+    import shutil  # with subprocess, only to draw (LAZY in tests/test_layers.py)
+
+    return shutil.which("dot") is not None
+
+
 def _run_dot(text: str, format: str) -> bytes:
+    import subprocess
+
     done = subprocess.run(
         ["dot", f"-T{format}"], input=text.encode(), capture_output=True, check=True, timeout=60
     )

@@ -69,25 +69,27 @@ class ArrayLikes(NamedTuple):
     rest_from: int | None = None
 
 
-_PARAMETERS = re.compile(r"^Parameters\n-+\n(.*?)(?=\n[A-Z][A-Za-z ]*\n-+\n|\Z)", re.S | re.M)
-_ENTRY = re.compile(r"^([*`\w][^:\n]*?)\s*:\s*(.*)$")
-_ARRAY = re.compile(
+# (pattern strings, compiled on first use by re's own cache, not at import: a docstring is
+# read only when a NumPy function first meets a traced list)
+_PARAMETERS = r"^Parameters\n-+\n(.*?)(?=\n[A-Z][A-Za-z ]*\n-+\n|\Z)"
+_ENTRY = r"^([*`\w][^:\n]*?)\s*:\s*(.*)$"
+_ARRAY = (
     r"\b(?:nd)?arrays?\b|array[_ -]?likes?\b"  # an array
     r"|(?:sequence|list) of [^,]*?(?:scalars|floats?\b|numbers)"  # numbers: one array too
 )
-_OF_ITEMS = re.compile(r"^(?:\(.*?\)\s*)?(?:\d-d\s+)?(?:sequence|list|tuple)s?\b.*\bof\b")
+_OF_ITEMS = r"^(?:\(.*?\)\s*)?(?:\d-d\s+)?(?:sequence|list|tuple)s?\b.*\bof\b"
 
 
 def _documented(func: Any) -> list[tuple[list[str], str]] | None:
     """The ``Parameters`` section of ``func``'s docstring: (names, type) per entry, or
     None where there is none."""
     doc = inspect.getdoc(func) if not isinstance(func, np.ufunc) else func.__doc__
-    found = _PARAMETERS.search(inspect.cleandoc(doc)) if doc else None
+    found = re.search(_PARAMETERS, inspect.cleandoc(doc), re.S | re.M) if doc else None
     if found is None:
         return None
     out = []
     for line in found.group(1).splitlines():
-        entry = _ENTRY.match(line)
+        entry = re.match(_ENTRY, line)
         if entry is not None and not line.startswith(" "):
             names = [n.strip(" *`") for n in entry.group(1).split(",")]
             out.append(([n for n in names if n and n != "..."], entry.group(2).strip()))
@@ -99,9 +101,9 @@ def _kind(type_text: str) -> str | None:
     of numbers...), ``"items"`` (a sequence of arrays) or None (``int or tuple of
     ints``, ``str``...)."""
     text = type_text.lower()
-    if not _ARRAY.search(text) or text.startswith("nested"):
+    if not re.search(_ARRAY, text) or text.startswith("nested"):
         return None  # np.block's nesting is its own
-    items = _OF_ITEMS.match(text)
+    items = re.match(_OF_ITEMS, text)
     if items and re.search(r"\b(?:nd)?arrays?\b|array[_ -]?likes?\b", text[items.end() :]):
         return "items"
     return "whole"
@@ -230,6 +232,19 @@ def _needs(spec: ArrayLikes, args: tuple, kwargs: dict) -> bool:
     return False
 
 
+def _no_sequence(args: tuple, kwargs: dict) -> bool:
+    """Whether no argument is a list or tuple: then no spec has anything to convert, and
+    the docstring need not be read (a first call of each function would cost ~0.5 ms)."""
+    for a in args:
+        if a.__class__ in _SEQUENCES:
+            return False
+    if kwargs:
+        for v in kwargs.values():
+            if v.__class__ in _SEQUENCES:
+                return False
+    return True
+
+
 def takes_array_likes(fn: Callable, reference: Any) -> Callable:
     """``fn``, the implementation of NumPy/SciPy function ``reference``, taking
     ``array_like`` arguments as ``reference`` does: lists and tuples in its
@@ -241,6 +256,8 @@ def takes_array_likes(fn: Callable, reference: Any) -> Callable:
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if _no_sequence(args, kwargs):  # the common call: nothing any spec would convert
+            return fn(*args, **kwargs)
         if not spec:
             spec.append(array_likes_of(reference))
         if _needs(spec[0], args, kwargs):

@@ -38,13 +38,13 @@ __all__ = ["apply_along_axis", "apply_over_axes", "frompyfunc", "piecewise", "ve
 # --- generalized-ufunc signatures: "(m,n),(n)->(m)" ------------------------------------------
 
 _CORE = r"\((?:\w+(?:,\w+)*)?\)"
-_SIGNATURE = re.compile(rf"^{_CORE}(?:,{_CORE})*->{_CORE}(?:,{_CORE})*$")
+_SIGNATURE = rf"^{_CORE}(?:,{_CORE})*->{_CORE}(?:,{_CORE})*$"  # (compiled on first use)
 
 
 def _parse_signature(signature: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
     """The core dimensions of each input and each output, by name."""
     compact = re.sub(r"\s+", "", signature)
-    if not _SIGNATURE.match(compact):
+    if not re.match(_SIGNATURE, compact):
         raise ValueError(f"not a valid gufunc signature: {signature!r}")
     sides = compact.split("->")
     return [

@@ -14,7 +14,6 @@ transpose."""
 from __future__ import annotations
 
 import math
-import string
 from collections import Counter
 from typing import Any
 
@@ -191,7 +190,7 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
 # squeezes them away), so every index has one size across the operands.
 
 # The labels np.einsum accepts; in the sublist form, integer k is LABELS[k].
-LABELS = string.ascii_uppercase + string.ascii_lowercase
+LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # (not the string module: 1 ms)
 _MAX_OPERANDS = 64  # NumPy's limit on the number of einsum operands
 
 
