@@ -9,9 +9,8 @@ loop body run at every step).  Each result is a typed field of the graph's ``Der
 field                holds                                       filled by
 ===================  ==========================================  =========================
 ``prepared``         the graph as transforms read it (passes)    ``graph_transforms.py``
-``transformed``      its JVP, VJP and batched graphs (an LRU)    ``call.py``
-``runs_at_level``    whether it holds control flow decided by    ``call.py``
-                     values (transforms then evaluate it)
+``transformed``      its JVP, VJP and batched graphs (an LRU;    ``call.py``
+                     ``AT_LEVEL`` where one cannot be staged)
 ``optimized``        per "NumPy constants allowed": the graph    ``stages.optimized``
                      replays run (passes, custom rules inlined)
 ``replays``          per (array kind, library, fresh): the       ``stages.replay``
@@ -41,7 +40,7 @@ class Derived:
     """The results derived from one graph (see the module docstring)."""
 
     __slots__ = ("calls", "compiled", "mode", "optimized", "prepared", "replays", "run",
-                 "runs_at_level", "transformed")  # fmt: skip
+                 "transformed")  # fmt: skip
 
     def __init__(self) -> None:
         self.mode: Any = "auto"
@@ -49,7 +48,6 @@ class Derived:
         self.run: Any = None
         self.prepared: Graph | None = None
         self.transformed: Any = None  # core.caches.LRUCache, made by call.py
-        self.runs_at_level: bool | None = None
         self.optimized: dict[bool, Graph] = {}
         self.replays: dict[tuple, Any] = {}
         self.compiled: dict[tuple, Any] = {}

@@ -9,10 +9,14 @@ engines tier their code:
 2. **The second call** writes the replay (``stages.replay``), which every later call
    runs; with ``compile=True`` it also lowers and compiles the kernels
    (``stages.compiled``), here, and runs them from then on.
-3. **A hot signature**, with ``compile="auto"``: the calls of the replay are counted,
-   and at ``HOT_CALLS`` the background worker (``background.py``) lowers and compiles
-   the kernels and swaps them in (``Entry.run``) when they are ready: no call waits for
-   the compiler.  ``compile=False`` stays on the replay; so does every signature where
+3. **A hot signature**, with ``compile="auto"``: the calls of the replay are counted
+   and timed, and at ``HOT_CALLS`` calls or ``HOT_SECONDS`` spent in them (a slow replay:
+   a loop of many steps, whose kernels pay off at once) the background worker
+   (``background.py``) lowers and compiles the kernels and swaps them in (``Entry.run``)
+   when they are ready: no call waits for the compiler, the replay runs meanwhile.
+   Where the kernels hold a loop, its body no longer compiles on its own
+   (``call_graph``: a loop body that lowers only in part compiles as its function does).
+   ``compile=False`` stays on the replay; so does every signature where
    the backend is not available (llvmlite not installed, ``AUTODIFF_COMPILE=0``) or the
    arrays are another library's.
 
@@ -39,6 +43,7 @@ __all__ = ["HOT_CALLS", "Entry", "at_once", "call_graph", "check_compile", "comp
            "compiling", "mode_of", "set_mode"]  # fmt: skip
 
 HOT_CALLS = 3  # calls of one signature after which compile="auto" compiles it (in the background)
+HOT_SECONDS = 0.005  # or seconds spent in its replay's calls (one slow call is enough)
 
 # Whether a first call compiles its replay at once instead of interpreting the graph.
 _at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("compile_at_once", default=False)
@@ -93,17 +98,18 @@ class Entry:
     (``run``: None until the second call, then the replay, then the kernels' replay), the
     ``Compiled`` stage once there is one, and the counts the tiers go by."""
 
-    __slots__ = ("calls", "compiled", "effects", "flat_key", "ran", "run", "single", "traced",
-                 "watch")  # fmt: skip
+    __slots__ = ("calls", "compiled", "effects", "flat_key", "ran", "run", "single", "spent",
+                 "traced", "watch")  # fmt: skip
 
     def __init__(self, traced: Traced, flat_key: Any) -> None:
         self.traced = traced
         self.run: Callable | None = None
         self.compiled: Any = None  # stages.Compiled
         self.ran = False  # whether a call ran it (the first is interpreted)
-        # compile="auto": calls of the replay are counted until HOT_CALLS
+        # compile="auto": calls of the replay are counted (and timed) until hot
         self.watch = False
         self.calls = 0
+        self.spent = 0.0
         self.single = traced.out_tree.is_leaf()  # the function returns one array
         # the key of the fast path, when the arguments are positional NumPy arrays only
         self.flat_key = flat_key
@@ -132,20 +138,29 @@ def first_run(entry: Entry, kind: tuple, leaves: Sequence, setting: Any) -> Call
     return run
 
 
-def count(entry: Entry, args: Sequence) -> None:
-    """One more call of ``entry``'s replay: at ``HOT_CALLS``, compile in the background."""
+def count(entry: Entry, args: Sequence, seconds: float) -> None:
+    """One more call of ``entry``'s replay, which took ``seconds``: at ``HOT_CALLS``
+    calls or ``HOT_SECONDS`` in all, compile in the background."""
     entry.calls += 1
-    if entry.calls >= HOT_CALLS:
+    entry.spent += seconds
+    if entry.calls >= HOT_CALLS or entry.spent >= HOT_SECONDS:
         entry.watch = False
         layouts = _layouts(args)  # what the kernels are compiled for: this call's layouts
 
         def compile_then_swap() -> None:
             found = compiled(entry.traced.graph, fresh=True, layouts=layouts, sync=False)
             if found is not None:
+                _retire_bodies(found)
                 entry.compiled = found
                 entry.run = found.run  # the next call runs it
 
         background.compile_later(compile_then_swap)
+
+
+def _retire_bodies(found: Any) -> None:
+    """The functions of the control flow the kernels hold (loop bodies, branches) are
+    not called on their own any more: they compile no more (``call_graph``)."""
+    _set_functions_mode([e for k in found.kernels for e in k.region.eqns], False)
 
 
 def _layouts(args: Sequence) -> list[bool]:
@@ -158,7 +173,11 @@ def set_mode(graph: Graph, mode: Any) -> None:
     only in part) is compiled, or not, as the function is (``call_graph``).  Set before
     any of them runs: a body left at the default would compile on its own once hot."""
     derived_of(graph).mode = mode
-    for eqn in graph.eqns:
+    _set_functions_mode(graph.eqns, mode)
+
+
+def _set_functions_mode(eqns: Sequence[Any], mode: Any) -> None:
+    for eqn in eqns:
         for value in eqn.params.values():
             for fn in value if isinstance(value, tuple) else (value,):
                 inner = getattr(fn, "graph", None)
@@ -191,8 +210,10 @@ def call_graph(graph: Graph, args: Sequence) -> tuple:
     if store.calls == HOT_CALLS:
 
         def compile_then_swap() -> None:
+            if mode_of(store.mode) is False:  # its loop compiled whole meanwhile
+                return
             found = compiled(graph, sync=False)
             store.run = found.run if found is not None else plain
 
-        background.compile_later(compile_then_swap)
+        background.compile_later(compile_then_swap, nested=True)
     return plain(*args)
