@@ -10,8 +10,12 @@ kernel cache, called in a loop for ``SECONDS`` seconds of wall time with jit's d
 and at ``HOT_CALLS`` the kernels compile in the background thread (LLVM releases the GIL
 while it works) and are swapped in.  Reported: the longest call (no call may wait for the
 compiler; the first call stages and interprets, the second writes the replay: shown
-apart), when the kernels were swapped in (seconds after the first call), and the median
-call of the last second against JAX jit's (its first call compiles: also shown).
+apart), when the kernels were swapped in (seconds after the first call), the median
+call of the last second, JAX jit's (its first call compiles: also shown), and the ratio
+the target reads: right after the seconds, the same function (as it runs then) and JAX's
+timed in alternating blocks of calls, by the process's CPU time, the median of the
+blocks' ratios (the last second and JAX's calls timed after it would meet different
+loads from other jobs on a shared machine).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -87,8 +92,25 @@ def _one(name: str) -> dict:
         theirs.jax.block_until_ready(g(*jargs))
         times.append(time.perf_counter() - t)
     found["jax_steady"] = statistics.median(times)
+    found["ratio"] = _alternating(lambda: f(*args),
+                                  lambda: theirs.jax.block_until_ready(g(*jargs)))  # fmt: skip
     print(json.dumps(found))
     return found
+
+
+def _alternating(ours: Callable, theirs: Callable, rounds: int = 21) -> float:
+    """The median over ``rounds`` of (our block's CPU time / theirs), each block as many
+    calls as take about 20 ms."""
+    per_call = min(_block(ours, 3), _block(theirs, 3)) / 3
+    n = max(1, int(0.02 / max(per_call, 1e-7)))
+    return statistics.median(_block(ours, n) / _block(theirs, n) for _ in range(rounds))
+
+
+def _block(fn: Callable, n: int) -> float:
+    start = time.process_time()
+    for _ in range(n):
+        fn()
+    return time.process_time() - start
 
 
 def report(names: list[str] | None = None) -> tuple[list[str], list[tuple]]:
@@ -103,7 +125,7 @@ def report(names: list[str] | None = None) -> tuple[list[str], list[tuple]]:
             done = subprocess.run([sys.executable, "-m", "benchmarks.first_seconds", "one", name],
                                   capture_output=True, text=True, env=env, check=True)  # fmt: skip
         r = json.loads(done.stdout.strip().splitlines()[-1])
-        ratio = r["steady"] / r["jax_steady"] if "jax_steady" in r else float("nan")
+        ratio = r.get("ratio", float("nan"))
         swapped = "-" if r["swapped"] is None else f"{r['swapped']:.2f}"
         lines.append(f"| {name}: {programs()[name]['title']} | {r['first_call']:.3f} | "
                      f"{r['second_call']:.3f} | {r['max_call'] * 1e3:.1f} | "

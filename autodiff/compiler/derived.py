@@ -18,8 +18,9 @@ field                holds                                       filled by
 ``compiled``         per (backend, fresh): the ``Compiled``      ``stages.compiled``
                      stage (kernels), None where nothing compiles
 ``mode``, ``calls``, the ``compile=`` of the jitted function it     ``tiers.call_graph``
-``run``              comes from; how often ``call_p`` ran it;
-                     what ``call_p`` runs (the replay, kernels)
+``counted``, ``run`` comes from; how often ``call_p`` ran it;
+                     the replay counted until hot; what
+                     ``call_p`` runs (the replay, kernels)
 ===================  ==========================================  =========================
 
 Nothing here is semantic: a graph's meaning is its equations and constants, and the
@@ -39,13 +40,14 @@ __all__ = ["Derived", "derived_of"]
 class Derived:
     """The results derived from one graph (see the module docstring)."""
 
-    __slots__ = ("calls", "compiled", "mode", "optimized", "prepared", "replays", "run",
-                 "transformed")  # fmt: skip
+    __slots__ = ("calls", "compiled", "counted", "mode", "optimized", "prepared", "replays",
+                 "run", "transformed")  # fmt: skip
 
     def __init__(self) -> None:
         self.mode: Any = "auto"
         self.calls = 0
         self.run: Any = None
+        self.counted: Any = None  # the replay whose calls are counted until hot ("auto")
         self.prepared: Graph | None = None
         self.transformed: Any = None  # core.caches.LRUCache, made by call.py
         self.optimized: dict[bool, Graph] = {}

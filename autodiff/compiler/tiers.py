@@ -14,8 +14,9 @@ engines tier their code:
    a loop of many steps, whose kernels pay off at once) the background worker
    (``background.py``) lowers and compiles the kernels and swaps them in (``Entry.run``)
    when they are ready: no call waits for the compiler, the replay runs meanwhile.
-   Where the kernels hold a loop, its body no longer compiles on its own
-   (``call_graph``: a loop body that lowers only in part compiles as its function does).
+   A function's loop bodies and branches compile on their own (``call_graph``: a
+   loop whose body lowers only in part) only once the function's compilation is decided
+   and its kernels do not hold them (``set_mode``, ``settle_functions``).
    ``compile=False`` stays on the replay; so does every signature where
    the backend is not available (llvmlite not installed, ``AUTODIFF_COMPILE=0``) or the
    arrays are another library's.
@@ -35,7 +36,7 @@ import numpy as np
 from autodiff.compiler import background
 from autodiff.compiler.derived import derived_of
 from autodiff.compiler.replay import array_kind
-from autodiff.compiler.stages import Traced, compiled, default_backend, replay
+from autodiff.compiler.stages import Traced, compiled, default_backend, optimized, replay
 from autodiff.core.graph import Graph
 from autodiff.errors import TransformValueError
 
@@ -44,6 +45,10 @@ __all__ = ["HOT_CALLS", "Entry", "at_once", "call_graph", "check_compile", "comp
 
 HOT_CALLS = 3  # calls of one signature after which compile="auto" compiles it (in the background)
 HOT_SECONDS = 0.005  # or seconds spent in its replay's calls (one slow call is enough)
+# A loop body or branch of a function compiling with "auto" waits for the function's own
+# compilation (set_mode), or compiles on its own after this many calls.
+AFTER_FUNCTION = "after its function"
+LATE_CALLS = 1000
 
 # Whether a first call compiles its replay at once instead of interpreting the graph.
 _at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("compile_at_once", default=False)
@@ -148,19 +153,33 @@ def count(entry: Entry, args: Sequence, seconds: float) -> None:
         layouts = _layouts(args)  # what the kernels are compiled for: this call's layouts
 
         def compile_then_swap() -> None:
-            found = compiled(entry.traced.graph, fresh=True, layouts=layouts, sync=False)
+            found = None
+            try:
+                found = compiled(entry.traced.graph, fresh=True, layouts=layouts, sync=False)
+            finally:
+                settle_functions(entry.traced.graph, found)
             if found is not None:
-                _retire_bodies(found)
                 entry.compiled = found
                 entry.run = found.run  # the next call runs it
 
         background.compile_later(compile_then_swap)
 
 
-def _retire_bodies(found: Any) -> None:
-    """The functions of the control flow the kernels hold (loop bodies, branches) are
-    not called on their own any more: they compile no more (``call_graph``)."""
-    _set_functions_mode([e for k in found.kernels for e in k.region.eqns], False)
+def settle_functions(graph: Graph, found: Any) -> None:
+    """Once ``graph``'s own compilation is decided (``found``: its ``Compiled``, or None),
+    the functions of its control flow that ``"auto"`` deferred (``AFTER_FUNCTION``) are
+    settled: those its kernels hold are not called on their own any more and never
+    compile; the others (a loop that runs as NumPy calls, its body lowering in part)
+    compile once hot, as a signature does (``call_graph``)."""
+    held = {id(e) for k in found.kernels for e in k.region.eqns} if found is not None else ()
+    for eqn in optimized(graph).eqns:
+        for inner in _functions(eqn):
+            store = derived_of(inner)
+            if id(eqn) in held:
+                set_mode(inner, False)
+            elif store.mode == AFTER_FUNCTION:
+                store.calls = 0
+                store.mode = "auto"
 
 
 def _layouts(args: Sequence) -> list[bool]:
@@ -168,21 +187,29 @@ def _layouts(args: Sequence) -> list[bool]:
 
 
 def set_mode(graph: Graph, mode: Any) -> None:
-    """``graph`` and the functions of its control flow (loop bodies, branches, at any
-    depth) take the ``compile=`` setting ``mode``: a body that runs as a replay (it lowers
-    only in part) is compiled, or not, as the function is (``call_graph``).  Set before
-    any of them runs: a body left at the default would compile on its own once hot."""
+    """``graph`` takes the ``compile=`` setting ``mode`` and the functions of its control
+    flow (loop bodies, branches, at any depth) follow it: a body that runs as a replay (it
+    lowers only in part) is compiled, or not, as the function is (``call_graph``), with
+    ``"auto"`` only after the function's own compilation is decided (``AFTER_FUNCTION``,
+    ``settle_functions``): the body of a scan runs hot within one call, and compiling it
+    alone is wasted where the function's kernels hold the whole loop.  Set before any of
+    them runs: a body left at the default would compile on its own once hot."""
     derived_of(graph).mode = mode
-    _set_functions_mode(graph.eqns, mode)
+    inner_mode = AFTER_FUNCTION if isinstance(mode, str) and mode == "auto" else mode
+    for eqn in graph.eqns:
+        for inner in _functions(eqn):
+            set_mode(inner, inner_mode)
 
 
-def _set_functions_mode(eqns: Sequence[Any], mode: Any) -> None:
-    for eqn in eqns:
-        for value in eqn.params.values():
-            for fn in value if isinstance(value, tuple) else (value,):
-                inner = getattr(fn, "graph", None)
-                if isinstance(inner, Graph):
-                    set_mode(inner, mode)
+def _functions(eqn: Any) -> list[Graph]:
+    """The staged functions of a control-flow equation (its parameters' graphs)."""
+    found = []
+    for value in eqn.params.values():
+        for fn in value if isinstance(value, tuple) else (value,):
+            inner = getattr(fn, "graph", None)
+            if isinstance(inner, Graph):
+                found.append(inner)
+    return found
 
 
 def call_graph(graph: Graph, args: Sequence) -> tuple:
@@ -195,6 +222,19 @@ def call_graph(graph: Graph, args: Sequence) -> tuple:
     run = store.run
     if run is not None:
         return run(*args)
+    plain = store.counted
+    if plain is None or array_kind(args)[0] != "numpy":
+        return _first_call_of(graph, store, args)
+    mode = mode_of(store.mode)
+    if mode is False:
+        return plain(*args)
+    _count_call(graph, store, plain, mode)
+    return plain(*args)
+
+
+def _first_call_of(graph: Graph, store: Any, args: Sequence) -> tuple:
+    """``call_graph``'s first call (or one on arrays of another kind): the replay written,
+    the graph's functions given its setting, its kernels compiled with ``True``."""
     kind = array_kind(args)
     plain = replay(graph, kind[0], kind[1])
     set_mode(graph, store.mode)  # its loops' bodies: as the graph (derived graphs' are new)
@@ -206,14 +246,27 @@ def call_graph(graph: Graph, args: Sequence) -> tuple:
         found = compiled(graph)
         store.run = found.run if found is not None else plain
         return store.run(*args)
-    store.calls += 1
-    if store.calls == HOT_CALLS:
-
-        def compile_then_swap() -> None:
-            if mode_of(store.mode) is False:  # its loop compiled whole meanwhile
-                return
-            found = compiled(graph, sync=False)
-            store.run = found.run if found is not None else plain
-
-        background.compile_later(compile_then_swap, nested=True)
+    store.counted = plain  # the later calls go straight to it, counted
+    _count_call(graph, store, plain, mode)
     return plain(*args)
+
+
+def _count_call(graph: Graph, store: Any, plain: Callable, mode: Any) -> None:
+    """One more call of ``graph``'s replay: once hot, compile it in the background (a
+    function's body, later, and after the signatures' jobs)."""
+    store.calls += 1
+    deferred = isinstance(mode, str) and mode == AFTER_FUNCTION
+    if store.calls != (LATE_CALLS if deferred else HOT_CALLS):
+        return
+
+    def compile_then_swap() -> None:
+        if mode_of(store.mode) is False:  # its function's kernels hold it meanwhile
+            return
+        found = None
+        try:
+            found = compiled(graph, sync=False)
+        finally:
+            settle_functions(graph, found)
+        store.run = found.run if found is not None else plain
+
+    background.compile_later(compile_then_swap, nested=deferred)
