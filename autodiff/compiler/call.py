@@ -25,7 +25,7 @@ with the graph, a ``cond`` becomes a cond of the branches' transforms, a
 ``while_loop`` a loop of the transformed functions (vmap, jvp).  Where a transform
 cannot be staged (``ConcretizationError``: reverse mode through a ``while_loop`` whose
 carry it differentiates, whose trip count exists only when it runs), the graph is
-evaluated at the transform's own level instead, as eagerly (``_transformed``: the
+evaluated at the transform's own level instead, as eagerly (``_derived``: the
 decision is kept with the graph's derived forms).
 
 Taylor mode and ``explain`` evaluate the graph at their own level (so explain lists the
