@@ -273,3 +273,16 @@ def test_a_checkpointed_scan_node_recomputes_with_the_forward_interpreter():
     _close(first, want, rtol=1e-12)
     _close(second, 2.0 * want, rtol=1e-12)
     assert current_interpreters() == ()
+
+
+@pytest.mark.parametrize("x", [2.0, -2.0], ids=["true branch", "false branch"])
+def test_jvp_and_vmap_inside_a_jit_run_only_the_taken_branch_of_a_cond_they_do_not_reach(x):
+    """The cond's operands carry no tangent and no batch axis (they are the jit's own):
+    it stays a cond, so the branch not taken (undefined there) never runs."""
+    branches = (lambda v: anp.sqrt(v), lambda v: anp.log(-v))
+    f = lambda w, x: jvp(lambda w: w * cond(x > 0, *branches, x), (w,), (1.0,))
+    g = lambda ws, x: vmap(lambda w: w * cond(x > 0, *branches, x))(ws)
+    with np.errstate(all="raise"):
+        _close(jit(f)(3.0, x), f(3.0, x), rtol=1e-15)
+        ws = np.array([0.5, -1.0, 2.0])
+        _close(jit(g)(ws, x), g(ws, x), rtol=1e-15)

@@ -459,8 +459,6 @@ def _pushed_cond(interp: JvpInterpreter, args: tuple, params: dict) -> tuple | N
         return None
     staged, const_list, picks, out_avals = found
     const_primals, const_tangents = unzip(dual_parts(interp, c) for c in const_list)
-    if all(t is None for t in (*tangents, *const_tangents)):
-        return None  # nothing here has a tangent
     like = library_of([*primals, *const_primals])
     op_has = [t is not None for t in tangents]
     jgs = []
