@@ -36,7 +36,14 @@ import numpy as np
 from autodiff.compiler import background
 from autodiff.compiler.derived import derived_of
 from autodiff.compiler.replay import array_kind
-from autodiff.compiler.stages import Traced, compiled, default_backend, optimized, replay
+from autodiff.compiler.stages import (
+    Traced,
+    compiled,
+    default_backend,
+    functions_of,
+    optimized,
+    replay,
+)
 from autodiff.core.graph import Graph
 from autodiff.errors import TransformValueError
 
@@ -173,7 +180,7 @@ def settle_functions(graph: Graph, found: Any) -> None:
     compile once hot, as a signature does (``call_graph``)."""
     held = {id(e) for k in found.kernels for e in k.region.eqns} if found is not None else ()
     for eqn in optimized(graph).eqns:
-        for inner in _functions(eqn):
+        for _, inner in functions_of(eqn):
             store = derived_of(inner)
             if id(eqn) in held:
                 set_mode(inner, False)
@@ -197,19 +204,8 @@ def set_mode(graph: Graph, mode: Any) -> None:
     derived_of(graph).mode = mode
     inner_mode = AFTER_FUNCTION if isinstance(mode, str) and mode == "auto" else mode
     for eqn in graph.eqns:
-        for inner in _functions(eqn):
+        for _, inner in functions_of(eqn):
             set_mode(inner, inner_mode)
-
-
-def _functions(eqn: Any) -> list[Graph]:
-    """The staged functions of a control-flow equation (its parameters' graphs)."""
-    found = []
-    for value in eqn.params.values():
-        for fn in value if isinstance(value, tuple) else (value,):
-            inner = getattr(fn, "graph", None)
-            if isinstance(inner, Graph):
-                found.append(inner)
-    return found
 
 
 def call_graph(graph: Graph, args: Sequence) -> tuple:
