@@ -286,3 +286,18 @@ def test_jvp_and_vmap_inside_a_jit_run_only_the_taken_branch_of_a_cond_they_do_n
         _close(jit(f)(3.0, x), f(3.0, x), rtol=1e-15)
         ws = np.array([0.5, -1.0, 2.0])
         _close(jit(g)(ws, x), g(ws, x), rtol=1e-15)
+
+
+def test_call_ps_vjp_rule_differentiates_a_while_loop_graph_at_its_callers_level():
+    """call_p's VJP rule called on a bind's parameters (a transform of your own treating
+    it as an ordinary primitive): a graph whose VJP cannot be staged (the while_loop's
+    carry differentiated) is differentiated as eager grad does."""
+    from autodiff.compiler.call import call_p
+
+    rng = np.random.default_rng(10)
+    w, x = 0.5 * rng.normal(size=3), rng.normal(size=3)
+    graph = jit(newton).trace(w, x).graph
+    ans = jit(newton)(w, x)
+    got = call_p.vjp_rule()((np.array(2.0),), (ans,), [w, x], {"graph": graph, "name": "n"}, [0, 1])
+    want = grad(lambda w, x: 2.0 * newton(w, x), argnums=(0, 1))(w, x)
+    _close(tuple(got), want, rtol=1e-12)
