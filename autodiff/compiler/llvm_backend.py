@@ -231,6 +231,7 @@ class _Built:
         size = self.workspace
         kept = STACK_BYTES < size <= KEPT_BYTES
         if kept:  # the kernel's buffer, the last "constant"
+            f.do(f"; workspace: {size} bytes, the kernel's own buffer")
             ws = field(arg(), _ARRAY_DATA, "ptr")
         for _ in region.outputs:
             call_args.append(f"ptr {field(arg(), _ARRAY_DATA, 'ptr')}")
