@@ -257,9 +257,10 @@ def test_sums_are_numpys_pairwise_sums(dtype):
 
 
 def _workspace_bytes(text):
-    """The largest workspace a kernel's entry takes (on the stack or malloc'ed)."""
-    sizes = re.findall(r"alloca i8, i64 (\d+)|@adx_malloc\(i64 (\d+)\)", text)
-    return max(int(a or b) for a, b in sizes)
+    """The largest workspace a kernel's entry takes (on the stack, the kernel's own
+    buffer, or malloc'ed)."""
+    found = r"alloca i8, i64 (\d+)|@adx_malloc\(i64 (\d+)\)|; workspace: (\d+) bytes"
+    return max(int(a or b or c) for a, b, c in re.findall(found, text))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

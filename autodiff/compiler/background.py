@@ -2,15 +2,19 @@
 
 ``jit(f, compile="auto")`` hands a hot signature's compilation here (``tiers.py``): no
 call waits for a compiler.  A job compiles and installs what it compiled; one that raises
-leaves the signature on the replay.  The thread is the process's (no other process is
-started, none outlives it): LLVM releases the GIL while it optimises and generates code,
-so the program's threads run on meanwhile.  At exit the job under way is waited for (a
+leaves the signature on the replay.  A signature's job goes ahead of the queued jobs of
+loop bodies and branches (``nested``): the body of a scan runs hot within a call or two,
+and once the signature's kernels hold the loop, compiling the body alone is wasted.
+The thread is the process's (no other process is started, none outlives it): LLVM
+releases the GIL while it optimises and generates code, so the program's threads run on
+meanwhile.  At exit the job under way is waited for (a
 compilation takes well under a second) and the others are dropped.
 """
 
 from __future__ import annotations
 
 import atexit
+import itertools
 import queue
 import threading
 from collections.abc import Callable
@@ -22,7 +26,8 @@ class _Worker:
     """One daemon thread running jobs in turn, started with the first."""
 
     def __init__(self) -> None:
-        self.jobs: queue.Queue = queue.Queue()
+        self.jobs: queue.PriorityQueue = queue.PriorityQueue()
+        self.order = itertools.count()  # first come, first served within a priority
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
         self.stopping = False
@@ -31,7 +36,7 @@ class _Worker:
         self.pending = 0
         self.running = threading.Lock()  # held while a job runs
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], None], nested: bool) -> None:
         with self.lock:
             if self.stopping:
                 return
@@ -41,11 +46,11 @@ class _Worker:
                 self.thread = threading.Thread(target=self._run, name="autodiff-compile",
                                                daemon=True)  # fmt: skip
                 self.thread.start()
-        self.jobs.put(job)
+        self.jobs.put((nested, next(self.order), job))
 
     def _run(self) -> None:
         while True:
-            job = self.jobs.get()
+            _, _, job = self.jobs.get()
             try:
                 with self.running:
                     if not self.stopping:
@@ -68,9 +73,10 @@ _worker = _Worker()
 atexit.register(_worker.stop)
 
 
-def compile_later(job: Callable[[], None]) -> None:
-    """Run ``job`` (which compiles kernels and installs them) in the background."""
-    _worker.submit(job)
+def compile_later(job: Callable[[], None], nested: bool = False) -> None:
+    """Run ``job`` (which compiles kernels and installs them) in the background; a
+    signature's job (``nested`` False) before the queued jobs of loop bodies."""
+    _worker.submit(job, nested)
 
 
 def wait_for_background(timeout: float | None = None) -> bool:

@@ -20,11 +20,13 @@ batched, so ``grad(jit(f))`` replays compiled code too:
   inlined into the caller's graph, so the passes see (and simplify across) the whole
   program and the replay stays one flat function.
 
-A graph holding control flow decided by values (a ``cond``'s branch, a
-``while_loop``'s trip count, also inside a ``scan``'s body: ``runs_at_level``) is
-evaluated at the transform's own level instead, where those values exist, so its loops
-and branches are transformed as they are eagerly; a ``scan`` alone is transformed with
-the graph (its staged regime, ``control/scan.py``).
+Control flow takes its staged routes there (``control/``): a ``scan`` is transformed
+with the graph, a ``cond`` becomes a cond of the branches' transforms, a
+``while_loop`` a loop of the transformed functions (vmap, jvp).  Where a transform
+cannot be staged (``ConcretizationError``: reverse mode through a ``while_loop`` whose
+carry it differentiates, whose trip count exists only when it runs), the graph is
+evaluated at the transform's own level instead, as eagerly (``_derived``: the
+decision is kept with the graph's derived forms).
 
 Taylor mode and ``explain`` evaluate the graph at their own level (so explain lists the
 primitives a jitted function runs, as it does for the function itself).  Under any
@@ -46,20 +48,21 @@ import numpy as np
 from autodiff.compiler.derived import derived_of
 from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
 from autodiff.compiler.tiers import call_graph
-from autodiff.core.arrays import library_of
+from autodiff.core.arrays import is_float, library_of
 from autodiff.core.caches import LRUCache
 from autodiff.core.errstate import combined
 from autodiff.core.graph import Eqn, Graph, Literal, Var, aval_of
 from autodiff.core.primitive import Primitive, process
+from autodiff.errors import ConcretizationError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
 from autodiff.interpreters.explain import ExplainInterpreter
-from autodiff.interpreters.forward import DualTensor, JvpInterpreter
-from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
+from autodiff.interpreters.forward import DualTensor, JvpInterpreter, jvp
+from autodiff.interpreters.reverse import GradInterpreter, GradTensor, _vjp, recording, unpack
 from autodiff.interpreters.staging import StagedTensor, StagingInterpreter, eval_graph
 from autodiff.interpreters.tape import Dropped, Node
 from autodiff.interpreters.taylor import JetInterpreter
 
-__all__ = ["CallPrimitive", "call_p", "decided_by_values", "runs_at_level"]
+__all__ = ["AT_LEVEL", "CallPrimitive", "call_p"]
 
 
 class CallPrimitive(Primitive):
@@ -80,8 +83,15 @@ call_p = CallPrimitive("jit_call", _call_impl, multiple_results=True)
 DERIVED_MAXSIZE = 64
 
 
+# What a transform of a graph is where it cannot be staged: the graph is evaluated at the
+# transform's level.
+AT_LEVEL = "at level"
+
+
 def _derived(graph: Graph, key: tuple, make: Any) -> Any:
-    """``make()``, cached on ``graph`` under ``key`` (staged once per key while kept)."""
+    """``make()``, cached on ``graph`` under ``key`` (staged once per key while kept);
+    ``AT_LEVEL`` where staging it raised ``ConcretizationError`` (the transform needs
+    values: it runs at its level, as eagerly)."""
     store = derived_of(graph)
     cache = store.transformed
     if cache is None:
@@ -89,7 +99,14 @@ def _derived(graph: Graph, key: tuple, make: Any) -> Any:
             if store.transformed is None:
                 store.transformed = LRUCache(DERIVED_MAXSIZE)
             cache = store.transformed
-    return cache.get_or_make(key, lambda: _inheriting(graph, make()))
+
+    def staged() -> Any:
+        try:
+            return _inheriting(graph, make())
+        except ConcretizationError:
+            return AT_LEVEL
+
+    return cache.get_or_make(key, staged)
 
 
 def _inheriting(graph: Graph, made: Any) -> Any:
@@ -106,28 +123,6 @@ def _avals(values: Any) -> tuple:
     return tuple(aval_of(v) for v in values)
 
 
-def runs_at_level(graph: Graph) -> bool:
-    """Whether ``graph`` holds control flow whose branches or trip counts are decided
-    by values (``cond``, ``while_loop``, also inside a ``scan``'s body), known only when
-    it runs: a transform of a jitted function then evaluates its graph at the
-    transform's own level instead of staging the transformed graph, so those loops and
-    branches are differentiated and batched as they are eagerly.  A ``scan``'s trip
-    count is static: the transformed graph holds the transformed scan (its staged
-    regime, ``control/scan.py``)."""
-    store = derived_of(graph)
-    found = store.runs_at_level
-    if found is None:
-        found = store.runs_at_level = any(map(decided_by_values, graph.eqns))
-    return found
-
-
-def decided_by_values(eqn: Eqn) -> bool:
-    """Whether what ``eqn`` runs is decided by values: its primitive says, from the
-    equation's parameters (``ControlFlowPrimitive.decided_by_values``)."""
-    decided = getattr(eqn.prim, "decided_by_values", None)
-    return decided is not None and decided(eqn.params)
-
-
 # --- forward mode --------------------------------------------------------------------------------
 
 
@@ -138,20 +133,22 @@ def _jvp_of_call(interp: JvpInterpreter, prim: CallPrimitive, args: tuple, param
     has = tuple(t is not None for t in tangents)
     if not any(has):
         return prim.bind(*primals, **params)
-    if runs_at_level(params["graph"]):
-        return tuple(eval_graph(params["graph"], *args))
     pairs = _call_jvp(primals, tangents, params["graph"], params["name"])
+    if pairs is AT_LEVEL:
+        return tuple(eval_graph(params["graph"], *args))
     return tuple(o if t is None else DualTensor(interp, o, t) for o, t in pairs)
 
 
-def _call_jvp(primals: Sequence, tangents: Sequence, graph: Graph, name: str) -> list:
+def _call_jvp(primals: Sequence, tangents: Sequence, graph: Graph, name: str) -> Any:
     """(output, its tangent or None) pairs: the call of ``jvp(graph)``, staged once per
-    which inputs have tangents."""
+    which inputs have tangents; ``AT_LEVEL`` where it cannot be staged."""
     has = tuple(t is not None for t in tangents)
     moving = [t for t in tangents if t is not None]
     like = library_of(primals)
     key = ("jvp", has, _avals(moving), type(like))
     jg = _derived(graph, key, lambda: jvp_graph(graph, has, key[2], like))
+    if jg is AT_LEVEL:
+        return AT_LEVEL
     out = call_p.bind(*primals, *moving, graph=jg.graph, name=f"jvp({name})")
     n = len(jg.out_has_tangent)
     tangents_out = iter(out[n:])
@@ -160,8 +157,13 @@ def _call_jvp(primals: Sequence, tangents: Sequence, graph: Graph, name: str) ->
 
 def _call_jvp_rule(tangents, ans, *primals, graph, name, **recorded):
     """The JVP rule (for ``linearize``, which replays JVP rules over the tape)."""
-    return tuple(np.zeros_like(o) if t is None else t
-                 for o, t in _call_jvp(primals, tangents, graph, name))  # fmt: skip
+    pairs = _call_jvp(primals, tangents, graph, name)
+    if pairs is AT_LEVEL:  # the graph's own JVP, at the level of whoever called the rule
+        _, out_tangents = jvp(lambda *xs: tuple(eval_graph(graph, *xs)), tuple(primals),
+                              tuple(np.zeros_like(p) if t is None else t
+                                    for p, t in zip(primals, tangents)))  # fmt: skip
+        return tuple(out_tangents)
+    return tuple(np.zeros_like(o) if t is None else t for o, t in pairs)
 
 
 call_p.def_jvp(lambda tangents, ans, primals, params: _call_jvp_rule(tangents, ans, *primals,
@@ -179,11 +181,11 @@ def _grad_of_call(interp: GradInterpreter, prim: CallPrimitive, args: tuple, par
     if not parents or not recording(interp):
         return prim.bind(*values, **params)
     graph = params["graph"]
-    if runs_at_level(graph):
-        return tuple(eval_graph(graph, *args))
     argnums = tuple(i for i, _, _ in parents)
     like = library_of(values)
     vg = _derived(graph, ("vjp", argnums, type(like)), lambda: vjp_graphs(graph, argnums, like))
+    if vg is AT_LEVEL:  # a while_loop differentiated through its iterations: as eagerly
+        return tuple(eval_graph(graph, *args))
     out = prim.bind(*values, graph=vg.forward, name=f"forward({params['name']})")
     outs, residuals = out[: vg.n_out], out[vg.n_out :]
     # The backward graph reads residuals only; the tape keeps the primals' shapes.
@@ -204,12 +206,29 @@ def _call_vjp_rule(cts, ans, primals, params, argnums):
         like, argnums = library_of(primals), tuple(argnums)
         vg = _derived(graph, ("vjp", argnums, type(like)),
                       lambda: vjp_graphs(graph, argnums, like))  # fmt: skip
+        if vg is AT_LEVEL:  # the graph's own VJP, at the level of whoever called the rule
+            return _vjp_at_level(graph, cts, primals, argnums)
         residuals = call_p.bind(*primals, graph=vg.forward, name="forward")[vg.n_out :]
     else:
         residuals = params["residuals"]
     float_cts = [cts[j] for j in vg.float_outputs]
     return list(call_p.bind(*residuals, *float_cts, graph=vg.backward,
                             name=f"backward({params['name']})"))  # fmt: skip
+
+
+def _vjp_at_level(graph: Graph, cts: Sequence, primals: Sequence, argnums: tuple) -> list:
+    floats = [j for j, v in enumerate(graph.outvars) if is_float(v.aval)]
+
+    def differentiated(*chosen: Any) -> tuple:
+        full = list(primals)
+        for i, c in zip(argnums, chosen):
+            full[i] = c
+        outs = eval_graph(graph, *full)
+        return tuple(outs[j] for j in floats)
+
+    _, pullback, _ = _vjp(differentiated, tuple(primals[i] for i in argnums), False,
+                          "grad of jit")  # fmt: skip
+    return list(pullback(tuple(cts[j] for j in floats)))
 
 
 call_p.def_vjp(_call_vjp_rule, packed=True)
@@ -223,12 +242,12 @@ def _batch_of_call(interp: BatchInterpreter, prim: CallPrimitive, args: tuple, p
     values = [a.value for a in args]
     dims = tuple(a.bdim for a in args)
     graph = params["graph"]
-    if runs_at_level(graph):
-        return tuple(eval_graph(graph, *(a.value if a.bdim is None else a for a in args)))
     like = library_of(values)
     key = ("batch", dims, _avals(values), interp.size, interp.randomness, type(like))
     bg = _derived(graph, key, lambda: batch_graph(graph, dims, key[2], interp.size,
                                                    interp.randomness, like))  # fmt: skip
+    if bg is AT_LEVEL:
+        return tuple(eval_graph(graph, *(a.value if a.bdim is None else a for a in args)))
     out = prim.bind(*values, graph=bg.graph, name=f"vmap({params['name']})")
     return tuple(o if d is None else BatchedTensor(interp, o, d) for o, d in zip(out, bg.out_dims))
 

@@ -9,9 +9,8 @@ loop body run at every step).  Each result is a typed field of the graph's ``Der
 field                holds                                       filled by
 ===================  ==========================================  =========================
 ``prepared``         the graph as transforms read it (passes)    ``graph_transforms.py``
-``transformed``      its JVP, VJP and batched graphs (an LRU)    ``call.py``
-``runs_at_level``    whether it holds control flow decided by    ``call.py``
-                     values (transforms then evaluate it)
+``transformed``      its JVP, VJP and batched graphs (an LRU;    ``call.py``
+                     ``AT_LEVEL`` where one cannot be staged)
 ``optimized``        per "NumPy constants allowed": the graph    ``stages.optimized``
                      replays run (passes, custom rules inlined)
 ``replays``          per (array kind, library, fresh): the       ``stages.replay``
@@ -19,8 +18,9 @@ field                holds                                       filled by
 ``compiled``         per (backend, fresh): the ``Compiled``      ``stages.compiled``
                      stage (kernels), None where nothing compiles
 ``mode``, ``calls``, the ``compile=`` of the jitted function it     ``tiers.call_graph``
-``run``              comes from; how often ``call_p`` ran it;
-                     what ``call_p`` runs (the replay, kernels)
+``counted``, ``run`` comes from; how often ``call_p`` ran it;
+                     the replay counted until hot; what
+                     ``call_p`` runs (the replay, kernels)
 ===================  ==========================================  =========================
 
 Nothing here is semantic: a graph's meaning is its equations and constants, and the
@@ -40,16 +40,16 @@ __all__ = ["Derived", "derived_of"]
 class Derived:
     """The results derived from one graph (see the module docstring)."""
 
-    __slots__ = ("calls", "compiled", "mode", "optimized", "prepared", "replays", "run",
-                 "runs_at_level", "transformed")  # fmt: skip
+    __slots__ = ("calls", "compiled", "counted", "mode", "optimized", "prepared", "replays",
+                 "run", "transformed")  # fmt: skip
 
     def __init__(self) -> None:
         self.mode: Any = "auto"
         self.calls = 0
         self.run: Any = None
+        self.counted: Any = None  # the replay whose calls are counted until hot ("auto")
         self.prepared: Graph | None = None
         self.transformed: Any = None  # core.caches.LRUCache, made by call.py
-        self.runs_at_level: bool | None = None
         self.optimized: dict[bool, Graph] = {}
         self.replays: dict[tuple, Any] = {}
         self.compiled: dict[tuple, Any] = {}

@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -108,9 +109,12 @@ class JitFunction:
                 entry = self._flat.get(tuple(key))
                 if entry is not None and not (entry.effects and current_interpreters()):
                     self._hits += 1
-                    out = entry.run(*args)  # type: ignore[misc]
-                    if entry.watch:
-                        tiers.count(entry, args)
+                    if entry.watch:  # compile="auto", not hot yet: timed
+                        start = time.perf_counter()
+                        out = entry.run(*args)  # type: ignore[misc]
+                        tiers.count(entry, args, time.perf_counter() - start)
+                    else:
+                        out = entry.run(*args)  # type: ignore[misc]
                     return (
                         out[0]
                         if entry.single
@@ -150,9 +154,10 @@ class JitFunction:
                 if entry.flat_key is not None:
                     with self._lock:
                         self._flat[entry.flat_key] = entry
+            start = time.perf_counter()
             out = run(*leaves)
             if entry.watch:
-                tiers.count(entry, leaves)
+                tiers.count(entry, leaves, time.perf_counter() - start)
         return optree.tree_unflatten(staged.out_tree, list(out))
 
     # --- staging -------------------------------------------------------------------------------

@@ -14,8 +14,12 @@ built-in costs).  It checks each argument: an exact ``ndarray``, aligned, with t
 NumPy's own calls would give it (C order, or the strides ``llvm_values.numpy_layouts``
 predicts: a transposed view, ...), or for a 0-d input a 0-d array, a NumPy scalar or a
 Python float of its dtype; it takes their data pointers, clears the floating-point status
-flags, runs the body (the workspace on the stack, or ``malloc``'ed when large) and returns
-``code << 8 | flags`` (``kernel_call.py``).
+flags, runs the body (the workspace on the stack; a larger one the kernel's own NumPy
+buffer, allocated once and passed after the constants: a kernel runs holding the GIL and
+calls no Python, so no two runs share it; one above ``KEPT_BYTES`` ``malloc``'ed at each
+call, not kept) and returns ``code << 8 | flags`` (``kernel_call.py``).  A workspace
+``malloc``'ed at every call cost W2's gradient (38 MB of intermediates) a fresh mapping
+of its pages each time: 1.37x the replay.
 
 ``AUTODIFF_COMPILE=0`` switches the backend off; without llvmlite it is off
 (``available()``, ``why_not()``).
@@ -42,7 +46,8 @@ __all__ = ["BACKEND", "MIN_EQUATIONS", "MIN_SCALAR_EQUATIONS", "LLVMBackend", "l
 
 MIN_EQUATIONS = 2  # elementwise equations on arrays a region without a loop needs
 MIN_SCALAR_EQUATIONS = 8  # or elementwise equations on 0-d values
-STACK_BYTES = 1 << 16  # a workspace up to this size lives on the stack, larger ones malloc'ed
+STACK_BYTES = 1 << 16  # a workspace up to this size lives on the stack, larger ones in a buffer
+KEPT_BYTES = 1 << 26  # the kernel keeps its buffer up to this size; larger ones malloc'ed per call
 
 
 # --- regions ----------------------------------------------------------------------------------
@@ -155,13 +160,14 @@ class _Built:
         params = [*cg.params, *(f"ptr noalias %o{i}" for i in range(len(outs))), "ptr noalias %ws"]
         cg.f.header = f"define internal i32 @body({', '.join(params)}) alwaysinline nounwind"
         self.consts = cg.consts
+        self.workspace = max(cg.workspace, 64)
         names = " ".join(e.prim.name for e in region.eqns)
         self.text = f"; kernel: {names}\n" + module_text([self])
 
     def entry(self) -> str:
         """The entry CPython calls: arguments checked and unpacked, the body run between
         clearing and reading the status flags."""
-        cg, region = self.cg, self.region
+        region = self.region
         f = Function("define ptr @entry(ptr %self, ptr %args, i64 %nargs)")
         f.n = 0
         ndarray = _type_symbol(np.ndarray)
@@ -222,14 +228,18 @@ class _Built:
             call_args.append(f"{reg_type(dtype)} {value}")
         for _ in self.consts:
             call_args.append(f"ptr {field(arg(), _ARRAY_DATA, 'ptr')}")
+        size = self.workspace
+        kept = STACK_BYTES < size <= KEPT_BYTES
+        if kept:  # the kernel's buffer, the last "constant"
+            f.do(f"; workspace: {size} bytes, the kernel's own buffer")
+            ws = field(arg(), _ARRAY_DATA, "ptr")
         for _ in region.outputs:
             call_args.append(f"ptr {field(arg(), _ARRAY_DATA, 'ptr')}")
-        size = max(cg.workspace, 64)
         fe = llvm_engine.fe_bits()
         every = fe[0] | fe[1] | fe[2] | fe[3]
         if size <= STACK_BYTES:
             ws = f.alloca("i8", size, 64)
-        else:
+        elif not kept:
             ws = f.op(f"call ptr @adx_malloc(i64 {size})")
             missing = f.op(f"icmp eq ptr {ws}, null")
             ok = f.block("ok")
@@ -238,7 +248,7 @@ class _Built:
         f.do(f"call i32 @adx_feclearexcept(i32 {every})")
         rc = f.op(f"call i32 @body({', '.join(call_args)}, ptr {ws})")
         raised = f.op(f"call i32 @adx_fetestexcept(i32 {every})")
-        if size > STACK_BYTES:
+        if size > KEPT_BYTES:
             f.do(f"call void @adx_free(ptr {ws})")
         failed = f.op(f"icmp slt i32 {rc}, 0")
         done = f.block("done")
@@ -340,7 +350,12 @@ class LLVMBackend(Backend):
         def strides(a: np.ndarray, var: Any) -> tuple:
             return _expected_strides(a, var, layouts)
 
-        run = caller(native.functions[0], region, built.consts, llvm_engine.fe_bits(), strides)
+        consts = list(built.consts)
+        if STACK_BYTES < built.workspace <= KEPT_BYTES:  # the kernel's own, kept
+            buffer = np.empty(built.workspace + 64, np.uint8)
+            start = -buffer.ctypes.data % 64  # aligned as the stack's workspace is
+            consts.append(buffer[start : start + built.workspace])
+        run = caller(native.functions[0], region, consts, llvm_engine.fe_bits(), strides)
         kernel = KernelPrimitive(run, region, built.text)
         kernel.native = native
         return kernel

@@ -56,6 +56,7 @@ __all__ = [
     "cost_of",
     "default_backend",
     "failures",
+    "functions_of",
     "lower",
     "optimized",
     "replay",
@@ -310,7 +311,7 @@ class Lowered:
             return []
         lines = []
         for eqn in self.numpy_calls:
-            for label, graph in _functions(eqn):
+            for label, graph in functions_of(eqn):
                 inner = lower(graph, self.backend)
                 outs = " ".join(f"{v.aval.str_short()}" for v in eqn.outvars)
                 lines += ["", f"# {eqn.prim.name} -> ({outs}) runs as NumPy calls; its {label}, "
@@ -443,7 +444,7 @@ def _text(graph: Graph, regions: Sequence[Any], texts: Sequence[str], backend: s
     return "\n".join(lines)
 
 
-def _functions(eqn: Eqn) -> list[tuple[str, Graph]]:
+def functions_of(eqn: Eqn) -> list[tuple[str, Graph]]:
     """The staged functions a control-flow equation calls (``GraphFn`` parameters, alone
     or in a tuple: ``cond``'s branches), with their parameter's name."""
     out = []

@@ -9,10 +9,15 @@ engines tier their code:
 2. **The second call** writes the replay (``stages.replay``), which every later call
    runs; with ``compile=True`` it also lowers and compiles the kernels
    (``stages.compiled``), here, and runs them from then on.
-3. **A hot signature**, with ``compile="auto"``: the calls of the replay are counted,
-   and at ``HOT_CALLS`` the background worker (``background.py``) lowers and compiles
-   the kernels and swaps them in (``Entry.run``) when they are ready: no call waits for
-   the compiler.  ``compile=False`` stays on the replay; so does every signature where
+3. **A hot signature**, with ``compile="auto"``: the calls of the replay are counted
+   and timed, and at ``HOT_CALLS`` calls or ``HOT_SECONDS`` spent in them (a slow replay:
+   a loop of many steps, whose kernels pay off at once) the background worker
+   (``background.py``) lowers and compiles the kernels and swaps them in (``Entry.run``)
+   when they are ready: no call waits for the compiler, the replay runs meanwhile.
+   A function's loop bodies and branches compile on their own (``call_graph``: a
+   loop whose body lowers only in part) only once the function's compilation is decided
+   and its kernels do not hold them (``set_mode``, ``settle_functions``).
+   ``compile=False`` stays on the replay; so does every signature where
    the backend is not available (llvmlite not installed, ``AUTODIFF_COMPILE=0``) or the
    arrays are another library's.
 
@@ -31,7 +36,14 @@ import numpy as np
 from autodiff.compiler import background
 from autodiff.compiler.derived import derived_of
 from autodiff.compiler.replay import array_kind
-from autodiff.compiler.stages import Traced, compiled, default_backend, replay
+from autodiff.compiler.stages import (
+    Traced,
+    compiled,
+    default_backend,
+    functions_of,
+    optimized,
+    replay,
+)
 from autodiff.core.graph import Graph
 from autodiff.errors import TransformValueError
 
@@ -39,6 +51,11 @@ __all__ = ["HOT_CALLS", "Entry", "at_once", "call_graph", "check_compile", "comp
            "compiling", "mode_of", "set_mode"]  # fmt: skip
 
 HOT_CALLS = 3  # calls of one signature after which compile="auto" compiles it (in the background)
+HOT_SECONDS = 0.005  # or seconds spent in its replay's calls (one slow call is enough)
+# A loop body or branch of a function compiling with "auto" waits for the function's own
+# compilation (set_mode), or compiles on its own after this many calls.
+AFTER_FUNCTION = "after its function"
+LATE_CALLS = 1000
 
 # Whether a first call compiles its replay at once instead of interpreting the graph.
 _at_once: contextvars.ContextVar[bool] = contextvars.ContextVar("compile_at_once", default=False)
@@ -93,17 +110,18 @@ class Entry:
     (``run``: None until the second call, then the replay, then the kernels' replay), the
     ``Compiled`` stage once there is one, and the counts the tiers go by."""
 
-    __slots__ = ("calls", "compiled", "effects", "flat_key", "ran", "run", "single", "traced",
-                 "watch")  # fmt: skip
+    __slots__ = ("calls", "compiled", "effects", "flat_key", "ran", "run", "single", "spent",
+                 "traced", "watch")  # fmt: skip
 
     def __init__(self, traced: Traced, flat_key: Any) -> None:
         self.traced = traced
         self.run: Callable | None = None
         self.compiled: Any = None  # stages.Compiled
         self.ran = False  # whether a call ran it (the first is interpreted)
-        # compile="auto": calls of the replay are counted until HOT_CALLS
+        # compile="auto": calls of the replay are counted (and timed) until hot
         self.watch = False
         self.calls = 0
+        self.spent = 0.0
         self.single = traced.out_tree.is_leaf()  # the function returns one array
         # the key of the fast path, when the arguments are positional NumPy arrays only
         self.flat_key = flat_key
@@ -132,15 +150,21 @@ def first_run(entry: Entry, kind: tuple, leaves: Sequence, setting: Any) -> Call
     return run
 
 
-def count(entry: Entry, args: Sequence) -> None:
-    """One more call of ``entry``'s replay: at ``HOT_CALLS``, compile in the background."""
+def count(entry: Entry, args: Sequence, seconds: float) -> None:
+    """One more call of ``entry``'s replay, which took ``seconds``: at ``HOT_CALLS``
+    calls or ``HOT_SECONDS`` in all, compile in the background."""
     entry.calls += 1
-    if entry.calls >= HOT_CALLS:
+    entry.spent += seconds
+    if entry.calls >= HOT_CALLS or entry.spent >= HOT_SECONDS:
         entry.watch = False
         layouts = _layouts(args)  # what the kernels are compiled for: this call's layouts
 
         def compile_then_swap() -> None:
-            found = compiled(entry.traced.graph, fresh=True, layouts=layouts, sync=False)
+            found = None
+            try:
+                found = compiled(entry.traced.graph, fresh=True, layouts=layouts, sync=False)
+            finally:
+                settle_functions(entry.traced.graph, found)
             if found is not None:
                 entry.compiled = found
                 entry.run = found.run  # the next call runs it
@@ -148,22 +172,40 @@ def count(entry: Entry, args: Sequence) -> None:
         background.compile_later(compile_then_swap)
 
 
+def settle_functions(graph: Graph, found: Any) -> None:
+    """Once ``graph``'s own compilation is decided (``found``: its ``Compiled``, or None),
+    the functions of its control flow that ``"auto"`` deferred (``AFTER_FUNCTION``) are
+    settled: those its kernels hold are not called on their own any more and never
+    compile; the others (a loop that runs as NumPy calls, its body lowering in part)
+    compile once hot, as a signature does (``call_graph``)."""
+    held = {id(e) for k in found.kernels for e in k.region.eqns} if found is not None else ()
+    for eqn in optimized(graph).eqns:
+        for _, inner in functions_of(eqn):
+            store = derived_of(inner)
+            if id(eqn) in held:
+                set_mode(inner, False)
+            elif store.mode == AFTER_FUNCTION:
+                store.calls = 0
+                store.mode = "auto"
+
+
 def _layouts(args: Sequence) -> list[bool]:
     return [type(a) is np.ndarray and a.flags.c_contiguous for a in args]
 
 
 def set_mode(graph: Graph, mode: Any) -> None:
-    """``graph`` and the functions of its control flow (loop bodies, branches, at any
-    depth) take the ``compile=`` setting ``mode``: a body that runs as a replay (it lowers
-    only in part) is compiled, or not, as the function is (``call_graph``).  Set before
-    any of them runs: a body left at the default would compile on its own once hot."""
+    """``graph`` takes the ``compile=`` setting ``mode`` and the functions of its control
+    flow (loop bodies, branches, at any depth) follow it: a body that runs as a replay (it
+    lowers only in part) is compiled, or not, as the function is (``call_graph``), with
+    ``"auto"`` only after the function's own compilation is decided (``AFTER_FUNCTION``,
+    ``settle_functions``): the body of a scan runs hot within one call, and compiling it
+    alone is wasted where the function's kernels hold the whole loop.  Set before any of
+    them runs: a body left at the default would compile on its own once hot."""
     derived_of(graph).mode = mode
+    inner_mode = AFTER_FUNCTION if isinstance(mode, str) and mode == "auto" else mode
     for eqn in graph.eqns:
-        for value in eqn.params.values():
-            for fn in value if isinstance(value, tuple) else (value,):
-                inner = getattr(fn, "graph", None)
-                if isinstance(inner, Graph):
-                    set_mode(inner, mode)
+        for _, inner in functions_of(eqn):
+            set_mode(inner, inner_mode)
 
 
 def call_graph(graph: Graph, args: Sequence) -> tuple:
@@ -176,6 +218,19 @@ def call_graph(graph: Graph, args: Sequence) -> tuple:
     run = store.run
     if run is not None:
         return run(*args)
+    plain = store.counted
+    if plain is None or array_kind(args)[0] != "numpy":
+        return _first_call_of(graph, store, args)
+    mode = mode_of(store.mode)
+    if mode is False:
+        return plain(*args)
+    _count_call(graph, store, plain, mode)
+    return plain(*args)
+
+
+def _first_call_of(graph: Graph, store: Any, args: Sequence) -> tuple:
+    """``call_graph``'s first call (or one on arrays of another kind): the replay written,
+    the graph's functions given its setting, its kernels compiled with ``True``."""
     kind = array_kind(args)
     plain = replay(graph, kind[0], kind[1])
     set_mode(graph, store.mode)  # its loops' bodies: as the graph (derived graphs' are new)
@@ -187,12 +242,27 @@ def call_graph(graph: Graph, args: Sequence) -> tuple:
         found = compiled(graph)
         store.run = found.run if found is not None else plain
         return store.run(*args)
-    store.calls += 1
-    if store.calls == HOT_CALLS:
-
-        def compile_then_swap() -> None:
-            found = compiled(graph, sync=False)
-            store.run = found.run if found is not None else plain
-
-        background.compile_later(compile_then_swap)
+    store.counted = plain  # the later calls go straight to it, counted
+    _count_call(graph, store, plain, mode)
     return plain(*args)
+
+
+def _count_call(graph: Graph, store: Any, plain: Callable, mode: Any) -> None:
+    """One more call of ``graph``'s replay: once hot, compile it in the background (a
+    function's body, later, and after the signatures' jobs)."""
+    store.calls += 1
+    deferred = isinstance(mode, str) and mode == AFTER_FUNCTION
+    if store.calls != (LATE_CALLS if deferred else HOT_CALLS):
+        return
+
+    def compile_then_swap() -> None:
+        if mode_of(store.mode) is False:  # its function's kernels hold it meanwhile
+            return
+        found = None
+        try:
+            found = compiled(graph, sync=False)
+        finally:
+            settle_functions(graph, found)
+        store.run = found.run if found is not None else plain
+
+    background.compile_later(compile_then_swap, nested=deferred)

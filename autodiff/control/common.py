@@ -101,13 +101,6 @@ class ControlFlowPrimitive(Primitive):
         run.__name__ = name
         super().__init__(name, run, **kwargs)
 
-    def decided_by_values(self, params: dict) -> bool:  # noqa: ARG002  (scan reads them)
-        """Whether what it runs (a branch, a number of iterations) is decided by values,
-        which a staged program has only when it runs: then a transform of a jitted
-        function holding it evaluates the graph at the transform's level
-        (``compiler/call.py``).  ``scan`` overrides it: its trip count is static."""
-        return True
-
 
 def run_here(interp: Any, prim: Primitive, args: tuple, params: dict):
     """Run the branch or the loop on this transform's own tracers.  (No return

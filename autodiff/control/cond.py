@@ -8,17 +8,25 @@ routes, by transform:
 - no tracer: runs the chosen branch (``_cond_impl``);
 - grad, jvp, vmap, explain: run the branches some example takes at their own level,
   on their tracers; where a batch's examples disagree, ``where`` selects per example
-  (``common.run_here``); a transform of a jitted function holding a cond evaluates its
-  graph at the transform's level (``compiler/call.py``), so this is its route too;
+  (``common.run_here``);
 - staging (``jit``, ``make_graph``): every branch staged once, all type-checked, one
   equation (``cond_stage``); lowering: an ``if``/``elif`` with every branch inline
   (``_cond_lowering``); sparsity detection: ``_cond_sparsity``;
-- vmap or jvp inside a jit: the index has no values, so every branch runs at the
-  transform's level and ``where`` selects, as JAX's ``vmap`` does (``common.run_here``);
-- grad inside a jit (``cond_grad``): a forward ``cond`` returning the outputs and the
-  taken branch's residuals, and one tape node, ``cond_p``'s, whose VJP rule
-  (``cond_vjp``) is a backward ``cond`` of the branches' VJPs, so only the taken branch
-  runs (``_two_conds``, ``_backward_cond``).
+- jvp inside a jit, or of a jitted function (``cond_jvp``; the index has no values): a
+  cond of the branches' JVP graphs, so only the taken branch runs, as eagerly
+  (``_pushed_cond``);
+- vmap inside a jit, or of a jitted function (``cond_batch``): an unbatched index, a cond
+  of the branches' batched graphs (``_batched_cond``); a batched one, every branch runs
+  at vmap's level and ``where`` selects per example, as JAX's ``vmap`` does
+  (``common.run_here``);
+- grad inside a jit, or of a jitted function (``cond_grad``): a forward ``cond``
+  returning the outputs and the taken branch's residuals, and one tape node,
+  ``cond_p``'s, whose VJP rule (``cond_vjp``) is a backward ``cond`` of the branches'
+  VJPs, so only the taken branch runs (``_two_conds``, ``_backward_cond``).
+
+A transform of a jitted function transforms its graph (``compiler/call.py``), so the
+staged routes are theirs too: ``grad(jit(f))``, ``jvp(jit(f))`` and ``vmap(jit(f))``
+of a function holding a cond run compiled graphs.
 
 Grad inside a jit must not select: a branch not taken would be differentiated too,
 and a NaN there (the ``sqrt`` of a negative number in a branch that guards against
@@ -36,7 +44,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.compiler.graph_transforms import vjp_graphs
+from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
 from autodiff.control.common import (
     ControlFlowPrimitive,
     FlatFn,
@@ -54,11 +62,15 @@ from autodiff.control.common import (
 )
 from autodiff.control.subgraphs import (
     StagedFunction,
+    batch_axis_at,
+    batched_parts,
     closes_over_above,
+    dual_parts,
     joined,
     reaching,
     stage_control,
     unclosed,
+    unzip,
 )
 from autodiff.core.args import a_type, check_callable
 from autodiff.core.arrays import dtype_of, library_of, shape_of
@@ -68,9 +80,9 @@ from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import Primitive, process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError
-from autodiff.interpreters.batching import BatchInterpreter
+from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
 from autodiff.interpreters.explain import ExplainInterpreter
-from autodiff.interpreters.forward import JvpInterpreter
+from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import GradInterpreter, GradTensor, recording, unpack
 from autodiff.interpreters.sparsity import propagate, union
 from autodiff.interpreters.staging import (
@@ -290,7 +302,10 @@ def cond_vjp(cts, ans, primals, params, argnums):
 
 def _fitted(x: Any, aval: Any) -> Any:
     """``x`` with the shape and dtype of ``aval`` (a branch's zero cotangent may come
-    out as a Python 0.0 where the other branches give arrays)."""
+    out as a Python 0.0 where the other branches give arrays): an array where ``x`` is a
+    Python number (the cond's outputs are arrays, as its type says)."""
+    if isinstance(x, (bool, int, float, complex)):
+        return np.full(aval.shape, x, aval.dtype)
     if shape_of(x) == aval.shape and dtype_of(x) == aval.dtype:
         return x
     return _shp.broadcast_to(_elt.astype(_elt.add(np.zeros(aval.shape, aval.dtype), x),
@@ -394,16 +409,159 @@ def _backward_cond(cts: tuple, primals: list, params: dict, argnums: list) -> li
     return [by_position.get(i) for i in argnums]
 
 
+# --- jvp and vmap: inside a jit one staged cond -------------------------------------------------
+
+
+def _staged_index(index: Any) -> bool:
+    """Whether no branch can be chosen now: the index is staged (it has no values)."""
+    return isinstance(index, Tracer) and bottom(index) is None
+
+
+def _branches_and_consts(interp: Any, args: tuple, params: dict) -> tuple | None:
+    """Every branch staged on ``args``' avals (type-checked), the values any of them
+    closes over (in order), and per branch which of those it reads; None where one
+    closes over a value of a transform inside ``interp`` (that level runs the cond)."""
+    staging = innermost_staging()
+    assert staging is not None
+    _, staged, out_avals = _stage_branches(staging, args, [aval_of(a) for a in args], params)
+    consts: dict[int, Any] = {}
+    for s in staged:
+        if closes_over_above(s.captured, interp):
+            return None
+        for c in s.captured:
+            consts.setdefault(id(c), c)
+    const_list = list(consts.values())
+    position = {id(c): k for k, c in enumerate(const_list)}
+    picks = [[position[id(c)] for c in s.captured] for s in staged]
+    return staged, const_list, picks, out_avals
+
+
+def cond_jvp(interp: JvpInterpreter, prim: Primitive, args: tuple, params: dict):
+    """jvp of a cond.  Staged (the index staged: inside a jit, or ``jvp(jit(f))``): one
+    cond of the branches' JVP graphs, so only the taken branch runs (``_pushed_cond``).
+    Eager: the taken branch at jvp's level."""
+    if staging_below(interp):
+        args, params = unclosed(args, params)
+        if _staged_index(args[0]):
+            out = _pushed_cond(interp, args, params)
+            if out is not None:
+                return out
+    return run_here(interp, prim, args, params)
+
+
+def _pushed_cond(interp: JvpInterpreter, args: tuple, params: dict) -> tuple | None:
+    """A cond a level down whose branches return their outputs and the tangents of the
+    outputs some branch gives one (zeros in the others)."""
+    index = dual_parts(interp, args[0])[0]
+    primals, tangents = unzip(dual_parts(interp, a) for a in args[1:])
+    found = _branches_and_consts(interp, (index, *primals), params)
+    if found is None:
+        return None
+    staged, const_list, picks, out_avals = found
+    const_primals, const_tangents = unzip(dual_parts(interp, c) for c in const_list)
+    like = library_of([*primals, *const_primals])
+    op_has = [t is not None for t in tangents]
+    jgs = []
+    for s, pick in zip(staged, picks, strict=True):
+        has = (*op_has, *(const_tangents[k] is not None for k in pick))
+        moving = [*(t for t in tangents if t is not None),
+                  *(const_tangents[k] for k in pick if const_tangents[k] is not None)]  # fmt: skip
+        jgs.append(jvp_graph(s.graph, has, tuple(aval_of(t) for t in moving), like))
+    n_out, n_in, n_const = len(out_avals), len(primals), len(const_list)
+    out_has = [any(jg.out_has_tangent[j] for jg in jgs) for j in range(n_out)]
+    op_tangents = [t for t in tangents if t is not None]
+    moving_consts = [k for k, t in enumerate(const_tangents) if t is not None]
+
+    def branch(b: int) -> Callable:
+        def run(*xs: Any) -> tuple:
+            ps, cps = xs[:n_in], xs[n_in : n_in + n_const]
+            ts = xs[n_in + n_const :]
+            cts = dict(zip(moving_consts, ts[len(op_tangents) :], strict=True))
+            outs = eval_graph(jgs[b].graph, *ps, *(cps[k] for k in picks[b]),
+                              *ts[: len(op_tangents)],
+                              *(cts[k] for k in picks[b] if k in cts))  # fmt: skip
+            given = iter(outs[n_out:])
+            mine = [next(given) if h else None for h in jgs[b].out_has_tangent]
+            pairs = [(t, a) for t, a, h in zip(mine, out_avals, out_has) if h]
+            zero = lambda a: np.zeros(a.shape, a.dtype)
+            return (*outs[:n_out], *(zero(a) if t is None else _fitted(t, a) for t, a in pairs))
+
+        return run
+
+    operands = [*primals, *const_primals, *op_tangents, *(const_tangents[k] for k in moving_consts)]
+    in_tree = optree.tree_structure(tuple(operands))
+    index, *operands = reaching([index, *operands])
+    out = cond_p.bind(index, *operands, branches=tuple(FlatFn(branch(b), in_tree)
+                                                       for b in range(len(staged))),
+                      names=params["names"], who=params["who"])  # fmt: skip
+    out_tangents = iter(out[n_out:])
+    return tuple(DualTensor(interp, o, next(out_tangents)) if h else o
+                 for o, h in zip(out[:n_out], out_has))  # fmt: skip
+
+
+def cond_batch(interp: BatchInterpreter, prim: Primitive, args: tuple, params: dict):
+    """vmap of a cond.  Staged, its index unbatched: one cond of the branches' batched
+    graphs (``_batched_cond``).  Eager, or a batched index: each branch some example
+    takes (every branch, where the index is staged) runs at vmap's level and ``where``
+    selects per example (``common.run_here``)."""
+    if staging_below(interp):
+        args, params = unclosed(args, params)
+        index, dim = batched_parts(interp, args[0])
+        if dim is None and _staged_index(index):
+            out = _batched_cond(interp, index, args[1:], params)
+            if out is not None:
+                return out
+    return run_here(interp, prim, args, params)
+
+
+def _batched_cond(interp: BatchInterpreter, index: Any, args: tuple, params: dict) -> tuple | None:
+    """A cond a level down whose branches are batched graphs, every output batched on
+    axis 0 where some branch batches it."""
+    size = interp.size
+    # staged on one example: a BatchedTensor's shape is one example's
+    found = _branches_and_consts(interp, (index, *args), params)
+    if found is None:
+        return None
+    staged, const_list, picks, out_avals = found
+    values, dims = unzip(batched_parts(interp, a) for a in args)
+    consts, cdims = unzip(batched_parts(interp, c) for c in const_list)
+    like = library_of([*values, *consts])
+    bgs = []
+    for s, pick in zip(staged, picks, strict=True):
+        ins = [*values, *(consts[k] for k in pick)]
+        in_dims = (*dims, *(cdims[k] for k in pick))
+        avals = tuple(aval_of(x) for x in ins)
+        bgs.append(batch_graph(s.graph, in_dims, avals, size, interp.randomness, like))
+    n_out, n_in = len(out_avals), len(values)
+    batched = [any(bg.out_dims[j] is not None for bg in bgs) for j in range(n_out)]
+
+    def branch(b: int) -> Callable:
+        def run(*xs: Any) -> tuple:
+            outs = eval_graph(bgs[b].graph, *xs[:n_in], *(xs[n_in + k] for k in picks[b]))
+            parts = zip(outs, bgs[b].out_dims, batched, out_avals, strict=True)
+            return tuple(batch_axis_at(o, d, size) if m else _fitted(o, a)
+                         for o, d, m, a in parts)  # fmt: skip
+
+        return run
+
+    operands = [*values, *consts]
+    in_tree = optree.tree_structure(tuple(operands))
+    index, *operands = reaching([index, *operands])
+    out = cond_p.bind(index, *operands, branches=tuple(FlatFn(branch(b), in_tree)
+                                                       for b in range(len(staged))),
+                      names=params["names"], who=params["who"])  # fmt: skip
+    return tuple(BatchedTensor(interp, o, 0) if m else o for o, m in zip(out, batched))
+
+
 # --- cond_p: every transform's one entry --------------------------------------------------------
 # The implementation is _cond_impl (the taken branch; under vmap, every branch some example
-# takes, selected per example).  A transform of a jitted function holding a cond evaluates
-# the graph at its own level (compiler/call.py: decided_by_values), so the entries below
-# see the index's values there, as eagerly.
+# takes, selected per example).  A transform of a jitted function holding a cond
+# transforms its graph (compiler/call.py), so it takes the entries' staged routes.
 
 process.register(GradInterpreter, CondPrimitive)(cond_grad)  # grad, vjp
 cond_p.def_vjp(cond_vjp, packed=True)  # the backward pass of cond_grad's tape node
-process.register(JvpInterpreter, CondPrimitive)(run_here)  # jvp: the taken branch
-process.register(BatchInterpreter, CondPrimitive)(run_here)  # vmap: branches taken, selected
+process.register(JvpInterpreter, CondPrimitive)(cond_jvp)  # jvp: the taken branch
+process.register(BatchInterpreter, CondPrimitive)(cond_batch)  # vmap: branches taken, selected
 process.register(ExplainInterpreter, CondPrimitive)(run_here)  # explain: the taken branch
 process.register(StagingInterpreter, CondPrimitive)(cond_stage)  # jit, make_graph
 cond_p.def_lowering(Emitter(_cond_lowering))  # jit's compiling tier

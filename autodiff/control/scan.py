@@ -51,7 +51,6 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.compiler.call import decided_by_values
 from autodiff.compiler.graph_transforms import batch_graph, vjp_graphs
 from autodiff.control.common import (
     CARRY_HINT,
@@ -121,10 +120,6 @@ class ScanPrimitive(ControlFlowPrimitive):
     """``scan`` (the module docstring says how each transform treats it)."""
 
     __slots__ = ()
-
-    def decided_by_values(self, params: dict) -> bool:
-        """A scan's trip count is static: only what its body holds can need values."""
-        return any(map(decided_by_values, params["body"].graph.eqns))
 
 
 class ScanBody:

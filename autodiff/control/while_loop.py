@@ -7,9 +7,11 @@ chooses between them in its first lines.  The routes, by transform:
 - no tracer: the loop in Python (``_while_impl``);
 - grad, jvp, vmap, explain, jet: the loop at the transform's own level; grad records the
   iterations that ran (JAX's reverse mode refuses); under vmap it runs while any
-  example runs, finished examples frozen by ``where`` (``common.run_here``); a
-  transform of a jitted function holding a while_loop evaluates its graph at the
-  transform's level (``compiler/call.py``), so this is its route too;
+  example runs, finished examples frozen by ``where`` (``common.run_here``);
+- a transform of a jitted function holding a while_loop transforms its graph
+  (``compiler/call.py``): jvp and vmap take the staged routes below (one loop, compiled);
+  grad, where it differentiates the carry, cannot be staged (``_decided`` raises) and
+  evaluates the graph at its own level: the eager route, iterations recorded;
 - staging (``jit``, ``make_graph``): ``cond_fun`` and ``body_fun`` staged once, one
   equation (``while_loop_stage``); lowering: the loop in compiled code with both
   functions inline (``_while_lowering``); sparsity detection: ``_while_sparsity``;
@@ -430,9 +432,9 @@ def _jet_loop(interp: JetInterpreter, args: tuple, params: dict) -> tuple:
 
 # --- while_loop_p: every transform's one entry --------------------------------------------------
 # The implementation is _while_impl (the loop in Python; under vmap, while any example
-# runs).  A transform of a jitted function holding a while_loop evaluates the graph at
-# its own level (compiler/call.py: decided_by_values), so it reaches the eager regime of
-# the entries below.
+# runs).  A transform of a jitted function holding a while_loop transforms its graph
+# (compiler/call.py), through the staged regime of the entries below; grad of a carry
+# that cannot be staged evaluates the graph at grad's level, the eager regime.
 
 process.register(GradInterpreter, WhileLoopPrimitive)(while_loop_grad)  # grad, vjp
 process.register(JvpInterpreter, WhileLoopPrimitive)(while_loop_jvp)  # jvp, jacfwd
