@@ -202,6 +202,16 @@ class Context:
         group.emit()
         return result
 
+    def constant(self, value: np.ndarray) -> Value:
+        """A NumPy array the kernel reads (an argument of the kernel, as a graph's
+        constants are: never written into its code)."""
+        return self.cg.const(value)
+
+    def rolled(self) -> contextlib.AbstractContextManager[None]:
+        """Loops written inside are not unrolled in full (``llvm_ir.Function.rolled``):
+        for lowerings that write many small loop nests."""
+        return self.cg.f.rolled()
+
     def elementwise(self, fn: Callable[..., Any], *values: Value,
                     out: Array | None = None) -> Value:  # fmt: skip
         """``fn`` on the elements of ``values`` (broadcast) in one fused loop (into

@@ -86,6 +86,7 @@ class Function:
         self.n = 0
         self.label = "start"
         self.intrinsics: set[str] = set()
+        self._rolled = 0  # inside ``rolled``: loop counts hidden from LLVM
 
     def tmp(self) -> str:
         self.n += 1
@@ -130,8 +131,30 @@ class Function:
     # --- structured control flow ---
 
     @contextlib.contextmanager
+    def rolled(self) -> Iterator[None]:
+        """Loops written inside have counts LLVM does not see (a volatile load), so it
+        does not unroll them in full: a nest of small static loops (a convolution's
+        copies of windows) would otherwise grow the code tenfold and take seconds to
+        compile, for loops that gain nothing from it.  They are still vectorised."""
+        self._rolled += 1
+        try:
+            yield
+        finally:
+            self._rolled -= 1
+
+    def _hidden(self, count: int) -> str:
+        slot = self.alloca("i64", 1, 8)
+        self.n += 1
+        name = f"%n{self.n}"
+        self.allocas.append(f"  store volatile i64 {count}, ptr {slot}")
+        self.allocas.append(f"  {name} = load volatile i64, ptr {slot}")
+        return name
+
+    @contextlib.contextmanager
     def loop(self, count: str | int) -> Iterator[str]:
         """``for i in range(count)``: the body is written inside; yields ``i`` (i64)."""
+        if self._rolled and isinstance(count, int) and count > 1:
+            count = self._hidden(count)
         before = self.label
         head, body, done = self.block("loop"), self.block("body"), self.block("done")
         self.br(head)

@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
 from autodiff.core.graph import ShapedArray
@@ -551,6 +552,18 @@ def _conv_sparsity(lhs, rhs, **params):
 # is every NumPy call's overhead and the copies between them; the arithmetic is BLAS's.
 
 
+def _rolled(lowering):
+    """``lowering`` as an ``Emitter`` whose loops LLVM does not unroll in full: its many
+    small copies of windows would take seconds to compile unrolled, for nothing."""
+
+    def emit(ctx, *args, **params):
+        with ctx.rolled():
+            return lowering(ctx, *args, **params)
+
+    emit.__name__ = lowering.__name__
+    return Emitter(emit)
+
+
 def _padded_lowered(ctx, x, fill, dilation, padding, axes: Sequence[int], order=None):
     """``_padded`` as compiled code."""
     if order is not None:
@@ -565,25 +578,27 @@ def _padded_lowered(ctx, x, fill, dilation, padding, axes: Sequence[int], order=
     return out
 
 
-_PIECES = 256  # the most windows (or window positions) a lowering copies one by one
+_PIECES = 64  # the most window positions a windowed reduction combines in one loop
+
+
+def _windows(x, first: int, out, window, dilation, strides):
+    """Every window of ``x`` along its axes from ``first`` on, as one strided view of
+    shape ``lead + out + window + trail``: what ``_columns`` stacks, in its order (by
+    position or by window, the columns are this view in C order)."""
+    d = len(window)
+    steps = x.strides[first : first + d]
+    return as_strided(x, (*x.shape[:first], *out, *window, *x.shape[first + d :]),
+                      (*x.strides[:first], *(s * t for s, t in zip(strides, steps)),
+                       *(r * t for r, t in zip(dilation, steps)), *x.strides[first + d :]),
+                      writeable=False)  # fmt: skip
 
 
 def _columns_lowered(ctx, x, first, out, window, dilation, strides):
-    """``_columns`` as compiled code: the pieces copied into one new array."""
+    """``_columns`` as compiled code: the windows copied in one loop nest (the values and
+    layout of the implementation's stacked slices)."""
     d = len(window)
     lead, trail = tuple(x.shape[:first]), tuple(x.shape[first + d :])
-    by_position, slices = _cut(_Slices(), first, out, window, dilation, strides)
-    if len(slices) > _PIECES:
-        raise NotLowered(f"{len(slices)} windows copied one by one")
-    axis = first + d if by_position else first
-    cols = ctx.empty(ShapedArray((*lead, *out, len(slices), *trail) if by_position
-                                 else (*lead, len(slices), *window, *trail), x.dtype))  # fmt: skip
-    for k, index in enumerate(slices):
-        to = (slice(None),) * axis + (k,)
-        ctx.copy_into(ctx.view(cols, lambda a, to=to: a[to]),
-                      ctx.view(x, lambda a, index=index: a[index]))  # fmt: skip
-    if by_position:
-        return cols
+    cols = ctx.copy(ctx.view(x, lambda a: _windows(a, first, out, window, dilation, strides)))
     return ctx.view(cols, lambda a: np.reshape(a, (*lead, *out, math.prod(window), *trail)))
 
 
@@ -649,7 +664,7 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     return ctx.view(res, lambda a: np.transpose(a, perm))
 
 
-conv_general_dilated_p.def_lowering(Emitter(_conv_lowering))
+conv_general_dilated_p.def_lowering(_rolled(_conv_lowering))
 
 
 def _check_groups(lhs_shape, rhs_shape, dnums: ConvDimensionNumbers, groups: Any,
@@ -999,20 +1014,20 @@ reduce_window_min_p = _chooser("min")
 # chosen by the implementation's comparisons, in one loop with what reads it.
 
 
-def _window_slices(out, **window):
-    """``(by_position, indices)``: ``_window_pieces``'s slices of the padded operand."""
-    by_position, slices = _cut(_Slices(), 0, out, window["window_dimensions"],
-                               window["window_dilation"], window["window_strides"])  # fmt: skip
-    if len(slices) > _PIECES:
-        raise NotLowered(f"{len(slices)} windows combined one by one")
-    return by_position, slices
-
-
 def _window_pieces_lowered(ctx, x, fill, out, **window):
-    by_position, slices = _window_slices(out, **window)
+    """``_window_pieces`` as compiled code: ``(True, pieces)``, one view per window
+    position; or, where windows are fewer than their positions, ``(False, windows)``, the
+    padded operand's windows as one view (``_windows``)."""
+    sizes, dilation = window["window_dimensions"], window["window_dilation"]
+    strides = window["window_strides"]
     padded = _padded_lowered(ctx, x, fill, window["base_dilation"], window["padding"],
                              range(len(x.shape)))  # fmt: skip
-    return by_position, [ctx.view(padded, lambda a, i=i: a[i]) for i in slices]
+    by_position, slices = _cut(_Slices(), 0, out, sizes, dilation, strides)
+    if not by_position:
+        return False, ctx.view(padded, lambda a: _windows(a, 0, out, sizes, dilation, strides))
+    if len(slices) > _PIECES:
+        raise NotLowered(f"{len(slices)} window positions combined in one loop")
+    return True, [ctx.view(padded, lambda a, i=i: a[i]) for i in slices]
 
 
 def _reduce_window_lowering(kind: str):
@@ -1026,29 +1041,44 @@ def _reduce_window_lowering(kind: str):
             raise NotLowered("a windowed reduction of a 0-d value")
         fill = _identity(kind, x.dtype)
         by_position, pieces = _window_pieces_lowered(ctx, x, fill, out_aval.shape, **window)
-        if by_position:
+        if by_position:  # the implementation's ufunc calls, in order, in one loop
             return ctx.elementwise(lambda *v: functools.reduce(ufunc, v), *pieces)
-        size = math.prod(window["window_dimensions"])
-        rows = ctx.empty(ShapedArray((len(pieces), size), x.dtype))
-        window_shape = tuple(window["window_dimensions"])
-        for p, piece in enumerate(pieces):
-            ctx.copy_into(ctx.view(rows, lambda a, p=p: np.reshape(a[p], window_shape)), piece)
-        summed = ctx.reduce(ufunc, rows, (1,))
-        return ctx.view(summed, lambda a: np.reshape(a, out_aval.shape))
+        size = math.prod(window["window_dimensions"])  # its rows, reduced as NumPy reduces
+        rows = ctx.view(ctx.copy(pieces), lambda a: np.reshape(a, (-1, size)))
+        return ctx.view(ctx.reduce(ufunc, rows, (1,)), lambda a: np.reshape(a, out_aval.shape))
 
-    return Emitter(lowering)
+    return _rolled(lowering)
 
 
-def _choosing(kind: str, values):
+def _choosing(kind: str, values, by_position: bool):
     """The scalar function of ``_chosen``'s loop: which of ``values`` (a window's, in
-    order) is the first maximum (``kind='max'``) or minimum."""
+    order) is the first maximum (``kind='max'``) or minimum.  By position, the
+    implementation's comparisons; else ``np.argmax``'s (``argmin``'s) rule: a later value
+    replaces the best where it is not ``<=`` (``>=``) it, until the best is a NaN."""
     best, chosen = values[0], np.int64(0)
     for k, value in enumerate(values[1:], 1):
-        better = value > best if kind == "max" else value < best  # ties: the first stays
+        if by_position:
+            better = value > best if kind == "max" else value < best  # ties: the first stays
+        else:
+            better = np.logical_not(value <= best if kind == "max" else value >= best)
+            if best.dtype.kind in "fc":
+                better = np.logical_and(better, best == best)
         chosen = np.where(better, np.int64(k), chosen)
-        if k < len(values) - 1:  # (the last maximum is not read: no loop of its own)
-            best = _UFUNCS[kind](best, value)
+        if k < len(values) - 1:  # (the last best is not read: no loop of its own)
+            best = _UFUNCS[kind](best, value) if by_position else np.where(better, value, best)
     return chosen
+
+
+def _window_elements(ctx, x, fill, out, window):
+    """``(by_position, views)``: the padded ``x``'s elements at each place of a window,
+    one view of the ``out`` shape per place (row-major)."""
+    by_position, pieces = _window_pieces_lowered(ctx, x, fill, out, **window)
+    if by_position:
+        return True, pieces
+    sizes = window["window_dimensions"]
+    if math.prod(sizes) > _PIECES:
+        raise NotLowered(f"windows of {math.prod(sizes)} elements compared in one loop")
+    return False, [ctx.view(pieces, lambda a, j=j: a[(Ellipsis, *j)]) for j in np.ndindex(*sizes)]
 
 
 def _window_gather_lowering(ctx, t, x, *, kind, **window):
@@ -1057,18 +1087,17 @@ def _window_gather_lowering(ctx, t, x, *, kind, **window):
         if out_aval.shape:
             return ctx.full(out_aval, 0)
         raise NotLowered("a window gather of a 0-d value")
-    by_position, xs = _window_pieces_lowered(ctx, x, _identity(kind, x.dtype), out_aval.shape,
-                                             **window)  # fmt: skip
-    if not by_position:
-        raise NotLowered("windows fewer than their positions (an argmax of rows)")
-    _, ts = _window_pieces_lowered(ctx, t, 0, out_aval.shape, **window)
+    fill = _identity(kind, x.dtype)
+    by_position, xs = _window_elements(ctx, x, fill, out_aval.shape, window)
+    _, ts = _window_elements(ctx, t, 0, out_aval.shape, window)
     n, zero = len(xs), t.dtype.type(0)
 
     def gathered(*v):
-        chosen, out = _choosing(kind, v[:n]), zero
+        chosen, out = _choosing(kind, v[:n], by_position), zero
         for k, piece in enumerate(v[n:]):
             out = np.where(chosen == k, piece, out)
-        return out
+        # by rows, the implementation sums the chosen value with zeros: -0.0 becomes 0.0
+        return out if by_position else out + zero
 
     return ctx.elementwise(gathered, *xs, *ts)
 
@@ -1078,25 +1107,34 @@ def _window_scatter_lowering(ctx, ct, x, *, kind, **window):
     out = ct.shape
     if 0 in out or not out:
         raise NotLowered("a window scatter of no windows, or of a 0-d value")
-    by_position, xs = _window_pieces_lowered(ctx, x, _identity(kind, x.dtype), out, **window)
-    if not by_position:
-        raise NotLowered("windows fewer than their positions")
-    chosen = ctx.elementwise(lambda *v: _choosing(kind, v), *xs)
+    fill = _identity(kind, x.dtype)
+    by_position, xs = _window_elements(ctx, x, fill, out, window)
+    chosen = ctx.elementwise(lambda *v: _choosing(kind, v, by_position), *xs)
     sizes, dilation = window["window_dimensions"], window["window_dilation"]
     strides, axes = window["window_strides"], range(len(sizes))
     shape, where = _placement(x.shape, window["base_dilation"], window["padding"], axes)
     y = ctx.full(ShapedArray(shape, ct.dtype), 0)
-    disjoint = all(s >= _dilated(k, r) for k, r, s in zip(sizes, dilation, strides))
     zero = ct.dtype.type(0)
-    for k, at in enumerate(np.ndindex(*sizes)):
-        index = tuple(slice(i * r, i * r + (o - 1) * s + 1, s)
-                      for i, r, o, s in zip(at, dilation, out, strides))  # fmt: skip
-        part = ctx.view(y, lambda a, index=index: a[index])
-        if disjoint:
-            ctx.elementwise(lambda c, g, k=k: np.where(c == k, g, zero), chosen, ct, out=part)
-        else:
-            ctx.elementwise(lambda c, g, y, k=k: y + np.where(c == k, g, zero), chosen, ct, part,
-                            out=part)  # fmt: skip
+    if by_position:  # each place of the windows, added where it was chosen
+        disjoint = all(s >= _dilated(k, r) for k, r, s in zip(sizes, dilation, strides))
+        for k, at in enumerate(np.ndindex(*sizes)):
+            index = tuple(slice(i * r, i * r + (o - 1) * s + 1, s)
+                          for i, r, o, s in zip(at, dilation, out, strides))  # fmt: skip
+            part = ctx.view(y, lambda a, index=index: a[index])
+            if disjoint:
+                ctx.elementwise(lambda c, g, k=k: np.where(c == k, g, zero), chosen, ct, out=part)
+            else:
+                ctx.elementwise(lambda c, g, y, k=k: y + np.where(c == k, g, zero), chosen, ct,
+                                part, out=part)  # fmt: skip
+    else:  # each window, its cotangent added at its chosen element
+        places = ctx.constant(np.arange(math.prod(sizes)).reshape(sizes))
+        for at in np.ndindex(*out):
+            index = tuple(slice(i * s, i * s + (k - 1) * r + 1, r)
+                          for i, k, r, s in zip(at, sizes, dilation, strides))  # fmt: skip
+            part = ctx.view(y, lambda a, index=index: a[index])
+            mine = [ctx.view(v, lambda a, at=at: a[at]) for v in (chosen, ct)]
+            ctx.elementwise(lambda y, j, c, g: y + np.where(j == c, g, zero), part, places,
+                            *mine, out=part)  # fmt: skip
     if where is not None and shape == tuple(x.shape):
         return y
     result = ctx.full(out_aval, 0)
@@ -1108,8 +1146,8 @@ def _window_scatter_lowering(ctx, ct, x, *, kind, **window):
 reduce_window_sum_p.def_lowering(_reduce_window_lowering("sum"))
 reduce_window_max_p.def_lowering(_reduce_window_lowering("max"))
 reduce_window_min_p.def_lowering(_reduce_window_lowering("min"))
-window_gather_p.def_lowering(Emitter(_window_gather_lowering))
-window_scatter_p.def_lowering(Emitter(_window_scatter_lowering))
+window_gather_p.def_lowering(_rolled(_window_gather_lowering))
+window_scatter_p.def_lowering(_rolled(_window_scatter_lowering))
 
 
 def _bind_window(prim: Primitive, operand, window_dimensions, window_strides, padding,
