@@ -169,6 +169,12 @@ class Context:
     def empty(self, aval: Any) -> Array:
         return self.cg.alloc(tuple(aval.shape), dtype_of(aval))
 
+    def scratch(self, key: str, aval: Any) -> Array:
+        """A new array in a workspace area shared by every ``scratch`` of ``key`` in the
+        kernel: only for a buffer that is dead when the equation is written (neither
+        returned nor viewed by what it returns)."""
+        return self.cg.scratch(key, tuple(aval.shape), dtype_of(aval))
+
     def full(self, aval: Any, fill: Any) -> Value:
         dtype = dtype_of(aval)
         if aval.ndim == 0:
@@ -254,8 +260,9 @@ class Context:
         and strides as NumPy calls it (its BLAS call where NumPy makes one), so the same
         values to the bit as ``np.matmul`` on arrays of these layouts."""
         cg = self.cg
-        stacks = isinstance(a, Array) and isinstance(b, Array) and a.ndim == b.ndim == 3
-        if not stacks or a.dtype != b.dtype or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        if not (isinstance(a, Array) and isinstance(b, Array) and a.ndim == b.ndim == 3):
+            raise NotLowered("matmul of anything but two stacks of matrices")
+        if a.dtype != b.dtype or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
             raise NotLowered("matmul of anything but two stacks of matrices of one dtype")
         stack, n = a.shape[:2]
         if out is None:

@@ -34,6 +34,12 @@ matrix by one strided slice per kernel position (or per output position, whichev
 is fewer: the VJP in the kernel convolves with a window as large as the image), and
 BLAS multiplies it by the kernel.  Only indexing, ``stack``, ``reshape``,
 ``transpose`` and ``matmul`` are used, so another array library runs it too.
+
+Compiled (``jit``'s compiling tier), each primitive writes these same steps as compiled
+code (its lowering, below each block): the same padded copy and columns, the same chunks
+of examples and NumPy's own matmul loop on the same matrices with the same strides, the
+windows combined in the same order; so a compiled convolution gives the implementation's
+values to the bit, and JAX's to rounding (XLA sums in another order).
 """
 
 from __future__ import annotations
@@ -564,15 +570,22 @@ def _rolled(lowering):
     return Emitter(emit)
 
 
-def _padded_lowered(ctx, x, fill, dilation, padding, axes: Sequence[int], order=None):
-    """``_padded`` as compiled code."""
+def _padded_lowered(ctx, x, fill, dilation, padding, axes: Sequence[int], order=None,
+                    scratch=None):  # fmt: skip
+    """``_padded`` as compiled code (in the kernel's shared area ``scratch``, if given:
+    for a copy dead once the equation is written)."""
     if order is not None:
         x = ctx.view(x, lambda a: np.transpose(a, order))
         axes = [list(order).index(a) for a in axes]
     shape, where = _placement(x.shape, dilation, padding, axes)
     if where is not None and shape == x.shape:
         return x
-    out = ctx.full(ShapedArray(shape, x.dtype), fill)
+    aval = ShapedArray(shape, x.dtype)
+    if scratch is None:
+        out = ctx.full(aval, fill)
+    else:
+        out = ctx.scratch(scratch, aval)
+        ctx.copy_into(out, ctx.full(ShapedArray((), x.dtype), fill))
     if where is not None:
         ctx.copy_into(ctx.view(out, lambda a: a[where[0]]), ctx.view(x, lambda a: a[where[1]]))
     return out
@@ -598,7 +611,9 @@ def _columns_lowered(ctx, x, first, out, window, dilation, strides):
     layout of the implementation's stacked slices)."""
     d = len(window)
     lead, trail = tuple(x.shape[:first]), tuple(x.shape[first + d :])
-    cols = ctx.copy(ctx.view(x, lambda a: _windows(a, first, out, window, dilation, strides)))
+    windows = ctx.view(x, lambda a: _windows(a, first, out, window, dilation, strides))
+    cols = ctx.scratch("conv.columns", ShapedArray(windows.shape, x.dtype))  # (dead after)
+    ctx.copy_into(cols, windows)
     return ctx.view(cols, lambda a: np.reshape(a, (*lead, *out, math.prod(window), *trail)))
 
 
@@ -623,7 +638,8 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     n, o, i = lhs.shape[lhs_spec[0]] // batches, rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
     out = [out_aval.shape[a] for a in out_spec[2:]]
     x = _padded_lowered(ctx, lhs, 0, lhs_dilation, padding, lhs_spec[2:],
-                        order=(lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))  # fmt: skip
+                        order=(lhs_spec[0], *lhs_spec[2:], lhs_spec[1]),
+                        scratch="conv.padded")  # fmt: skip
     x = ctx.view(x, lambda a: np.reshape(a, (batches, n, *a.shape[1 : d + 1], groups, i)))
     k, per = math.prod(kernel), o // (batches * groups)
     w = ctx.view(rhs, lambda a: np.transpose(a, (rhs_spec[0], *rhs_spec[2:], rhs_spec[1])))
@@ -643,7 +659,9 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
         if batches * groups == 1:  # the product is the part itself: written in place
             ctx.matmul(cols, w, out=ctx.view(into, lambda a: np.reshape(a, (1, rows, per))))
             return
-        prod = ctx.view(ctx.matmul(cols, w), lambda a: np.moveaxis(
+        products = ctx.scratch("conv.products", ShapedArray((batches * groups, rows, per),
+                                                            lhs.dtype))  # fmt: skip
+        prod = ctx.view(ctx.matmul(cols, w, out=products), lambda a: np.moveaxis(
             np.reshape(a, (batches * groups, m, *out, per)), 0, -2))  # fmt: skip
         ctx.copy_into(ctx.view(into, lambda a: np.reshape(a, prod.shape)), prod)
 
@@ -1078,7 +1096,8 @@ def _window_elements(ctx, x, fill, out, window):
     sizes = window["window_dimensions"]
     if math.prod(sizes) > _PIECES:
         raise NotLowered(f"windows of {math.prod(sizes)} elements compared in one loop")
-    return False, [ctx.view(pieces, lambda a, j=j: a[(Ellipsis, *j)]) for j in np.ndindex(*sizes)]
+    return False, [ctx.view(pieces, lambda a, j=j: a[(Ellipsis, *tuple(j))])
+                   for j in np.ndindex(*sizes)]  # fmt: skip
 
 
 def _window_gather_lowering(ctx, t, x, *, kind, **window):
