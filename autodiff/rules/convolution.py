@@ -1096,7 +1096,7 @@ def _window_elements(ctx, x, fill, out, window):
     sizes = window["window_dimensions"]
     if math.prod(sizes) > _PIECES:
         raise NotLowered(f"windows of {math.prod(sizes)} elements compared in one loop")
-    return False, [ctx.view(pieces, lambda a, j=j: a[(Ellipsis,) + tuple(j)])
+    return False, [ctx.view(pieces, lambda a, at=(Ellipsis, *j): a[at])
                    for j in np.ndindex(*sizes)]  # fmt: skip
 
 
