@@ -156,6 +156,20 @@ def test_chosen_elements_follow_the_implementation_with_nans_ties_and_signed_zer
         assert compiled_primitives(made) & {"window_gather", "window_scatter"}
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int8])
+def test_integer_convolutions_and_pooling_are_the_implementations(dtype, made):
+    """Integers (NumPy's matmul loop without BLAS; int8 wrapping as NumPy's does)."""
+    rng = np.random.default_rng(9)
+    x, w = rng.integers(-9, 9, (2, 3, 7, 6)).astype(dtype), rng.integers(-9, 9, (4, 3, 3, 2))
+
+    def f(x, w):
+        y = lax.conv_general_dilated(x, w.astype(dtype), (2, 1), "SAME", None, (2, 1))
+        return lax.reduce_window_max(y, (1, 1, 2, 2), (1, 1, 1, 1), "SAME")
+
+    assert_bits(run_compiled(f, (x, w), made), f(x, w))
+    assert {"conv_general_dilated", "reduce_window_max"} <= compiled_primitives(made)
+
+
 def test_chunks_of_examples_are_the_implementations(monkeypatch, made):
     """A batch cut into chunks (a loop over the whole chunks, then the rest) gives the
     implementation's products: the same matrices for BLAS."""
