@@ -559,8 +559,9 @@ def _conv_sparsity(lhs, rhs, **params):
 
 
 def _rolled(lowering):
-    """``lowering`` as an ``Emitter`` whose loops LLVM does not unroll in full: its many
-    small copies of windows would take seconds to compile unrolled, for nothing."""
+    """``lowering`` as an ``Emitter`` whose loops LLVM leaves as written (``ctx.rolled``:
+    neither unrolled nor vectorised): its nests of small strided copies would take
+    seconds to compile unrolled and vectorised, for little."""
 
     def emit(ctx, *args, **params):
         with ctx.rolled():
