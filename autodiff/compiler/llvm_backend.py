@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.compiler import llvm_codegen, llvm_engine
+from autodiff.compiler import llvm_codegen, llvm_engine, llvm_ir
 from autodiff.compiler.backend import Backend, LoweredRegion, Region, regions
 from autodiff.compiler.kernel_call import CONVERT, NO_MEMORY, KernelPrimitive, caller
 from autodiff.compiler.llvm_codegen import Codegen
@@ -293,7 +293,8 @@ def module_text(built: Sequence[_Built]) -> str:
     types = sorted({line for line in "\n".join(functions).split('"')
                     if line.startswith("adx.type.")})  # fmt: skip
     globals_ = [f'@"{t}" = external global i8' for t in types]
-    return "\n".join([*_COMMON, *sorted(decls), *sorted(intrinsics), *globals_, *functions]) + "\n"
+    text = "\n".join([*_COMMON, *sorted(decls), *sorted(intrinsics), *globals_, *functions])
+    return llvm_ir.numbered_loops(text + "\n")
 
 
 def _expected_strides(a: np.ndarray, var: Any, layouts: dict) -> tuple:

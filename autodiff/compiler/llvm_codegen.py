@@ -76,6 +76,7 @@ class Codegen:
         # variables whose values are the kernel's results: written there where made
         self.destinations: dict[Var, Array] = {}
         self.helpers: set[tuple[int, int, int]] = set()  # (pointers, dims, steps) of loop calls
+        self._scratch: dict[str, tuple[str, int]] = {}  # key -> (base, bytes): shared areas
         self.f.allocas.append("  %status = alloca i8, align 1")
         self.f.allocas.append("  store i8 0, ptr %status")
 
@@ -129,6 +130,18 @@ class Codegen:
         if order is not None and list(order) != list(range(len(shape))):
             strides = strides_in_order(shape, order)
         return Array(dtype, shape, name, 0, strides)
+
+    def scratch(self, key: str, shape: tuple, dtype: np.dtype) -> Array:
+        """A new C-contiguous array in the workspace area every ``scratch`` of ``key``
+        shares (one area per key, as large as its largest request so far): for buffers
+        dead once their equation is written, so that a kernel of many such equations
+        (a network's convolutions) needs one area, not one each."""
+        size = max(math.prod(shape), 1) * dtype.itemsize
+        found = self._scratch.get(key)
+        if found is None or found[1] < size:
+            area = self.alloc((size,), np.dtype(np.uint8))
+            found = self._scratch[key] = (area.base, size)
+        return Array(dtype, shape, found[0], 0, c_strides(shape))
 
     def index_of(self, a: Array, terms: Sequence[tuple[str, int]]) -> str:
         """The element index (i64) of ``a`` at ``sum(i * stride)`` over ``terms``."""

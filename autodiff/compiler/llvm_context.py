@@ -5,7 +5,9 @@
 copies a new value that views another slot before anything is overwritten), *loops*
 (``loop``, ``while_loop``), *branches* (``branch``, ``clamp``), sub-graphs written inline
 (``inline``), and arrays (``empty``, ``full``, ``copy``, ``copy_into``, ``view``, ``apply``
-a ufunc, ``reduce``, ``at`` and ``store_at`` a step of a stacked array).  Control flow
+a ufunc, ``elementwise`` a scalar function in one loop, ``reduce``, ``matmul``: NumPy's
+loop, its BLAS call; ``at`` and ``store_at`` a step of a stacked array, ``block`` a slice
+whose start is known at run time).  Control flow
 (``control/``) lowers with it; so may a user's primitive.
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.compiler.llvm_fusion import Group
+from autodiff.compiler.llvm_fusion import Group, Sym
 from autodiff.compiler.llvm_ir import cast, constant, reg_type
 from autodiff.compiler.llvm_values import Array, Emitting, Scalar, Value, dtype_of
 from autodiff.core.graph import Eqn, Graph, ShapedArray
@@ -167,6 +169,12 @@ class Context:
     def empty(self, aval: Any) -> Array:
         return self.cg.alloc(tuple(aval.shape), dtype_of(aval))
 
+    def scratch(self, key: str, aval: Any) -> Array:
+        """A new array in a workspace area shared by every ``scratch`` of ``key`` in the
+        kernel: only for a buffer that is dead when the equation is written (neither
+        returned nor viewed by what it returns)."""
+        return self.cg.scratch(key, tuple(aval.shape), dtype_of(aval))
+
     def full(self, aval: Any, fill: Any) -> Value:
         dtype = dtype_of(aval)
         if aval.ndim == 0:
@@ -200,6 +208,36 @@ class Context:
         group.emit()
         return result
 
+    def constant(self, value: np.ndarray) -> Value:
+        """A NumPy array the kernel reads (an argument of the kernel, as a graph's
+        constants are: never written into its code)."""
+        return self.cg.const(value)
+
+    def rolled(self) -> contextlib.AbstractContextManager[None]:
+        """Loops written inside are not unrolled in full (``llvm_ir.Function.rolled``):
+        for lowerings that write many small loop nests."""
+        return self.cg.f.rolled()
+
+    def elementwise(self, fn: Callable[..., Any], *values: Value,
+                    out: Array | None = None) -> Value:  # fmt: skip
+        """``fn`` on the elements of ``values`` (broadcast) in one fused loop (into
+        ``out``): ``fn`` is a Python function of scalars written with operators, NumPy's
+        ufuncs and ``np.where``, as an ``Elementwise`` lowering's, and each operand keeps
+        its dtype (NumPy's rules for each operation, as on 0-d arrays of the dtypes)."""
+        shape = tuple(out.shape) if out is not None else np.broadcast_shapes(
+            *(v.shape for v in values))  # fmt: skip
+        group = Group(self.cg, shape)
+        result = fn(*(Sym(group, group.operand(v), v.dtype) for v in values))
+        if not isinstance(result, Sym):
+            raise NotLowered("an elementwise function that returns a constant")
+        if out is not None:
+            group.store(result.ref, out)
+            group.emit()
+            return out
+        value = group.result(result.ref, result.dtype)
+        group.emit()
+        return value
+
     def _row(self, stacked: Value, step: Scalar) -> Array:
         if not isinstance(stacked, Array):
             raise NotLowered("indexing a 0-d value")
@@ -215,6 +253,42 @@ class Context:
         shape = [1 if d in axis else n for d, n in enumerate(value.shape)] if keepdims else shape
         aval = ShapedArray(tuple(shape), value.dtype)
         return self.cg.reduce(ufunc, value, aval, axis=tuple(axis), keepdims=keepdims)
+
+    def matmul(self, a: Value, b: Value, out: Array | None = None) -> Array:
+        """``np.matmul(a, b)`` of two stacks of matrices (3-D, one dtype) into ``out`` (a
+        new C-ordered array if None): NumPy's own matmul loop, called on the same shapes
+        and strides as NumPy calls it (its BLAS call where NumPy makes one), so the same
+        values to the bit as ``np.matmul`` on arrays of these layouts."""
+        cg = self.cg
+        if not (isinstance(a, Array) and isinstance(b, Array) and a.ndim == b.ndim == 3):
+            raise NotLowered("matmul of anything but two stacks of matrices")
+        if a.dtype != b.dtype or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+            raise NotLowered("matmul of anything but two stacks of matrices of one dtype")
+        stack, n = a.shape[:2]
+        if out is None:
+            out = cg.alloc((stack, n, b.shape[2]), a.dtype)
+        dtypes = (a.dtype, a.dtype, a.dtype)
+        loop = cg.loop(np.matmul, dtypes)
+        if loop.dtypes != dtypes:
+            raise NotLowered(f"NumPy's matmul loop is for {loop.dtypes}")
+        size = a.dtype.itemsize
+        arrays = (a, b, out)
+        steps = [x.strides[0] * size for x in arrays]
+        steps += [st * size for x in arrays for st in x.strides[1:]]
+        pointers = [cg.pointer(x, cg.index_of(x, [])) for x in arrays]
+        cg.call_loop(loop, pointers, [stack, n, a.shape[2], b.shape[2]], steps)
+        return out
+
+    def block(self, value: Value, axis: int, step: Scalar, size: int) -> Array:
+        """``value[..., step * size : (step + 1) * size, ...]`` along ``axis``, ``step``
+        known at run time (a view)."""
+        if not isinstance(value, Array):
+            raise NotLowered("slicing a 0-d value")
+        f = self.cg.f
+        moved = f.op(f"mul i64 {self.as_index(step)}, {value.strides[axis] * size}")
+        dyn = moved if value.dyn is None else f.op(f"add i64 {value.dyn}, {moved}")
+        shape = (*value.shape[:axis], size, *value.shape[axis + 1 :])
+        return Array(value.dtype, shape, value.base, value.offset, value.strides, dyn)
 
     def at(self, stacked: Value, step: Scalar) -> Value:
         """``stacked[step]`` along its first axis (``step`` known at run time)."""

@@ -26,7 +26,36 @@ import numpy as np
 
 from autodiff.core.lowering import NotLowered
 
-__all__ = ["SCALAR", "Function", "Lanes", "cast", "constant", "mem_type", "native", "reg_type"]
+__all__ = [
+    "ROLLED",
+    "SCALAR",
+    "Function",
+    "Lanes",
+    "cast",
+    "constant",
+    "mem_type",
+    "native",
+    "numbered_loops",
+    "reg_type",
+]
+
+# The loop metadata of a loop written inside ``Function.rolled``: a placeholder that
+# ``numbered_loops`` replaces, in a whole module, with one distinct loop identifier each.
+ROLLED = "!adx.rolled"
+
+
+def numbered_loops(text: str) -> str:
+    """``text`` (a module) with each ``ROLLED`` placeholder a loop identifier of its own,
+    saying: do not unroll, do not vectorise; the metadata appended."""
+    parts = text.split(ROLLED)
+    if len(parts) == 1:
+        return text
+    out, tail = [parts[0]], ['!0 = !{!"llvm.loop.unroll.disable"}',
+                             '!1 = !{!"llvm.loop.vectorize.enable", i1 false}']  # fmt: skip
+    for k, part in enumerate(parts[1:], 2):
+        out += [f"!{k}", part]
+        tail.append(f"!{k} = distinct !{{!{k}, !0, !1}}")
+    return "".join(out) + "\n".join(tail) + "\n"
 
 
 # --- types and constants ----------------------------------------------------------------------
@@ -86,6 +115,7 @@ class Function:
         self.n = 0
         self.label = "start"
         self.intrinsics: set[str] = set()
+        self._rolled = 0  # inside ``rolled``: loops marked to stay as written
 
     def tmp(self) -> str:
         self.n += 1
@@ -130,8 +160,21 @@ class Function:
     # --- structured control flow ---
 
     @contextlib.contextmanager
+    def rolled(self) -> Iterator[None]:
+        """Loops written inside are left as written: LLVM neither unrolls nor vectorises
+        them (``ROLLED``, their loop metadata).  For nests of small loops copying strided
+        windows (a convolution's), which gain little from either and would grow the code
+        several times over and take seconds to compile."""
+        self._rolled += 1
+        try:
+            yield
+        finally:
+            self._rolled -= 1
+
+    @contextlib.contextmanager
     def loop(self, count: str | int) -> Iterator[str]:
         """``for i in range(count)``: the body is written inside; yields ``i`` (i64)."""
+        rolled = self._rolled > 0
         before = self.label
         head, body, done = self.block("loop"), self.block("body"), self.block("done")
         self.br(head)
@@ -145,7 +188,7 @@ class Function:
         yield i
         latch = self.label
         following = self.op(f"add nuw nsw i64 {i}, 1")
-        self.br(head)
+        self.do(f"br label %{head}, !llvm.loop {ROLLED}") if rolled else self.br(head)
         self.lines[at] = f"  {i} = phi i64 [ 0, %{before} ], [ {following}, %{latch} ]"
         self.enter(done)
 

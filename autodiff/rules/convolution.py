@@ -34,20 +34,29 @@ matrix by one strided slice per kernel position (or per output position, whichev
 is fewer: the VJP in the kernel convolves with a window as large as the image), and
 BLAS multiplies it by the kernel.  Only indexing, ``stack``, ``reshape``,
 ``transpose`` and ``matmul`` are used, so another array library runs it too.
+
+Compiled (``jit``'s compiling tier), each primitive writes these same steps as compiled
+code (its lowering, below each block): the same padded copy and columns, the same chunks
+of examples and NumPy's own matmul loop on the same matrices with the same strides, the
+windows combined in the same order; so a compiled convolution gives the implementation's
+values to the bit, and JAX's to rounding (XLA sums in another order).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import Edges, Sparsity
+from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.precision import check_precision
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor, multilinear_taylor
@@ -539,8 +548,142 @@ def _conv_sparsity(lhs, rhs, **params):
     return Sparsity(reads, [(0, 1)], terms=products, n_terms=len(terms))
 
 
-# No lowering: numba's loop nest (main's) has no LLVM port yet; convolutions run as
-# NumPy calls between the compiled regions (docs/guide.md).
+# --- the lowering: the implementation's steps as compiled code ------------------------------
+#
+# A compiled convolution is the implementation above step for step: the same padded
+# channels-last copy, the same im2col columns, the same chunks of examples and NumPy's own
+# matmul loop called on the same matrices with the same strides (``ctx.matmul``: the BLAS
+# call np.matmul makes).  So its values are the implementation's to the bit, and the
+# result's layout is NumPy's (a later sum sees the strides NumPy's would).  What is saved
+# is every NumPy call's overhead and the copies between them; the arithmetic is BLAS's.
+
+
+def _rolled(lowering):
+    """``lowering`` as an ``Emitter`` whose loops LLVM leaves as written (``ctx.rolled``:
+    neither unrolled nor vectorised): its nests of small strided copies would take
+    seconds to compile unrolled and vectorised, for little."""
+
+    def emit(ctx, *args, **params):
+        with ctx.rolled():
+            return lowering(ctx, *args, **params)
+
+    emit.__name__ = lowering.__name__
+    return Emitter(emit)
+
+
+def _padded_lowered(ctx, x, fill, dilation, padding, axes: Sequence[int], order=None,
+                    scratch=None):  # fmt: skip
+    """``_padded`` as compiled code (in the kernel's shared area ``scratch``, if given:
+    for a copy dead once the equation is written)."""
+    if order is not None:
+        x = ctx.view(x, lambda a: np.transpose(a, order))
+        axes = [list(order).index(a) for a in axes]
+    shape, where = _placement(x.shape, dilation, padding, axes)
+    if where is not None and shape == x.shape:
+        return x
+    aval = ShapedArray(shape, x.dtype)
+    if scratch is None:
+        out = ctx.full(aval, fill)
+    else:
+        out = ctx.scratch(scratch, aval)
+        ctx.copy_into(out, ctx.full(ShapedArray((), x.dtype), fill))
+    if where is not None:
+        ctx.copy_into(ctx.view(out, lambda a: a[where[0]]), ctx.view(x, lambda a: a[where[1]]))
+    return out
+
+
+_PIECES = 64  # the most window positions a windowed reduction combines in one loop
+
+
+def _windows(x, first: int, out, window, dilation, strides):
+    """Every window of ``x`` along its axes from ``first`` on, as one strided view of
+    shape ``lead + out + window + trail``: what ``_columns`` stacks, in its order (by
+    position or by window, the columns are this view in C order)."""
+    d = len(window)
+    steps = x.strides[first : first + d]
+    return as_strided(x, (*x.shape[:first], *out, *window, *x.shape[first + d :]),
+                      (*x.strides[:first], *(s * t for s, t in zip(strides, steps)),
+                       *(r * t for r, t in zip(dilation, steps)), *x.strides[first + d :]),
+                      writeable=False)  # fmt: skip
+
+
+def _columns_lowered(ctx, x, first, out, window, dilation, strides):
+    """``_columns`` as compiled code: the windows copied in one loop nest (the values and
+    layout of the implementation's stacked slices)."""
+    d = len(window)
+    lead, trail = tuple(x.shape[:first]), tuple(x.shape[first + d :])
+    windows = ctx.view(x, lambda a: _windows(a, first, out, window, dilation, strides))
+    cols = ctx.scratch("conv.columns", ShapedArray(windows.shape, x.dtype))  # (dead after)
+    ctx.copy_into(cols, windows)
+    return ctx.view(cols, lambda a: np.reshape(a, (*lead, *out, math.prod(window), *trail)))
+
+
+class _Slices:
+    """A stand-in for the array ``_cut`` slices: each slice of it is its index."""
+
+    def __getitem__(self, index):
+        return index
+
+
+def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                   dimension_numbers, feature_group_count, batch_group_count):  # fmt: skip
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    groups, batches = feature_group_count, batch_group_count
+    d = len(window_strides)
+    out_aval = ctx.out_avals[0]
+    if lhs.dtype != rhs.dtype or lhs.dtype.kind not in "fiu":
+        raise NotLowered(f"a convolution of {lhs.dtype} and {rhs.dtype}")
+    kernel = _spatial(rhs.shape, rhs_spec)
+    if 0 in out_aval.shape or 0 in kernel or lhs.shape[lhs_spec[1]] == 0:
+        return ctx.full(out_aval, 0)
+    n, o, i = lhs.shape[lhs_spec[0]] // batches, rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
+    out = [out_aval.shape[a] for a in out_spec[2:]]
+    x = _padded_lowered(ctx, lhs, 0, lhs_dilation, padding, lhs_spec[2:],
+                        order=(lhs_spec[0], *lhs_spec[2:], lhs_spec[1]),
+                        scratch="conv.padded")  # fmt: skip
+    x = ctx.view(x, lambda a: np.reshape(a, (batches, n, *a.shape[1 : d + 1], groups, i)))
+    k, per = math.prod(kernel), o // (batches * groups)
+    w = ctx.view(rhs, lambda a: np.transpose(a, (rhs_spec[0], *rhs_spec[2:], rhs_spec[1])))
+    w = ctx.view(w, lambda a: np.reshape(a, (batches * groups, per, k * i)))  # (a copy)
+    w = ctx.view(w, lambda a: np.swapaxes(a, 1, 2))
+    chunk = max(1, _COLUMNS // (batches * math.prod(out) * k * groups * i))
+    res = ctx.empty(ShapedArray((n, *out, o), lhs.dtype))  # the parts, concatenated
+
+    def part(piece, into):  # the implementation's loop body on one chunk of examples
+        m = piece.shape[1]
+        cols = _columns_lowered(ctx, piece, 2, out, kernel, rhs_dilation, window_strides)
+        rows = m * math.prod(out)
+        cols = ctx.view(cols, lambda a: np.reshape(a, (batches, rows, k, groups, i)))
+        if groups > 1:
+            cols = ctx.view(cols, lambda a: np.transpose(a, (0, 3, 1, 2, 4)))
+        cols = ctx.view(cols, lambda a: np.reshape(a, (batches * groups, rows, k * i)))
+        if batches * groups == 1:  # the product is the part itself: written in place
+            ctx.matmul(cols, w, out=ctx.view(into, lambda a: np.reshape(a, (1, rows, per))))
+            return
+        products = ctx.scratch("conv.products", ShapedArray((batches * groups, rows, per),
+                                                            lhs.dtype))  # fmt: skip
+        prod = ctx.view(ctx.matmul(cols, w, out=products), lambda a: np.moveaxis(
+            np.reshape(a, (batches * groups, m, *out, per)), 0, -2))  # fmt: skip
+        ctx.copy_into(ctx.view(into, lambda a: np.reshape(a, prod.shape)), prod)
+
+    whole, rest = divmod(n, chunk)
+    if whole == 1 and not rest:
+        part(x, res)
+    else:
+        if whole:
+            with ctx.loop(whole) as step:
+                part(ctx.block(x, 1, step, chunk), ctx.block(res, 0, step, chunk))
+        if rest:
+            start = whole * chunk
+            part(ctx.view(x, lambda a: a[:, start:]), ctx.view(res, lambda a: a[start:]))
+    where = [0, d + 1, *range(1, d + 1)]  # (batch, feature, spatial) in res
+    perm = [0] * (d + 2)
+    for j, axis in enumerate(out_spec):
+        perm[axis] = where[j]
+    return ctx.view(res, lambda a: np.transpose(a, perm))
+
+
+conv_general_dilated_p.def_lowering(_rolled(_conv_lowering))
 
 
 def _check_groups(lhs_shape, rhs_shape, dnums: ConvDimensionNumbers, groups: Any,
@@ -881,10 +1024,150 @@ reduce_window_max_p = _chooser("max")
 reduce_window_min_p = _chooser("min")
 
 
-# No lowering for the windowed reductions: each stays a NumPy call between compiled regions.
-# A loop nest would save those calls' overhead at the compiling tier's sizes, as the
-# convolution's does; pooling is a handful of ufunc calls on strided slices (a few
-# microseconds each), so it is not written yet.
+# --- the windowed reductions' lowerings: the implementations' steps as compiled code ----------
+#
+# As the convolution's: the same padded copy, the same windows combined in the same order
+# (a window position at a time, as one fused loop instead of one NumPy call each; or, for
+# windows fewer than their positions, NumPy's pairwise reduction of the same rows), so the
+# implementations' values to the bit.  The first maximum (minimum) of each window is
+# chosen by the implementation's comparisons, in one loop with what reads it.
+
+
+def _window_pieces_lowered(ctx, x, fill, out, **window):
+    """``_window_pieces`` as compiled code: ``(True, pieces)``, one view per window
+    position; or, where windows are fewer than their positions, ``(False, windows)``, the
+    padded operand's windows as one view (``_windows``)."""
+    sizes, dilation = window["window_dimensions"], window["window_dilation"]
+    strides = window["window_strides"]
+    padded = _padded_lowered(ctx, x, fill, window["base_dilation"], window["padding"],
+                             range(len(x.shape)))  # fmt: skip
+    by_position, slices = _cut(_Slices(), 0, out, sizes, dilation, strides)
+    if not by_position:
+        return False, ctx.view(padded, lambda a: _windows(a, 0, out, sizes, dilation, strides))
+    if len(slices) > _PIECES:
+        raise NotLowered(f"{len(slices)} window positions combined in one loop")
+    return True, [ctx.view(padded, lambda a, i=i: a[i]) for i in slices]
+
+
+def _reduce_window_lowering(kind: str):
+    ufunc = _UFUNCS[kind]
+
+    def lowering(ctx, x, **window):
+        out_aval = ctx.out_avals[0]
+        if not out_aval.shape or 0 in out_aval.shape:
+            if out_aval.shape:
+                return ctx.full(out_aval, 0)
+            raise NotLowered("a windowed reduction of a 0-d value")
+        fill = _identity(kind, x.dtype)
+        by_position, pieces = _window_pieces_lowered(ctx, x, fill, out_aval.shape, **window)
+        if by_position:  # the implementation's ufunc calls, in order, in one loop
+            return ctx.elementwise(lambda *v: functools.reduce(ufunc, v), *pieces)
+        size = math.prod(window["window_dimensions"])  # its rows, reduced as NumPy reduces
+        rows = ctx.view(ctx.copy(pieces), lambda a: np.reshape(a, (-1, size)))
+        return ctx.view(ctx.reduce(ufunc, rows, (1,)), lambda a: np.reshape(a, out_aval.shape))
+
+    return _rolled(lowering)
+
+
+def _choosing(kind: str, values, by_position: bool):
+    """The scalar function of ``_chosen``'s loop: which of ``values`` (a window's, in
+    order) is the first maximum (``kind='max'``) or minimum.  By position, the
+    implementation's comparisons; else ``np.argmax``'s (``argmin``'s) rule: a later value
+    replaces the best where it is not ``<=`` (``>=``) it, until the best is a NaN."""
+    best, chosen = values[0], np.int64(0)
+    for k, value in enumerate(values[1:], 1):
+        if by_position:
+            better = value > best if kind == "max" else value < best  # ties: the first stays
+        else:
+            better = np.logical_not(value <= best if kind == "max" else value >= best)
+            if best.dtype.kind in "fc":
+                better = np.logical_and(better, best == best)
+        chosen = np.where(better, np.int64(k), chosen)
+        if k < len(values) - 1:  # (the last best is not read: no loop of its own)
+            best = _UFUNCS[kind](best, value) if by_position else np.where(better, value, best)
+    return chosen
+
+
+def _window_elements(ctx, x, fill, out, window):
+    """``(by_position, views)``: the padded ``x``'s elements at each place of a window,
+    one view of the ``out`` shape per place (row-major)."""
+    by_position, pieces = _window_pieces_lowered(ctx, x, fill, out, **window)
+    if by_position:
+        return True, pieces
+    sizes = window["window_dimensions"]
+    if math.prod(sizes) > _PIECES:
+        raise NotLowered(f"windows of {math.prod(sizes)} elements compared in one loop")
+    return False, [ctx.view(pieces, lambda a, at=(Ellipsis, *j): a[at])
+                   for j in np.ndindex(*sizes)]  # fmt: skip
+
+
+def _window_gather_lowering(ctx, t, x, *, kind, **window):
+    out_aval = ctx.out_avals[0]
+    if not out_aval.shape or 0 in out_aval.shape:
+        if out_aval.shape:
+            return ctx.full(out_aval, 0)
+        raise NotLowered("a window gather of a 0-d value")
+    fill = _identity(kind, x.dtype)
+    by_position, xs = _window_elements(ctx, x, fill, out_aval.shape, window)
+    _, ts = _window_elements(ctx, t, 0, out_aval.shape, window)
+    n, zero = len(xs), t.dtype.type(0)
+
+    def gathered(*v):
+        chosen, out = _choosing(kind, v[:n], by_position), zero
+        for k, piece in enumerate(v[n:]):
+            out = np.where(chosen == k, piece, out)
+        # by rows, the implementation sums the chosen value with zeros: -0.0 becomes 0.0
+        return out if by_position else out + zero
+
+    return ctx.elementwise(gathered, *xs, *ts)
+
+
+def _window_scatter_lowering(ctx, ct, x, *, kind, **window):
+    out_aval = ctx.out_avals[0]
+    out = ct.shape
+    if 0 in out or not out:
+        raise NotLowered("a window scatter of no windows, or of a 0-d value")
+    fill = _identity(kind, x.dtype)
+    by_position, xs = _window_elements(ctx, x, fill, out, window)
+    chosen = ctx.elementwise(lambda *v: _choosing(kind, v, by_position), *xs)
+    sizes, dilation = window["window_dimensions"], window["window_dilation"]
+    strides, axes = window["window_strides"], range(len(sizes))
+    shape, where = _placement(x.shape, window["base_dilation"], window["padding"], axes)
+    y = ctx.full(ShapedArray(shape, ct.dtype), 0)
+    zero = ct.dtype.type(0)
+    if by_position:  # each place of the windows, added where it was chosen
+        disjoint = all(s >= _dilated(k, r) for k, r, s in zip(sizes, dilation, strides))
+        for k, at in enumerate(np.ndindex(*sizes)):
+            index = tuple(slice(i * r, i * r + (o - 1) * s + 1, s)
+                          for i, r, o, s in zip(at, dilation, out, strides))  # fmt: skip
+            part = ctx.view(y, lambda a, index=index: a[index])
+            if disjoint:
+                ctx.elementwise(lambda c, g, k=k: np.where(c == k, g, zero), chosen, ct, out=part)
+            else:
+                ctx.elementwise(lambda c, g, y, k=k: y + np.where(c == k, g, zero), chosen, ct,
+                                part, out=part)  # fmt: skip
+    else:  # each window, its cotangent added at its chosen element
+        places = ctx.constant(np.arange(math.prod(sizes)).reshape(sizes))
+        for at in np.ndindex(*out):
+            index = tuple(slice(i * s, i * s + (k - 1) * r + 1, r)
+                          for i, k, r, s in zip(at, sizes, dilation, strides))  # fmt: skip
+            part = ctx.view(y, lambda a, index=index: a[index])
+            mine = [ctx.view(v, lambda a, at=at: a[at]) for v in (chosen, ct)]
+            ctx.elementwise(lambda y, j, c, g: y + np.where(j == c, g, zero), part, places,
+                            *mine, out=part)  # fmt: skip
+    if where is not None and shape == tuple(x.shape):
+        return y
+    result = ctx.full(out_aval, 0)
+    if where is not None:
+        ctx.copy_into(ctx.view(result, lambda a: a[where[1]]), ctx.view(y, lambda a: a[where[0]]))
+    return result
+
+
+reduce_window_sum_p.def_lowering(_reduce_window_lowering("sum"))
+reduce_window_max_p.def_lowering(_reduce_window_lowering("max"))
+reduce_window_min_p.def_lowering(_reduce_window_lowering("min"))
+window_gather_p.def_lowering(_rolled(_window_gather_lowering))
+window_scatter_p.def_lowering(_rolled(_window_scatter_lowering))
 
 
 def _bind_window(prim: Primitive, operand, window_dimensions, window_strides, padding,
