@@ -54,6 +54,7 @@ from autodiff.rules._taylor import (
     exp_like,
     log_like,
     logaddexp_like,
+    product_partials,
     quotient,
     reciprocal_like,
     riccati,
@@ -112,6 +113,7 @@ multiply_p, multiply = broadcasting(
     pairs=[(0, 1)],
 )
 multiply_p.def_taylor(multilinear_taylor(multiply_p))
+multiply_p.taylor.partials = product_partials  # type: ignore[attr-defined]  # (collapsed mode)
 divide_p, divide = broadcasting(
     "divide",
     np.divide,
