@@ -105,16 +105,17 @@ class Collapse:
         coefficient, the batched lower ones and the summed top, is the product itself."""
         args = list(primals)
         plain = self._plain(primals, series)
-        if plain is not None and prim.batch is not None:
-            dims = [None] * len(args)
+        batch = prim.batch
+        if plain is not None and batch is not None:
+            dims: list[int | None] = [None] * len(args)
             dims[i] = 0
 
-            def at(c: Any) -> Any:  # a batched coefficient by the batching rule itself
+            def batched(c: Any) -> Any:  # a batched coefficient by the batching rule itself
                 args[i] = c
-                out, out_dim = prim.batch(args, dims, **params)
+                out, out_dim = batch(args, dims, **params)
                 return out if out_dim is None else BatchedTensor(self.directions, out, out_dim)
 
-            out = [None if c is None else at(c) for c in plain[:-1]]
+            out = [None if c is None else batched(c) for c in plain[:-1]]
             args[i] = series[-1]
             top = None if series[-1] is None else prim.bind(*args, **params)
             return wrap(interp, prim.bind(*primals, **params), [*out, top])
@@ -169,7 +170,7 @@ class Collapse:
         if (any(isinstance(x, Tracer) for x in primals) or isinstance(series[-1], Tracer)
                 or isinstance(self.weights, Tracer)):  # fmt: skip
             return None
-        out = []
+        out: list = []
         for c in series[:-1]:
             if c is None:
                 out.append(None)
@@ -222,8 +223,10 @@ class Collapse:
 
         partials = getattr(rule, "partials", None)
         closed = partials is not None and len(primals) == 2 and not params
-        first, half, mixed = {}, {}, None
-        if closed:  # the rule's closed forms (rules/_taylor.py)
+        first: dict = {}
+        half: dict = {}
+        mixed = None
+        if partials is not None and closed:  # the rule's closed forms (rules/_taylor.py)
             ans, (first[0], first[1]), (half[0], mixed, half[1]) = partials(*primals)
         else:
             for i in moving:
