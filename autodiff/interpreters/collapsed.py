@@ -13,13 +13,16 @@ Taylor coefficients (``_elementwise``): for a Laplacian, two batched operations 
 function; a product with one factor moving (``h @ W``) maps every coefficient through
 itself (``_linear``).
 
-Where no other transform sees the values (the primals and the summed tops are NumPy
-arrays, the batched coefficients NumPy arrays under the directions' ``vmap`` alone),
-those two cases run on the arrays themselves (``_plain``): the batched coefficients
-with the directions first, the primitive's own batching rule for a product, one
-``einsum`` for a sum of squares.  The same arithmetic as through the interpreters,
-without their dispatch per operation, which at a network's sizes costs more than the
-arithmetic (``benchmarks/laplacian.py``).
+The directions' ``vmap`` is the interpreter right below this one, so its batched
+coefficients are plain values of the levels below it (NumPy arrays, or the tracers of
+an outer ``grad``, ``vmap`` or ``jit``) with the directions on an axis.  Those two cases,
+and elementwise functions of several moving arguments at order 2, work on those values
+directly (``_plain``), the directions first: a product by the primitive's own batching
+rule, a Laplacian's ``sum_r (x_1^(r))^2`` by one ``einsum`` on NumPy arrays (a product
+and a sum otherwise), a function's derivatives from closed forms where its rule has
+them (``rules/_taylor.py``).  The arithmetic of the interpreters' path, without the
+``vmap``'s dispatch per operation, and in a staged graph (``jit``) the fewer operations
+it records (``benchmarks/laplacian.py``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ from autodiff.debug.rule_checks import checking
 from autodiff.errors import TransformValueError
 from autodiff.interpreters.batching import BatchedTensor, vmap
 from autodiff.interpreters.taylor import JetInterpreter, JetTensor, is_zero, taylor_rule, wrap
+from autodiff.rules._helpers import move_to_front
 from autodiff.rules.creation import ones_like as _ones_like
+from autodiff.rules.products import einsum as _einsum
 from autodiff.rules.reductions import sum as _sum
 from autodiff.rules.shape import reshape as _reshape
 
@@ -162,13 +167,15 @@ class Collapse:
         return wrap(interp, ans, [*out, top])
 
     def _plain(self, primals: tuple, series: tuple) -> list | None:
-        """``series`` as NumPy arrays, the batched coefficients with the directions first
-        (the top as it is), where no transform but this one and its ``vmap`` sees the
-        values (nor a debugging check that would look at each operation); else None."""
+        """``series`` unwrapped from the directions' ``vmap``: each batched coefficient's
+        value with the directions first, the top as it is; None where a value is not of
+        the levels below that ``vmap`` (a primal batched by the directions), or where a
+        debugging check would look at each operation under it."""
         if checking.get() or checking_nans():
             return None
-        if (any(isinstance(x, Tracer) for x in primals) or isinstance(series[-1], Tracer)
-                or isinstance(self.weights, Tracer)):  # fmt: skip
+        level = self.directions.level
+        if (not all(_below(x, level) for x in primals) or not _below(series[-1], level)
+                or not _below(self.weights, level)):  # fmt: skip
             return None
         out: list = []
         for c in series[:-1]:
@@ -178,15 +185,17 @@ class Collapse:
             if type(c) is not BatchedTensor or c._interp is not self.directions:
                 return None
             value, bdim = c.value, c.bdim
-            if not isinstance(value, np.ndarray) or bdim is None:
+            if bdim is None:
                 return None
-            out.append(value if bdim == 0 else np.moveaxis(value, bdim, 0))
+            if bdim != 0:
+                value = np.moveaxis(value, bdim, 0) if _numpy(value) else move_to_front(value, bdim)
+            out.append(value)
         return [*out, series[-1]]
 
     def _plain_elementwise(self, interp: JetInterpreter, ans: Any, c: list, plain: list,
                            top: Any) -> Any:  # fmt: skip
-        """``_elementwise`` on NumPy arrays (``_plain``): the same sums, with each batched
-        coefficient's directions on axis 0 (the function's coefficients ``c_j``, shaped
+        """``_elementwise`` on the unwrapped values (``_plain``): the same sums, with each
+        batched coefficient's directions on axis 0 (the function's coefficients ``c_j``, shaped
         like the argument, broadcast against the rest)."""
         order = interp.order
         delta = [None, *plain[:-1], None]
@@ -195,7 +204,8 @@ class Collapse:
         power = delta
         for j in range(2, order + 1):
             if j == 2 and order == 2:  # a Laplacian's: sum_r w_r (x_1^(r))^2, one pass
-                top = _plus(top, _times(c[2], self._sum_of_squares(delta[1])))
+                if c[2] is not None:
+                    top = _plus(top, c[2] * self._sum_of_squares(delta[1]))
                 break
             power = [_convolved(power, delta, k) for k in range(order + 1)]
             for k in range(j, order):
@@ -207,7 +217,7 @@ class Collapse:
     def _plain_several(self, interp: JetInterpreter, rule: Callable, primals: tuple,
                        moving: list, plain: list, params: dict) -> Any:  # fmt: skip
         """A Laplacian's step (order 2) through an elementwise function of several moving
-        arguments, on NumPy arrays (``_plain``), from its derivatives at ``x0``:
+        arguments, on the unwrapped values (``_plain``), from its derivatives at ``x0``:
         ``y_1 = sum_i f_i a_i`` and the top ``sum_i f_i t_i + sum_r sum_ij f_ij a_i a_j / 2``
         (``a_i`` argument i's batched coefficient, ``t_i`` its top).  The derivatives:
         the rule's ``partials`` (closed forms of a binary function), or the rule itself
@@ -248,13 +258,15 @@ class Collapse:
         for i, (*lower, t) in zip(moving, plain):
             y1 = _plus(y1, _times(first[i], lower[0]))
             top = _plus(top, _times(first[i], t))
-            top = _plus(top, _times(half[i], self._sum_of_products(lower[0], lower[0])))
+            if half[i] is not None:
+                top = _plus(top, half[i] * self._sum_of_products(lower[0], lower[0]))
         for a, i in enumerate(moving):
             for b in range(a + 1, len(moving)):
                 j = moving[b]
                 if not closed:  # f_ij by polarisation
                     mixed = _minus(_minus(along(i, j)[1][1], half[i]), half[j])
-                top = _plus(top, _times(mixed, self._sum_of_products(plain[a][0], plain[b][0])))
+                if mixed is not None:
+                    top = _plus(top, mixed * self._sum_of_products(plain[a][0], plain[b][0]))
         batched = None if y1 is None else BatchedTensor(self.directions, y1, 0)
         return wrap(interp, ans, [batched, top])
 
@@ -266,17 +278,20 @@ class Collapse:
         """``sum_r w_r x[r] y[r]`` of two batched NumPy coefficients (None: zero)."""
         if x is None or y is None:
             return None
-        if self.weights is None:
-            return np.einsum("r...,r...->...", x, y)
-        return np.einsum("r,r...,r...->...", np.asarray(self.weights), x, y)
+        w = self.weights
+        einsum = np.einsum if _numpy(x) and _numpy(y) and (w is None or _numpy(w)) else _einsum
+        if w is None:  # one pass, no temporary (staged: one operation)
+            return einsum("r...,r...->...", x, y)
+        return einsum("r,r...,r...->...", w, x, y)
 
     def _plain_summed(self, x: Any) -> Any:
         """``sum_r w_r x[r]`` of a batched NumPy coefficient (None: zero)."""
         if x is None:
             return None
-        if self.weights is None:
-            return x.sum(axis=0)
-        return np.tensordot(np.asarray(self.weights), x, axes=(0, 0))
+        w = self.weights
+        if w is None:
+            return _sum(x, axis=0)
+        return _sum(x * _reshape(w, [-1, *[1] * (len(shape_of(x)) - 1)]), axis=0)
 
     def summed(self, value: Any) -> Any:
         """The (weighted) sum over the directions of a coefficient batched by them."""
@@ -290,6 +305,16 @@ class Collapse:
             return _sum(v * w, axis=axis)
         # the same in every direction
         return value * (self.directions.size if self.weights is None else _sum(self.weights))
+
+
+def _below(x: Any, level: int) -> bool:
+    """Whether ``x`` is a value of the levels below ``level`` (a constant, or a tracer of
+    an outer transform): the directions' ``vmap`` would batch it as it is."""
+    return not isinstance(x, Tracer) or x._interp.level < level
+
+
+def _numpy(x: Any) -> bool:
+    return isinstance(x, np.ndarray)
 
 
 def _convolved(a: list, b: list, k: int) -> Any:
