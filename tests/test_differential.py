@@ -469,7 +469,21 @@ def test_closed_form_second_coefficients_are_the_recurrences(name):
     assert np.allclose(2 * c2, (fn(x0 + h) - 2 * fn(x0) + fn(x0 - h)) / h**2, rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["multiply", "divide"])
+@pytest.mark.parametrize("p", [2, 3, 0.5, -1.5, 1])
+def test_closed_form_second_coefficients_of_a_constant_power(p):
+    rule = anp.power.primitive.taylor
+    x0 = RNG.uniform(0.2, 0.9, size=5)
+    ans, c1, c2 = rule.second(x0, p)
+    want_ans, (w1, w2) = rule((x0, p), ((np.ones(5), None), (None, None)))
+    assert np.allclose(ans, x0**p) and np.allclose(c1, w1)
+    assert np.allclose(0 if c2 is None else c2, 0 if w2 is None else w2)
+    assert np.allclose(c1, p * x0 ** (p - 1)) and np.allclose(
+        0 if c2 is None else c2, p * (p - 1) / 2 * x0 ** (p - 2)
+    )
+    assert rule.second(x0, np.array(2.0)) is None  # an array exponent: no closed form
+
+
+@pytest.mark.parametrize("name", ["multiply", "divide", "logaddexp", "logaddexp2"])
 def test_closed_form_partials_of_binary_functions(name):
     """``partials`` (value, gradient, halved Hessian with the mixed term whole) against
     the rule along each argument and along both (polarisation)."""

@@ -142,9 +142,8 @@ class Collapse:
         ``c_1 x_2 + c_2 sum_r (x_1^(r))^2``, two batched operations instead of the rule's
         half dozen."""
         order = interp.order
-        second = getattr(rule, "second", None)  # c_1, c_2 in closed form (rules/_taylor.py)
-        if order == 2 and second is not None and len(primals) == 1 and not params:
-            c = list(second(primals[0]))
+        c = _closed_forms(rule, primals, i, params) if order == 2 else None
+        if c is not None:
             ans = c[0]
         else:
             along = [(None,) * order] * len(primals)
@@ -305,6 +304,22 @@ class Collapse:
             return _sum(v * w, axis=axis)
         # the same in every direction
         return value * (self.directions.size if self.weights is None else _sum(self.weights))
+
+
+def _closed_forms(rule: Callable, primals: tuple, i: int, params: dict) -> list | None:
+    """``[f(x0), f'(x0), f''(x0) / 2]`` along argument ``i`` from the rule's closed forms
+    (``rules/_taylor.py``): its ``second`` (of argument 0, the others constants; None
+    where it has none for these arguments) or a binary function's ``partials``."""
+    if params:
+        return None
+    second, partials = getattr(rule, "second", None), getattr(rule, "partials", None)
+    if second is not None and i == 0:
+        got = second(*primals)
+        return None if got is None else list(got)
+    if partials is not None and len(primals) == 2:
+        ans, first, (half_0, _, half_1) = partials(*primals)
+        return [ans, first[i], (half_0, half_1)[i]]
+    return None
 
 
 def _below(x: Any, level: int) -> bool:

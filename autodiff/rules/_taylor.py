@@ -257,20 +257,29 @@ def constant_power(power: Callable, fallback: Callable) -> Callable:
     at ``x0 = 0`` where a recurrence is not; zero beyond ``j = p`` for an integer ``p``);
     otherwise ``fallback`` (the rule derived from the JVP)."""
 
-    def taylor(primals, series, **params):
-        (x0, p), (xs, ps) = primals, series
-        if (isinstance(p, bool) or not isinstance(p, (int, float))
-                or any(c is not None for c in ps)):  # fmt: skip
-            return fallback(primals, series, **params)
+    def coefficients(x0: Any, p: Any, order: int) -> list:
         c: list = [None]
         binomial = 1.0
-        for j in range(1, len(xs) + 1):
+        for j in range(1, order + 1):
             binomial *= (p - j + 1) / j
             c.append(None if binomial == 0 else (binomial * x0 if p - j == 1 else
                      binomial * power(x0, p - j) if p - j != 0 else binomial))  # fmt: skip
-        return power(x0, p), composed(c, xs)
+        return c
+
+    def number(p: Any) -> bool:
+        return not isinstance(p, bool) and isinstance(p, (int, float))
+
+    def taylor(primals, series, **params):
+        (x0, p), (xs, ps) = primals, series
+        if not number(p) or any(c is not None for c in ps):
+            return fallback(primals, series, **params)
+        return power(x0, p), composed(coefficients(x0, p, len(xs)), xs)
+
+    def second(x0: Any, p: Any) -> tuple | None:  # of x alone, p a number; else None
+        return (power(x0, p), *coefficients(x0, p, 2)[1:]) if number(p) else None
 
     taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
+    taylor.second = second  # type: ignore[attr-defined]
     return taylor
 
 
@@ -293,5 +302,13 @@ def logaddexp_like(fn: Callable, exp: Callable, scale: float = 1.0) -> Callable:
                 w.append(term if term is None or scale == 1 else term * scale)
         return y[0], y[1:]
 
+    def partials(a0: Any, c0: Any) -> tuple:  # y_a = s, y_c = u, y_aa = scale s u = -y_ac
+        y = fn(a0, c0)
+        s, u = exp(a0 - y), exp(c0 - y)
+        curvature = s * u if scale == 1 else scale * (s * u)
+        half = 0.5 * curvature
+        return y, (s, u), (half, -curvature, half)
+
     taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
+    taylor.partials = partials  # type: ignore[attr-defined]
     return taylor
