@@ -475,7 +475,7 @@ def test_closed_form_second_coefficients_of_a_constant_power(p):
     x0 = RNG.uniform(0.2, 0.9, size=5)
     ans, c1, c2 = rule.second(x0, p)
     want_ans, (w1, w2) = rule((x0, p), ((np.ones(5), None), (None, None)))
-    assert np.allclose(ans, x0**p) and np.allclose(c1, w1)
+    assert np.allclose(ans, x0**p) and np.allclose(ans, want_ans) and np.allclose(c1, w1)
     assert np.allclose(0 if c2 is None else c2, 0 if w2 is None else w2)
     assert np.allclose(c1, p * x0 ** (p - 1)) and np.allclose(
         0 if c2 is None else c2, p * (p - 1) / 2 * x0 ** (p - 2)
