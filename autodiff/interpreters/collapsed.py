@@ -204,7 +204,7 @@ class Collapse:
         for j in range(2, order + 1):
             if j == 2 and order == 2:  # a Laplacian's: sum_r w_r (x_1^(r))^2, one pass
                 if c[2] is not None:
-                    top = _plus(top, c[2] * self._sum_of_squares(delta[1]))
+                    top = _plus(top, _times(c[2], self._sum_of_squares(delta[1])))
                 break
             power = [_convolved(power, delta, k) for k in range(order + 1)]
             for k in range(j, order):
@@ -258,14 +258,14 @@ class Collapse:
             y1 = _plus(y1, _times(first[i], lower[0]))
             top = _plus(top, _times(first[i], t))
             if half[i] is not None:
-                top = _plus(top, half[i] * self._sum_of_products(lower[0], lower[0]))
+                top = _plus(top, _times(half[i], self._sum_of_products(lower[0], lower[0])))
         for a, i in enumerate(moving):
             for b in range(a + 1, len(moving)):
                 j = moving[b]
                 if not closed:  # f_ij by polarisation
                     mixed = _minus(_minus(along(i, j)[1][1], half[i]), half[j])
                 if mixed is not None:
-                    top = _plus(top, mixed * self._sum_of_products(plain[a][0], plain[b][0]))
+                    top = _plus(top, _times(mixed, self._sum_of_products(plain[a][0], plain[b][0])))
         batched = None if y1 is None else BatchedTensor(self.directions, y1, 0)
         return wrap(interp, ans, [batched, top])
 
