@@ -502,11 +502,12 @@ def test_closed_form_partials_of_binary_functions(name):
 
 
 def test_collapsed_mode_on_plain_arrays_agrees_with_the_traced_path():
-    """With NumPy values and no other transform, collapsed mode computes products, sums of
-    squares and functions of several moving arguments on the arrays themselves; the same
-    program under jit (staged: the interpreters' path), under the rule checks, and by
-    trace(hessian) must agree, with weights, a batch axis moved by a transpose, a value
-    moving in both arguments (x * x, x / x) and two different moving values."""
+    """Collapsed mode computes products, sums of squares and functions of several moving
+    arguments on the directions' unwrapped values: NumPy arrays eagerly, the staging's
+    tracers under jit; under the rule checks it takes the interpreters' path.  All three
+    and trace(hessian) must agree, with weights, a value moving in both arguments
+    (x * x), two different moving values (u / v, logaddexp), a constant over a moving
+    value, and a broadcast product (the general path)."""
     A = RNG.normal(size=(3, 4)) / 2
 
     def f(x):
