@@ -9,8 +9,12 @@ its results are NumPy's to the bit (checked).  Three programs, each on 10^5, 10^
 10^7 float64 elements:
 
 - **chain**: ``sin``, ``tanh``, ``exp``, ``log1p``, ``abs`` and arithmetic, 12 operations;
-- **reduce**: ``sum(exp(-x * x) * y + x, axis=0)`` (a temporary, then NumPy's pairwise sum);
-- **arith**: ``((1.5 x + y)(x - y) + 0.25) / (1 + x^2)``, arithmetic only.
+- **reduce**: ``sum(exp(-x * x) * y + x, axis=0)`` (NumPy: temporaries, then its pairwise
+  sum; compiled: the sum taken as the loop makes its terms, in NumPy's pairwise order,
+  ``llvm_sum.py``: no temporary);
+- **arith**: ``((1.5 x + y)(x - y) + 0.25) / (1 + x^2)``, arithmetic only;
+- **mean** and **sqdist**, written afresh after the sums were fused (not tuned on):
+  ``mean(sqrt(x^2 + y^2) cos(x - y))`` and ``sum((x - y / 2) ** 2)``.
 
 Systems: NumPy (the reference), ``autodiff.jit(f, compile=True)``, JAX jit; each system's
 process CPU time, interleaved, medians.
@@ -64,7 +68,15 @@ def arith(lib: Any, x: Any, y: Any) -> Any:
     return ((x * 1.5 + y) * (x - y) + 0.25) / (1.0 + x * x)
 
 
-PROGRAMS = {"chain": chain, "reduce": reduce, "arith": arith}
+def mean(lib: Any, x: Any, y: Any) -> Any:
+    return lib.mean(lib.sqrt(x * x + y * y) * lib.cos(x - y))
+
+
+def sqdist(lib: Any, x: Any, y: Any) -> Any:
+    return lib.sum((x - y / 2) ** 2)
+
+
+PROGRAMS = {"chain": chain, "reduce": reduce, "arith": arith, "mean": mean, "sqdist": sqdist}
 
 
 def systems(fn: Callable, n: int) -> tuple[dict[str, Callable[[], Any]], bool]:

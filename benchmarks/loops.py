@@ -18,7 +18,12 @@ per library; the systems run in one process, interleaved round by round, on one 
 - L5-L8, programs of the same kinds written afresh (not tuned on): the implicit gradient
   of another fixed point (``x = cos(a x)``); a spring pendulum's Lagrangian in an RK4
   ``scan``; the gradient of a gated RNN's ``scan`` (no checkpoint); ``vmap`` of Newton's
-  method for ``x**3 + x = c``.
+  method for ``x**3 + x = c``;
+- L9-L11, written afresh again once L1-L8 had been worked on (issue 31), not tuned on:
+  ``vmap`` of Newton's method for Lambert's W (``exp`` and ``log1p`` in the loop); the
+  implicit gradient of a deep equilibrium layer ``z = tanh(W z + a)`` (a matrix fixed
+  point, ``custom_vjp``); the gradient of a Van der Pol oscillator's RK4 ``scan`` in its
+  damping and initial state.
 
 Rows: JAX jit (the reference), autodiff's replay (``jit(f, compile=False)``: NumPy calls,
 the loop in Python) and its compiling tier (``jit(f, compile=True)``: LLVM kernels).
@@ -276,6 +281,99 @@ def cubic_roots(lib: Any, while_loop: Callable, vmap: Callable) -> Callable:
     return vmap(solve)
 
 
+def lambert_w(lib: Any, while_loop: Callable, vmap: Callable) -> Callable:
+    """L9 (fresh): vmap of Newton's method for Lambert's W, w exp(w) = c."""
+
+    def solve(c):
+        def body(s):
+            ew = lib.exp(s[0])
+            step = (s[0] * ew - c) / (ew * (s[0] + 1.0))
+            return s[0] - step, step
+
+        return while_loop(lambda s: lib.abs(s[1]) > 1e-13, body,
+                          (lib.log1p(c), lib.ones_like(c)))[0]  # fmt: skip
+
+    return vmap(solve)
+
+
+EQUILIBRIUM = {"size": 12}
+
+
+def equilibrium_data(seed: int = 2) -> tuple:
+    rng = np.random.default_rng(seed)
+    n = EQUILIBRIUM["size"]
+    return rng.standard_normal((n, n)) / (2.0 * np.sqrt(n)), rng.standard_normal(n)
+
+
+def equilibrium_loss(lib: Any, custom_vjp: Callable, while_loop: Callable,
+                     vjp: Callable) -> Callable:  # fmt: skip
+    """L10 (fresh): a deep equilibrium layer z = tanh(W z + a) (W contractive), its
+    gradient in (W, a) by the implicit function theorem: the adjoint another fixed point."""
+
+    def layer(w, a, z):
+        return lib.tanh(w @ z + a)
+
+    def solve(w, a):
+        def cond(c):
+            return lib.max(lib.abs(c[0] - c[1])) > 1e-12
+
+        z0 = lib.zeros_like(a)
+        return while_loop(cond, lambda c: (c[1], layer(w, a, c[1])), (z0, layer(w, a, z0)))[1]
+
+    root = custom_vjp(solve)
+
+    def fwd(w, a):
+        z = solve(w, a)
+        return z, (w, a, z)
+
+    def bwd(res, z_bar):
+        w, a, z = res
+        _, vjp_z = vjp(lambda v: layer(w, a, v), z)
+
+        def cond(c):
+            return lib.max(lib.abs(c[0] - c[1])) > 1e-12
+
+        u = while_loop(cond, lambda c: (c[1], vjp_z(c[1])[0] + z_bar),
+                       (z_bar, vjp_z(z_bar)[0] + z_bar))[1]  # fmt: skip
+        _, vjp_wa = vjp(lambda w_, a_: layer(w_, a_, z), w, a)
+        return vjp_wa(u)
+
+    root.defvjp(fwd, bwd)
+
+    def loss(params):
+        w, a = params
+        z = root(w, a)
+        return lib.sum(z * z) + lib.sum(lib.sin(z))
+
+    return loss
+
+
+def van_der_pol_loss(lib: Any, scan: Callable, steps: int = 120, dt: float = 0.02) -> Callable:
+    """L11 (fresh): the gradient, in its damping and the initial state, of a Van der Pol
+    oscillator's RK4 path against a target curve (a scan of 120 steps)."""
+
+    def field(state, mu):
+        x, v = state[0], state[1]
+        return lib.stack([v, mu * (1.0 - x * x) * v - x])
+
+    def loss(params):
+        mu, s0 = params
+        target = lib.sin(lib.arange(steps) * dt * 1.3)
+
+        def rk4(state, t):
+            k1 = field(state, mu)
+            k2 = field(state + dt / 2 * k1, mu)
+            k3 = field(state + dt / 2 * k2, mu)
+            k4 = field(state + dt * k3, mu)
+            new = state + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            return new, (new[0] - t) ** 2
+
+        _, errors = scan(rk4, s0, target)
+        return lib.sum(errors) * dt
+
+    return loss
+
+
 def programs() -> dict[str, dict]:
     """Per program: its title, its arguments and, per system, a maker of the function."""
     params, xs = rnn_data()
@@ -318,6 +416,20 @@ def programs() -> dict[str, dict]:
         "L8": {"title": "fresh: vmap of Newton's method for x**3 + x = c (200 numbers)",
                "args": (np.linspace(-30.0, 40.0, 200),),
                "autodiff": lambda: cubic_roots(anp, autodiff.while_loop, autodiff.vmap)},
+        "L9": {"title": "fresh: vmap of Newton's method for Lambert's W (w exp(w) = c, "
+                        "300 numbers)",
+               "args": (np.linspace(0.05, 80.0, 300),),
+               "autodiff": lambda: lambert_w(anp, autodiff.while_loop, autodiff.vmap)},
+        "L10": {"title": f"fresh: a deep equilibrium layer's implicit gradient (size "
+                         f"{EQUILIBRIUM['size']}, while_loop, custom_vjp), jit(grad(f))",
+                "args": (equilibrium_data(),),
+                "autodiff": lambda: autodiff.grad(equilibrium_loss(
+                    anp, autodiff.custom_vjp, autodiff.while_loop, autodiff.vjp))},
+        "L11": {"title": "fresh: the gradient of a Van der Pol oscillator's RK4 scan (120 steps) "
+                         "in its damping and initial state, jit(grad(f))",
+                "args": ((np.float64(1.5), np.array([0.5, 0.0])),),
+                "autodiff": lambda: autodiff.grad(van_der_pol_loss(
+                    anp, lambda f, c, x: autodiff.scan(f, c, x)))},
     }  # fmt: skip
     if HAVE["jax"]:
         jwhile = lambda c, b, i: jax.lax.while_loop(c, b, i)
@@ -337,6 +449,11 @@ def programs() -> dict[str, dict]:
         ours["L7"]["jax"] = lambda: jax.grad(gated_loss(
             jnp, lambda f, c, x: jax.lax.scan(f, c, x)))  # fmt: skip
         ours["L8"]["jax"] = lambda: cubic_roots(jnp, jwhile, jax.vmap)
+        ours["L9"]["jax"] = lambda: lambert_w(jnp, jwhile, jax.vmap)
+        ours["L11"]["jax"] = lambda: jax.grad(van_der_pol_loss(
+            jnp, lambda f, c, x: jax.lax.scan(f, c, x)))  # fmt: skip
+        ours["L10"]["jax"] = lambda: jax.grad(equilibrium_loss(jnp, jax.custom_vjp, jwhile,
+                                                               jax.vjp))  # fmt: skip
     return ours
 
 
@@ -383,7 +500,19 @@ def report(rounds: int = 7) -> tuple[list[str], list[tuple[str, str, float, str]
 
 
 def _inner(name: str) -> int:
-    return {"L1": 200, "L2": 2, "L3": 2, "L4": 50, "L5": 100, "L6": 2, "L7": 2, "L8": 50}[name]
+    return {
+        "L1": 200,
+        "L2": 2,
+        "L3": 2,
+        "L4": 50,
+        "L5": 100,
+        "L6": 2,
+        "L7": 2,
+        "L8": 50,
+        "L9": 50,
+        "L10": 50,
+        "L11": 5,
+    }[name]
 
 
 def main() -> None:

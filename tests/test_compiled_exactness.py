@@ -33,7 +33,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import cond, fori_loop, jit, scan, while_loop
-from autodiff.compiler import llvm_backend, llvm_engine
+from autodiff.compiler import llvm_backend, llvm_engine, llvm_sum
 from tests.jit_contract import check_calls
 
 BACKEND = llvm_backend.BACKEND
@@ -70,18 +70,33 @@ def assert_bits(got, want):
 SPECIAL = np.array([-0.0, 0.0, -np.inf, np.inf, np.nan, -1.0, 1.0, 0.5, -2.5, 1e-310, 3.0])
 
 
-@pytest.mark.parametrize("exponent", [0.5, 2.0, 2, -1, -1.0, 0, 0.0, 3, 1.5, -0.5, 1])
-def test_power_with_special_operands_is_numpys(exponent):
+def _check_powers(x, exponent):
     def f(x):
         return (x * 1.0) ** exponent, (x + 0.0) ** exponent * 2.0
 
     with np.errstate(all="ignore"):
-        want = f(SPECIAL)
-        (_, *later), jitted = compiled_calls(f, (SPECIAL,))
+        want = f(x)
+        (_, *later), jitted = compiled_calls(f, (x,))
         assert kernels_of(jitted)
         for got in later:
             for g, w in zip(got, want, strict=True):
                 assert_bits(g, w)
+
+
+@pytest.mark.parametrize("exponent", [0.5, 2.0, 2, -1, -1.0, 0, 0.0, 3, 1.5, -0.5, 1])
+def test_power_with_special_operands_is_numpys(exponent):
+    _check_powers(SPECIAL, exponent)
+
+
+@pytest.mark.parametrize("exponent", [3, 4, -2, 5.0])
+def test_integer_powers_of_random_bases_are_numpys_not_products(exponent):
+    """``x ** 3`` is NumPy's ``power`` loop (SVML's ``pow`` where NumPy has AVX-512,
+    else the C library's), not ``x * x * x``: the products differ from it in the last
+    bit on about a quarter of random bases, negative ones included (issue 31's L8)."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(4096) * 10.0 ** rng.integers(-3, 3, 4096)
+    x[:4] = [-0.0, np.inf, -np.inf, 1e-310]
+    _check_powers(x, exponent)
 
 
 def test_power_of_arrays_and_integers_is_numpys():
@@ -239,6 +254,102 @@ def test_sums_are_numpys_pairwise_sums(dtype):
     for got in later:
         for g, w in zip(got, want, strict=True):
             assert_bits(g, w)
+
+
+def _workspace_bytes(text):
+    """The largest workspace a kernel's entry takes (on the stack or malloc'ed)."""
+    sizes = re.findall(r"alloca i8, i64 (\d+)|@adx_malloc\(i64 (\d+)\)", text)
+    return max(int(a or b) for a, b in sizes)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [8193, 3 * 8192 + 5, 100_003])
+def test_a_sum_made_with_its_terms_is_numpys_pairwise_sum(n, dtype):
+    """A long elementwise chain's sum is summed as the loop makes its terms (no array of
+    them), in NumPy's pairwise order: cancelling terms, with NumPy's loop (``exp``) in
+    the chain and without, a keepdims sum; then signed zeros, infinities and NaNs."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n)).astype(dtype)
+    x[1::2] = -x[::2][: n // 2]  # pairs that cancel: any other order shows
+    y = rng.standard_normal(n).astype(dtype)
+
+    def f(x, y):
+        return (anp.sum(anp.exp(-x * x) * y + x), anp.sum(x * 3.0 - y, keepdims=True),
+                anp.sum(x * 1.0, axis=0))  # fmt: skip
+
+    want = f(x, y)
+    (_, *later), jitted = compiled_calls(f, (x, y))
+    assert kernels_of(jitted)
+    text = jitted.lower(x, y).as_text()
+    assert "@adx.pw." in text  # summed in the loops (llvm_sum), not after them
+    if n > 4 * llvm_sum.LEAF:
+        assert _workspace_bytes(text) < n * x.dtype.itemsize  # no array of the terms
+    for got in later:
+        for g, w in zip(got, want, strict=True):
+            assert_bits(g, w)
+    special = np.full(n, -0.0, dtype)
+    for values in ([-0.0], [np.inf], [np.inf, -np.inf], [np.nan], [3.0]):
+        special[rng.integers(0, n, 5)] = rng.choice(np.array(values, dtype), 5)
+        with np.errstate(invalid="ignore"):
+            for g, w in zip(jitted(special, special), f(special, special), strict=True):
+                assert_bits(g, w)
+
+
+def test_fused_sums_in_a_loop_and_beside_kept_terms_are_numpys():
+    """A long sum in a ``fori_loop``'s body (a graph written inside the loop), and a sum
+    whose terms are also a result (kept: that one is not fused), are NumPy's."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(30_000) * 10.0 ** rng.integers(-5, 5, 30_000)
+
+    def f(x):
+        def body(i, acc):
+            return acc + anp.sum(anp.tanh(x * (i + 1.0)) - x)
+
+        terms = anp.exp(x * 0.001) * 2.0
+        return fori_loop(0, 3, body, anp.sum(x * 0.5)), terms, anp.sum(terms)
+
+    want = f(x)
+    (_, *later), jitted = compiled_calls(f, (x,))
+    assert kernels_of(jitted)
+    assert "@adx.pw." in jitted.lower(x).as_text()
+    for got in later:
+        for g, w in zip(got, want, strict=True):
+            assert_bits(g, w)
+
+
+def test_the_pairwise_tree_cut_into_leaves_sums_as_numpy():
+    """``llvm_sum.leaves`` (NumPy's pairwise tree cut at nodes of at most ``leaf``
+    terms, and the additions after each) summed with NumPy's own sums gives np.sum."""
+    rng = np.random.default_rng(3)
+    for n, leaf in [(129, 128), (1000, 128), (12_345, 256), (100_000, 8192), (8193, 8192)]:
+        x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+        stack = []
+        for start, count, adds in llvm_sum.leaves(n, leaf):
+            assert count <= leaf
+            stack.append(np.add.reduce(x[start : start + count]))
+            for _ in range(adds):
+                right = stack.pop()
+                stack.append(stack.pop() + right)
+        assert len(stack) == 1
+        assert stack[0] == np.sum(x), (n, leaf)
+
+
+def test_an_overflowing_fused_sum_reports_as_numpy_does():
+    x = np.full(20_000, 1e305)
+
+    def f(x):
+        return anp.sum(x * 10.0)
+
+    with np.errstate(over="ignore"):
+        _, jitted = compiled_calls(f, (x,))
+    assert "@adx.pw." in jitted.lower(x).as_text()
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            np.sum(x * 10.0)
+        with pytest.raises(FloatingPointError):
+            jitted(x)
+    with np.errstate(over="ignore"):
+        assert_bits(jitted(x), np.sum(x * 10.0))
 
 
 # 7, 8 -------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.compiler import llvm_engine, llvm_ir, npy_loops
+from autodiff.compiler import llvm_engine, llvm_ir, llvm_sum, npy_loops
 from autodiff.compiler.kernel_call import SINGULAR
 from autodiff.compiler.llvm_context import Context
 from autodiff.compiler.llvm_fusion import Group
@@ -285,12 +285,16 @@ class Codegen:
                                       if type(v) is Var and v not in item.outs)  # fmt: skip
             else:
                 read_after.update(v for v in item.invars if type(v) is Var)
+        sums = _sums_of_loops(items, graph.outvars)
+        summed: set[int] = set()  # the sums written with the loop making their terms
         for item in items:
             if isinstance(item, _Fused):
                 for eqn in item.eqns:
                     if eqn.errstate and combined(self.errstate, eqn.errstate) != self.errstate:
                         raise NotLowered("an np.errstate of its own inside a compiled region")
-                self._emit_fused(item, env, read_after)
+                self._emit_fused(item, env, read_after, sums.get(id(item), []), summed)
+            elif id(item) in summed:
+                continue
             else:
                 args = [self.atom(env, v) for v in item.invars]
                 env.update(zip(item.outvars, self.emit_eqn(item, args), strict=True))
@@ -305,7 +309,10 @@ class Codegen:
             return Scalar(dtype, constant(dtype, value))
         return env[v]
 
-    def _emit_fused(self, item: _Fused, env: dict, read_after: set) -> None:
+    def _emit_fused(self, item: _Fused, env: dict, read_after: set, sums: list[Eqn],
+                    summed: set[int]) -> None:  # fmt: skip
+        """A loop of elementwise equations; one of ``sums`` (a sum of all of a value the
+        loop makes, read by nothing else) summed in it where it is long (``llvm_sum``)."""
         group = Group(self, item.shape)
         refs: dict[Var, Any] = {}
         for eqn in item.eqns:
@@ -316,11 +323,38 @@ class Codegen:
                 else:
                     args.append((group.operand(self.atom(env, v)), _aval_of(v)))
             refs[eqn.outvars[0]] = group.equation(eqn, args)
+        if sums:  # those of one dtype: the loops are written once
+            dtype = dtype_of(sums[0].invars[0].aval)
+            sums = [red for red in sums if dtype_of(red.invars[0].aval) == dtype]
+        summands = [red.invars[0] for red in sums]
         for eqn in item.eqns:
             out = eqn.outvars[0]
-            if out in read_after:
+            if out in read_after and out not in summands:
                 env[out] = group.result(refs[out], out.aval.dtype, self.destinations.get(out))
+        if sums and group.line() > llvm_sum.LEAF:
+            for red in sums:
+                if red.errstate and combined(self.errstate, red.errstate) != self.errstate:
+                    raise NotLowered("an np.errstate of its own: the kernel reports with one "
+                                     "setting")  # fmt: skip
+            loop = self.loop(np.add, (dtype, dtype, None), reduction=True)
+            totals = llvm_sum.emit_sum(group, [refs[v] for v in summands], loop, dtype)
+            for red, total in zip(sums, totals, strict=True):
+                env[red.outvars[0]] = self._summed(total, red.outvars[0].aval)
+                summed.add(id(red))
+            return
+        for v in summands:
+            env[v] = group.result(refs[v], v.aval.dtype)
         group.emit()
+
+    def _summed(self, total: str, aval: Any) -> Value:
+        """A sum's value: NumPy's reduce loop adds the pairwise sum to the identity."""
+        dtype = dtype_of(aval)
+        value = self.f.op(f"fadd {reg_type(dtype)} {constant(dtype, 0.0)}, {total}")
+        if not aval.shape:
+            return Scalar(dtype, value)
+        out = self.alloc(tuple(aval.shape), dtype)
+        self.store(out, "0", value)
+        return out
 
     def emit_eqn(self, eqn: Eqn, args: list[Value]) -> list[Value]:
         """One equation outside a fused loop."""
@@ -530,6 +564,35 @@ class _Fused:
         self.shape, self.start = shape, start
         self.eqns: list[Eqn] = []
         self.outs: set = set()
+
+
+def _sums_of_loops(items: list, outvars: Sequence[Any]) -> dict[int, list[Eqn]]:
+    """Per fused loop (by ``id``), the sums that may be written with it: ``np.add``
+    reductions over every axis of a float value the loop makes, which nothing else
+    reads (its terms need not be kept)."""
+    readers: dict[Var, int] = {v: 1 for v in outvars if type(v) is Var}
+    maker: dict[Var, _Fused] = {}
+    for item in items:
+        eqns = item.eqns if isinstance(item, _Fused) else [item]
+        for eqn in eqns:
+            for v in eqn.invars:
+                if type(v) is Var and not (isinstance(item, _Fused) and v in item.outs):
+                    readers[v] = readers.get(v, 0) + 1
+        if isinstance(item, _Fused):
+            maker.update((v, item) for v in item.outs)
+    out: dict[int, list[Eqn]] = {}
+    for item in items:
+        if isinstance(item, _Fused) or not isinstance(item.prim.lowering, Reduction):
+            continue
+        x = item.invars[0]
+        if (item.prim.lowering.ufunc is not np.add or len(item.invars) != 1
+                or type(x) is not Var or x not in maker or readers.get(x) != 1
+                or dtype_of(x.aval) not in (np.dtype(np.float32), np.dtype(np.float64))
+                or dtype_of(item.outvars[0].aval) != dtype_of(x.aval)
+                or sorted(item.params.get("axis", ())) != list(range(x.aval.ndim))):  # fmt: skip
+            continue
+        out.setdefault(id(maker[x]), []).append(item)
+    return out
 
 
 def schedule(eqns: Sequence[Eqn]) -> list:

@@ -226,6 +226,30 @@ class Group:
     def emit(self) -> None:
         _emit_group(self)
 
+    def line(self) -> int:
+        """The number of elements where the group's loops coalesce to one dimension (NumPy's
+        iterator would see one run of them), else 0."""
+        if not self.shape or 0 in self.shape:
+            return 0
+        sizes, _ = _layout(self)
+        return sizes[0] if len(sizes) == 1 else 0
+
+    def emit_range(self, start: str, count: str, run: int, into: list[tuple[Any, Array]]) -> None:
+        """Elements ``start`` to ``start + count`` (at most ``run``) of a group on one
+        dimension (``line``), each value ``ref`` of ``into`` written to ``buffer[0:count]``
+        (a buffer of its dtype); the group's other stores as ``emit`` writes them."""
+        _, per_array = _layout(self)
+        bases = {id(a): (self.cg.index_of(a, []), per_array[id(a)][0]) for a in _arrays(self)}
+        shift = self.cg.f.op(f"sub i64 0, {start}")
+        for ref, buffer in into:
+            assert self.dtype_of(ref) == buffer.dtype
+            bases[id(buffer)] = (shift, 1)  # element start at 0
+            self.stores.append((ref, buffer))
+        try:
+            _emit_segments(self, bases, _run_buffers(self, run), start, count)
+        finally:
+            del self.stores[len(self.stores) - len(into) :]
+
 
 class _LazyScalar(Scalar):
     """A 0-d result of a group, its register known once the group is written."""
@@ -385,26 +409,39 @@ class Sym:
     __hash__ = None  # type: ignore[assignment]
 
 
+def _layout(group: Group) -> tuple[list[int], dict]:
+    """The group's loop nest: its sizes in NumPy's axis order, coalesced, and each array's
+    strides along them (by ``id``)."""
+    arrays = [o for o in group.operands if isinstance(o, Array)]
+    stored = [dst for _, dst in group.stores if isinstance(dst, Array)]
+    shape = group.shape
+    layouts = [broadcast_strides(a, shape) for a in (*arrays, *stored)]
+    order = keep_order(shape, layouts)
+    sizes, strides = coalesced(
+        [shape[a] for a in order], [[st[a] for a in order] for st in layouts]
+    )
+    return sizes, dict(zip(map(id, (*arrays, *stored)), strides))
+
+
+def _arrays(group: Group) -> list[Array]:
+    return [o for o in group.operands if isinstance(o, Array)] + [
+        dst for _, dst in group.stores if isinstance(dst, Array)
+    ]
+
+
 def _emit_group(group: Group) -> None:
     """Write ``group``'s loops (module docstring): one nest over its shape in NumPy's
     axis order, coalesced; where NumPy loops are called, the innermost dimension in
     runs, values crossing a call kept in run-sized buffers."""
     cg, f = group.cg, group.cg.f
     micros = group.micros
-    arrays = [o for o in group.operands if isinstance(o, Array)]
-    stored_arrays = [dst for _, dst in group.stores if isinstance(dst, Array)]
     shape = group.shape
     if not shape:
         _emit_scalars(group)
         return
     if 0 in shape:
         return  # no elements
-    layouts = [broadcast_strides(a, shape) for a in (*arrays, *stored_arrays)]
-    order = keep_order(shape, layouts)
-    sizes, strides = coalesced(
-        [shape[a] for a in order], [[st[a] for a in order] for st in layouts]
-    )
-    per_array = dict(zip(map(id, (*arrays, *stored_arrays)), strides))
+    sizes, per_array = _layout(group)
     if math.prod(sizes) <= VECTOR:
         _emit_vector(group, sizes, per_array)
         return
@@ -413,7 +450,7 @@ def _emit_group(group: Group) -> None:
         outer = [nest.enter_context(f.loop(n)) for n in sizes[:-1]]
         n = sizes[-1]
         bases = {}
-        for a in (*arrays, *stored_arrays):
+        for a in _arrays(group):
             st = per_array[id(a)]
             bases[id(a)] = (cg.index_of(a, list(zip(outer, st[:-1]))), st[-1])
         if not calls:
@@ -646,10 +683,26 @@ def _plus(f: Function, base: str, at: str, stride: int) -> str:
 def _emit_chunked(group: Group, n: int, bases: dict) -> None:
     """The innermost dimension in runs of at most ``CHUNK`` elements: native
     operations in loops over the run, NumPy's loops called on the whole run."""
-    cg, f = group.cg, group.cg.f
-    micros = group.micros
+    f = group.cg.f
     run = min(n, CHUNK)
-    # which values cross from one segment (a native run, or a call) to another
+    buffers = _run_buffers(group, run)
+    chunks = -(-n // run)
+    with contextlib.ExitStack() as nest:
+        if chunks == 1:
+            start, count = "0", str(n)
+        else:
+            c = nest.enter_context(f.loop(chunks))
+            start = f.op(f"mul i64 {c}, {run}")
+            rest = f.op(f"sub i64 {n}, {start}")
+            small = f.op(f"icmp slt i64 {rest}, {run}")
+            count = f.op(f"select i1 {small}, i64 {rest}, i64 {run}")
+        _emit_segments(group, bases, buffers, start, count)
+
+
+def _run_buffers(group: Group, run: int) -> dict:
+    """Run-sized buffers for the values that cross from one segment (a native run, or a
+    call of NumPy's loop) to another, and for stored results of calls."""
+    micros = group.micros
     segment: list[int] = []
     seg = -1
     for k, m in enumerate(micros):
@@ -665,48 +718,46 @@ def _emit_chunked(group: Group, n: int, bases: dict) -> None:
     stored = {ref for ref, dst in group.stores if isinstance(dst, Array)}
     buffers = {}
     for ref in crossing | {r for r in stored if r[0] == "m" and micros[r[1]].kind == "call"}:
-        buffers[ref] = cg.alloc((run,), micros[ref[1]].dtype)
-    chunks = -(-n // run)
-    with contextlib.ExitStack() as nest:
-        if chunks == 1:
-            start, count = "0", str(n)
-        else:
-            c = nest.enter_context(f.loop(chunks))
-            start = f.op(f"mul i64 {c}, {run}")
-            rest = f.op(f"sub i64 {n}, {start}")
-            small = f.op(f"icmp slt i64 {rest}, {run}")
-            count = f.op(f"select i1 {small}, i64 {rest}, i64 {run}")
-        k = 0
-        while k < len(micros):
-            if micros[k].kind == "call":
-                _emit_call(group, k, bases, buffers, start, count)
-                k += 1
-                continue
-            end = k
-            while end < len(micros) and micros[end].kind != "call":
-                end += 1
-            with f.loop(count) as j:
-                _emit_run(group, range(k, end), bases, j, buffers, start)
-            k = end
-        # stored values computed by calls, and operands stored as they are
-        late = [(ref, dst) for ref, dst in group.stores if isinstance(dst, Array)
-                and (ref[0] == "o" or micros[ref[1]].kind == "call")]  # fmt: skip
-        if late:
-            with f.loop(count) as j:
-                at = f.op(f"add i64 {start}, {j}")
-                for ref, dst in late:
-                    if ref in buffers:
-                        v = cg.load(buffers[ref], j)
+        buffers[ref] = group.cg.alloc((run,), micros[ref[1]].dtype)
+    return buffers
+
+
+def _emit_segments(group: Group, bases: dict, buffers: dict, start: str, count: str) -> None:
+    """Elements ``start`` to ``start + count`` (at most a run) of the innermost dimension:
+    each segment of native operations one loop, each call of NumPy's loop one call."""
+    cg, f = group.cg, group.cg.f
+    micros = group.micros
+    k = 0
+    while k < len(micros):
+        if micros[k].kind == "call":
+            _emit_call(group, k, bases, buffers, start, count)
+            k += 1
+            continue
+        end = k
+        while end < len(micros) and micros[end].kind != "call":
+            end += 1
+        with f.loop(count) as j:
+            _emit_run(group, range(k, end), bases, j, buffers, start)
+        k = end
+    # stored values computed by calls, and operands stored as they are
+    late = [(ref, dst) for ref, dst in group.stores if isinstance(dst, Array)
+            and (ref[0] == "o" or micros[ref[1]].kind == "call")]  # fmt: skip
+    if late:
+        with f.loop(count) as j:
+            at = f.op(f"add i64 {start}, {j}")
+            for ref, dst in late:
+                if ref in buffers:
+                    v = cg.load(buffers[ref], j)
+                else:
+                    o = group.operands[ref[1]]
+                    if isinstance(o, Scalar):
+                        v = o.ref
                     else:
-                        o = group.operands[ref[1]]
-                        if isinstance(o, Scalar):
-                            v = o.ref
-                        else:
-                            base, stride = bases[id(o)]
-                            v = cg.load(Array(o.dtype, (), o.base), _plus(f, base, at, stride))
-                    base, stride = bases[id(dst)]
-                    cg.store(Array(dst.dtype, (), dst.base), _plus(f, base, at, stride), v,
-                             group.dtype_of(ref))  # fmt: skip
+                        base, stride = bases[id(o)]
+                        v = cg.load(Array(o.dtype, (), o.base), _plus(f, base, at, stride))
+                base, stride = bases[id(dst)]
+                cg.store(Array(dst.dtype, (), dst.base), _plus(f, base, at, stride), v,
+                         group.dtype_of(ref))  # fmt: skip
 
 
 def _emit_call(group: Group, k: int, bases: dict, buffers: dict, start: str, count: str) -> None:

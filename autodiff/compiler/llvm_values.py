@@ -80,6 +80,7 @@ class Emitting(Protocol):
     without an import circle)."""
 
     f: Function
+    decls: set[str]  # the module's declarations and constants
 
     def alloc(self, shape: tuple, dtype: np.dtype, order: Sequence[int] | None = None) -> Array: ...
     def index_of(self, a: Array, terms: Sequence[tuple[str, int]]) -> str: ...
