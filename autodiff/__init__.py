@@ -13,6 +13,7 @@ from autodiff.control.cond import cond, switch
 from autodiff.control.fori_loop import fori_loop
 from autodiff.control.scan import scan
 from autodiff.control.while_loop import while_loop
+from autodiff.debug.callbacks import pure_callback
 from autodiff.debug.nans import debug_nans
 from autodiff.debug.rule_checks import debug_rules
 from autodiff.interpreters.batching import vmap
@@ -88,6 +89,7 @@ __all__ = [
     "make_graph",
     "no_grad",
     "numpy",
+    "pure_callback",
     "scan",
     "stages",
     "stop_gradient",

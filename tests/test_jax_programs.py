@@ -5,8 +5,9 @@ installed ``jax``), executed a second time with their ``jax.numpy``/``jax.lax`` 
 transforms) bound to autodiff's: only their parameter initialisation stays JAX's
 (``jax.random`` and ``jax.nn.initializers``, on concrete keys, so both sides start from
 the same parameters), and ``jax.nn``'s activations, which autodiff has no module for, are
-written below from ``autodiff.numpy``.  Every value and gradient of the ported copy is
-compared with JAX's own (64-bit) running the same program:
+written from ``autodiff.numpy`` (``benchmarks/jax_ports.py``'s mapping).  Every value
+and gradient of the ported copy is compared with JAX's own (64-bit) running the same
+program:
 
 * a CNN built from stax's layers (2-D ``Conv`` with strides and both paddings, a 1-D and
   an NCHW ``GeneralConv``, ``ConvTranspose``, max/average/sum pooling, ``BatchNorm``,
@@ -21,102 +22,32 @@ compared with JAX's own (64-bit) running the same program:
   an L2 norm, summed, noised, averaged) on that example's network, scaled down, with
   the noise given as arrays (JAX's draws made once, outside).
 
-What this does not check: JAX's example programs themselves (they need MNIST and
-JAX's random streams inside the transforms) and JAX's own test files for the libraries.
+JAX's example programs themselves and JAX's own test files for the libraries and the
+solvers run through the same mapping in ``tests/test_jax_ports.py`` and
+``python -m benchmarks.jax_ports``.
 """
 
-import importlib.util
-import math
-import pathlib
-import sys
 import types
-import warnings
 
 import numpy as np
 import optree
 import pytest
 
 import autodiff
-import autodiff.lax as alax
 import autodiff.numpy as anp
-from autodiff.scipy import special as asp
+from benchmarks import jax_ports
 from tests.crosscheck import jax as _jax
 
 jax = _jax()
 jnp = jax.numpy
 
 
-# --- jax.nn's activations, from autodiff.numpy (as jax.nn defines them) --------------------------
-
-
-def _nn_module() -> types.ModuleType:
-    nn = types.ModuleType("jax.nn (autodiff)")
-    nn.relu = lambda x: anp.maximum(x, 0)
-    nn.log_softmax = lambda x, axis=-1: asp.log_softmax(x, axis=axis)
-    nn.softmax = lambda x, axis=-1: asp.softmax(x, axis=axis)
-    nn.softplus = lambda x: anp.logaddexp(x, 0)
-    nn.sigmoid = asp.expit
-    nn.elu = lambda x, alpha=1.0: anp.where(x > 0, x, alpha * anp.expm1(anp.where(x > 0, 0, x)))
-    nn.leaky_relu = lambda x, negative_slope=0.01: anp.where(x >= 0, x, negative_slope * x)
-    nn.selu = lambda x: 1.0507009873554805 * nn.elu(x, 1.6732632423543772)
-    nn.gelu = lambda x, approximate=True: (
-        0.5 * x * (1 + anp.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-        if approximate
-        else 0.5 * x * (1 + asp.erf(x / math.sqrt(2)))
-    )
-
-    def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
-        mean = anp.mean(x, axis, keepdims=True) if mean is None else mean
-        if variance is None:
-            variance = anp.mean(anp.square(x), axis, keepdims=True) - anp.square(mean)
-        return (x - mean) * (1 / anp.sqrt(variance + epsilon))
-
-    nn.standardize = standardize
-    nn.initializers = jax.nn.initializers  # initialisation stays JAX's (concrete keys)
-    return nn
-
-
-def _ported(name: str) -> types.ModuleType:
-    """JAX's ``jax/example_libraries/<name>.py`` executed with its imports of ``jax``,
-    ``jax.numpy``, ``jax.lax`` and ``jax.nn`` bound to autodiff (``jax.random``,
-    ``jax.tree``/``jax.tree_util`` and ``jax._src.util`` stay JAX's)."""
-    nn = _nn_module()
-    fake = types.ModuleType("jax (autodiff)")
-    fake.numpy, fake.lax, fake.nn, fake.random = anp, alax, nn, jax.random
-    fake.tree, fake.tree_util = jax.tree, jax.tree_util
-    fake.grad, fake.jit, fake.vmap = autodiff.grad, autodiff.jit, autodiff.vmap
-    fake.value_and_grad = autodiff.value_and_grad
-    substitutes = {"jax": fake, "jax.numpy": anp, "jax.lax": alax, "jax.nn": nn,
-                   "jax.nn.initializers": jax.nn.initializers}  # fmt: skip
-    path = pathlib.Path(jax.__file__).parent / "example_libraries" / f"{name}.py"
-    saved = {k: sys.modules.get(k) for k in substitutes}
-    sys.modules.update(substitutes)
-    try:
-        spec = importlib.util.spec_from_file_location(f"autodiff_ported_{name}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
-    if hasattr(module, "OptimizerState"):  # a pytree node to JAX (registered there): the
-        # same node to optree, where autodiff looks (optree warns that it is a namedtuple)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "PyTree type", UserWarning)
-            optree.register_pytree_node(
-                module.OptimizerState,
-                lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
-                lambda aux, children: module.OptimizerState(*children, *aux),
-                namespace=optree.registry.__GLOBAL_NAMESPACE,
-            )
-    return module
-
-
 @pytest.fixture(scope="module")
 def ours():
-    return types.SimpleNamespace(stax=_ported("stax"), optimizers=_ported("optimizers"))
+    """JAX's stax and optimizers executed under benchmarks/jax_ports.py's mapping."""
+    modules = jax_ports.mapping().modules
+    libraries = modules["jax.example_libraries"]
+    return types.SimpleNamespace(stax=libraries.stax, optimizers=libraries.optimizers)
 
 
 @pytest.fixture(scope="module")

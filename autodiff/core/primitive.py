@@ -83,6 +83,7 @@ class Interpreter:
     # False: ``process`` receives other arguments unlifted and treats them as
     # constants itself (reverse mode does, to save a dispatch per constant).
     lifts = True
+    stages = False  # records programs (jit's staging): effects bound under it are recorded
 
     def __init__(self) -> None:
         self.level = next(_level_counter)

@@ -87,6 +87,7 @@ class StagingInterpreter(Interpreter):
     __slots__ = ("captured", "const_ids", "consts", "constvars", "eqns", "like", "originals",
                  "transform", "watch")  # fmt: skip
     lifts = False  # process classifies foreign arguments itself: constant or captured
+    stages = True
 
     def __init__(self, transform: str = "jit", like: Any = None) -> None:
         super().__init__()

@@ -8,6 +8,9 @@ feature and batch groups), ``conv``, ``conv_with_general_padding``, ``conv_trans
 ``conv_dimension_numbers``, ``conv_general_shape_tuple``, ``conv_transpose_shape_tuple``,
 ``reduce_window_shape_tuple``.  Their rules are in ``autodiff/rules/convolution.py``.
 
+Products and slices: ``dot``, ``dot_general``, ``dynamic_slice``,
+``dynamic_slice_in_dim``, ``dynamic_index_in_dim`` (the start may be traced).
+
 Control flow and derivatives, the functions ``autodiff`` itself exports: ``cond``,
 ``switch``, ``while_loop``, ``fori_loop``, ``scan``, ``stop_gradient``,
 ``custom_root``, ``custom_linear_solve``; and ``add``, ``max``, ``min`` (``reduce_window``'s
@@ -46,6 +49,8 @@ from autodiff.lax.convolution import (
     reduce_window,
     reduce_window_shape_tuple,
 )
+from autodiff.lax.products import dot, dot_general
+from autodiff.lax.slicing import dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim
 from autodiff.rules.convolution import (
     ConvDimensionNumbers,
     conv_dimension_numbers,
@@ -66,6 +71,11 @@ __all__ = [
     "Precision",
     "add",
     "cond",
+    "dot",
+    "dot_general",
+    "dynamic_index_in_dim",
+    "dynamic_slice",
+    "dynamic_slice_in_dim",
     "conv",
     "conv_dimension_numbers",
     "conv_general_dilated",

@@ -192,8 +192,9 @@ class LinearProblem:
             return self
         if self.transpose_solve is None:
             raise TransformTypeError(
-                f"{self.who}: reverse mode needs the transposed solve; pass "
-                f"transpose_solve=..., or symmetric=True if the matrix is symmetric."
+                f"{self.who}: transpose_solve required for reverse mode (the transposed "
+                f"solve): pass transpose_solve=..., or symmetric=True if the matrix is "
+                f"symmetric."
             )
         # (plain zeros: the point a linear map is differentiated at does not matter, and
         # the function must not close over a traced value the transform does not see)
@@ -243,20 +244,26 @@ def _linear_solve_jvp(tangents, ans, primals, params):
     return (*dx, *(np.zeros_like(a) for a in ans[n_b:]))
 
 
+def _differentiable(consts: Sequence, wanted: list[int]) -> list[int]:
+    """The closed-over values of ``wanted`` that carry a derivative: not integer ones (an
+    LU factorisation's pivots, computed from the traced matrix), whose cotangent is zero."""
+    return [i for i in wanted if np.issubdtype(dtype_of(consts[i]), np.inexact)]
+
+
 def _linear_solve_vjp(cts, ans, primals, params, argnums):
     """``ct_b = A⁻ᵀ ct_x``; ``ct_θ = -(∂(A(θ) x)/∂θ)ᵀ ct_b``."""
     n_b, problem = params["n_b"], params["problem"]
     consts, x = primals[n_b:], ans[:n_b]
     ct_x = [np.zeros_like(a) if c is None else c for c, a in zip(cts[:n_b], x)]
     ct_b = linear_solve_p.bind(*ct_x, *consts, problem=problem.transposed(x), n_b=n_b)[:n_b]
-    wanted = [i - n_b for i in argnums if i >= n_b]
+    wanted = _differentiable(consts, [i - n_b for i in argnums if i >= n_b])
     grads = {}
     if wanted:
         at = optree.tree_unflatten(problem.tree, list(x))
         along = problem.closure.along(consts, wanted, problem.matvec, at)
         _, pull = vjp(along, *(consts[i] for i in wanted))
         grads = dict(zip(wanted, pull(tuple(-c for c in ct_b))))
-    return [ct_b[i] if i < n_b else grads[i - n_b] for i in argnums]
+    return [ct_b[i] if i < n_b else grads.get(i - n_b) for i in argnums]
 
 
 def _linear_solve_shape(*avals, problem: LinearProblem, n_b: int):
@@ -320,6 +327,14 @@ def linear_solve(matvec, b, solve, transpose_solve, symmetric, has_aux, who="cus
     b_leaves = [np.asarray(x, float) if isinstance(x, (int, float)) else x for x in b_leaves]
     closure = closure_of(matvec, solve, transpose_solve)
     check_by_staging(matvec, b_leaves, tree, f"{who}: {names[0]}()", "b")
+    if transpose_solve is not None:  # (with matvec standing in for its transpose: the
+        # shapes are those of a square system's)
+
+        def transposed(c):
+            out = transpose_solve(matvec, c)
+            return _split_aux(out, who, names[2])[0] if has_aux else out
+
+        check_by_staging(transposed, b_leaves, tree, f"{who}: {names[2]}()", "b")
     problem = LinearProblem(matvec, solve, transpose_solve, symmetric, tree, closure, has_aux,
                             who, names)  # fmt: skip
     if aux_like is not None:
@@ -407,13 +422,13 @@ def _root_vjp(cts, ans, primals, params, argnums):
         return vjp(problem.f, x)[1](v)[0]
 
     y = problem.closure.run(consts, _tangent_solve, problem, transposed, ct_x, True)
-    wanted = [i - n_x for i in argnums if i >= n_x]
+    wanted = _differentiable(consts, [i - n_x for i in argnums if i >= n_x])
     grads = {}
     if wanted:
         along = problem.closure.along(consts, wanted, problem.f, x)
         _, pull = vjp(along, *(consts[i] for i in wanted))
         grads = dict(zip(wanted, pull(tuple(-c for c in optree.tree_leaves(y)))))
-    return [grads[i - n_x] if i >= n_x else None for i in argnums]
+    return [grads.get(i - n_x) if i >= n_x else None for i in argnums]
 
 
 root_p = Primitive(
