@@ -452,3 +452,99 @@ def test_the_identity_directions_are_shared_read_only_and_only_when_small():
     f = lambda x: anp.sum(anp.sin(x) * x)
     x = RNG.normal(size=6)
     assert np.isclose(laplacian(f, method="collapsed")(x), np.trace(hessian(f)(x)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+                                  "sin", "cos", "sinh", "cosh", "tan", "tanh"])  # fmt: skip
+def test_closed_form_second_coefficients_are_the_recurrences(name):
+    """A rule's ``second`` (``f'``, ``f''/2`` in closed form, which collapsed mode of order
+    2 takes) against the recurrence along ``x0 + t`` and against central differences."""
+    rule = getattr(anp, name).primitive.taylor
+    x0 = RNG.uniform(0.2, 0.9, size=5)
+    ans, c1, c2 = rule.second(x0)
+    want_ans, (w1, w2) = rule((x0,), ((np.ones(5), None),))
+    assert np.allclose(ans, want_ans) and np.allclose(c1, w1) and np.allclose(c2, w2)
+    fn, h = getattr(np, name), 1e-4
+    assert np.allclose(c1, (fn(x0 + h) - fn(x0 - h)) / (2 * h), rtol=1e-6)
+    assert np.allclose(2 * c2, (fn(x0 + h) - 2 * fn(x0) + fn(x0 - h)) / h**2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("p", [2, 3, 0.5, -1.5, 1])
+def test_closed_form_second_coefficients_of_a_constant_power(p):
+    rule = anp.power.primitive.taylor
+    x0 = RNG.uniform(0.2, 0.9, size=5)
+    ans, c1, c2 = rule.second(x0, p)
+    want_ans, (w1, w2) = rule((x0, p), ((np.ones(5), None), (None, None)))
+    assert np.allclose(ans, x0**p) and np.allclose(ans, want_ans) and np.allclose(c1, w1)
+    assert np.allclose(0 if c2 is None else c2, 0 if w2 is None else w2)
+    assert np.allclose(c1, p * x0 ** (p - 1)) and np.allclose(
+        0 if c2 is None else c2, p * (p - 1) / 2 * x0 ** (p - 2)
+    )
+    assert rule.second(x0, np.array(2.0)) is None  # an array exponent: no closed form
+
+
+@pytest.mark.parametrize("name", ["multiply", "divide", "logaddexp", "logaddexp2"])
+def test_closed_form_partials_of_binary_functions(name):
+    """``partials`` (value, gradient, halved Hessian with the mixed term whole) against
+    the rule along each argument and along both (polarisation)."""
+    rule = getattr(anp, name).primitive.taylor
+    u, v = RNG.uniform(0.5, 2.0, size=(2, 4))
+    ans, (fu, fv), (huu, fuv, hvv) = rule.partials(u, v)
+    one, none = (np.ones(4), None), (None, None)
+    _, (wu, wuu) = rule((u, v), (one, none))
+    _, (wv, wvv) = rule((u, v), (none, one))
+    _, (_, both) = rule((u, v), (one, one))
+    zero = lambda c: 0 if c is None else c
+    assert np.allclose(ans, getattr(np, name)(u, v))
+    assert np.allclose(fu, wu) and np.allclose(fv, wv)
+    assert np.allclose(zero(huu), zero(wuu)) and np.allclose(zero(hvv), zero(wvv))
+    assert np.allclose(fuv, zero(both) - zero(wuu) - zero(wvv))
+
+
+def test_collapsed_mode_on_plain_arrays_agrees_with_the_traced_path():
+    """Collapsed mode computes products, sums of squares and functions of several moving
+    arguments on the directions' unwrapped values: NumPy arrays eagerly, the staging's
+    tracers under jit; under the rule checks it takes the interpreters' path.  All three
+    and trace(hessian) must agree, with weights, a value moving in both arguments
+    (x * x), two different moving values (u / v, logaddexp), a constant over a moving
+    value, and a broadcast product (the general path)."""
+    A = RNG.normal(size=(3, 4)) / 2
+
+    def f(x):
+        Z = anp.reshape(x, (2, 3)) @ A  # (2, 4)
+        T = anp.tanh(Z.T)  # the directions' axis behind the transpose
+        u, v = anp.exp(T * 0.5), 1.5 + anp.sin(T)
+        return (anp.sum(u * v + u / v + T * T / (T * T + 1.0)) + anp.sum(anp.log1p(v**2) + 2.0 / v)
+                + anp.sum(anp.logaddexp(u, v) * (x[:3] @ A)[:, None]))  # fmt: skip
+
+    x = RNG.normal(size=6)
+    want = trace_hessian(f, x)
+    assert np.isclose(laplacian(f, method="collapsed")(x), want, rtol=1e-10)
+    assert np.isclose(jit(laplacian(f, method="collapsed"))(x), want, rtol=1e-10)
+    with autodiff.debug_rules():
+        assert np.isclose(laplacian(f, method="collapsed")(x), want, rtol=1e-10)
+    sigma = RNG.normal(size=(6, 2))
+    H = hessian(f)(x)
+    got = laplacian(f, method="collapsed", sigma=sigma)(x)
+    assert np.isclose(got, np.trace(sigma.T @ H @ sigma), rtol=1e-10)
+    V, w = RNG.normal(size=(3, 6)), RNG.normal(size=3)
+    op = lambda method: differential_operator(f, V, order=2, weights=w, method=method)(x)
+    assert np.isclose(op("collapsed"), op("taylor"), rtol=1e-10)
+    assert np.isclose(op("collapsed"), sum(wi * vi @ H @ vi for wi, vi in zip(w, V)), rtol=1e-10)
+
+
+def test_collapsed_mode_reads_a_batched_coefficient_with_its_directions_first():
+    """The NumPy path moves the directions' axis of a batched coefficient to the front
+    wherever a batching rule left it, and declines values another transform sees."""
+    from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
+    from autodiff.interpreters.collapsed import Collapse
+
+    directions = BatchInterpreter(3)
+    value = RNG.normal(size=(4, 3, 2))
+    collapse = Collapse(directions)
+    front, top = collapse._plain((np.ones((4, 2)),), (BatchedTensor(directions, value, 1), None))
+    assert front.shape == (3, 4, 2) and np.array_equal(front, np.moveaxis(value, 1, 0))
+    assert top is None
+    other = BatchInterpreter(3)
+    assert collapse._plain((np.ones((4, 2)),), (BatchedTensor(other, value, 1), None)) is None
+    assert collapse._plain((BatchedTensor(other, value, 1),), (None, None)) is None

@@ -27,6 +27,7 @@ __all__ = [
     "exp_like",
     "log_like",
     "logaddexp_like",
+    "product_partials",
     "quotient",
     "reciprocal_like",
     "riccati",
@@ -74,7 +75,20 @@ def by_recurrence(fn: Callable, recurrence: Callable) -> Callable:
         return y[0], y[1:]
 
     taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
+    second = getattr(recurrence, "second", None)
+    if second is not None:
+        taylor.second = lambda x0: (y0 := fn(x0), *second(x0, y0))  # type: ignore[attr-defined]
     return taylor
+
+
+def _with_second(recurrence: Callable, second: Callable) -> Callable:
+    """``recurrence`` with ``second(x0, y0) -> (c1, c2)``: the function's own first two
+    normalised coefficients, ``f'(x0)`` and ``f''(x0) / 2``, in closed form.  They are
+    what the recurrence gives along ``x0 + t``, for a few operations instead of its
+    dozen and a half; collapsed Taylor mode of order 2 (a Laplacian) takes them
+    (``by_recurrence`` passes them on as its rule's ``second``)."""
+    recurrence.second = second  # type: ignore[attr-defined]
+    return recurrence
 
 
 def exp_like(shift: Any = None, scale: float = 1.0) -> Callable:
@@ -90,7 +104,12 @@ def exp_like(shift: Any = None, scale: float = 1.0) -> Callable:
             y.append(_weighted(x, [base, *y[1:]], k))
         return y
 
-    return recurrence
+    def second(x0: Any, y0: Any) -> tuple:  # y' = (y + shift) scale, y'' = y' scale
+        c1 = y0 if shift is None else y0 + shift
+        c1 = c1 if scale == 1.0 else c1 * scale
+        return c1, c1 * (scale / 2)
+
+    return _with_second(recurrence, second)
 
 
 def log_like(base_of: Callable = lambda x0: x0, scale: float = 1.0) -> Callable:
@@ -107,7 +126,12 @@ def log_like(base_of: Callable = lambda x0: x0, scale: float = 1.0) -> Callable:
             y.append(_over(_minus(head, rest), base))
         return y
 
-    return recurrence
+    def second(x0: Any, y0: Any) -> tuple:  # y' = 1 / (u scale), y'' / 2 = -y' / (2 u)
+        base = base_of(x0)
+        c1 = 1 / base if scale == 1 else 1 / (base * scale)
+        return c1, -0.5 * c1 / base
+
+    return _with_second(recurrence, second)
 
 
 def _minus(a: Any, b: Any) -> Any:
@@ -153,7 +177,11 @@ def sine_like(partner: Callable, sign: int, cosine: bool = False) -> Callable:
             c.append(term if term is None or sign == 1 else -term)
         return c if cosine else s
 
-    return recurrence
+    def second(x0: Any, y0: Any) -> tuple:  # s' = c, c' = sign s; either's f'' = sign f
+        c1 = partner(x0) if not cosine else (partner(x0) if sign == 1 else -partner(x0))
+        return c1, y0 * (sign / 2)
+
+    return _with_second(recurrence, second)
 
 
 def riccati(sign: int) -> Callable:
@@ -169,7 +197,11 @@ def riccati(sign: int) -> Callable:
             z.append(None if square is None else (square if sign == 1 else -square))
         return y
 
-    return recurrence
+    def second(x0: Any, y0: Any) -> tuple:  # y' = 1 + sign y^2, y'' / 2 = sign y y'
+        c1 = 1 + sign * (y0 * y0)
+        return c1, (y0 * c1 if sign == 1 else -(y0 * c1))
+
+    return _with_second(recurrence, second)
 
 
 def quotient(divide: Callable) -> Callable:
@@ -185,7 +217,20 @@ def quotient(divide: Callable) -> Callable:
             q.append(_over(_minus(u[k], rest), v0))
         return q[0], q[1:]
 
+    def partials(u0: Any, v0: Any) -> tuple:  # q = u / v: q_u = 1/v, q_v = -q/v, ...
+        q, r = divide(u0, v0), 1 / v0
+        return q, (r, -(q * r)), (None, -(r * r), q * (r * r))
+
+    taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
+    taylor.partials = partials  # type: ignore[attr-defined]
     return taylor
+
+
+def product_partials(u0: Any, v0: Any) -> tuple:
+    """``u * v``'s value and derivatives at ``(u0, v0)``, the rule's ``partials``: a
+    binary elementwise function's ``(f, (f_u, f_v), (f_uu / 2, f_uv, f_vv / 2))``, None
+    for a zero; collapsed Taylor mode of order 2 takes them where both arguments move."""
+    return u0 * v0, (v0, u0), (None, 1.0, None)
 
 
 def composed(c: list, xs: Sequence[Any]) -> list:
@@ -212,20 +257,29 @@ def constant_power(power: Callable, fallback: Callable) -> Callable:
     at ``x0 = 0`` where a recurrence is not; zero beyond ``j = p`` for an integer ``p``);
     otherwise ``fallback`` (the rule derived from the JVP)."""
 
-    def taylor(primals, series, **params):
-        (x0, p), (xs, ps) = primals, series
-        if (isinstance(p, bool) or not isinstance(p, (int, float))
-                or any(c is not None for c in ps)):  # fmt: skip
-            return fallback(primals, series, **params)
+    def coefficients(x0: Any, p: Any, order: int) -> list:
         c: list = [None]
         binomial = 1.0
-        for j in range(1, len(xs) + 1):
+        for j in range(1, order + 1):
             binomial *= (p - j + 1) / j
             c.append(None if binomial == 0 else (binomial * x0 if p - j == 1 else
                      binomial * power(x0, p - j) if p - j != 0 else binomial))  # fmt: skip
-        return power(x0, p), composed(c, xs)
+        return c
+
+    def number(p: Any) -> bool:
+        return not isinstance(p, bool) and isinstance(p, (int, float))
+
+    def taylor(primals, series, **params):
+        (x0, p), (xs, ps) = primals, series
+        if not number(p) or any(c is not None for c in ps):
+            return fallback(primals, series, **params)
+        return power(x0, p), composed(coefficients(x0, p, len(xs)), xs)
+
+    def second(x0: Any, p: Any) -> tuple | None:  # of x alone, p a number; else None
+        return (power(x0, p), *coefficients(x0, p, 2)[1:]) if number(p) else None
 
     taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
+    taylor.second = second  # type: ignore[attr-defined]
     return taylor
 
 
@@ -248,5 +302,13 @@ def logaddexp_like(fn: Callable, exp: Callable, scale: float = 1.0) -> Callable:
                 w.append(term if term is None or scale == 1 else term * scale)
         return y[0], y[1:]
 
+    def partials(a0: Any, c0: Any) -> tuple:  # y_a = s, y_c = u, y_aa = scale s u = -y_ac
+        y = fn(a0, c0)
+        s, u = exp(a0 - y), exp(c0 - y)
+        curvature = s * u if scale == 1 else scale * (s * u)
+        half = 0.5 * curvature
+        return y, (s, u), (half, -curvature, half)
+
     taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode uses it)
+    taylor.partials = partials  # type: ignore[attr-defined]
     return taylor

@@ -54,6 +54,7 @@ from autodiff.rules._taylor import (
     exp_like,
     log_like,
     logaddexp_like,
+    product_partials,
     quotient,
     reciprocal_like,
     riccati,
@@ -111,7 +112,9 @@ multiply_p, multiply = broadcasting(
     reads=[(1,), (0,)],
     pairs=[(0, 1)],
 )
-multiply_p.def_taylor(multilinear_taylor(multiply_p))
+_multiply_taylor = multilinear_taylor(multiply_p)
+_multiply_taylor.partials = product_partials  # type: ignore[attr-defined]  # (collapsed mode)
+multiply_p.def_taylor(_multiply_taylor)
 divide_p, divide = broadcasting(
     "divide",
     np.divide,

@@ -76,6 +76,8 @@ def _matmul_batch(args, dims):
     # Fast paths: the batch axis rides along as a row/stack axis of one operand.
     if bd is None and b_nd == 2 and ad != ndim_of(a) - 1:
         return matmul(a, b), ad  # (.., B, .., n) @ (n, p): e.g. per-example x @ W
+    if bd is None and b_nd == 1 and ad != ndim_of(a) - 1:
+        return matmul(a, b), ad  # (.., B, .., n) @ (n,): e.g. per-example x @ w
     if ad is None and a_nd == 2 and b_nd >= 2 and bd < ndim_of(b) - 2:
         return matmul(a, b), bd
     if ad is None and a_nd == 2 and b_nd == 1:  # per-example A @ v is V @ A^T, batch first
