@@ -411,27 +411,25 @@ def test_errstate_set_inside_the_function_wins_over_the_callers(compile):
             quiet = anp.log(x) * 2.0 + 1.0
         return quiet + anp.log(x - 1.0) * 0.5
 
+    def outcome(fun, x, outer):
+        """``fun(x)`` under the caller's ``outer`` setting: (value, error, warnings)."""
+        with np.errstate(divide=outer, invalid=outer), warnings.catch_warnings(record=True) \
+                as caught:  # fmt: skip
+            warnings.simplefilter("always")
+            try:
+                value, error = fun(x), None
+            except FloatingPointError as e:
+                value, error = None, str(e)
+        return value, error, [str(w.message) for w in caught]
+
     x = np.array([0.0, 1.0, 2.0, -1.0])
     jitted = jit(f, compile=compile)
     for _ in range(3):
         for outer in ("warn", "raise", "ignore"):
-            with np.errstate(divide=outer, invalid=outer), warnings.catch_warnings(record=True) \
-                    as eager_warnings:  # fmt: skip
-                warnings.simplefilter("always")
-                try:
-                    want, eager_error = f(x), None
-                except FloatingPointError as e:
-                    want, eager_error = None, str(e)
-            with np.errstate(divide=outer, invalid=outer), warnings.catch_warnings(record=True) \
-                    as jit_warnings:  # fmt: skip
-                warnings.simplefilter("always")
-                try:
-                    got, jit_error = jitted(x), None
-                except FloatingPointError as e:
-                    got, jit_error = None, str(e)
+            want, eager_error, eager_warnings = outcome(f, x, outer)
+            got, jit_error, jit_warnings = outcome(jitted, x, outer)
             assert jit_error == eager_error, outer
-            assert [str(w.message) for w in jit_warnings] == [str(w.message) for w in
-                                                              eager_warnings], outer  # fmt: skip
+            assert jit_warnings == eager_warnings, outer
             if want is not None:
                 assert_bits(got, want)
     if compile:

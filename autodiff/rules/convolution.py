@@ -1049,15 +1049,21 @@ def _window_pieces_lowered(ctx, x, fill, out, **window):
     return True, [ctx.view(padded, lambda a, i=i: a[i]) for i in slices]
 
 
+def _no_windows(out_aval, what: str) -> bool:
+    """Whether a windowed lowering's result is empty (the caller fills it); a 0-d one is
+    not lowered."""
+    if not out_aval.shape:
+        raise NotLowered(f"{what} of a 0-d value")
+    return 0 in out_aval.shape
+
+
 def _reduce_window_lowering(kind: str):
     ufunc = _UFUNCS[kind]
 
     def lowering(ctx, x, **window):
         out_aval = ctx.out_avals[0]
-        if not out_aval.shape or 0 in out_aval.shape:
-            if out_aval.shape:
-                return ctx.full(out_aval, 0)
-            raise NotLowered("a windowed reduction of a 0-d value")
+        if _no_windows(out_aval, "a windowed reduction"):
+            return ctx.full(out_aval, 0)
         fill = _identity(kind, x.dtype)
         by_position, pieces = _window_pieces_lowered(ctx, x, fill, out_aval.shape, **window)
         if by_position:  # the implementation's ufunc calls, in order, in one loop
@@ -1103,10 +1109,8 @@ def _window_elements(ctx, x, fill, out, window):
 
 def _window_gather_lowering(ctx, t, x, *, kind, **window):
     out_aval = ctx.out_avals[0]
-    if not out_aval.shape or 0 in out_aval.shape:
-        if out_aval.shape:
-            return ctx.full(out_aval, 0)
-        raise NotLowered("a window gather of a 0-d value")
+    if _no_windows(out_aval, "a window gather"):
+        return ctx.full(out_aval, 0)
     fill = _identity(kind, x.dtype)
     by_position, xs = _window_elements(ctx, x, fill, out_aval.shape, window)
     _, ts = _window_elements(ctx, t, 0, out_aval.shape, window)
