@@ -43,8 +43,9 @@ from autodiff.interpreters.forward import jvp as _jvp
 from autodiff.interpreters.reverse import stop_gradient
 from autodiff.interpreters.reverse import vjp as _vjp
 
-__all__ = [
-    "checkpoint", "deriv", "elementwise_grad", "grad", "grad_and_aux", "grad_named", "hessian",
+__all__ = [  # checkpoint: from __getattr__ below, at first use
+    "checkpoint",  # noqa: F822
+    "deriv", "elementwise_grad", "grad", "grad_and_aux", "grad_named", "hessian",
     "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "install", "jacobian",
     "make_hvp", "make_jvp", "make_vjp", "primitive", "tensor_jacobian_product",
     "value_and_grad", "vector_jacobian_product",
