@@ -291,8 +291,8 @@ def output_types(fn: Callable, leaves: Sequence) -> tuple[Any, list] | None:
     needs running it.
 
     Eagerly a branch runs or it does not, nothing more (so None); under ``jit`` every
-    branch is staged and checked when the ``cond`` is (``cond.py``).  A
-    hook for transforms that know the types of a function without running it.
+    branch is staged and checked when the ``cond`` is (``cond_staged.stage_branches``).
+    A hook for transforms that know the types of a function without running it.
     """
     return None
 
