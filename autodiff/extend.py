@@ -37,6 +37,7 @@ from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import ALL, Edges, Gather, Groups, Sparsity
 from autodiff.core.lowering import Elementwise, Emitter, Gufunc, NotLowered, Reduction, View
+from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import (
     Interpreter,
     Primitive,
@@ -49,7 +50,7 @@ from autodiff.core.primitive import (
     process,
 )
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.debug.rule_checks import debug_rules
 from autodiff.rules._helpers import (
     bring_to_front,
