@@ -38,18 +38,15 @@ from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import ALL, Edges, Gather, Groups, Sparsity
 from autodiff.core.lowering import Elementwise, Emitter, Gufunc, NotLowered, Reduction, View
 from autodiff.core.overrides import register_numpy
-from autodiff.core.primitive import (
+from autodiff.core.primitive import Primitive, dispatch, lift, process
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
+from autodiff.core.stack import (
     Interpreter,
-    Primitive,
     check_live,
     current_interpreters,
-    dispatch,
-    lift,
     new_interpreter,
     owned,
-    process,
 )
-from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.debug.rule_checks import debug_rules
 from autodiff.rules._helpers import (

@@ -50,7 +50,7 @@ def leaked_error(tracer: Tracer) -> LeakedTracerError:
 
 # Stand-ins: while a solver or a custom rule runs a user function on values of its own
 # (its operands, unwrapped), the traced values that function closes over stand for those
-# values (``core.primitive.standing_in`` deactivates their transforms for the time, so
+# values (``core.stack.standing_in`` deactivates their transforms for the time, so
 # every use reaches a slow path that looks here): id(tracer) -> (tracer, value).
 stand_ins: contextvars.ContextVar[Mapping[Any, tuple[Any, Any]]] = contextvars.ContextVar(
     "autodiff_stand_ins", default=types.MappingProxyType({})

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import shape_of
-from autodiff.core.primitive import Primitive, current_interpreters, new_interpreter, owned
+from autodiff.core.primitive import Primitive
+from autodiff.core.stack import current_interpreters, new_interpreter, owned
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformValueError
 from autodiff.interpreters.batching import BatchedTensor, vmap
