@@ -44,6 +44,7 @@ from autodiff.core.stack import (
     Interpreter,
     check_live,
     current_interpreters,
+    live_again,
     new_interpreter,
     owned,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "jvp_taylor",
     "lift",
     "linear_taylor",
+    "live_again",
     "move_to_front",
     "moves",
     "multilinear_taylor",
