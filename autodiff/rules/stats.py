@@ -128,10 +128,9 @@ def multivariate_normal_logpdf(diff, cov):
 
     >>> import numpy as np, autodiff
     >>> from autodiff.rules.stats import multivariate_normal_logpdf
-    >>> cov = np.array([[2.0, 0.5], [0.5, 1.0]])
-    >>> import scipy.stats
+    >>> cov = np.array([[2.0, 0.0], [0.0, 0.5]])  # at (1, 1): -(1/2 + 2)/2 - log(2 pi)
     >>> bool(np.isclose(multivariate_normal_logpdf(np.ones((1, 2)), cov)[0],
-    ...                 scipy.stats.multivariate_normal.logpdf(np.ones(2), cov=cov)))
+    ...                 -1.25 - np.log(2 * np.pi)))
     True
     >>> autodiff.grad(lambda d: multivariate_normal_logpdf(d, np.eye(2)).sum())(
     ...     np.array([[1.0, -2.0]]))
