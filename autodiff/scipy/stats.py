@@ -532,8 +532,8 @@ class _MultivariateNormal:
         >>> bool(np.isclose(multivariate_normal.logpdf(x, cov=cov),
         ...                 scipy.stats.multivariate_normal.logpdf(x, cov=cov)))
         True
-        >>> autodiff.grad(multivariate_normal.logpdf)(np.zeros(2), np.zeros(2), np.eye(2))
-        array([0., 0.])
+        >>> autodiff.grad(multivariate_normal.logpdf)(x, np.zeros(2), np.eye(2))  # -(x - mean)
+        array([-1., -2.])
         """
         x, mean, cov = _array(x), _array(mean), _array(cov)
         if allow_singular:
