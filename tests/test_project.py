@@ -148,7 +148,8 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
                 "autodiff.interpreters.explain", "autodiff.interpreters.taylor",
                 "autodiff.transforms.checkpoint", "autodiff.transforms.custom",
                 "autodiff.rules.convolution", "autodiff.testing", "shutil",
-                "subprocess")  # fmt: skip
+                "subprocess", "autodiff.numpy.random", "autodiff.numpy._draws",
+                "numpy.random", "secrets", "hashlib")  # fmt: skip
     code = (
         "import sys, autodiff, autodiff.numpy as anp\n"
         "from autodiff.compat import autograd\n"
@@ -166,7 +167,14 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
     assert early == [], f"a plain grad program imports {early}"
     # ... and each name arrives, the same object as its module's, when first used
     code = (
-        "import sys, numpy as np, autodiff\n"
+        "import sys, numpy as np, autodiff, autodiff.numpy as anp\n"
+        # anp.random: listed, and loaded (with np.random) when named, as NumPy does its own
+        "assert 'random' in dir(anp) and 'random' in anp.__all__\n"
+        "assert 'numpy.random' not in sys.modules and 'autodiff.numpy.random' not in sys.modules\n"
+        "from autodiff.numpy import random\n"
+        "assert random is anp.random is sys.modules['autodiff.numpy.random']\n"
+        "assert anp.random.normal(np.random.default_rng(0), (2,)).shape == (2,)\n"
+        "assert anp.random.default_rng is np.random.default_rng\n"
         "from autodiff import jit, cond\n"
         "import autodiff.compiler.jit as j, autodiff.control.cond as c\n"
         "assert jit is j.jit and cond is c.cond and autodiff.make_graph is j.make_graph\n"

@@ -16,6 +16,8 @@ sources while it stages a function: a draw there would be replayed as a constant
 
 from __future__ import annotations
 
+import functools
+import sys
 import types
 import weakref
 from collections.abc import Callable
@@ -29,11 +31,16 @@ from autodiff.errors import TransformValueError
 __all__ = ["check_not_drawn", "unseen_sources"]
 
 _LOOK_AT_MOST = 64  # objects visited per call, through closures and the globals code names
-# np.random's draws by name; not "random" itself, which names the module too (so
-# np.random.random() alone is not checked: a function naming "random" is common).
-_GLOBAL_DRAWS = frozenset(n for n in dir(np.random.RandomState) if not n.startswith("_")) - {
-    "get_state", "set_state", "seed", "random",
-}  # fmt: skip
+
+
+@functools.cache
+def _global_draws() -> frozenset[str]:
+    """np.random's draws by name; not "random" itself, which names the module too (so
+    np.random.random() alone is not checked: a function naming "random" is common).
+    Built at first use: ``np.random`` is a module NumPy itself loads only when named
+    (with ``secrets``, ``hashlib``), which a program that draws nothing never does."""
+    names = frozenset(n for n in dir(np.random.RandomState) if not n.startswith("_"))
+    return names - {"get_state", "set_state", "seed", "random"}
 
 
 class _GlobalState:
@@ -75,12 +82,14 @@ def _find_sources(func: Any) -> tuple[Any, ...]:
     names: set[str] = set()
     todo: list[Any] = [func]
     seen: set[int] = set()
+    # no Generator exists before NumPy loads np.random: a program that never draws skips it
+    kinds = (np.random.Generator, np.random.RandomState) if "numpy.random" in sys.modules else ()
     while todo and len(seen) < _LOOK_AT_MOST:
         obj = todo.pop()
         if id(obj) in seen:
             continue
         seen.add(id(obj))
-        if isinstance(obj, (np.random.Generator, np.random.RandomState)):
+        if kinds and isinstance(obj, kinds):
             found[id(obj)] = obj
             continue
         if isinstance(obj, types.BuiltinMethodType):  # rng.normal itself
@@ -88,26 +97,26 @@ def _find_sources(func: Any) -> tuple[Any, ...]:
         if isinstance(obj, types.FunctionType):
             names.update(global_names(obj.__code__))
         todo += refers_to(obj)
-    if "random" in names and names & _GLOBAL_DRAWS:  # np.random.normal(...) in func's code
+    if "random" in names and names & _global_draws():  # np.random.normal(...) in func's code
         found[0] = _GlobalState()
     return tuple(found.values())
 
 
 # What each kind of source is, and the spelling that draws where it is wrong: under a
 # vmap (following its randomness), and under jit (at every call).
-_SOURCES = {
-    np.random.Generator: (
+_SOURCES = {  # by the kind's name: np.random is loaded at first use (above)
+    "Generator": (
         "a numpy.random.Generator it closes over",
         "pass the Generator as an argument with in_dims=None, and its draws follow randomness",
         "write anp.random.normal(rng, shape), or pass the Generator as an argument; both "
         "draw at every call",
     ),
-    np.random.RandomState: (
+    "RandomState": (
         "a numpy.random.RandomState it closes over",
         "draw from a Generator passed as an argument (in_dims=None), which follows randomness",
         "draw from a numpy.random.Generator passed as an argument, which draws at every call",
     ),
-    _GlobalState: (
+    "_GlobalState": (
         "NumPy's global random functions (np.random.normal, ...)",
         "write anp.random.normal(...) (any np.random name), which follows randomness",
         "write anp.random.normal(...) (any np.random name), which draws at every call",
@@ -116,7 +125,9 @@ _SOURCES = {
 
 
 def _texts(source: Any) -> tuple[str, str, str]:
-    return next(texts for kind, texts in _SOURCES.items() if isinstance(source, kind))
+    if isinstance(source, _GlobalState):
+        return _SOURCES["_GlobalState"]
+    return _SOURCES["Generator" if isinstance(source, np.random.Generator) else "RandomState"]
 
 
 def check_not_drawn(source: Any, state: Any, transform: str, staging: bool = False) -> None:

@@ -23,7 +23,6 @@ import numpy as _np
 from autodiff.core import tracer as _tracer
 from autodiff.numpy import fft as fft
 from autodiff.numpy import linalg as linalg
-from autodiff.numpy import random as random
 from autodiff.numpy._apply import *  # noqa: F403
 from autodiff.numpy._apply import __all__ as _apply
 from autodiff.numpy._borrow import borrow as _borrow
@@ -118,8 +117,16 @@ _own = frozenset(
         "roots",
     ]
 )
-# Everything else of NumPy's, as NumPy's own objects.
-_borrowed, __getattr__ = _borrow(globals(), _np)
+# Everything else of NumPy's, as NumPy's own objects.  anp.random is loaded at first use,
+# as NumPy loads its own: it needs numpy.random (and with it secrets, hashlib, ...),
+# which a program that draws nothing never imports.
+_borrowed, __getattr__ = _borrow(globals(), _np, own=frozenset({"random"}))
 __array_api_version__ = _np.__array_api_version__
 _tracer.array_namespace = _sys.modules[__name__]  # what traced values' __array_namespace__ gives
 __all__ = sorted(_own | set(_borrowed))
+
+
+def __dir__() -> list[str]:
+    """The module's names with those loaded at first use (``random``), for ``dir()`` and
+    tab completion."""
+    return sorted(set(globals()) | set(__all__))

@@ -11,6 +11,7 @@ first use, so importing autodiff does not import them.
 
 from __future__ import annotations
 
+import importlib
 import types
 from collections.abc import Callable
 from typing import Any
@@ -18,13 +19,17 @@ from typing import Any
 __all__ = ["borrow"]
 
 
-def borrow(namespace: dict[str, Any], module: types.ModuleType) -> tuple[tuple[str, ...], Callable]:
+def borrow(
+    namespace: dict[str, Any], module: types.ModuleType, own: frozenset[str] = frozenset()
+) -> tuple[tuple[str, ...], Callable]:
     """Copy every public name of ``module`` that ``namespace`` lacks into it (submodules
-    lazily).  Returns the names borrowed and a module ``__getattr__`` for the lazy ones."""
+    lazily).  Returns the names borrowed and a module ``__getattr__`` for the lazy ones.
+    ``own``: names the namespace defines itself but loads at first use (``anp.random``),
+    never borrowed; the ``__getattr__`` imports them as submodules of the namespace."""
     names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
     borrowed, lazy = [], set()
     for name in names:
-        if name in namespace:
+        if name in namespace or name in own:
             continue
         borrowed.append(name)
         if isinstance(getattr(type(module), name, None), property):  # pragma: no cover
@@ -37,6 +42,8 @@ def borrow(namespace: dict[str, Any], module: types.ModuleType) -> tuple[tuple[s
     owner = namespace["__name__"]
 
     def __getattr__(name: str) -> Any:
+        if name in own:  # importing the submodule makes it the namespace's attribute
+            return importlib.import_module(f"{owner}.{name}")
         if name in lazy:
             value = getattr(module, name)
             namespace[name] = value
