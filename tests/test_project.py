@@ -149,6 +149,7 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
                 "autodiff.transforms.checkpoint", "autodiff.transforms.custom",
                 "autodiff.rules.convolution", "autodiff.testing", "shutil",
                 "subprocess", "autodiff.numpy.random", "autodiff.numpy._draws",
+                "autodiff.numpy.fft", "autodiff.rules.fft",
                 "numpy.random", "secrets", "hashlib")  # fmt: skip
     code = (
         "import sys, autodiff, autodiff.numpy as anp\n"
@@ -175,6 +176,10 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
         "assert random is anp.random is sys.modules['autodiff.numpy.random']\n"
         "assert anp.random.normal(np.random.default_rng(0), (2,)).shape == (2,)\n"
         "assert anp.random.default_rng is np.random.default_rng\n"
+        # anp.fft too; numpy.fft's functions on a traced value load its rules
+        "assert 'fft' in dir(anp) and 'autodiff.rules.fft' not in sys.modules\n"
+        "g = autodiff.grad(lambda x: np.fft.fft(x).real.sum())(np.ones(4))\n"
+        "assert list(g) == [4.0, 0.0, 0.0, 0.0] and anp.fft is sys.modules['autodiff.numpy.fft']\n"
         "from autodiff import jit, cond\n"
         "import autodiff.compiler.jit as j, autodiff.control.cond as c\n"
         "assert jit is j.jit and cond is c.cond and autodiff.make_graph is j.make_graph\n"

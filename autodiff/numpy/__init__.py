@@ -20,8 +20,8 @@ import sys as _sys
 
 import numpy as _np
 
+from autodiff.core import overrides as _overrides
 from autodiff.core import tracer as _tracer
-from autodiff.numpy import fft as fft
 from autodiff.numpy import linalg as linalg
 from autodiff.numpy._apply import *  # noqa: F403
 from autodiff.numpy._apply import __all__ as _apply
@@ -117,16 +117,32 @@ _own = frozenset(
         "roots",
     ]
 )
-# Everything else of NumPy's, as NumPy's own objects.  anp.random is loaded at first use,
-# as NumPy loads its own: it needs numpy.random (and with it secrets, hashlib, ...),
-# which a program that draws nothing never imports.
-_borrowed, __getattr__ = _borrow(globals(), _np, own=frozenset({"random"}))
+# Everything else of NumPy's, as NumPy's own objects.  anp.random and anp.fft load at
+# first use, as NumPy loads its own: random needs numpy.random (and with it secrets,
+# hashlib, ...), fft builds its primitives' rules; a program that uses neither never
+# pays for them (numpy.fft's functions on a traced value load them: rules/__init__.py).
+_borrowed, __getattr__ = _borrow(globals(), _np, own=frozenset({"fft", "random"}))
 __array_api_version__ = _np.__array_api_version__
 _tracer.array_namespace = _sys.modules[__name__]  # what traced values' __array_namespace__ gives
 __all__ = sorted(_own | set(_borrowed))
 
 
+def _fft_rules(func: object) -> bool:
+    """numpy.fft's functions reach their rules (``rules/fft.py``, and the compositions of
+    ``fft.py`` here) the first time one of them meets a traced value, as ``anp.fft``
+    loads when first named (``core/overrides.py``'s ``lazy_rules``)."""
+    if getattr(func, "__module__", None) != "numpy.fft":
+        return False
+    from autodiff.numpy import fft  # noqa: F401  (registers them)
+
+    return True
+
+
+_overrides.lazy_rules.append(_fft_rules)
+
+
 def __dir__() -> list[str]:
-    """The module's names with those loaded at first use (``random``), for ``dir()`` and
+    """The module's names with those loaded at first use (``fft``,
+    ``random``), for ``dir()`` and
     tab completion."""
     return sorted(set(globals()) | set(__all__))

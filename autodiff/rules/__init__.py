@@ -12,7 +12,6 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     compositions,
     creation,
     elementwise,
-    fft,
     indexing,
     linalg,
     polynomial,
