@@ -149,7 +149,7 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
                 "autodiff.transforms.checkpoint", "autodiff.transforms.custom",
                 "autodiff.rules.convolution", "autodiff.testing", "shutil",
                 "subprocess", "autodiff.numpy.random", "autodiff.numpy._draws",
-                "autodiff.numpy.fft", "autodiff.rules.fft",
+                "autodiff.numpy.fft", "autodiff.rules.fft", "autodiff.interpreters.staging",
                 "numpy.random", "secrets", "hashlib")  # fmt: skip
     code = (
         "import sys, autodiff, autodiff.numpy as anp\n"
