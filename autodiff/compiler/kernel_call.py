@@ -55,12 +55,14 @@ class KernelPrimitive(Primitive):
 
 
 def caller(entry: Any, region: Any, consts: Sequence, flag_bits: Sequence[int],
-           layouts: Callable[[np.ndarray, Any], tuple]) -> Callable:  # fmt: skip
+           layouts: Callable[[np.ndarray, Any], tuple],
+           variants: Any = None) -> Callable:  # fmt: skip
     """The function a kernel's equation calls (generated, so that a call costs what it
     must): the results allocated, ``entry(*inputs, *consts, *results)`` called, its
     result handled as the module docstring says.  ``flag_bits``: this processor's
     (invalid, divide, overflow, underflow) bits; ``layouts(array, var)``: the byte
-    strides the entry takes for an input."""
+    strides the entry takes for an input; ``variants``: the kernel compiled for other
+    layouts (``layouts.Variants``), or None."""
     names = [f"a{i}" for i in range(len(region.inputs))]
     outs = [f"o{i}" for i in range(len(region.outputs))]
     fallback = Fallback(region)
@@ -78,10 +80,12 @@ def caller(entry: Any, region: Any, consts: Sequence, flag_bits: Sequence[int],
     namespace: dict[str, Any] = {"_empty": np.empty, "_entry": entry}
     namespace.update((f"_k{i}", c) for i, c in enumerate(consts))
     namespace.update((f"_t_{o}", v.aval.dtype) for o, v in zip(outs, region.outputs))
-    namespace["_trouble"] = _Trouble(entry, region, consts, fallback, flag_bits, layouts)
+    namespace["_trouble"] = _Trouble(entry, region, consts, fallback, flag_bits, layouts,
+                                     variants)  # fmt: skip
     exec(compile("\n".join(lines) + "\n", "<autodiff kernel caller>", "exec"), namespace)
     run = namespace["run"]
     run.fallback = fallback
+    run.variants = variants
     return run
 
 
@@ -89,10 +93,10 @@ class _Trouble:
     """What the caller does when an entry's result is not 0 (module docstring)."""
 
     def __init__(self, entry: Any, region: Any, consts: Sequence, fallback: Callable,
-                 flag_bits: Sequence[int], layouts: Callable) -> None:  # fmt: skip
+                 flag_bits: Sequence[int], layouts: Callable, variants: Any) -> None:  # fmt: skip
         self.entry, self.region, self.consts, self.fallback = entry, region, consts, fallback
         self.bits = list(zip(flag_bits, ("invalid", "divide", "over", "under")))
-        self.layouts = layouts
+        self.layouts, self.variants = layouts, variants
 
     def matters(self, raised: int) -> bool:
         """Whether NumPy would report one of the ``raised`` flags (``np.geterr()``, with
@@ -104,6 +108,7 @@ class _Trouble:
         code, raised = r >> 8, r & 0xFF
         if code == CONVERT:
             converted = []
+            entry, consts = self.entry, self.consts
             for a, var in zip(args, self.region.inputs):
                 if var.aval.ndim == 0 and type(a) is not np.ndarray:
                     try:
@@ -115,9 +120,14 @@ class _Trouble:
                     or not a.flags.aligned
                     or (a.strides != self.layouts(a, var))
                 ):
-                    return self.fallback(*args)  # NumPy's order follows the layout
+                    entry = None  # NumPy's order follows the layout: another variant
                 converted.append(a)
-            r = self.entry(*converted, *self.consts, *outs)
+            if entry is None:
+                found = self.variants.find(converted) if self.variants is not None else None
+                if found is None:
+                    return self.fallback(*args)
+                entry, consts = found
+            r = entry(*converted, *consts, *outs)
             if r >> 8:
                 return self.fallback(*args)
             raised = r & 0xFF
@@ -129,7 +139,10 @@ class _Trouble:
 
 
 class Fallback:
-    """The region as NumPy calls (compiled the first time it is needed)."""
+    """The region as NumPy calls (compiled the first time it is needed), each making
+    its result as NumPy makes it: no buffer is reused (``out=``), whose layout would
+    not be the one NumPy gives a result of strided operands, and the order of a later
+    sum follows that layout."""
 
     def __init__(self, region: Any) -> None:
         self.region = region
@@ -141,5 +154,5 @@ class Fallback:
         if self.replay is None:
             r = self.region
             graph = Graph(r.inputs, r.outputs, r.eqns, r.constvars, r.consts)
-            self.replay = compile_graph(graph, fresh=True)
+            self.replay = compile_graph(graph, fresh=True, reuse=False)
         return self.replay(*args)
