@@ -62,7 +62,6 @@ _ALIGN = 64
 # --- the code generator -----------------------------------------------------------------------
 
 
-
 class Codegen:
     """The body of one kernel: ``param`` declares its arguments, ``emit_graph`` writes
     a graph on values, ``finish`` returns the module's functions."""

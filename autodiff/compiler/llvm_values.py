@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from autodiff.compiler.npy_loops import Loop
 
 __all__ = ["Array", "Emitting", "Scalar", "Value", "broadcast_strides", "c_strides", "coalesced",
-           "dtype_of", "keep_order", "keepdims_strides", "lowest", "numpy_layouts", "strides_in_order",
-           "view_layout"]  # fmt: skip
+           "dtype_of", "keep_order", "keepdims_strides", "lowest", "numpy_layouts",
+           "strides_in_order", "view_layout"]  # fmt: skip
 
 
 class Scalar:
