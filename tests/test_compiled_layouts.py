@@ -16,7 +16,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jit, vmap
-from autodiff.compiler import layouts, llvm_backend
+from autodiff.compiler import background, layouts, llvm_backend
 from autodiff.compiler.derived import derived_of
 from tests.jit_contract import assert_fresh
 from tests.test_compiled import assert_bits, fallbacks, kernels_of
@@ -171,3 +171,41 @@ def test_vmap_of_jit_on_a_strided_batch_runs_its_kernel():
     kernels = derived_of(batched[0]).compiled[("llvm", False)].kernels
     assert sum(k.impl.fallback.calls for k in kernels) == 1
     assert kernels[0].impl.variants.described()
+
+
+def test_a_fused_loop_keeps_each_value_in_numpys_order():
+    """C-ordered arguments, a transpose inside: ``t * 3.0`` is laid out as ``t`` (NumPy's
+    K order of its own operand), beside ``t * y`` in C order in the same loop; the sums
+    over each follow its own layout, as NumPy's do."""
+
+    def f(x, y):
+        t = anp.transpose(x)
+        z = anp.sin(t) * 2.0 + t * y
+        return anp.sum(z, axis=0), anp.sum(t * 3.0 + 1.0, axis=1), anp.sum(t * t - 0.5)
+
+    rng = np.random.default_rng(8)
+    for dtype in (np.float64, np.float32):
+        x, y = rng.normal(size=(40, 24)).astype(dtype), rng.normal(size=(24, 40)).astype(dtype)
+        jitted = jit(f, compile=True)
+        jitted(x, y)  # (the first call of a 0-d result is the replay's: stages._ZeroD)
+        for _ in range(2):
+            for g, w in zip(jitted(x, y), f(x, y), strict=True):
+                assert_bits(g, w)
+        assert kernels_of(jitted) and fallbacks(jitted) == 0
+
+
+@pytest.mark.interpreted
+def test_auto_compiles_a_layouts_variant_in_the_background():
+    jitted = jit(lambda x: anp.sum(anp.cos(x) * x + 2.0, axis=1))  # compile="auto"
+    x = np.random.default_rng(9).normal(size=(30, 30))
+    for _ in range(6):
+        jitted(x)
+    background.wait_for_background()
+    jitted(x)
+    (kernel,) = kernels_of(jitted)
+    for _ in range(2):  # the first sighting, then the variant queued
+        assert_bits(jitted(x.T), np.sum(np.cos(x.T) * x.T + 2.0, axis=1))
+    assert background.wait_for_background(60)
+    assert_bits(jitted(x.T), np.sum(np.cos(x.T) * x.T + 2.0, axis=1))
+    assert kernel.impl.variants.described() == [((1, 30),)]
+    assert kernel.impl.fallback.calls == 2
