@@ -13,8 +13,8 @@
    kernel's check sent it to the region's NumPy calls); ``grad(jit(mlp))`` of a small
    MLP whose weights arrive transposed, against JAX's ``grad(jit(mlp))``.
 3. ``--ab BASE``: the per-call cost of a small compiled program on C-ordered arguments
-   (the path a kernel's variants must not slow), this checkout against commit BASE,
-   interleaved in one process (``benchmarks/ab.py``'s export).
+   (the path a kernel's variants must not slow), this checkout against commit BASE, in
+   alternating fresh processes (each its fastest of 15 rounds of 20,000 calls).
 
 CPU time per call, medians over interleaved rounds, one thread, the process bound to
 one core; every system's result is checked against its table's reference first.
@@ -143,38 +143,58 @@ def _strided_chain(title: str, x: np.ndarray, rounds: int) -> list[str]:
             f"(layouts compiled besides C order: {variants})", ""]  # fmt: skip
 
 
+_PER_CALL = """
+import statistics, time
+import numpy as np
+import autodiff, autodiff.numpy as anp
+f = autodiff.jit(lambda v: anp.sum(anp.tanh(v * 1.5) * v + 0.5), compile=True)
+x = np.linspace(0.1, 0.9, 64)
+for _ in range(3):
+    f(x)
+assert all(k.calls_as_numpy == 0 for e in f._entries.values() for k in e.compiled.kernels) \\
+    if hasattr(autodiff.compiler.kernel_call.KernelPrimitive, "calls_as_numpy") else True
+times = []
+for _ in range(15):
+    start = time.process_time()
+    for _ in range(20000):
+        f(x)
+    times.append((time.process_time() - start) / 20000)
+print(min(times) * 1e6)
+"""
+
+
 def per_call_ab(base: str, rounds: int) -> list[str]:
-    """The per-call cost on C-ordered arguments, this checkout against ``base``."""
-    from benchmarks.ab import export
+    """The per-call cost on C-ordered arguments, this checkout against ``base``, in
+    alternating fresh processes (two versions of the compiling tier cannot share one:
+    their ctypes structures would meet), each reporting its fastest round."""
+    import subprocess
 
     into = pathlib.Path(tempfile.mkdtemp(prefix="autodiff-ab-"))
-    sys.path.insert(0, str(into))
-    os.environ["AUTODIFF_CACHE_DIR"] = tempfile.mkdtemp(prefix="autodiff-ab-cache-")
-    packages = {"before": export(base, "autodiff_a", into), "after": autodiff}
-    x = np.linspace(0.1, 0.9, 64)
-    calls = {}
-    for name, ad in packages.items():
-        np_ = __import__(ad.__name__ + ".numpy", fromlist=["x"])
-        jitted = ad.jit(lambda v, np_=np_: np_.sum(np_.tanh(v * 1.5) * v + 0.5), compile=True)
-        for _ in range(3):
-            jitted(x)
-        calls[name] = jitted
-    times: dict[str, list[float]] = {k: [] for k in calls}
-    inner = 20000
+    archive = subprocess.run(["git", "archive", base, "autodiff"], cwd=h_root(),
+                             capture_output=True, check=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    paths = {"before": str(into), "after": str(h_root())}
+    cache = tempfile.mkdtemp(prefix="autodiff-ab-cache-")
+    times: dict[str, list[float]] = {k: [] for k in paths}
     for r in range(rounds):
-        for name in sorted(calls, reverse=bool(r % 2)):
-            start = time.process_time()
-            for _ in range(inner):
-                calls[name](x)
-            times[name].append((time.process_time() - start) / inner)
+        for name in sorted(paths, reverse=bool(r % 2)):
+            env = h.child_environment(PYTHONPATH=paths[name], AUTODIFF_CACHE_DIR=cache)
+            out = subprocess.run([sys.executable, "-c", _PER_CALL], env=env, check=True,
+                                 capture_output=True, text=True).stdout  # fmt: skip
+            times[name].append(float(out.split()[-1]))
     ratios = [a / b for a, b in zip(times["after"], times["before"])]
     return ["### Per call on C-ordered arguments: sum(tanh(1.5 x) x + 0.5), 64 elements", "",
             "| | median µs (CPU) | min-max µs |", "|---|---|---|",
             *(f"| {k} ({base if k == 'before' else 'this checkout'}) | "
-              f"{statistics.median(v) * 1e6:.3f} | {min(v) * 1e6:.3f}-{max(v) * 1e6:.3f} |"
+              f"{statistics.median(v):.3f} | {min(v):.3f}-{max(v):.3f} |"
               for k, v in times.items()),
-            "", f"after / before, median of per-round ratios: {statistics.median(ratios):.3f} "
-            f"(range {min(ratios):.3f}-{max(ratios):.3f})", ""]  # fmt: skip
+            "", f"after / before, median of per-process ratios: "
+            f"{statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f}; "
+            f"{rounds} processes each, alternating)", ""]  # fmt: skip
+
+
+def h_root() -> pathlib.Path:
+    return pathlib.Path(__file__).resolve().parents[1]
 
 
 def main() -> None:

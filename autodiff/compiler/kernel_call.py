@@ -18,8 +18,11 @@ so that a compiled region is indistinguishable from the NumPy calls it replaces:
   give the same values.
 - **What the entry refused.**  A 0-d argument of another type (a Python int) is converted
   and the entry called again; an array of another layout than the one NumPy's own calls
-  would give the kernel (NumPy's order of a sum follows the layout), a singular matrix
-  (NumPy raises ``LinAlgError``) or a failed allocation run the region as NumPy calls.
+  would give the kernel (a transposed, sliced or broadcast view: NumPy's order of a sum
+  follows the layout) runs the kernel's variant for that layout (``layouts.py``:
+  compiled from the layout's second call on; NumPy calls before, or where there is
+  none); a singular matrix (NumPy raises ``LinAlgError``) or a failed allocation run
+  the region as NumPy calls.
 """
 
 from __future__ import annotations
@@ -52,6 +55,18 @@ class KernelPrimitive(Primitive):
         super().__init__("kernel", runner, multiple_results=True)
         self.region, self.source = region, source
         self.native: Any = None  # the backend's compiled module, for inspection
+
+    @property
+    def layouts(self) -> list[tuple]:
+        """The layouts it was compiled for besides its first (``layouts.Variants``): per
+        input, the strides in elements of the calls that run them (None: a 0-d input)."""
+        variants = getattr(self.impl, "variants", None)
+        return variants.described() if variants is not None else []
+
+    @property
+    def calls_as_numpy(self) -> int:
+        """How many of its calls ran the region's NumPy calls instead (``Fallback``)."""
+        return self.impl.fallback.calls  # type: ignore[attr-defined]
 
 
 def caller(entry: Any, region: Any, consts: Sequence, flag_bits: Sequence[int],

@@ -12,8 +12,10 @@ cost), or other equations beside elementwise ones on arrays.
 **The entry** is what CPython calls (``METH_FASTCALL``: a call costs what calling a
 built-in costs).  It checks each argument: an exact ``ndarray``, aligned, with the layout
 NumPy's own calls would give it (C order, or the strides ``llvm_values.numpy_layouts``
-predicts: a transposed view, ...), or for a 0-d input a 0-d array, a NumPy scalar or a
-Python float of its dtype; it takes their data pointers, clears the floating-point status
+predicts: a transposed view, ...; a variant's, those of the calls it was compiled for,
+``layouts.py``), or for a 0-d input a 0-d array, a NumPy scalar or a Python float of its
+dtype; it takes their data pointers (an array with negative strides: its lowest element's,
+as the body indexes it), clears the floating-point status
 flags, runs the body (the workspace on the stack; a larger one the kernel's own NumPy
 buffer, allocated once and passed after the constants: a kernel runs holding the GIL and
 calls no Python, so no two runs share it; one above ``KEPT_BYTES`` ``malloc``'ed at each
@@ -364,12 +366,11 @@ class LLVMBackend(Backend):
             natives.append(native)
             return entry, consts
 
-        natives = [native]  # (kept alive with the kernel)
+        natives = [native]  # the variants' modules, alive while the kernel is
         variants = Variants(region.inputs, variant, sync)
         run = caller(entry, region, consts, llvm_engine.fe_bits(), strides, variants)
         kernel = KernelPrimitive(run, region, built.text)
         kernel.native = native
-        run.natives = natives
         return kernel
 
 

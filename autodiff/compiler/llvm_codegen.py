@@ -338,7 +338,8 @@ class Codegen:
         # (not of the loop's: x * 3.0 of a transposed x beside x * y of a C-ordered y)
         orders: dict[Var, list[int]] = {}
         for eqn in item.eqns:
-            args, layouts = [], []
+            args: list = []
+            layouts: list[Sequence[int]] = []
             for v in eqn.invars:
                 if v in refs:
                     args.append((refs[v], v.aval))
@@ -355,10 +356,11 @@ class Codegen:
             sums = [red for red in sums if dtype_of(red.invars[0].aval) == dtype]
         if sums:  # a sum follows its terms' order, which must be the loop's
             terms = {red.invars[0] for red in sums}
-            kept = [strides_in_order(shape, orders[e.outvars[0]]) for e in item.eqns
-                    if e.outvars[0] in read_after and e.outvars[0] not in terms]  # fmt: skip
-            order = keep_order(shape, [broadcast_strides(o, shape) for o in group.operands
-                                       if isinstance(o, Array)] + kept)  # fmt: skip
+            voters: list[Sequence[int]] = [broadcast_strides(o, shape) for o in group.operands
+                                           if isinstance(o, Array)]  # fmt: skip
+            voters += [strides_in_order(shape, orders[e.outvars[0]]) for e in item.eqns
+                       if e.outvars[0] in read_after and e.outvars[0] not in terms]  # fmt: skip
+            order = keep_order(shape, voters)
             if any(orders[v] != order for v in terms):
                 sums = []  # (then every value is stored, each in its order)
         summands = [red.invars[0] for red in sums]
