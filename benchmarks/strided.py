@@ -30,13 +30,16 @@ import sys
 import tempfile
 import time
 
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before NumPy loads OpenBLAS: one thread
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 import autodiff
 import autodiff.numpy as anp
 from autodiff import grad, lax
 from benchmarks import _harness as h
-from benchmarks import convolution as conv  # (sets the thread variables, binds one core)
+from benchmarks import convolution as conv  # (XLA's flags; binds the process to one core)
 
 
 def _jax():
