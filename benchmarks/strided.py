@@ -6,12 +6,13 @@
    (MNIST-sized NHWC, CIFAR-sized NCHW): eagerly, the replay (``compile=False``), the
    kernels (``compile=True``: the forward graph's kernel, then the backward graph's on
    the residuals), ``jit(grad(f))`` compiled, and JAX's ``grad(jit(f))``.
-2. Programs written for this measurement, on strided arguments: a fused chain with a
-   sum over 10^5 elements called on a transposed array (``jit(f)(x.T)``) and on every
-   other column of a wider one, against NumPy, against the same jitted function on a
-   C-ordered copy, and against the replay (what a strided call ran before: the
-   kernel's check sent it to the region's NumPy calls); ``grad(jit(mlp))`` of a small
-   MLP whose weights arrive transposed, against JAX's ``grad(jit(mlp))``.
+2. Programs written for this measurement, on strided arguments: two fused chains (one
+   of transcendental functions, one of exact arithmetic) with sums over 10^5 elements,
+   called on a transposed array (``jit(f)(x.T)``) and on every other column of a wider
+   one, against NumPy, against the same jitted function on a C-ordered copy, and
+   against the replay (what a strided call ran before: the kernel's check sent it to
+   the region's NumPy calls); ``grad(jit(mlp))`` of a small MLP whose weights arrive
+   transposed, against JAX's ``grad(jit(mlp))``.
 3. ``--ab BASE``: the per-call cost of a small compiled program on C-ordered arguments
    (the path a kernel's variants must not slow), this checkout against commit BASE, in
    alternating fresh processes (each its fastest of 15 rounds of 20,000 calls).
@@ -90,6 +91,12 @@ def chain(np_, x):
     return np_.sum(z, axis=0), np_.sum(z * z)
 
 
+def arith(np_, x):
+    """Exact arithmetic only (compiled inline, vectorised) and its sums."""
+    z = (x * 1.5 + 0.25) * x - x * x * x * 0.125 + 2.0
+    return np_.sum(z, axis=0), np_.sum(z * z)
+
+
 def mlp(np_, w1, w2, x):
     h1 = np_.tanh(x @ w1 + 0.1)
     return np_.sum(np_.tanh(h1 @ w2) ** 2) + 1e-3 * np_.sum(h1 * h1)
@@ -101,9 +108,10 @@ def fresh(rounds: int) -> list[str]:
     lines = []
     base = rng.normal(size=(316, 316))
     wide = rng.normal(size=(316, 632))
-    lines += _strided_chain("a transposed 316x316 array (x.T)", base.T, rounds)
-    lines += _strided_chain("every other column of a 316x632 array (x[:, ::2])", wide[:, ::2],
-                            rounds)  # fmt: skip
+    for program in (chain, arith):
+        lines += _strided_chain(program, "a transposed 316x316 array (x.T)", base.T, rounds)
+        lines += _strided_chain(program, "every other column of a 316x632 array (x[:, ::2])",
+                                wide[:, ::2], rounds)  # fmt: skip
     w1, w2 = rng.normal(size=(64, 128)).T, rng.normal(size=(64, 10))
     xs = rng.normal(size=(256, 128))
     ours = grad(autodiff.jit(lambda a, b, v: mlp(anp, a, b, v), compile=True), argnums=(0, 1))
@@ -127,12 +135,12 @@ def fresh(rounds: int) -> list[str]:
     return lines
 
 
-def _strided_chain(title: str, x: np.ndarray, rounds: int) -> list[str]:
+def _strided_chain(program, title: str, x: np.ndarray, rounds: int) -> list[str]:
     c = np.ascontiguousarray(x)
-    kernels = autodiff.jit(lambda v: chain(anp, v), compile=True)
-    replay = autodiff.jit(lambda v: chain(anp, v), compile=False)
+    kernels = autodiff.jit(lambda v: program(anp, v), compile=True)
+    replay = autodiff.jit(lambda v: program(anp, v), compile=False)
     systems = {
-        "NumPy": lambda: chain(np, x),
+        "NumPy": lambda: program(np, x),
         "autodiff jit, compiled, strided (the kernel's variant)": lambda: kernels(x),
         "autodiff jit, replay, strided (what a strided call ran before)": lambda: replay(x),
         "autodiff jit, compiled, on a C-ordered copy": lambda: kernels(c),
@@ -141,7 +149,7 @@ def _strided_chain(title: str, x: np.ndarray, rounds: int) -> list[str]:
                         clock=time.process_time)  # fmt: skip
     variants = [len(e.compiled.kernels[0].impl.variants.described())
                 for e in kernels._entries.values()]  # fmt: skip
-    return [f"### jit(chain) on {title}, 10^5 elements (fresh)", "",
+    return [f"### jit({program.__name__}) on {title}, 10^5 elements (fresh)", "",
             *h.table(rows, "NumPy", "ms (CPU)", 1e3), "",
             f"(layouts compiled besides C order: {variants})", ""]  # fmt: skip
 
