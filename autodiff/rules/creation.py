@@ -14,8 +14,8 @@ import numpy as np
 
 from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter
+from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import Primitive
-from autodiff.core.tracer import register_numpy
 
 __all__ = ["ones_like", "zeros_like"]
 
