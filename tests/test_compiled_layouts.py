@@ -108,6 +108,9 @@ def test_each_layout_is_a_variant_of_its_own_and_their_number_is_bounded(monkeyp
     (kernel,) = kernels_of(jitted)
     assert kernel.impl.variants.described() == [((1, 20),), ((-20, 1),)]
     assert fallbacks(jitted) == 1 + 1 + 3  # each first sighting; the third layout always
+    for v in [base.T, base[::-1], base, base.T, base[::-1]]:  # alternating: each its own
+        assert_bits(jitted(v), np.sum(np.sin(v) * 2.0 + v, axis=0))
+    assert fallbacks(jitted) == 5
 
 
 def test_a_layout_seen_once_compiles_nothing(monkeypatch):
@@ -209,3 +212,18 @@ def test_auto_compiles_a_layouts_variant_in_the_background():
     assert_bits(jitted(x.T), np.sum(np.cos(x.T) * x.T + 2.0, axis=1))
     assert kernel.impl.variants.described() == [((1, 30),)]
     assert kernel.impl.fallback.calls == 2
+
+
+def test_a_variant_shares_its_kernels_workspace():
+    """A workspace above the stack's size is the kernel's buffer, kept between calls;
+    its variants use the same one (they never run at once) rather than one each."""
+    x = np.random.default_rng(10).normal(size=(160, 160))  # 200 KB intermediates
+    jitted = jit(lambda v: anp.sum(anp.sin(v) * 2.0 + v * v, axis=0), compile=True)
+    jitted(x)
+    for _ in range(3):
+        assert_bits(jitted(x.T), np.sum(np.sin(x.T) * 2.0 + x.T * x.T, axis=0))
+    (kernel,) = kernels_of(jitted)
+    (variant,) = kernel.impl.variants.ready.values()
+    workspace = variant[1][-1]  # (entry, constants): the workspace is the last constant
+    assert workspace.nbytes > llvm_backend.STACK_BYTES
+    assert workspace is kernel.impl.__globals__["_trouble"].consts[-1]

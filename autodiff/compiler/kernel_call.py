@@ -112,6 +112,7 @@ class _Trouble:
         self.entry, self.region, self.consts, self.fallback = entry, region, consts, fallback
         self.bits = list(zip(flag_bits, ("invalid", "divide", "over", "under")))
         self.layouts, self.variants = layouts, variants
+        self.last: tuple | None = None  # (entry, constants) of the last variant a call ran
 
     def matters(self, raised: int) -> bool:
         """Whether NumPy would report one of the ``raised`` flags (``np.geterr()``, with
@@ -120,37 +121,47 @@ class _Trouble:
         return any(raised & bit and err[name] != "ignore" for bit, name in self.bits)
 
     def __call__(self, r: int, args: tuple, outs: tuple) -> tuple:
-        code, raised = r >> 8, r & 0xFF
+        code = r >> 8
+        if code == CONVERT and self.last is not None:  # the previous strided call's layout
+            entry, consts = self.last
+            r = entry(*args, *consts, *outs)
+            code = r >> 8
         if code == CONVERT:
-            converted = []
-            entry, consts = self.entry, self.consts
-            for a, var in zip(args, self.region.inputs):
-                if var.aval.ndim == 0 and type(a) is not np.ndarray:
-                    try:
-                        a = np.asarray(a, dtype=var.aval.dtype)
-                    except (TypeError, ValueError, OverflowError):
-                        return self.fallback(*args)
-                elif (
-                    type(a) is not np.ndarray
-                    or not a.flags.aligned
-                    or (a.strides != self.layouts(a, var))
-                ):
-                    entry = None  # NumPy's order follows the layout: another variant
-                converted.append(a)
-            if entry is None:
-                found = self.variants.find(converted) if self.variants is not None else None
-                if found is None:
-                    return self.fallback(*args)
-                entry, consts = found
-            r = entry(*converted, *consts, *outs)
-            if r >> 8:
+            again = self.converted(args, outs)
+            if again is None or again >> 8:
                 return self.fallback(*args)
-            raised = r & 0xFF
+            r = again
         elif code:
             return self.fallback(*args)
+        raised = r & 0xFF
         if raised and self.matters(raised):
             return self.fallback(*args)
         return outs
+
+    def converted(self, args: tuple, outs: tuple) -> int | None:
+        """The entry's result on ``args`` converted (a Python scalar for a 0-d input),
+        by the variant for their layouts; None where neither is possible."""
+        converted = []
+        entry, consts = self.entry, self.consts
+        for a, var in zip(args, self.region.inputs):
+            if var.aval.ndim == 0 and type(a) is not np.ndarray:
+                try:
+                    a = np.asarray(a, dtype=var.aval.dtype)
+                except (TypeError, ValueError, OverflowError):
+                    return None
+            elif (
+                type(a) is not np.ndarray
+                or not a.flags.aligned
+                or (a.strides != self.layouts(a, var))
+            ):
+                entry = None  # NumPy's order follows the layout: another variant
+            converted.append(a)
+        if entry is None:
+            found = self.variants.find(converted) if self.variants is not None else None
+            if found is None:
+                return None
+            entry, consts = self.last = found
+        return entry(*converted, *consts, *outs)
 
 
 class Fallback:

@@ -354,7 +354,7 @@ class LLVMBackend(Backend):
         sync: bool,
     ) -> KernelPrimitive:
         built: _Built = lowered.detail
-        entry, consts, native = _loaded(built)
+        entry, consts, native, buffer = _loaded(built)
         region = lowered.region
         layouts = region.layouts
 
@@ -362,7 +362,7 @@ class LLVMBackend(Backend):
             return _expected_strides(a, var, layouts)
 
         def variant(other: dict) -> tuple:  # the region for calls of other layouts
-            entry, consts, native = _loaded(_Built(region, other))
+            entry, consts, native, _ = _loaded(_Built(region, other), buffer)
             natives.append(native)
             return entry, consts
 
@@ -374,16 +374,24 @@ class LLVMBackend(Backend):
         return kernel
 
 
-def _loaded(built: _Built) -> tuple:
+def _loaded(built: _Built, shared: np.ndarray | None = None) -> tuple:
     """``built`` compiled (or loaded from the cache): its entry, the constants it is
-    called with (its workspace last where it keeps one) and the compiled module."""
+    called with (its workspace last where it keeps one), the compiled module and that
+    workspace (or None).  ``shared``: the first kernel's workspace, for a variant, which
+    uses it where it is large enough (a kernel's variants never run at once: each runs
+    holding the GIL)."""
     native = llvm_engine.compile_ir(built.text, ["entry"])
     consts = list(built.consts)
+    workspace = None
     if STACK_BYTES < built.workspace <= KEPT_BYTES:  # the kernel's own, kept
-        buffer = np.empty(built.workspace + 64, np.uint8)
-        start = -buffer.ctypes.data % 64  # aligned as the stack's workspace is
-        consts.append(buffer[start : start + built.workspace])
-    return native.functions[0], consts, native
+        if shared is not None and shared.nbytes >= built.workspace:
+            workspace = shared
+        else:
+            buffer = np.empty(built.workspace + 64, np.uint8)
+            start = -buffer.ctypes.data % 64  # aligned as the stack's workspace is
+            workspace = buffer[start : start + built.workspace]
+        consts.append(workspace)
+    return native.functions[0], consts, native, workspace
 
 
 BACKEND = LLVMBackend()
