@@ -31,7 +31,8 @@ import numpy as np
 import optree
 
 from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
-from autodiff.control.common import FlatFn, bottom, check_like, names_of
+from autodiff.control.common import FlatFn, bottom
+from autodiff.control.leaves import check_like, names_of
 from autodiff.control.subgraphs import (
     StagedFunction,
     batch_axis_at,

@@ -48,11 +48,10 @@ from autodiff.control.common import (
     ControlFlowPrimitive,
     GraphFn,
     inline_function,
-    is_static_int,
-    leaves_of,
     run_here,
     staged_if_jitting,
 )
+from autodiff.control.leaves import is_static_int, leaves_of
 from autodiff.control.scan_body import ScanBody, stacked, steps
 from autodiff.control.scan_checkpoint import recomputed, recomputed_vjp
 from autodiff.control.scan_staged import (

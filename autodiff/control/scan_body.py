@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.control.common import CARRY_HINT, check_like, names_of
+from autodiff.control.leaves import CARRY_HINT, check_like, names_of
 from autodiff.core.args import a_type
 from autodiff.core.arrays import array_like, dtype_of, shape_of
 from autodiff.errors import TransformTypeError

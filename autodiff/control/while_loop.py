@@ -42,19 +42,16 @@ import numpy as np
 import optree
 
 from autodiff.control.common import (
-    CARRY_HINT,
     ControlFlowPrimitive,
     FlatFn,
     GraphFn,
     bottom,
-    check_like,
-    check_predicate,
     derivative_where,
     inline_function,
-    leaves_of,
     run_here,
     staged_if_jitting,
 )
+from autodiff.control.leaves import CARRY_HINT, check_like, check_predicate, leaves_of
 from autodiff.control.subgraphs import StagedFunction, joined, reaching, stage_control, unclosed
 from autodiff.control.while_loop_staged import batched_loop, jet_loop, pushed_loop
 from autodiff.core.args import check_callable

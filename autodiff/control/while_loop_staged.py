@@ -30,7 +30,8 @@ from typing import Any
 import optree
 
 from autodiff.compiler.graph_transforms import batch_graph
-from autodiff.control.common import CARRY_HINT, FlatFn, check_like, derivative_where
+from autodiff.control.common import FlatFn, derivative_where
+from autodiff.control.leaves import CARRY_HINT, check_like
 from autodiff.control.subgraphs import (
     batch_axis_at,
     batched_parts,
