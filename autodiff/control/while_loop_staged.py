@@ -17,9 +17,11 @@ loop below them (inside a ``jit``, or a transform of a jitted function):
 - Taylor mode (``jet_loop``): every floating carry's K coefficients as more carry,
   the body pushed through Taylor mode at each step.
 
-grad has no route here: the trip count is not known while staging (``while_loop.py``,
-``_decided``).  The routes bind the primitive they are given, ``while_loop_p``: this
-module sits below ``while_loop.py``, which imports it.
+grad has no route here: a staged loop whose carry it does not differentiate is bound
+one level down as it is, and one whose carry it does raises, the trip count not known
+while staging (``while_loop.py``'s ``while_loop_grad`` and ``_decided``).  The routes
+bind the primitive they are given, ``while_loop_p``: this module sits below
+``while_loop.py``, which imports it.
 """
 
 from __future__ import annotations
