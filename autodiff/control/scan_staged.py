@@ -157,14 +157,7 @@ def two_scans(interp: GradInterpreter, prim: Primitive, args: tuple, params: dic
     staged = staged_body(fn, carry, xs, like, interp)
     if staged is None:
         return None  # a transform inside the grad: its level runs the steps
-    consts, const_parents = [], []
-    for k, c in enumerate(staged.captured):
-        if isinstance(c, GradTensor) and c._interp is interp:
-            consts.append(c.value)
-            if c.node is not None:
-                const_parents.append((k, c.node, c.index))
-        else:
-            consts.append(c)
+    consts, const_parents, _ = unpack(interp, tuple(staged.captured))  # as the operands are
     if not parents and not const_parents:
         return None  # nothing here is differentiated
     x_parents = {i - n for i, _, _ in parents if i >= n}
