@@ -23,6 +23,7 @@ contract with the tier on is checked by ``tests/test_jit_programs.py`` and
 """
 
 import gc
+import math
 import warnings
 
 import numpy as np
@@ -696,6 +697,30 @@ def test_user_primitives_declare_their_lowering():
     found = kernels_of(jitted)
     assert len(found) == 2  # two kernels, the opaque primitive a NumPy call between them
     assert [e.prim.name for e in fused_graph(jitted).eqns] == ["kernel", "opaque", "kernel"]
+
+
+@pytest.mark.parametrize(
+    "shape", [(), (3,), (100,), (3, 9000)], ids=["0-d", "vector", "chunked", "chunked, 2-d"]
+)
+def test_a_value_a_lowering_drops_is_not_computed(shape):
+    """An Elementwise lowering whose function computes a value it then drops (a NumPy
+    loop's, as ``rules/convolution.py``'s ``_choosing`` could): the kernel compiles (a
+    call of NumPy's loop nothing reads once raised KeyError while writing its loop) and
+    makes no such call (its invalid flag would rerun the region as NumPy calls)."""
+    doubled_p = Primitive(
+        "doubled", lambda x: x * 2.0,
+        lowering=Elementwise(lambda x: (np.log(x), np.maximum(x, 0.0), x * 2.0)[2]),
+    )  # fmt: skip
+
+    def f(x):
+        for _ in range(4):  # enough 0-d equations for a kernel
+            x = doubled_p.bind(x * 1.5) - 1.0
+        return x
+
+    x = -np.linspace(1.0, 2.0, math.prod(shape)).reshape(shape)  # log: the invalid flag
+    jitted = compiled(f)
+    check_calls(jitted, f, (x,), rtol=0)
+    assert kernels_of(jitted) and fallbacks(jitted) == 0
 
 
 def test_a_scalar_function_with_python_control_flow_stays_numpy_calls():
