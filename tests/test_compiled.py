@@ -166,6 +166,48 @@ def test_every_elementwise_lowering_computes_what_numpy_computes(prim, size, mon
             assert_bits(got, want, what)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("size", [0, 5, 50_000], ids=["0-d", "vector", "loop"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "less",
+        "less_equal",
+        "greater",
+        "greater_equal",
+        "equal",
+        "not_equal",
+        "isfinite",
+        "isinf",
+        "isnan",
+        "min by where",
+    ],
+)
+def test_comparisons_with_nan_are_quiet_as_numpys(name, size, dtype, monkeypatch):
+    """NumPy's comparisons raise no invalid flag for a NaN operand, so under
+    ``np.errstate(invalid="raise")`` nothing raises, and the kernel's result is the one
+    used (a signalling compare, x86's ``cmpltpd`` or the ``minpd`` LLVM makes of
+    ``x < y ? x : y``, ran the region again as NumPy calls)."""
+    monkeypatch.setattr(llvm_backend, "MIN_EQUATIONS", 1)
+    monkeypatch.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 1)
+    with np.errstate(over="ignore"):
+        values = np.array(FLOATS).astype(dtype)
+    x, y = (g.ravel() for g in np.meshgrid(values, values, indexing="ij"))
+    if size:
+        x, y = np.resize(x, size), np.resize(y[::-1], size)
+    ufunc = getattr(np, name, None)
+    f = {"min by where": lambda x, y: anp.where(x < y, x, y),
+         "isfinite": lambda x, y: ufunc(x), "isinf": lambda x, y: ufunc(x),
+         "isnan": lambda x, y: ufunc(x)}.get(name, ufunc)  # fmt: skip
+    for a, b in [(x, y)] if size else [(np.array(u), np.array(v)) for u, v in zip(x, y)][::7]:
+        with np.errstate(all="raise"):
+            want = f(a, b)
+            jitted = compiled(f)
+            got = [jitted(a, b) for _ in range(2)][-1]
+        assert kernels_of(jitted) and fallbacks(jitted) == 0, (a, b)
+        assert_bits(got, want, f"{name}({a}, {b})" if not size else name)
+
+
 def _only_eqn(f, args):
     (eqn,) = f.trace(*args).lower().graph.eqns
     return eqn
