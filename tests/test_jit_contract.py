@@ -511,9 +511,10 @@ def _ran_kernels(jitted):
 
 
 def _tiers(f, args):
-    """(tier, the results of three calls) for every tier of ``jit(f)``: the replay (its
-    first call interpreted), the kernels with ``compile=True`` and with ``"auto"`` once
-    the background compile swapped them in, the stage API, ``f`` jitted inside a jit."""
+    """(tier, the results of its calls) for every tier of ``jit(f)``: the replay (its
+    first call interpreted), the kernels with ``compile=True``, ``"auto"`` before and
+    after the background compile swapped its kernels in, the stage API, ``f`` jitted
+    inside a jit."""
     replayed = jit(f, compile=False)
     yield "replay", [replayed(*args) for _ in range(3)]
     if not llvm_backend.BACKEND.available():
@@ -523,8 +524,7 @@ def _tiers(f, args):
     _ran_kernels(at_once)
     yield "compile=True", calls
     auto = jit(f)
-    for _ in range(tiers.HOT_CALLS + 1):
-        auto(*args)
+    yield "compile='auto', before its kernels", [auto(*args) for _ in range(tiers.HOT_CALLS + 1)]
     assert background.wait_for_background(timeout=120)
     calls = [auto(*args) for _ in range(3)]
     _ran_kernels(auto)
