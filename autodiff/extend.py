@@ -37,19 +37,18 @@ from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.index_sets import ALL, Edges, Gather, Groups, Sparsity
 from autodiff.core.lowering import Elementwise, Emitter, Gufunc, NotLowered, Reduction, View
-from autodiff.core.primitive import (
+from autodiff.core.overrides import register_numpy
+from autodiff.core.primitive import Primitive, dispatch, lift, process
+from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
+from autodiff.core.stack import (
     Interpreter,
-    Primitive,
     check_live,
     current_interpreters,
-    dispatch,
-    lift,
+    live_again,
     new_interpreter,
     owned,
-    process,
 )
-from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.debug.rule_checks import debug_rules
 from autodiff.rules._helpers import (
     bring_to_front,
@@ -92,6 +91,7 @@ __all__ = [
     "jvp_taylor",
     "lift",
     "linear_taylor",
+    "live_again",
     "move_to_front",
     "moves",
     "multilinear_taylor",

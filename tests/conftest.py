@@ -21,7 +21,7 @@ if "AUTODIFF_TEST_HOME" not in os.environ:
 
 from autodiff.compiler import tiers
 from autodiff.compiler.tiers import compile_at_once
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 
 
 @pytest.fixture(autouse=True)

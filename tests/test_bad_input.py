@@ -40,7 +40,7 @@ from autodiff import (
     vjp,
     vmap,
 )
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.errors import (
     AutodiffError,
     ConcretizationError,

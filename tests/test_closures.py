@@ -30,7 +30,7 @@ from autodiff import (
     jvp,
     vmap,
 )
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.errors import LeakedTracerError, TransformTypeError, TransformValueError
 from autodiff.testing import check_grads
 from tests import crosscheck

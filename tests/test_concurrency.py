@@ -10,7 +10,7 @@ import numpy as np
 
 import autodiff.numpy as anp
 from autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, vjp, vmap
-from autodiff.core.primitive import check_live, current_interpreters, new_interpreter
+from autodiff.core.stack import check_live, current_interpreters, new_interpreter
 from autodiff.interpreters.reverse import GradInterpreter, GradTensor
 from autodiff.interpreters.tape import Node, backward
 

@@ -21,7 +21,7 @@ from autodiff import cond, explain, grad, hessian, jit, jvp, scan, vjp, vmap, wh
 from autodiff.compiler.stages import lower
 from autodiff.control.cond import cond_p
 from autodiff.control.scan import scan_p
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.errors import RuleError
 from autodiff.testing import check_grads
 from tests.test_control import _close

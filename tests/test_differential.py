@@ -537,14 +537,14 @@ def test_collapsed_mode_reads_a_batched_coefficient_with_its_directions_first():
     """The NumPy path moves the directions' axis of a batched coefficient to the front
     wherever a batching rule left it, and declines values another transform sees."""
     from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
-    from autodiff.interpreters.collapsed import Collapse
+    from autodiff.interpreters.collapsed_values import unwrapped
 
     directions = BatchInterpreter(3)
     value = RNG.normal(size=(4, 3, 2))
-    collapse = Collapse(directions)
-    front, top = collapse._plain((np.ones((4, 2)),), (BatchedTensor(directions, value, 1), None))
+    plain = lambda primals, series: unwrapped(directions, None, primals, series)
+    front, top = plain((np.ones((4, 2)),), (BatchedTensor(directions, value, 1), None))
     assert front.shape == (3, 4, 2) and np.array_equal(front, np.moveaxis(value, 1, 0))
     assert top is None
     other = BatchInterpreter(3)
-    assert collapse._plain((np.ones((4, 2)),), (BatchedTensor(other, value, 1), None)) is None
-    assert collapse._plain((BatchedTensor(other, value, 1),), (None, None)) is None
+    assert plain((np.ones((4, 2)),), (BatchedTensor(other, value, 1), None)) is None
+    assert plain((BatchedTensor(other, value, 1),), (None, None)) is None

@@ -13,7 +13,8 @@ import pytest
 import autodiff.numpy as anp
 from autodiff import grad, vmap
 from autodiff.core.dispatch import DispatchPoint, dispatch
-from autodiff.core.primitive import Interpreter, Primitive, lift, new_interpreter, owned, process
+from autodiff.core.primitive import Primitive, lift, process
+from autodiff.core.stack import Interpreter, new_interpreter, owned
 from autodiff.core.tracer import Tracer
 from autodiff.interpreters import batching as _batching
 from autodiff.interpreters import explain as _explain

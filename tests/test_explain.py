@@ -6,7 +6,7 @@ import pytest
 
 from autodiff import grad, jvp, vmap
 from autodiff.core.observe import Observer, current_observer
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.interpreters.explain import Explanation, explain
 
 rng = np.random.default_rng(0)

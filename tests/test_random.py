@@ -6,7 +6,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jvp, vmap
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.errors import TransformTypeError, TransformValueError
 
 SEED = 1234

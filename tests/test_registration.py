@@ -17,13 +17,8 @@ import pytest
 
 import autodiff
 from autodiff.core.lowering import Elementwise
-from autodiff.core.primitive import (
-    Interpreter,
-    Primitive,
-    current_interpreters,
-    live_again,
-    new_interpreter,
-)
+from autodiff.core.primitive import Primitive
+from autodiff.core.stack import Interpreter, current_interpreters, live_again, new_interpreter
 from autodiff.errors import RuleError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -178,11 +173,11 @@ def test_no_layer_touches_another_layers_private_state():
 
 
 def test_the_private_state_check_finds_a_planted_use():
-    planted = ("from autodiff.core import primitive as _core\n"
-               "from autodiff.core.primitive import _stack\n"
+    planted = ("from autodiff.core import stack as _core\n"
+               "from autodiff.core.stack import _stack\n"
                "_core._stack.set(())\n")  # fmt: skip
     assert _private_state_uses(PACKAGE / "control" / "planted.py", planted) == [
-        "imports autodiff.core.primitive._stack", "line 3: autodiff.core.primitive._stack"
+        "imports autodiff.core.stack._stack", "line 3: autodiff.core.stack._stack"
     ]  # fmt: skip
 
 

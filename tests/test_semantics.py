@@ -6,7 +6,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jvp, stop_gradient, vjp, vmap
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.errors import ConcretizationError, LeakedTracerError
 
 ys = np.array([1.0, 2.0, 3.0])

@@ -16,7 +16,7 @@ from autodiff.compiler.derived import derived_of
 from autodiff.compiler.passes import dce, optimize
 from autodiff.core.arrays import is_float
 from autodiff.core.graph import Graph, Var
-from autodiff.core.primitive import new_interpreter, owned
+from autodiff.core.stack import new_interpreter, owned
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
 from autodiff.interpreters.forward import DualTensor, JvpInterpreter
 from autodiff.interpreters.reverse import _vjp

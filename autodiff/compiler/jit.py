@@ -37,7 +37,7 @@ from autodiff.compiler.stages import Lowered, Traced, default_backend, optimized
 from autodiff.core.args import check_callable
 from autodiff.core.arrays import library_of
 from autodiff.core.graph import Graph
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.debug.nans import checking_nans
 from autodiff.debug.rule_checks import checking as checking_rules
 from autodiff.errors import TransformTypeError, TransformValueError

@@ -19,7 +19,7 @@ import numpy as np
 
 from autodiff.core.args import a_type
 from autodiff.core.graph import OpaqueAval, ShapedArray, aval_of
-from autodiff.core.primitive import check_live
+from autodiff.core.stack import check_live
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.staging import StagedTensor

@@ -39,7 +39,8 @@ from autodiff.compiler.tiers import call_graph
 from autodiff.core.args import a_type, is_array
 from autodiff.core.arrays import dtype_of, is_float, shape_of
 from autodiff.core.graph import Graph
-from autodiff.core.primitive import Primitive, current_interpreters, lift, process
+from autodiff.core.primitive import Primitive, lift, process
+from autodiff.core.stack import current_interpreters
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
@@ -291,8 +292,8 @@ def output_types(fn: Callable, leaves: Sequence) -> tuple[Any, list] | None:
     needs running it.
 
     Eagerly a branch runs or it does not, nothing more (so None); under ``jit`` every
-    branch is staged and checked when the ``cond`` is (``cond.py``).  A
-    hook for transforms that know the types of a function without running it.
+    branch is staged and checked when the ``cond`` is (``cond_staged.stage_branches``).
+    A hook for transforms that know the types of a function without running it.
     """
     return None
 

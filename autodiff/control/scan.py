@@ -83,8 +83,9 @@ from autodiff.core.arrays import array_like, dtype_of, is_float, library_of, sha
 from autodiff.core.graph import ShapedArray, aval_of
 from autodiff.core.index_sets import Groups, apply_read, propagating
 from autodiff.core.lowering import Emitter, NotLowered
-from autodiff.core.primitive import Interpreter, Primitive, current_interpreters, lift, process
+from autodiff.core.primitive import Primitive, lift, process
 from autodiff.core.rule_forms import linear_taylor
+from autodiff.core.stack import Interpreter, current_interpreters
 from autodiff.core.tracer import Tracer
 from autodiff.errors import RuleError, TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.core.primitive import check_live
+from autodiff.core.stack import check_live
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 

@@ -4,9 +4,9 @@
 Every operator and ndarray-style method is routed through the same table that
 ``__array_ufunc__`` and ``__array_function__`` use, keyed by the NumPy function
 it stands for: ``x + y`` means ``np.add(x, y)`` and ``x.sum()`` means
-``np.sum(x)``.  The rule modules fill that table (``register_numpy``); a NumPy
-function with no entry raises ``UnsupportedFunctionError`` rather than being
-silently treated as a constant.
+``np.sum(x)``.  That table, which the rule modules fill (``register_numpy``), is
+``core/overrides.py``'s.  Here too: the stand-in table (``stand_ins``, ``stood_in``)
+and the error of a tracer used after its transform ended (``leaked_error``).
 """
 
 from __future__ import annotations
@@ -24,89 +24,10 @@ import numpy as np
 
 from autodiff.core import conversions
 from autodiff.core.last_word import surface
-from autodiff.core.numpy_args import takes_array_likes
+from autodiff.core.overrides import INDEX_UPDATE, SET_ITEM, numpy_overrides
 from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedFunctionError
 
-__all__ = [
-    "INDEX_UPDATE",
-    "THEIR_SPELLINGS",
-    "lazy_rules",
-    "SET_ITEM",
-    "Tracer",
-    "leaked_error",
-    "numpy_overrides",
-    "register_numpy",
-    "stand_ins",
-    "stood_in",
-]
-
-
-def _function_name(func: Any) -> str:
-    if isinstance(func, tuple):  # (ufunc, method)
-        return f"numpy.{func[0].__name__}.{func[1]}"
-    if func is operator.getitem:
-        return "indexing (x[...])"
-    module = getattr(func, "__module__", None) or "numpy"
-    module = "numpy" if module.startswith("numpy") else module
-    return f"{module}.{getattr(func, '__name__', func)}"
-
-
-# Rules registered when first needed: each is called with a NumPy function that has no
-# entry yet, loads the rules it may have and says whether it did (rules/__init__.py:
-# scipy.special's, once SciPy is imported).
-lazy_rules: list[Callable[[Any], bool]] = []
-
-
-class _Overrides(dict):
-    """NumPy function -> autodiff implementation; a missing key is an error."""
-
-    def __missing__(self, func: Any) -> Callable:
-        for load in lazy_rules:
-            if load(func) and dict.__contains__(self, func):
-                return dict.__getitem__(self, func)
-        if isinstance(func, np.ufunc) and all(set(t) <= set("O->") for t in func.types):
-            raise UnsupportedFunctionError(
-                f"numpy.frompyfunc's ufunc {func.__name__!r} computes on object arrays, "
-                f"which cannot hold traced values: write anp.frompyfunc(f, nin, nout) or "
-                f"anp.vectorize(f), which call f under vmap."
-            )
-        raise UnsupportedFunctionError(
-            f"{_function_name(func)} has no autodiff rule, so it cannot be applied "
-            f"to a traced value (it would silently lose derivatives or batching). "
-            f"Compute it from functions that have rules (docs/coverage.md lists them), "
-            f"or define a primitive for it (see autodiff/rules/README.md)."
-        )
-
-
-numpy_overrides: dict[Any, Callable] = _Overrides()
-
-
-def register_numpy(*numpy_funcs: Any) -> Callable[[Callable], Callable]:
-    """Decorator: ``fn`` implements ``numpy_funcs`` when they meet a tracer.  It then
-    takes the first one's ``array_like`` arguments as NumPy does (lists and tuples,
-    traced items included: ``core/numpy_args.py``), and that is the function returned.
-
-    >>> import numpy as np, autodiff, autodiff.numpy as anp
-    >>> float(autodiff.grad(np.sinc)(0.5)) == float(autodiff.grad(anp.sinc)(0.5))  # rules/' sinc
-    True
-    """
-
-    def register(fn: Callable) -> Callable:
-        reference = next((f for f in numpy_funcs if _takes_arrays(f)), None)
-        public = fn if reference is None else takes_array_likes(fn, reference)
-        for func in numpy_funcs:
-            numpy_overrides[func] = public
-        return public
-
-    return register
-
-
-def _takes_arrays(func: Any) -> bool:
-    """Whether ``func`` is a NumPy function (or ufunc method) whose arguments NumPy
-    converts; not the indexing keys, whose indices are indices."""
-    return isinstance(func, tuple) or (
-        callable(func) and func not in (operator.getitem, operator.setitem)
-    )
+__all__ = ["THEIR_SPELLINGS", "Tracer", "leaked_error", "stand_ins", "stood_in"]
 
 
 def leaked_error(tracer: Tracer) -> LeakedTracerError:
@@ -129,7 +50,7 @@ def leaked_error(tracer: Tracer) -> LeakedTracerError:
 
 # Stand-ins: while a solver or a custom rule runs a user function on values of its own
 # (its operands, unwrapped), the traced values that function closes over stand for those
-# values (``core.primitive.standing_in`` deactivates their transforms for the time, so
+# values (``core.stack.standing_in`` deactivates their transforms for the time, so
 # every use reaches a slow path that looks here): id(tracer) -> (tracer, value).
 stand_ins: contextvars.ContextVar[Mapping[Any, tuple[Any, Any]]] = contextvars.ContextVar(
     "autodiff_stand_ins", default=types.MappingProxyType({})
@@ -171,11 +92,6 @@ def _inplace(ufunc: Any) -> Callable:
 
     method.__name__ = f"i{ufunc.__name__}"
     return method
-
-
-# Keys of numpy_overrides for the index-update API, which has no NumPy function.
-INDEX_UPDATE = "ndarray.at"
-SET_ITEM = operator.setitem
 
 
 def _unary(func: Any) -> Callable:

@@ -23,7 +23,8 @@ import optree
 
 from autodiff.core.arrays import shape_of
 from autodiff.core.graph import ShapedArray
-from autodiff.core.primitive import Primitive, current_interpreters
+from autodiff.core.primitive import Primitive
+from autodiff.core.stack import current_interpreters
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 

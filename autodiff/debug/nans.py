@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.errors import NonFiniteError
 
 __all__ = [

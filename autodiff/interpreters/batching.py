@@ -32,15 +32,8 @@ from autodiff.core.args import (
     number_as_array,
 )
 from autodiff.core.arrays import batch_size_of
-from autodiff.core.primitive import (
-    Interpreter,
-    Primitive,
-    check_live,
-    lift,
-    new_interpreter,
-    owned,
-    process,
-)
+from autodiff.core.primitive import Primitive, lift, process
+from autodiff.core.stack import Interpreter, check_live, new_interpreter, owned
 from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, checking_nans
 from autodiff.debug.rule_checks import checking, validate_batch

@@ -22,15 +22,8 @@ import optree
 
 from autodiff.core.args import check_callable
 from autodiff.core.observe import BackwardMark, Observer, observing
-from autodiff.core.primitive import (
-    Interpreter,
-    Primitive,
-    current_interpreters,
-    lift,
-    new_interpreter,
-    owned,
-    process,
-)
+from autodiff.core.primitive import Primitive, lift, process
+from autodiff.core.stack import Interpreter, current_interpreters, new_interpreter, owned
 from autodiff.core.tracer import Tracer
 from autodiff.interpreters.batching import BatchedTensor
 

@@ -29,7 +29,8 @@ from autodiff.core.args import (
     split_aux,
 )
 from autodiff.core.arrays import shape_of
-from autodiff.core.primitive import Interpreter, Primitive, lift, new_interpreter, owned, process
+from autodiff.core.primitive import Primitive, lift, process
+from autodiff.core.stack import Interpreter, new_interpreter, owned
 from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, check_tangent, checking_nans
 from autodiff.debug.rule_checks import checking, validate_jvp

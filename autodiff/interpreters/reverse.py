@@ -36,17 +36,15 @@ from autodiff.core.args import (
     split_aux,
 )
 from autodiff.core.arrays import is_complex, shape_of
-from autodiff.core.primitive import (
+from autodiff.core.primitive import Primitive, lift, process
+from autodiff.core.rule_forms import linear_taylor
+from autodiff.core.stack import (
     Interpreter,
-    Primitive,
     current_interpreters,
-    lift,
     live_again,
     new_interpreter,
     owned,
-    process,
 )
-from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, checking_nans, user_site
 from autodiff.errors import TransformTypeError, TransformValueError
@@ -129,7 +127,7 @@ def no_grad_level() -> int:
 @contextlib.contextmanager
 def recording_again(interp: GradInterpreter, no_grad: int) -> Iterator[None]:
     """``interp`` recording again after its transform ended, as when it ran: live again
-    (``core.primitive.live_again``) and ``no_grad()`` covering ``no_grad`` (what
+    (``core.stack.live_again``) and ``no_grad()`` covering ``no_grad`` (what
     ``no_grad_level()`` returned then).  The backward pass of ``scan(...,
     checkpoint=True)`` recomputes each step so, on a tape of its own that reaches the
     nodes the values the step closes over had in the forward pass."""

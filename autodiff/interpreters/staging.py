@@ -43,14 +43,8 @@ from autodiff.core import tracer as _tracer
 from autodiff.core.caches import LRUCache
 from autodiff.core.errstate import Watch, applied, own, watching
 from autodiff.core.graph import Eqn, Graph, Literal, OpaqueAval, ShapedArray, Var, aval_of
-from autodiff.core.primitive import (
-    Interpreter,
-    Primitive,
-    check_live,
-    current_interpreters,
-    new_interpreter,
-    process,
-)
+from autodiff.core.primitive import Primitive, process
+from autodiff.core.stack import Interpreter, check_live, current_interpreters, new_interpreter
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError, MissingRuleError, TransformTypeError
 from autodiff.interpreters.reverse import no_grad_below, no_grad_p
@@ -116,7 +110,7 @@ class StagingInterpreter(Interpreter):
             return x._var
         if isinstance(x, Tracer):
             live = check_live(x)
-            if live is not x:  # x stands for another value (core.primitive.standing_in)
+            if live is not x:  # x stands for another value (core.stack.standing_in)
                 return self.read(live)
             found = self.captured.get(id(x))
             if found is None:

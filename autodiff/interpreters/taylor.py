@@ -41,16 +41,9 @@ from autodiff.core.args import (
     number_as_array,
 )
 from autodiff.core.arrays import shape_of
-from autodiff.core.primitive import (
-    Interpreter,
-    Primitive,
-    current_interpreters,
-    lift,
-    new_interpreter,
-    owned,
-    process,
-)
+from autodiff.core.primitive import Primitive, lift, process
 from autodiff.core.rule_forms import by_output, derivations
+from autodiff.core.stack import Interpreter, current_interpreters, new_interpreter, owned
 from autodiff.core.tracer import Tracer
 from autodiff.errors import AutodiffWarning, TransformTypeError, TransformValueError
 from autodiff.rules.creation import as_output

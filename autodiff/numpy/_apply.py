@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import array_library, ndim_of, normalize_axes, shape_of
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.interpreters.batching import vmap
 from autodiff.rules.compositions import asarray, moveaxis, ravel, take
 from autodiff.rules.creation import zeros_like

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import indexing as _idx

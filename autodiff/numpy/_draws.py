@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.graph import OpaqueAval, ShapedArray
-from autodiff.core.primitive import Primitive, check_live, current_interpreters
+from autodiff.core.primitive import Primitive
+from autodiff.core.stack import check_live, current_interpreters
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import dtype_of
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 

@@ -22,7 +22,8 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.rules import creation as _cre
 from autodiff.rules import reductions as _red
 from autodiff.rules import shape as _shp

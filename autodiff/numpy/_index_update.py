@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from autodiff.core.arrays import ndim_of, shape_of
-from autodiff.core.tracer import INDEX_UPDATE, SET_ITEM, Tracer, register_numpy
+from autodiff.core.overrides import INDEX_UPDATE, SET_ITEM, register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp

@@ -22,7 +22,8 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
 from autodiff.numpy import _shape
 from autodiff.numpy._index_update import at

@@ -25,7 +25,8 @@ import numpy as np
 
 from autodiff.core.arrays import array_library, array_like, dtype_of, is_complex, ndim_of, shape_of
 from autodiff.core.numpy_args import warn_caller
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
 from autodiff.numpy import _products, _shape, _sorting
 from autodiff.rules import compositions as _comp

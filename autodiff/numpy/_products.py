@@ -17,7 +17,7 @@ from autodiff.core.arrays import (
     ndim_of,
     shape_of,
 )
-from autodiff.core.tracer import register_numpy
+from autodiff.core.overrides import register_numpy
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp

@@ -17,7 +17,7 @@ import numpy as np
 
 from autodiff.core.arrays import dtype_of, is_complex, ndim_of, normalize_axes, shape_of
 from autodiff.core.numpy_args import warn_caller
-from autodiff.core.tracer import register_numpy
+from autodiff.core.overrides import register_numpy
 from autodiff.rules import compositions as _comp
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from autodiff.core.arrays import array_like, ndim_of, normalize_axes, shape_of
-from autodiff.core.tracer import register_numpy
+from autodiff.core.overrides import register_numpy
 from autodiff.numpy import _indexing
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import ndim_of, shape_of
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.numpy import _index_update
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt

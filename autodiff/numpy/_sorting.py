@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autodiff.core.tracer import register_numpy
+from autodiff.core.overrides import register_numpy
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules.sorting import argpartition, argsort

@@ -40,7 +40,8 @@ from autodiff.core.arrays import (
     shape_of,
 )
 from autodiff.core.numpy_args import reads_its_lists, warn_caller
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
 from autodiff.numpy import _creation, _products, _reductions, _shape
 from autodiff.rules import compositions as _comp

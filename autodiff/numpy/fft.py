@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import array_like, shape_of
-from autodiff.core.tracer import register_numpy
+from autodiff.core.overrides import register_numpy
 from autodiff.numpy._borrow import borrow as _borrow
 from autodiff.rules.elementwise import conj
 from autodiff.rules.fft import *  # noqa: F403

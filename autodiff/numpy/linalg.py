@@ -25,7 +25,8 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.numpy import _products, _shape
 from autodiff.numpy._borrow import borrow as _borrow
 from autodiff.rules import compositions as _comp

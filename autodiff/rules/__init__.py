@@ -7,7 +7,7 @@ import sys as _sys
 
 import numpy as _np
 
-from autodiff.core import tracer as _tracer
+from autodiff.core import overrides as _overrides
 from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     compositions,
     creation,
@@ -38,4 +38,4 @@ def _scipy_special_rules(func: object) -> bool:
     return True
 
 
-_tracer.lazy_rules.append(_scipy_special_rules)
+_overrides.lazy_rules.append(_scipy_special_rules)

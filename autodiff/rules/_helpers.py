@@ -26,9 +26,10 @@ from autodiff.core.arrays import (
 )
 from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Elementwise
+from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 

@@ -25,7 +25,8 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.overrides import register_numpy
+from autodiff.core.tracer import Tracer
 
 __all__ = [
     "asarray", "clip", "take", "take_along_axis", "cumprod", "broadcast_arrays", "flip",

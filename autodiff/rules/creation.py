@@ -17,9 +17,10 @@ import numpy as np
 
 from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Elementwise, Emitter
+from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor
-from autodiff.core.tracer import Tracer, register_numpy
+from autodiff.core.tracer import Tracer
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 
 __all__ = ["ones_like", "zeros_like"]

@@ -20,9 +20,9 @@ import numpy as np
 from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
 from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Reduction
+from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor
-from autodiff.core.tracer import register_numpy
 from autodiff.rules._helpers import example_dtype, implements, move_to_front, shaped_like
 from autodiff.rules._sparsity import reduction, running
 

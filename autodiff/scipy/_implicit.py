@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _spla
 
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.errors import AutodiffWarning, ConvergenceError, TransformValueError
 from autodiff.interpreters.batching import BatchInterpreter
 from autodiff.interpreters.explain import ExplainInterpreter

@@ -79,8 +79,9 @@ from autodiff.core.arrays import array_library, backend_error, eye_like, shape_o
 from autodiff.core.caches import LRUCache  # noqa: E402
 from autodiff.core.graph import ShapedArray, aval_of  # noqa: E402
 from autodiff.core.index_sets import propagating  # noqa: E402
-from autodiff.core.primitive import Primitive, current_interpreters  # noqa: E402
+from autodiff.core.primitive import Primitive  # noqa: E402
 from autodiff.core.rule_forms import jvp_taylor  # noqa: E402
+from autodiff.core.stack import current_interpreters  # noqa: E402
 from autodiff.core.tracer import Tracer  # noqa: E402
 from autodiff.errors import (  # noqa: E402
     ConcretizationError,

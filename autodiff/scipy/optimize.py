@@ -42,7 +42,7 @@ import scipy.optimize as _so  # noqa: E402
 
 import autodiff.numpy as anp  # noqa: E402
 from autodiff.core.args import check_callable  # noqa: E402
-from autodiff.core.primitive import current_interpreters  # noqa: E402
+from autodiff.core.stack import current_interpreters  # noqa: E402
 from autodiff.core.tracer import Tracer, stood_in  # noqa: E402
 from autodiff.errors import ConcretizationError, TransformValueError  # noqa: E402
 from autodiff.interpreters.forward import jvp  # noqa: E402

@@ -20,7 +20,8 @@ import optree
 
 from autodiff.core.args import at_positions, check_callable, check_flag, is_array
 from autodiff.core.graph import aval_of
-from autodiff.core.primitive import Primitive, current_interpreters
+from autodiff.core.primitive import Primitive
+from autodiff.core.stack import current_interpreters
 from autodiff.errors import ConcretizationError, TransformTypeError
 from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import jvp

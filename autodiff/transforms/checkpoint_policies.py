@@ -31,8 +31,9 @@ import optree
 
 from autodiff.core.args import at_positions
 from autodiff.core.graph import Graph, Literal, Var, aval_of
-from autodiff.core.primitive import Primitive, current_interpreters
+from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor
+from autodiff.core.stack import current_interpreters
 from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import JvpInterpreter, jvp
 from autodiff.interpreters.reverse import GradInterpreter, vjp

@@ -9,7 +9,7 @@ its primal one level down, one example of it under ``vmap``, a staged value unde
 ``jit``, a concrete array at the bottom.  So the traced values a function closes over
 become operands of the primitive (every transform unwraps, slices or stages them like
 any operand), and the primitive runs the function with each closed-over tracer
-*standing in* for its operand's value there (``core.primitive.standing_in``): closure
+*standing in* for its operand's value there (``core.stack.standing_in``): closure
 conversion without rewriting the function, so Python control flow and SciPy calls on
 the values keep working.
 
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.core.primitive import current_interpreters, standing_in
 from autodiff.core.reach import refers_to
+from autodiff.core.stack import current_interpreters, standing_in
 from autodiff.core.tracer import Tracer, stood_in
 
 __all__ = ["Closure", "closed_over", "closure_of", "environment", "reaches_tracer"]

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.core import tracer as _tracer
-from autodiff.core.primitive import current_interpreters
+from autodiff.core.stack import current_interpreters
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import BatchInterpreter
 from autodiff.interpreters.staging import innermost_staging

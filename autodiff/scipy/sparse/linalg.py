@@ -36,7 +36,7 @@ import scipy.sparse.linalg as _spla  # noqa: E402
 
 import autodiff.numpy as anp  # noqa: E402
 from autodiff.core.arrays import array_library, backend_error  # noqa: E402
-from autodiff.core.primitive import current_interpreters  # noqa: E402
+from autodiff.core.stack import current_interpreters  # noqa: E402
 from autodiff.core.tracer import Tracer, stood_in  # noqa: E402
 from autodiff.errors import TransformTypeError, TransformValueError  # noqa: E402
 from autodiff.interpreters.staging import captured_value  # noqa: E402
