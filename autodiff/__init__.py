@@ -24,20 +24,22 @@ from autodiff.interpreters.reverse import (
     value_and_grad,
     vjp,
 )
-from autodiff.interpreters.taylor import jet
-from autodiff.transforms import checkpoint_policies
-from autodiff.transforms.checkpoint import checkpoint
-from autodiff.transforms.checkpoint_policies import checkpoint_name
-from autodiff.transforms.custom import custom_jvp, custom_vjp
 
 # Imported on first use (a module-level __getattr__): the compiler behind ``jit`` and
 # ``stages`` (its LLVM backend, disk cache and background compiler), the control flow
 # built on it (``lax``, ``cond``, ``scan``, ...; the solvers), and the transforms built
 # from the ones above (Jacobians, differential operators, sparsity, ``linearize``,
-# ``explain``).  A program of ``grad`` and ``autodiff.numpy`` never needs them, and they
-# are a third of the package's own import time (``docs/architecture.md``, "Layers").
-# ``from autodiff import jit`` works as before.
+# ``explain``), Taylor mode (``jet``), ``checkpoint`` and its policies, and the custom
+# rules (``custom_jvp``, ``custom_vjp``).  A program of ``grad`` and ``autodiff.numpy``
+# never needs them, and they are a third of the package's own import time
+# (``docs/architecture.md``, "Layers").  ``from autodiff import jit`` works as before.
 _LAZY = {
+    "jet": ("autodiff.interpreters.taylor", "jet"),
+    "checkpoint": ("autodiff.transforms.checkpoint", "checkpoint"),
+    "checkpoint_name": ("autodiff.transforms.checkpoint_policies", "checkpoint_name"),
+    "checkpoint_policies": ("autodiff.transforms.checkpoint_policies", None),
+    "custom_jvp": ("autodiff.transforms.custom", "custom_jvp"),
+    "custom_vjp": ("autodiff.transforms.custom", "custom_vjp"),
     "lax": ("autodiff.lax", None),
     "stages": ("autodiff.stages", None),
     "jit": ("autodiff.compiler.jit", "jit"),

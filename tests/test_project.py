@@ -145,7 +145,9 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
                 "autodiff.compiler.backend", "autodiff.control", "autodiff.lax", "autodiff.stages",
                 "autodiff.transforms.solvers", "autodiff.transforms.jacobians",
                 "autodiff.transforms.differential", "autodiff.transforms.sparsity",
-                "autodiff.interpreters.explain", "autodiff.testing", "shutil",
+                "autodiff.interpreters.explain", "autodiff.interpreters.taylor",
+                "autodiff.transforms.checkpoint", "autodiff.transforms.custom",
+                "autodiff.rules.convolution", "autodiff.testing", "shutil",
                 "subprocess")  # fmt: skip
     code = (
         "import sys, autodiff, autodiff.numpy as anp\n"
@@ -177,5 +179,7 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
         "assert switch is autodiff.switch and custom_root is autodiff.custom_root\n"
         "import autodiff.transforms.jacobians as jac\n"
         "assert hessian is jac.hessian and SparseMatrix is autodiff.SparseMatrix\n"
+        "import autodiff.interpreters.taylor as tay, autodiff.transforms.custom as cus\n"
+        "assert jet is tay.jet and custom_vjp is cus.custom_vjp\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -247,8 +247,8 @@ def test_multivariate_normal_reads_cov_symmetrically():
 @pytest.mark.parametrize("shape", [(2,), (1, 2), (5, 2), (3, 1, 2), (1, 1, 2)])
 @pytest.mark.parametrize("cov", ["full", "diagonal", "scalar"])
 def test_multivariate_normal_shapes_and_values_are_scipys(shape, cov):
-    # the full covariance's composition (Cholesky of cov + cov^T, one inverse for all the
-    # points) and the squeeze, against SciPy on every layout of points
+    # the full covariance's primitive (Cholesky of cov + cov^T, one inverse for all the
+    # points, the points reshaped around it) and the squeeze, against SciPy on every layout
     rng = np.random.default_rng(3)
     m = rng.standard_normal((2, 2))
     c = {"full": m @ m.T + np.eye(2), "diagonal": np.array([0.5, 2.0]), "scalar": 1.7}[cov]
@@ -257,6 +257,17 @@ def test_multivariate_normal_shapes_and_values_are_scipys(shape, cov):
     want = scipy.stats.multivariate_normal.logpdf(x, mean, np.diag(c) if cov == "diagonal" else c)
     assert np.shape(got) == np.shape(want)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_multivariate_normal_names_a_covariance_that_does_not_fit():
+    from autodiff.rules.stats import multivariate_normal_logpdf
+
+    with pytest.raises(ValueError, match=r"x of shape \(4, 2\) has no 3 components"):
+        ast.multivariate_normal.logpdf(np.ones((4, 2)), cov=np.eye(3))
+    with pytest.raises(ValueError, match=r"\(4, 2\) have no 3 components"):
+        ast.multivariate_normal.logpdf(np.ones((4, 2)), np.zeros(2), np.eye(3))
+    with pytest.raises(ValueError, match=r"the same stack B, got \(2, 4, 3\) and \(3, 3\)"):
+        multivariate_normal_logpdf(np.ones((2, 4, 3)), np.eye(3))
 
 
 def test_lu_factor_pivots_vmap_like_scipy():

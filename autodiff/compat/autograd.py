@@ -42,15 +42,30 @@ from autodiff.core.tracer import Tracer
 from autodiff.interpreters.forward import jvp as _jvp
 from autodiff.interpreters.reverse import stop_gradient
 from autodiff.interpreters.reverse import vjp as _vjp
-from autodiff.transforms.checkpoint import checkpoint
-from autodiff.transforms.custom import custom_vjp
 
-__all__ = [
-    "checkpoint", "deriv", "elementwise_grad", "grad", "grad_and_aux", "grad_named", "hessian",
+__all__ = [  # checkpoint: from __getattr__ below, at first use
+    "checkpoint",  # noqa: F822
+    "deriv", "elementwise_grad", "grad", "grad_and_aux", "grad_named", "hessian",
     "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "install", "jacobian",
     "make_hvp", "make_jvp", "make_vjp", "primitive", "tensor_jacobian_product",
     "value_and_grad", "vector_jacobian_product",
 ]  # fmt: skip
+
+
+def _custom_vjp(fun: Callable) -> Any:
+    """``autodiff.custom_vjp``, its module imported at first use (as the package does)."""
+    return importlib.import_module("autodiff.transforms.custom").custom_vjp(fun)
+
+
+def __getattr__(name: str) -> Any:
+    """``checkpoint`` is the package's, imported at its first use (as ``autodiff``'s)."""
+    if name == "checkpoint":
+        return importlib.import_module("autodiff.transforms.checkpoint").checkpoint
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "checkpoint"})
 
 
 # --- the differential operators: unary ones made n-ary, as autograd does ---------------------
@@ -266,7 +281,7 @@ def primitive(fun: Callable) -> Callable:
                 full[i] = v
             return fun(*full, **kwargs)
 
-        rule = custom_vjp(call)
+        rule = _custom_vjp(call)
 
         def fwd(*values):
             ans = call(*values)
@@ -418,7 +433,7 @@ def fixed_point(f: Callable, a: Any, x0: Any, distance: Callable, tol: float) ->
     ``distance(x, previous) <= tol``; differentiable in ``a`` by the implicit function
     theorem (the adjoint is a fixed-point iteration too)."""
 
-    @custom_vjp
+    @_custom_vjp
     def solve(a):
         return _iterate(f(a), x0, distance, tol)
 

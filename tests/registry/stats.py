@@ -113,6 +113,10 @@ def _records() -> list[OpInfo]:
             [
                 Sample((real(4, 3), real(3), spd), {}, "points,full cov"),
                 Sample((real(3), real(3), uniform(0.5, 2.0)(3)), {}, "one point,diagonal cov"),
+                # the full covariance is one primitive (autodiff/rules/stats.py): one point,
+                # and points in a (2, 2) grid (reshaped around it), under every transform
+                Sample((real(3), real(3), spd), {}, "one point,full cov"),
+                Sample((real(2, 2, 3), real(3), spd), {}, "grid of points,full cov"),
             ],
         ),
         op(

@@ -1,7 +1,7 @@
 """Order statistics, nan-reductions and histograms: NumPy's own functions against
 ``anp`` on plain arrays, and what ``grad`` and ``vmap`` of them cost.
 
-    python -m benchmarks.statistics [--repeats 7]
+    python -m benchmarks.order_statistics [--repeats 7]
 
 A 500 x 1000 float64 array (rows reduced: 500 slices of 1000), medians over
 interleaved repeats in one process, one thread.  On plain arrays ``anp`` calls
