@@ -204,14 +204,18 @@ class Group:
             out = Sym.of(self, out)
         return out.ref
 
-    def result(self, ref: Any, dtype: np.dtype, destination: Array | None = None) -> Value:
+    def result(self, ref: Any, dtype: np.dtype, destination: Array | None = None,
+               order: list[int] | None = None) -> Value:  # fmt: skip
         """Keep ``ref``: a register for a 0-d loop, else a new array laid out as NumPy
-        would lay it out: ``destination`` (a kernel's result, C order) where that is the
-        layout, written there at once."""
+        would lay it out (axes in ``order``, outermost first; None: the ``K`` order of
+        the group's operands): ``destination`` (a kernel's result, C order) where that
+        is the layout, written there at once."""
         if not self.shape:
             return _LazyScalar(self, ref, dtype)
-        layouts = [broadcast_strides(o, self.shape) for o in self.operands if isinstance(o, Array)]
-        order = keep_order(self.shape, layouts)
+        if order is None:
+            layouts = [broadcast_strides(o, self.shape) for o in self.operands
+                       if isinstance(o, Array)]  # fmt: skip
+            order = keep_order(self.shape, layouts)
         c_order = order == list(range(len(self.shape))) or math.prod(self.shape) <= 1
         if destination is not None and c_order and destination.dtype == dtype:
             out = destination

@@ -228,11 +228,12 @@ def _converted(value: np.ndarray, like: Any) -> Any:
 
 
 def compile_graph(graph: Graph, kind: str = "numpy", like: Any = None,
-                  fresh: bool = False) -> Callable:  # fmt: skip
+                  fresh: bool = False, reuse: bool = True) -> Callable:  # fmt: skip
     """``graph`` as a compiled Python function of its inputs returning a tuple of
     its outputs; its source is the function's ``source`` attribute.  ``fresh``: every
-    result is an array of its own (``fresh_results``), as a jitted function's are."""
-    source, namespace = generate(graph, kind, like, fresh)
+    result is an array of its own (``fresh_results``), as a jitted function's are;
+    ``reuse``: whether buffers are reused (``plan``)."""
+    source, namespace = generate(graph, kind, like, fresh, reuse)
     number = _free_files.pop() if _free_files else next(_files)
     filename = f"<autodiff replay #{number}>"
     code = compile(source, filename, "exec")
@@ -318,9 +319,9 @@ def _guarded_results(graph: Graph, atom: Callable) -> list[str]:
 
 
 def generate(graph: Graph, kind: str = "numpy", like: Any = None,
-             fresh: bool = False) -> tuple[str, dict]:  # fmt: skip
+             fresh: bool = False, reuse: bool = True) -> tuple[str, dict]:  # fmt: skip
     """The source of ``graph``'s replay function and the globals it needs."""
-    p = plan(graph, reuse=kind != "lazy")
+    p = plan(graph, reuse=reuse and kind != "lazy")
     w = _Writer()
     consts: dict[Var, str] = {}
     for var, value in zip(graph.constvars, graph.consts):
