@@ -101,18 +101,17 @@ def metrics(ad: Any) -> dict[str, Callable[[], float]]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("base")
-    parser.add_argument("head", nargs="?", default="HEAD")
-    parser.add_argument("--rounds", type=int, default=100)
-    args = parser.parse_args()
+def interleaved(metrics: Callable[[Any], dict[str, Callable[[], float]]], base: str, head: str,
+                rounds: int) -> dict[str, tuple[list[float], list[float]]]:  # fmt: skip
+    """Per metric, the times of ``base`` and of ``head`` over ``rounds`` rounds (the order
+    flipping each round); ``metrics(ad)`` gives a commit's metrics, each a function
+    returning one time."""
     with tempfile.TemporaryDirectory() as tmp:
         sys.path.insert(0, tmp)
-        a = metrics(export(args.base, "autodiff_a", pathlib.Path(tmp)))
-        b = metrics(export(args.head, "autodiff_b", pathlib.Path(tmp)))
+        a = metrics(export(base, "autodiff_a", pathlib.Path(tmp)))
+        b = metrics(export(head, "autodiff_b", pathlib.Path(tmp)))
         times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in a}
-        for r in range(args.rounds):
+        for r in range(rounds):
             for k in a:
                 if r % 2:
                     times[k][1].append(b[k]())
@@ -120,7 +119,12 @@ def main() -> None:
                 else:
                     times[k][0].append(a[k]())
                     times[k][1].append(b[k]())
-    print(f"{'':32} {args.base[:12]:>12} {args.head[:12]:>12} {'head/base':>10}  ratio IQR")
+    return times
+
+
+def report(times: dict[str, tuple[list[float], list[float]]], base: str, head: str) -> None:
+    """Each metric's medians and the median and interquartile range of head/base."""
+    print(f"{'':32} {base[:12]:>12} {head[:12]:>12} {'head/base':>10}  ratio IQR")
     for k, (ta, tb) in times.items():
         ratios = [y / x for x, y in zip(ta, tb)]
         q1, _, q3 = statistics.quantiles(ratios, n=4)
@@ -128,6 +132,15 @@ def main() -> None:
         print(f"{k:32} {statistics.median(ta) * scale:9.2f} {unit} "
               f"{statistics.median(tb) * scale:9.2f} {unit} {statistics.median(ratios):10.3f}"
               f"  [{q1:.3f}, {q3:.3f}]")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("base")
+    parser.add_argument("head", nargs="?", default="HEAD")
+    parser.add_argument("--rounds", type=int, default=100)
+    args = parser.parse_args()
+    report(interleaved(metrics, args.base, args.head, args.rounds), args.base, args.head)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ contract with the tier on is checked by ``tests/test_jit_programs.py`` and
 """
 
 import gc
+import math
 import warnings
 
 import numpy as np
@@ -163,6 +164,48 @@ def test_every_elementwise_lowering_computes_what_numpy_computes(prim, size, mon
                 continue
             assert fallbacks(f) == 0, what
             assert_bits(got, want, what)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("size", [0, 5, 50_000], ids=["0-d", "vector", "loop"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "less",
+        "less_equal",
+        "greater",
+        "greater_equal",
+        "equal",
+        "not_equal",
+        "isfinite",
+        "isinf",
+        "isnan",
+        "min by where",
+    ],
+)
+def test_comparisons_with_nan_are_quiet_as_numpys(name, size, dtype, monkeypatch):
+    """NumPy's comparisons raise no invalid flag for a NaN operand, so under
+    ``np.errstate(invalid="raise")`` nothing raises, and the kernel's result is the one
+    used (a signalling compare, x86's ``cmpltpd`` or the ``minpd`` LLVM makes of
+    ``x < y ? x : y``, ran the region again as NumPy calls)."""
+    monkeypatch.setattr(llvm_backend, "MIN_EQUATIONS", 1)
+    monkeypatch.setattr(llvm_backend, "MIN_SCALAR_EQUATIONS", 1)
+    with np.errstate(over="ignore"):
+        values = np.array(FLOATS).astype(dtype)
+    x, y = (g.ravel() for g in np.meshgrid(values, values, indexing="ij"))
+    if size:
+        x, y = np.resize(x, size), np.resize(y[::-1], size)
+    ufunc = getattr(np, name, None)
+    f = {"min by where": lambda x, y: anp.where(x < y, x, y),
+         "isfinite": lambda x, y: ufunc(x), "isinf": lambda x, y: ufunc(x),
+         "isnan": lambda x, y: ufunc(x)}.get(name, ufunc)  # fmt: skip
+    for a, b in [(x, y)] if size else [(np.array(u), np.array(v)) for u, v in zip(x, y)][::7]:
+        with np.errstate(all="raise"):
+            want = f(a, b)
+            jitted = compiled(f)
+            got = [jitted(a, b) for _ in range(2)][-1]
+        assert kernels_of(jitted) and fallbacks(jitted) == 0, (a, b)
+        assert_bits(got, want, f"{name}({a}, {b})" if not size else name)
 
 
 def _only_eqn(f, args):
@@ -696,6 +739,30 @@ def test_user_primitives_declare_their_lowering():
     found = kernels_of(jitted)
     assert len(found) == 2  # two kernels, the opaque primitive a NumPy call between them
     assert [e.prim.name for e in fused_graph(jitted).eqns] == ["kernel", "opaque", "kernel"]
+
+
+@pytest.mark.parametrize(
+    "shape", [(), (3,), (100,), (3, 9000)], ids=["0-d", "vector", "chunked", "chunked, 2-d"]
+)
+def test_a_value_a_lowering_drops_is_not_computed(shape):
+    """An Elementwise lowering whose function computes a value it then drops (a NumPy
+    loop's, as ``rules/convolution.py``'s ``_choosing`` could): the kernel compiles (a
+    call of NumPy's loop nothing reads once raised KeyError while writing its loop) and
+    makes no such call (its invalid flag would rerun the region as NumPy calls)."""
+    doubled_p = Primitive(
+        "doubled", lambda x: x * 2.0,
+        lowering=Elementwise(lambda x: (np.log(x), np.maximum(x, 0.0), x * 2.0)[2]),
+    )  # fmt: skip
+
+    def f(x):
+        for _ in range(4):  # enough 0-d equations for a kernel
+            x = doubled_p.bind(x * 1.5) - 1.0
+        return x
+
+    x = -np.linspace(1.0, 2.0, math.prod(shape)).reshape(shape)  # log: the invalid flag
+    jitted = compiled(f)
+    check_calls(jitted, f, (x,), rtol=0)
+    assert kernels_of(jitted) and fallbacks(jitted) == 0
 
 
 def test_a_scalar_function_with_python_control_flow_stays_numpy_calls():

@@ -23,6 +23,7 @@ import warnings
 import weakref
 
 import numpy as np
+import optree
 import pytest
 
 import autodiff.numpy as anp
@@ -32,20 +33,28 @@ from autodiff import (
     debug_rules,
     explain,
     grad,
+    grad_and_value,
+    hessian,
+    jacfwd,
     jacrev,
+    jet,
     jit,
     jvp,
+    linearize,
     no_grad,
     scan,
+    value_and_grad,
+    vjp,
     vmap,
     while_loop,
 )
-from autodiff.compiler import background, passes, replay, tiers
+from autodiff.compiler import background, llvm_backend, passes, replay, tiers
 from autodiff.compiler import call as call_module
 from autodiff.compiler import jit as jit_module
 from autodiff.errors import ConcretizationError, NonFiniteError, TransformValueError
 from autodiff.interpreters import staging, unseen_draws
-from tests.jit_contract import assert_exact, check_calls, check_captured
+from autodiff.rules import creation
+from tests.jit_contract import assert_exact, check_calls, check_captured, scribble
 
 monkeypatch_context = pytest.MonkeyPatch.context
 
@@ -450,6 +459,136 @@ def test_writing_a_staged_value_into_a_plain_array_names_at_set():
         jit(f)(np.ones(3))
 
 
+# --- 8. 0-d results: where a transform returns a 0-d array, so does every tier --------------
+
+
+def _h(x):  # a scalar function with enough 0-d equations for a kernel (llvm_backend)
+    return np.tanh(x) * x + np.sin(x) * 2.0 - x * x / 3.0 + np.exp(-x) * np.cos(x)
+
+
+_X0, _T0 = np.array(0.7), np.array(-0.3)
+# What a transform returns is an ndarray, also for a 0-d result (as JAX's and torch's); what
+# f returns is f's (np.tanh of a 0-d array is a NumPy scalar), under jit as eagerly.
+ZERO_D = {
+    "grad": (lambda x: grad(_h)(x), (_X0,)),
+    "grad, Python float": (lambda x: grad(_h)(x), (0.7,)),
+    "grad_and_value": (lambda x: grad_and_value(_h)(x), (_X0,)),
+    "grad_and_value, has_aux": (
+        lambda x: grad_and_value(lambda y: (_h(y), np.cos(y) * y), has_aux=True)(x),
+        (_X0,),
+    ),
+    "value_and_grad": (lambda x: value_and_grad(_h)(x), (_X0,)),
+    "vjp's primal": (lambda x: vjp(_h, x)[0], (_X0,)),
+    "vjp's cotangents": (lambda x, ct: vjp(_h, x)[1](ct), (_X0, _T0)),
+    "jvp": (lambda x, t: jvp(_h, (x,), (t,)), (_X0, _T0)),
+    "linearize": (lambda x, t: (linearize(_h, x)[0], linearize(_h, x)[1](t)), (_X0, _T0)),
+    "jacrev": (lambda x: jacrev(_h)(x), (_X0,)),
+    "jacfwd": (lambda x: jacfwd(_h)(x), (_X0,)),
+    "hessian": (lambda x: hessian(_h)(x), (_X0,)),
+    "vmap(grad)": (lambda xs: vmap(grad(_h))(xs), (np.linspace(0.1, 0.9, 5),)),
+    "jet": (lambda x, t: jet(_h, (x,), ((t, 0.5 * t),)), (_X0, _T0)),
+    "grad in cond": (lambda x: cond(x > 0, grad(_h), lambda y: y * 1.0, x), (_X0,)),
+    "grad in scan": (
+        lambda x: scan(lambda c, _: (grad(_h)(c), grad(_h)(c)), x, None, length=2),
+        (_X0,),
+    ),
+    # f's own results: NumPy scalars, under jit too (the conversion is only where it was)
+    "f itself": (_h, (_X0,)),
+    "grad(f) * 2": (lambda x: grad(_h)(x) * 2.0, (_X0,)),
+}
+
+
+def _entry_of(jitted):
+    return next(iter(jitted._entries.values()))
+
+
+def _ran_kernels(jitted):
+    """The signature's kernels ran on the calls so far, none fell back to NumPy calls."""
+    found = _entry_of(jitted).compiled
+    assert found is not None and found.kernels, "no kernel: the tier is not tested"
+    assert _entry_of(jitted).run is found.run
+    assert all(k.impl.fallback.calls == 0 for k in found.kernels), "a kernel fell back"
+
+
+def _tiers(f, args):
+    """(tier, the results of its calls) for every tier of ``jit(f)``: the replay (its
+    first call interpreted), the kernels with ``compile=True``, ``"auto"`` before and
+    after the background compile swapped its kernels in, the stage API, ``f`` jitted
+    inside a jit."""
+    replayed = jit(f, compile=False)
+    yield "replay", [replayed(*args) for _ in range(3)]
+    if not llvm_backend.BACKEND.available():
+        return
+    at_once = jit(f, compile=True)
+    calls = [at_once(*args) for _ in range(3)]
+    _ran_kernels(at_once)
+    yield "compile=True", calls
+    auto = jit(f)
+    yield "compile='auto', before its kernels", [auto(*args) for _ in range(tiers.HOT_CALLS + 1)]
+    assert background.wait_for_background(timeout=120)
+    calls = [auto(*args) for _ in range(3)]
+    _ran_kernels(auto)
+    yield "compile='auto', kernels swapped in", calls
+    compiled = jit(f).trace(*args).lower().compile()
+    assert compiled.kernels
+    yield "trace().lower().compile()", [compiled(*args) for _ in range(3)]
+    inner = jit(f, compile=True)
+    outer = jit(lambda *a: inner(*a), compile=True)
+    yield "jit inside jit", [outer(*args) for _ in range(3)]
+
+
+def check_typed_like(got, want, what):
+    """``got`` is ``want``: the same types leaf by leaf (a 0-d array where ``want`` has
+    one, a NumPy scalar where it has one), values, and arrays the caller may write into."""
+    assert_exact(got, want, 1e-12, what)
+    for i, (g, w) in enumerate(zip(optree.tree_leaves(got), optree.tree_leaves(want))):
+        assert type(g) is type(w), (
+            f"{what}: result {i} is {type(g).__name__}, not {type(w).__name__}"
+        )
+        if isinstance(g, np.ndarray):
+            assert g.flags.writeable, f"{what}: result {i} is read-only"
+
+
+@pytest.mark.interpreted
+@pytest.mark.parametrize("name", list(ZERO_D))
+def test_zero_d_results_are_typed_as_eagerly_on_every_tier(name):
+    f, args = ZERO_D[name]
+    want = f(*args)
+    transformed = name not in ("f itself", "grad(f) * 2")
+    kinds = {type(leaf) for leaf in optree.tree_leaves(want)}
+    if "has_aux" in name:  # the aux output is f's: a NumPy scalar
+        kinds = {type(leaf) for leaf in optree.tree_leaves(want[:1] + want[1][:1])}
+    assert kinds == ({np.ndarray} if transformed else {np.float64}), kinds
+    for tier, calls in _tiers(f, args):
+        held = []
+        for k, got in enumerate(calls):
+            check_typed_like(got, want, f"{name}, {tier}, call {k}")
+            leaves = [x for x in optree.tree_leaves(got) if isinstance(x, np.ndarray)]
+            for x in leaves:
+                assert not any(np.shares_memory(x, a) for a in args if isinstance(a, np.ndarray))
+                assert not any(np.shares_memory(x, y) for y in held), f"{tier}: shared memory"
+            scribble(got)  # the next call's results are still right
+            held += leaves
+
+
+@pytest.mark.skipif(not llvm_backend.BACKEND.available(), reason=llvm_backend.BACKEND.why_not())
+def test_zero_d_results_are_arrays_where_a_kernel_falls_back_to_numpy_calls():
+    """A kernel whose run raised a flag NumPy reports reruns its region as NumPy calls
+    (kernel_call.Fallback): the transform's 0-d results are arrays there too."""
+    f = lambda x: grad_and_value(lambda y: _h(y) + np.sqrt(y) * y)(x)
+    x = np.array(-0.5)  # sqrt of a negative number: the invalid flag
+    with np.errstate(invalid="warn"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = f(x)
+        jitted = jit(f, compile=True)
+        calls = [jitted(x) for _ in range(3)]
+    (kernel,) = _entry_of(jitted).compiled.kernels
+    assert kernel.impl.fallback.calls == 2  # the later calls ran NumPy's calls
+    for k, got in enumerate(calls):
+        check_typed_like(got, want, f"call {k}")
+        assert not np.shares_memory(got[0], calls[k - 1][0])
+
+
 # --- the harness fails where the contract is broken ---------------------------------------------
 
 
@@ -518,3 +657,12 @@ def test_the_harness_fails_where_a_branch_not_taken_reaches_the_gradient(monkeyp
     monkeypatch.setattr(cond_module, "derivative_where", lambda mask, values: tuple(values))
     with _nan_free(), pytest.raises(AssertionError):
         np.testing.assert_allclose(vmap(grad(_guarded_sqrt))(np.array([-1.0, 4.0])), [-1, 0.25])
+
+
+@pytest.mark.interpreted
+def test_the_harness_fails_where_a_transforms_0d_result_is_a_scalar_under_jit(monkeypatch):
+    monkeypatch.setattr(creation.as_array_p, "impl", lambda x: x)  # what jit did before
+    f, args = ZERO_D["grad"]
+    tier, calls = next(_tiers(f, args))  # the replay
+    with pytest.raises(AssertionError, match="float64, not ndarray"):
+        check_typed_like(calls[-1], f(*args), tier)

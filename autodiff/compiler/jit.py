@@ -382,6 +382,9 @@ def jit(
       ``jit``, to see new values);
     - every result is an array of its own, sharing memory with no argument, constant
       or other result, so the caller may write into it; arguments are never written;
+      a 0-d result is a 0-d array where ``fun`` returns one (a transform's results:
+      ``jit(grad(f))(0.5)`` as ``grad(f)(0.5)``) and a NumPy scalar where ``fun``
+      returns one (what a ufunc gives for 0-d operands);
     - the graph's rewrites are exact in IEEE arithmetic (``x + 0.0`` stays: it is not
       ``x`` for ``x = -0.0``);
     - ``no_grad()`` inside ``fun`` (or its ``cond`` branches, ``scan`` bodies) means

@@ -18,8 +18,11 @@ so that a compiled region is indistinguishable from the NumPy calls it replaces:
   give the same values.
 - **What the entry refused.**  A 0-d argument of another type (a Python int) is converted
   and the entry called again; an array of another layout than the one NumPy's own calls
-  would give the kernel (NumPy's order of a sum follows the layout), a singular matrix
-  (NumPy raises ``LinAlgError``) or a failed allocation run the region as NumPy calls.
+  would give the kernel (a transposed, sliced or broadcast view: NumPy's order of a sum
+  follows the layout) runs the kernel's variant for that layout (``layouts.py``:
+  compiled from the layout's second call on; NumPy calls before, or where there is
+  none); a singular matrix (NumPy raises ``LinAlgError``) or a failed allocation run
+  the region as NumPy calls.
 """
 
 from __future__ import annotations
@@ -53,14 +56,28 @@ class KernelPrimitive(Primitive):
         self.region, self.source = region, source
         self.native: Any = None  # the backend's compiled module, for inspection
 
+    @property
+    def layouts(self) -> list[tuple]:
+        """The layouts it was compiled for besides its first (``layouts.Variants``): per
+        input, the strides in elements of the calls that run them (None: a 0-d input)."""
+        variants = getattr(self.impl, "variants", None)
+        return variants.described() if variants is not None else []
+
+    @property
+    def calls_as_numpy(self) -> int:
+        """How many of its calls ran the region's NumPy calls instead (``Fallback``)."""
+        return self.impl.fallback.calls  # type: ignore[attr-defined]
+
 
 def caller(entry: Any, region: Any, consts: Sequence, flag_bits: Sequence[int],
-           layouts: Callable[[np.ndarray, Any], tuple]) -> Callable:  # fmt: skip
+           layouts: Callable[[np.ndarray, Any], tuple],
+           variants: Any = None) -> Callable:  # fmt: skip
     """The function a kernel's equation calls (generated, so that a call costs what it
     must): the results allocated, ``entry(*inputs, *consts, *results)`` called, its
     result handled as the module docstring says.  ``flag_bits``: this processor's
     (invalid, divide, overflow, underflow) bits; ``layouts(array, var)``: the byte
-    strides the entry takes for an input."""
+    strides the entry takes for an input; ``variants``: the kernel compiled for other
+    layouts (``layouts.Variants``), or None."""
     names = [f"a{i}" for i in range(len(region.inputs))]
     outs = [f"o{i}" for i in range(len(region.outputs))]
     fallback = Fallback(region)
@@ -78,10 +95,12 @@ def caller(entry: Any, region: Any, consts: Sequence, flag_bits: Sequence[int],
     namespace: dict[str, Any] = {"_empty": np.empty, "_entry": entry}
     namespace.update((f"_k{i}", c) for i, c in enumerate(consts))
     namespace.update((f"_t_{o}", v.aval.dtype) for o, v in zip(outs, region.outputs))
-    namespace["_trouble"] = _Trouble(entry, region, consts, fallback, flag_bits, layouts)
+    namespace["_trouble"] = _Trouble(entry, region, consts, fallback, flag_bits, layouts,
+                                     variants)  # fmt: skip
     exec(compile("\n".join(lines) + "\n", "<autodiff kernel caller>", "exec"), namespace)
     run = namespace["run"]
     run.fallback = fallback
+    run.variants = variants
     return run
 
 
@@ -89,10 +108,11 @@ class _Trouble:
     """What the caller does when an entry's result is not 0 (module docstring)."""
 
     def __init__(self, entry: Any, region: Any, consts: Sequence, fallback: Callable,
-                 flag_bits: Sequence[int], layouts: Callable) -> None:  # fmt: skip
+                 flag_bits: Sequence[int], layouts: Callable, variants: Any) -> None:  # fmt: skip
         self.entry, self.region, self.consts, self.fallback = entry, region, consts, fallback
         self.bits = list(zip(flag_bits, ("invalid", "divide", "over", "under")))
-        self.layouts = layouts
+        self.layouts, self.variants = layouts, variants
+        self.last: tuple | None = None  # (entry, constants) of the last variant a call ran
 
     def matters(self, raised: int) -> bool:
         """Whether NumPy would report one of the ``raised`` flags (``np.geterr()``, with
@@ -101,35 +121,54 @@ class _Trouble:
         return any(raised & bit and err[name] != "ignore" for bit, name in self.bits)
 
     def __call__(self, r: int, args: tuple, outs: tuple) -> tuple:
-        code, raised = r >> 8, r & 0xFF
+        code = r >> 8
+        if code == CONVERT and self.last is not None:  # the previous strided call's layout
+            entry, consts = self.last
+            r = entry(*args, *consts, *outs)
+            code = r >> 8
         if code == CONVERT:
-            converted = []
-            for a, var in zip(args, self.region.inputs):
-                if var.aval.ndim == 0 and type(a) is not np.ndarray:
-                    try:
-                        a = np.asarray(a, dtype=var.aval.dtype)
-                    except (TypeError, ValueError, OverflowError):
-                        return self.fallback(*args)
-                elif (
-                    type(a) is not np.ndarray
-                    or not a.flags.aligned
-                    or (a.strides != self.layouts(a, var))
-                ):
-                    return self.fallback(*args)  # NumPy's order follows the layout
-                converted.append(a)
-            r = self.entry(*converted, *self.consts, *outs)
-            if r >> 8:
+            again = self.converted(args, outs)
+            if again is None or again >> 8:
                 return self.fallback(*args)
-            raised = r & 0xFF
+            r = again
         elif code:
             return self.fallback(*args)
+        raised = r & 0xFF
         if raised and self.matters(raised):
             return self.fallback(*args)
         return outs
 
+    def converted(self, args: tuple, outs: tuple) -> int | None:
+        """The entry's result on ``args`` converted (a Python scalar for a 0-d input),
+        by the variant for their layouts; None where neither is possible."""
+        converted = []
+        entry, consts = self.entry, self.consts
+        for a, var in zip(args, self.region.inputs):
+            if var.aval.ndim == 0 and type(a) is not np.ndarray:
+                try:
+                    a = np.asarray(a, dtype=var.aval.dtype)
+                except (TypeError, ValueError, OverflowError):
+                    return None
+            elif (
+                type(a) is not np.ndarray
+                or not a.flags.aligned
+                or (a.strides != self.layouts(a, var))
+            ):
+                entry = None  # NumPy's order follows the layout: another variant
+            converted.append(a)
+        if entry is None:
+            found = self.variants.find(converted) if self.variants is not None else None
+            if found is None:
+                return None
+            entry, consts = self.last = found
+        return entry(*converted, *consts, *outs)
+
 
 class Fallback:
-    """The region as NumPy calls (compiled the first time it is needed)."""
+    """The region as NumPy calls (compiled the first time it is needed), each making
+    its result as NumPy makes it: no buffer is reused (``out=``), whose layout would
+    not be the one NumPy gives a result of strided operands, and the order of a later
+    sum follows that layout."""
 
     def __init__(self, region: Any) -> None:
         self.region = region
@@ -141,5 +180,5 @@ class Fallback:
         if self.replay is None:
             r = self.region
             graph = Graph(r.inputs, r.outputs, r.eqns, r.constvars, r.consts)
-            self.replay = compile_graph(graph, fresh=True)
+            self.replay = compile_graph(graph, fresh=True, reuse=False)
         return self.replay(*args)

@@ -12,8 +12,10 @@ cost), or other equations beside elementwise ones on arrays.
 **The entry** is what CPython calls (``METH_FASTCALL``: a call costs what calling a
 built-in costs).  It checks each argument: an exact ``ndarray``, aligned, with the layout
 NumPy's own calls would give it (C order, or the strides ``llvm_values.numpy_layouts``
-predicts: a transposed view, ...), or for a 0-d input a 0-d array, a NumPy scalar or a
-Python float of its dtype; it takes their data pointers, clears the floating-point status
+predicts: a transposed view, ...; a variant's, those of the calls it was compiled for,
+``layouts.py``), or for a 0-d input a 0-d array, a NumPy scalar or a Python float of its
+dtype; it takes their data pointers (an array with negative strides: its lowest element's,
+as the body indexes it), clears the floating-point status
 flags, runs the body (the workspace on the stack; a larger one the kernel's own NumPy
 buffer, allocated once and passed after the constants: a kernel runs holding the GIL and
 calls no Python, so no two runs share it; one above ``KEPT_BYTES`` ``malloc``'ed at each
@@ -36,9 +38,10 @@ import numpy as np
 from autodiff.compiler import llvm_codegen, llvm_engine, llvm_ir
 from autodiff.compiler.backend import Backend, LoweredRegion, Region, regions
 from autodiff.compiler.kernel_call import CONVERT, NO_MEMORY, KernelPrimitive, caller
+from autodiff.compiler.layouts import Variants
 from autodiff.compiler.llvm_codegen import Codegen
 from autodiff.compiler.llvm_ir import Function, mem_type, reg_type
-from autodiff.compiler.llvm_values import Array, Scalar, numpy_layouts
+from autodiff.compiler.llvm_values import Array, Scalar, lowest, numpy_layouts
 from autodiff.core.graph import Eqn, Graph, Literal
 from autodiff.core.lowering import Elementwise, NotLowered, View
 
@@ -133,11 +136,14 @@ def _scalar_types(dtype: np.dtype) -> list[type]:
 class _Built:
     """One region written as a module: its body (``llvm_codegen``), its entry, ``text``."""
 
-    def __init__(self, region: Region) -> None:
+    def __init__(self, region: Region, layouts: dict | None = None) -> None:
         cg = self.cg = Codegen()
         cg.errstate = region.errstate
         self.region = region
-        inputs = [cg.param(v.aval, f"p{i}", region.layouts.get(v))
+        # per input, its strides in elements where not C's: NumPy's own (region.layouts),
+        # or those of the calls a variant is compiled for
+        self.layouts = region.layouts if layouts is None else layouts
+        inputs = [cg.param(v.aval, f"p{i}", self.layouts.get(v))
                   for i, v in enumerate(region.inputs)]  # fmt: skip
         graph = Graph(region.inputs, region.outputs, region.eqns, region.constvars, region.consts)
         outs = [Array(v.aval.dtype, tuple(v.aval.shape), f"%o{i}")
@@ -198,11 +204,12 @@ class _Built:
             if var.aval.ndim:
                 check(is_array)
                 flags = field(obj, _ARRAY_FLAGS, "i32")
-                expected = region.layouts.get(var)
+                expected = self.layouts.get(var)
                 need = _C_CONTIGUOUS_ALIGNED if expected is None else _ALIGNED
                 both = f.op(f"and i32 {flags}, {need}")
                 check(f.op(f"icmp eq i32 {both}, {need}"))
-                if expected is not None:  # the strides NumPy gives it, one by one
+                data = field(obj, _ARRAY_DATA, "ptr")
+                if expected is not None:  # the strides it was compiled for, one by one
                     strides = field(obj, _ARRAY_STRIDES, "ptr")
                     size = dtype.itemsize
                     for d, (n, st) in enumerate(zip(var.aval.shape, expected)):
@@ -210,7 +217,10 @@ class _Built:
                             at = f.op(f"getelementptr inbounds i64, ptr {strides}, i64 {d}")
                             got = f.op(f"load i64, ptr {at}")
                             check(f.op(f"icmp eq i64 {got}, {st * size}"))
-                call_args.append(f"ptr {field(obj, _ARRAY_DATA, 'ptr')}")
+                    low = lowest(var.aval.shape, expected)
+                    if low:  # the body takes its lowest element (Codegen.param)
+                        data = f.op(f"getelementptr i8, ptr {data}, i64 {low * size}")
+                call_args.append(f"ptr {data}")
                 continue
             # a 0-d input: a 0-d array (its data) or a scalar object (its value)
             scalar = f.op("icmp eq i1 false, true")
@@ -341,25 +351,47 @@ class LLVMBackend(Backend):
         self,
         lowered: LoweredRegion,
         contiguous: frozenset,  # noqa: ARG002  (the region knows NumPy's layouts)
-        sync: bool,  # noqa: ARG002  (no variant is compiled later)
+        sync: bool,
     ) -> KernelPrimitive:
         built: _Built = lowered.detail
-        native = llvm_engine.compile_ir(built.text, ["entry"])
+        entry, consts, native, buffer = _loaded(built)
         region = lowered.region
         layouts = region.layouts
 
         def strides(a: np.ndarray, var: Any) -> tuple:
             return _expected_strides(a, var, layouts)
 
-        consts = list(built.consts)
-        if STACK_BYTES < built.workspace <= KEPT_BYTES:  # the kernel's own, kept
-            buffer = np.empty(built.workspace + 64, np.uint8)
-            start = -buffer.ctypes.data % 64  # aligned as the stack's workspace is
-            consts.append(buffer[start : start + built.workspace])
-        run = caller(native.functions[0], region, consts, llvm_engine.fe_bits(), strides)
+        def variant(other: dict) -> tuple:  # the region for calls of other layouts
+            entry, consts, native, _ = _loaded(_Built(region, other), buffer)
+            natives.append(native)
+            return entry, consts
+
+        natives = [native]  # the variants' modules, alive while the kernel is
+        variants = Variants(region.inputs, variant, sync)
+        run = caller(entry, region, consts, llvm_engine.fe_bits(), strides, variants)
         kernel = KernelPrimitive(run, region, built.text)
         kernel.native = native
         return kernel
+
+
+def _loaded(built: _Built, shared: np.ndarray | None = None) -> tuple:
+    """``built`` compiled (or loaded from the cache): its entry, the constants it is
+    called with (its workspace last where it keeps one), the compiled module and that
+    workspace (or None).  ``shared``: the first kernel's workspace, for a variant, which
+    uses it where it is large enough (a kernel's variants never run at once: each runs
+    holding the GIL)."""
+    native = llvm_engine.compile_ir(built.text, ["entry"])
+    consts = list(built.consts)
+    workspace = None
+    if STACK_BYTES < built.workspace <= KEPT_BYTES:  # the kernel's own, kept
+        if shared is not None and shared.nbytes >= built.workspace:
+            workspace = shared
+        else:
+            buffer = np.empty(built.workspace + 64, np.uint8)
+            start = -buffer.ctypes.data % 64  # aligned as the stack's workspace is
+            workspace = buffer[start : start + built.workspace]
+        consts.append(workspace)
+    return native.functions[0], consts, native, workspace
 
 
 BACKEND = LLVMBackend()

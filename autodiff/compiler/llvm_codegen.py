@@ -40,10 +40,13 @@ from autodiff.compiler.llvm_values import (
     Array,
     Scalar,
     Value,
+    broadcast_strides,
     c_strides,
     coalesced,
     dtype_of,
+    keep_order,
     keepdims_strides,
+    lowest,
     strides_in_order,
     view_layout,
 )
@@ -84,13 +87,15 @@ class Codegen:
 
     def param(self, aval: Any, name: str, strides: tuple | None = None) -> Value:
         """An argument: a 0-d one by value, an array by pointer (with ``strides`` in
-        elements, C order if None)."""
+        elements, C order if None; the pointer is to its lowest element in memory,
+        ``lowest``, where a stride is negative)."""
         dtype = dtype_of(aval)
         if aval.ndim == 0:
             self.params.append(f"{reg_type(dtype)} %{name}")
             return Scalar(dtype, f"%{name}")
         self.params.append(f"ptr noalias %{name}")
-        return Array(dtype, aval.shape, f"%{name}", 0, strides)
+        offset = 0 if strides is None else -lowest(aval.shape, strides)
+        return Array(dtype, aval.shape, f"%{name}", offset, strides)
 
     def const(self, value: Any) -> Value:
         """A constant of a graph: a literal, or an array passed as an argument."""
@@ -326,24 +331,44 @@ class Codegen:
                     summed: set[int]) -> None:  # fmt: skip
         """A loop of elementwise equations; one of ``sums`` (a sum of all of a value the
         loop makes, read by nothing else) summed in it where it is long (``llvm_sum``)."""
-        group = Group(self, item.shape)
+        shape = item.shape
+        group = Group(self, shape)
         refs: dict[Var, Any] = {}
+        # each value's axis order as NumPy lays out its array: K order of its own operands
+        # (not of the loop's: x * 3.0 of a transposed x beside x * y of a C-ordered y)
+        orders: dict[Var, list[int]] = {}
         for eqn in item.eqns:
-            args = []
+            args: list = []
+            layouts: list[Sequence[int]] = []
             for v in eqn.invars:
                 if v in refs:
                     args.append((refs[v], v.aval))
+                    layouts.append(strides_in_order(shape, orders[v]))
                 else:
-                    args.append((group.operand(self.atom(env, v)), _aval_of(v)))
+                    value = self.atom(env, v)
+                    args.append((group.operand(value), _aval_of(v)))
+                    if isinstance(value, Array):
+                        layouts.append(broadcast_strides(value, shape))
             refs[eqn.outvars[0]] = group.equation(eqn, args)
+            orders[eqn.outvars[0]] = keep_order(shape, layouts)
         if sums:  # those of one dtype: the loops are written once
             dtype = dtype_of(sums[0].invars[0].aval)
             sums = [red for red in sums if dtype_of(red.invars[0].aval) == dtype]
+        if sums:  # a sum follows its terms' order, which must be the loop's
+            terms = {red.invars[0] for red in sums}
+            voters: list[Sequence[int]] = [broadcast_strides(o, shape) for o in group.operands
+                                           if isinstance(o, Array)]  # fmt: skip
+            voters += [strides_in_order(shape, orders[e.outvars[0]]) for e in item.eqns
+                       if e.outvars[0] in read_after and e.outvars[0] not in terms]  # fmt: skip
+            order = keep_order(shape, voters)
+            if any(orders[v] != order for v in terms):
+                sums = []  # (then every value is stored, each in its order)
         summands = [red.invars[0] for red in sums]
         for eqn in item.eqns:
             out = eqn.outvars[0]
             if out in read_after and out not in summands:
-                env[out] = group.result(refs[out], out.aval.dtype, self.destinations.get(out))
+                env[out] = group.result(refs[out], out.aval.dtype, self.destinations.get(out),
+                                        orders[out])  # fmt: skip
         if sums and group.line() > llvm_sum.LEAF:
             for red in sums:
                 if red.errstate and combined(self.errstate, red.errstate) != self.errstate:
@@ -356,7 +381,7 @@ class Codegen:
                 summed.add(id(red))
             return
         for v in summands:
-            env[v] = group.result(refs[v], v.aval.dtype)
+            env[v] = group.result(refs[v], v.aval.dtype, None, orders[v])
         group.emit()
 
     def _summed(self, total: str, aval: Any) -> Value:

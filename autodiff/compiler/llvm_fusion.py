@@ -204,14 +204,18 @@ class Group:
             out = Sym.of(self, out)
         return out.ref
 
-    def result(self, ref: Any, dtype: np.dtype, destination: Array | None = None) -> Value:
+    def result(self, ref: Any, dtype: np.dtype, destination: Array | None = None,
+               order: list[int] | None = None) -> Value:  # fmt: skip
         """Keep ``ref``: a register for a 0-d loop, else a new array laid out as NumPy
-        would lay it out: ``destination`` (a kernel's result, C order) where that is the
-        layout, written there at once."""
+        would lay it out (axes in ``order``, outermost first; None: the ``K`` order of
+        the group's operands): ``destination`` (a kernel's result, C order) where that
+        is the layout, written there at once."""
         if not self.shape:
             return _LazyScalar(self, ref, dtype)
-        layouts = [broadcast_strides(o, self.shape) for o in self.operands if isinstance(o, Array)]
-        order = keep_order(self.shape, layouts)
+        if order is None:
+            layouts = [broadcast_strides(o, self.shape) for o in self.operands
+                       if isinstance(o, Array)]  # fmt: skip
+            order = keep_order(self.shape, layouts)
         c_order = order == list(range(len(self.shape))) or math.prod(self.shape) <= 1
         if destination is not None and c_order and destination.dtype == dtype:
             out = destination
@@ -445,7 +449,7 @@ def _emit_group(group: Group) -> None:
     if math.prod(sizes) <= VECTOR:
         _emit_vector(group, sizes, per_array)
         return
-    calls = any(m.kind == "call" for m in micros)
+    calls = any(micros[k].kind == "call" for k in _live(group))
     with contextlib.ExitStack() as nest:
         outer = [nest.enter_context(f.loop(n)) for n in sizes[:-1]]
         n = sizes[-1]
@@ -455,7 +459,7 @@ def _emit_group(group: Group) -> None:
             bases[id(a)] = (cg.index_of(a, list(zip(outer, st[:-1]))), st[-1])
         if not calls:
             with f.loop(n) as j:
-                _emit_run(group, range(len(micros)), bases, j, {}, None)
+                _emit_run(group, _live(group), bases, j, {}, None)
             return
         _emit_chunked(group, n, bases)
 
@@ -556,7 +560,8 @@ def _emit_vector(group: Group, sizes: list[int], per_array: dict) -> None:
             f.do(f"store {v.t(mem_type(dtype))} {to_memory(x, dtype, v)}, ptr {at}")
         return buffer
 
-    for k, m in enumerate(group.micros):
+    for k in _live(group):
+        m = group.micros[k]
         if m.kind != "call":
             args = [value(r) for r in m.args]
             regs[("m", k)] = [_micro_value(f, m, [a[i] for a in args], cg, False, Lanes(lanes))
@@ -591,6 +596,17 @@ def _emit_vector(group: Group, sizes: list[int], per_array: dict) -> None:
             store(dst, value(ref), group.dtype_of(ref))
 
 
+def _live(group: Group) -> list[int]:
+    """The micro-operations a kept value depends on, in order.  The others (a scalar
+    function's value it dropped) are not written: LLVM drops dead native operations
+    itself, but not a call of NumPy's loop, which would also report its flags."""
+    live = {ref for ref, _ in group.stores}
+    for k in range(len(group.micros) - 1, -1, -1):
+        if ("m", k) in live:
+            live.update(group.micros[k].args)
+    return [k for k in range(len(group.micros)) if ("m", k) in live]
+
+
 def _plus_static(f: Function, base: str, off: int) -> str:
     return base if off == 0 else f.op(f"add i64 {base}, {off}")
 
@@ -606,7 +622,8 @@ def _emit_scalars(group: Group) -> None:
     def value(ref: Any) -> str:
         return regs[ref]
 
-    for j, m in enumerate(group.micros):
+    for j in _live(group):
+        m = group.micros[j]
         args = [value(r) for r in m.args]
         regs[("m", j)] = _micro_value(f, m, args, cg, scalar=True)
     group.registers = regs
@@ -703,14 +720,16 @@ def _run_buffers(group: Group, run: int) -> dict:
     """Run-sized buffers for the values that cross from one segment (a native run, or a
     call of NumPy's loop) to another, and for stored results of calls."""
     micros = group.micros
-    segment: list[int] = []
+    live = _live(group)  # the segments _emit_segments writes
+    segment: dict[int, int] = {}
     seg = -1
-    for k, m in enumerate(micros):
-        if m.kind == "call" or k == 0 or micros[k - 1].kind == "call":
+    for i, k in enumerate(live):
+        if micros[k].kind == "call" or i == 0 or micros[live[i - 1]].kind == "call":
             seg += 1
-        segment.append(seg)
+        segment[k] = seg
     crossing = set()
-    for k, m in enumerate(micros):
+    for k in live:
+        m = micros[k]
         for r in m.args:
             if r[0] == "m" and (segment[r[1]] != segment[k] or m.kind == "call"
                                 or micros[r[1]].kind == "call"):  # fmt: skip
@@ -727,18 +746,19 @@ def _emit_segments(group: Group, bases: dict, buffers: dict, start: str, count: 
     each segment of native operations one loop, each call of NumPy's loop one call."""
     cg, f = group.cg, group.cg.f
     micros = group.micros
-    k = 0
-    while k < len(micros):
-        if micros[k].kind == "call":
-            _emit_call(group, k, bases, buffers, start, count)
-            k += 1
+    live = _live(group)
+    i = 0
+    while i < len(live):
+        if micros[live[i]].kind == "call":
+            _emit_call(group, live[i], bases, buffers, start, count)
+            i += 1
             continue
-        end = k
-        while end < len(micros) and micros[end].kind != "call":
+        end = i
+        while end < len(live) and micros[live[end]].kind != "call":
             end += 1
         with f.loop(count) as j:
-            _emit_run(group, range(k, end), bases, j, buffers, start)
-        k = end
+            _emit_run(group, live[i:end], bases, j, buffers, start)
+        i = end
     # stored values computed by calls, and operands stored as they are
     late = [(ref, dst) for ref, dst in group.stores if isinstance(dst, Array)
             and (ref[0] == "o" or micros[ref[1]].kind == "call")]  # fmt: skip

@@ -310,8 +310,35 @@ def _intrinsic(name: str, n: int = 1) -> _Writer:
     return write
 
 
+_ORDERS = {"olt": "slt", "ole": "sle", "ogt": "sgt", "oge": "sge"}
+
+
 def _fcmp(pred: str) -> _Writer:
-    return lambda f, t, a, v: f.op(f"fcmp {pred} {v.t(t)} {a[0]}, {a[1]}")
+    """A comparison as NumPy's: quiet, no invalid flag for a NaN operand.  Equality is
+    quiet as an instruction (``fcmp oeq``, ``une``); the ordered relations (``<``, ...)
+    signal on any NaN (x86's ``cmpltpd``, and ``minpd``, which LLVM makes of ``x < y ?
+    x : y``), so they are written quietly: ordered (``fcmp ord``, quiet) and the
+    operands' bits compared as integers, in the order of their values (a float's
+    magnitude bits flipped where it is negative, ``-0.0`` first made ``+0.0`` by an
+    exact ``+ 0.0``).  LLVM's constrained ``fcmp`` is quiet too, but no loop with one
+    is vectorised (3x slower on long loops)."""
+    if pred not in _ORDERS:
+        return lambda f, t, a, v: f.op(f"fcmp {pred} {v.t(t)} {a[0]}, {a[1]}")
+
+    def write(f: Function, t: str, a: list, v: Lanes) -> str:
+        bits, top = ("i32", "31") if t == "float" else ("i64", "63")
+        keys = []
+        for x in a[:2]:
+            plus = f.op(f"fadd {v.t(t)} {x}, {v.k(t, '0.0')}")
+            raw = f.op(f"bitcast {v.t(t)} {plus} to {v.t(bits)}")
+            sign = f.op(f"ashr {v.t(bits)} {raw}, {v.k(bits, top)}")
+            flip = f.op(f"lshr {v.t(bits)} {sign}, {v.k(bits, '1')}")
+            keys.append(f.op(f"xor {v.t(bits)} {raw}, {flip}"))
+        ordered = f.op(f"fcmp ord {v.t(t)} {a[0]}, {a[1]}")
+        holds = f.op(f"icmp {_ORDERS[pred]} {v.t(bits)} {keys[0]}, {keys[1]}")
+        return f.op(f"and {v.t('i1')} {ordered}, {holds}")
+
+    return write
 
 
 def _icmp(signed: str, unsigned: str | None = None) -> Callable[[str], _Writer]:
@@ -349,8 +376,8 @@ def _isinf(f: Function, t: str, a: list, v: Lanes) -> str:
     return f.op(f"fcmp oeq {v.t(t)} {_fabs(f, t, a, v)}, {v.k(t, _INF)}")
 
 
-def _isfinite(f: Function, t: str, a: list, v: Lanes) -> str:
-    return f.op(f"fcmp olt {v.t(t)} {_fabs(f, t, a, v)}, {v.k(t, _INF)}")
+def _isfinite(f: Function, t: str, a: list, v: Lanes) -> str:  # |x| != inf and not NaN: quiet
+    return f.op(f"fcmp one {v.t(t)} {_fabs(f, t, a, v)}, {v.k(t, _INF)}")
 
 
 def _signbit(f: Function, t: str, a: list, v: Lanes) -> str:

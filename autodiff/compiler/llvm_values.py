@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from autodiff.compiler.npy_loops import Loop
 
 __all__ = ["Array", "Emitting", "Scalar", "Value", "broadcast_strides", "c_strides", "coalesced",
-           "dtype_of", "keep_order", "keepdims_strides", "numpy_layouts", "strides_in_order",
-           "view_layout"]  # fmt: skip
+           "dtype_of", "keep_order", "keepdims_strides", "lowest", "numpy_layouts",
+           "strides_in_order", "view_layout"]  # fmt: skip
 
 
 class Scalar:
@@ -111,6 +111,12 @@ def c_strides(shape: Sequence[int]) -> tuple:
         strides.append(step)
         step *= max(n, 1)
     return tuple(reversed(strides))
+
+
+def lowest(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """The offset (in elements, <= 0) of an array's lowest element in memory from its
+    first: how far its negative strides reach back."""
+    return sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0 and n)
 
 
 def dtype_of(aval: Any) -> np.dtype:

@@ -22,6 +22,15 @@ of any other primitive may be a view of its inputs (reshape, transpose, indexing
 broadcast_to, ...), and keeps their buffers alive.  Dead values of 64 KiB and more
 are deleted where they die, as NumPy code frees its temporaries.
 
+Layouts.  A ufunc writing into ``out=`` gives its result that buffer's layout, where
+NumPy's own call allocates one in its operands' memory order (order "K": a transposed
+operand gives a Fortran-ordered result); a later reduction sums in memory order, so
+the bits would differ.  A buffer is therefore reused only where both layouts are C:
+every array operand is C-ordered whenever the graph's array inputs are (``c_ordered``:
+inputs, C-ordered constants, ufuncs, reductions and ``matmul`` of such values, and
+anything of at most one dimension), and the replay checks its inputs' order first,
+running a replay without reuse when one is not C-ordered.
+
 ``kind`` is the array library of the arguments: ``"numpy"``; ``"lazy"`` for Dask
 (no ``out=``: its arrays are not written into); ``"other"`` for another library
 that takes ``out=`` (CuPy), whose constants are converted once with
@@ -42,6 +51,7 @@ import numpy as np
 
 from autodiff.core.errstate import applied
 from autodiff.core.graph import Graph, Literal, Var
+from autodiff.core.lowering import Reduction
 from autodiff.interpreters.staging import eval_graph
 
 __all__ = [
@@ -76,6 +86,24 @@ def _fresh(prim: Any) -> bool:
     return isinstance(prim.impl, np.ufunc) and prim.impl.nout == 1 and not prim.multiple_results
 
 
+def _c_always(prim: Any) -> bool:
+    """A result C-ordered whatever its operands: ``matmul``'s, a compiled kernel's."""
+    return prim.impl is np.matmul or getattr(prim, "fresh_results", False)
+
+
+def _keeps_c_order(prim: Any) -> bool:
+    """A result that is C-ordered whenever its array operands are: a ufunc's (NumPy's
+    order "K"), a reduction's."""
+    impl = prim.impl
+    return (isinstance(impl, np.ufunc) and impl.nout == 1) or isinstance(prim.lowering, Reduction)
+
+
+def _c_like(value: Any) -> bool:
+    """C-ordered as an operand: its axes, but for broadcast ones (stride 0), in C order."""
+    strides = [st for st, n in zip(getattr(value, "strides", ()), value.shape) if st and n > 1]
+    return all(st > 0 for st in strides) and all(a >= b for a, b in itertools.pairwise(strides))
+
+
 class Plan:
     """Per equation: the name its result gets, the buffer it writes into (or None),
     the names to delete before and after it."""
@@ -83,6 +111,7 @@ class Plan:
     def __init__(self, n: int) -> None:
         self.names: dict[Var, str] = {}
         self.out: list[str | None] = [None] * n
+        self.c_inputs: list[Var] = []  # the inputs that must be C-ordered for ``out``
         self.free_before: list[list[str]] = [[] for _ in range(n)]
         self.free_after: list[list[str]] = [[] for _ in range(n)]
 
@@ -106,11 +135,18 @@ def plan(graph: Graph, reuse: bool = True) -> Plan:
     for v in outputs:
         last[v] = end
     constants = set(graph.constvars)
+    c_ordered = {v for v in graph.invars if getattr(v.aval, "ndim", 0) >= 2}  # (checked)
+    c_ordered |= {v for v, c in zip(graph.constvars, graph.consts)
+                  if getattr(c, "ndim", 0) < 2 or _c_like(c)}  # fmt: skip
+
+    def c_order(v: Any) -> bool:  # C-ordered whenever the inputs are (module docstring)
+        return type(v) is not Var or v in c_ordered or getattr(v.aval, "ndim", 0) < 2
 
     owner: dict[Var, str] = {}  # var -> the buffer (slot name) it is
     aliases: dict[Var, frozenset] = {}  # var -> slots it may be a view of
     refs: dict[str, int] = {}  # slot -> live vars that are or may view it
     slot_aval: dict[str, Any] = {}
+    c_slots: set[str] = set()  # buffers allocated C-ordered: the only ones reused
     pool: dict[tuple, list[str]] = {}  # dead slots by (shape, dtype), since the last allocation
 
     def holds(v: Var) -> frozenset:
@@ -124,17 +160,24 @@ def plan(graph: Graph, reuse: bool = True) -> Plan:
     for i, eqn in enumerate(eqns):
         out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
         key = None
-        if reuse and out is not None and _writes_out(eqn.prim) and out.aval.ndim > 0:
+        operands_c = all(c_order(v) for v in eqn.invars)
+        if _c_always(eqn.prim) or (operands_c and _keeps_c_order(eqn.prim)):
+            c_ordered.update(eqn.outvars)
+        if (reuse and out is not None and _writes_out(eqn.prim) and out.aval.ndim > 0
+                and operands_c):  # fmt: skip
             key = (out.aval.shape, out.aval.dtype)
         target = None
         if key is not None:
             for v in eqn.invars:  # an input that dies here: in place
                 if (type(v) is Var and v in owner and last.get(v) == i and v not in outputs
-                        and refs[owner[v]] == 1 and _key(slot_aval[owner[v]]) == key):  # fmt: skip
+                        and refs[owner[v]] == 1 and _key(slot_aval[owner[v]]) == key
+                        and owner[v] in c_slots):  # fmt: skip
                     target = owner[v]
                     break
             if target is None and pool.get(key):
                 target = pool[key].pop()
+            if target is not None:
+                result.c_inputs = [v for v in graph.invars if v in c_ordered]
         allocates = target is None
         if allocates:  # holding dead buffers across an allocation could raise the peak
             for slots in pool.values():
@@ -150,6 +193,8 @@ def plan(graph: Graph, reuse: bool = True) -> Plan:
                 slot = names[v] = f"v{next(counter)}"
                 owner[v] = slot
                 slot_aval[slot] = v.aval
+                if c_order(v):
+                    c_slots.add(slot)
                 refs[slot] = 0
             else:
                 names[v] = f"v{next(counter)}"
@@ -171,7 +216,7 @@ def plan(graph: Graph, reuse: bool = True) -> Plan:
             if own is not None and own == target:
                 continue  # the result took over this buffer and its name
             free = _key(slot_aval[own]) if own is not None and refs[own] == 0 and reuse else None
-            if own is not None and free is not None:
+            if own is not None and free is not None and own in c_slots:
                 pool.setdefault(free, []).append(own)
             elif big(v.aval):
                 result.free_after[i].append(names[v])
@@ -228,16 +273,19 @@ def _converted(value: np.ndarray, like: Any) -> Any:
 
 
 def compile_graph(graph: Graph, kind: str = "numpy", like: Any = None,
-                  fresh: bool = False) -> Callable:  # fmt: skip
+                  fresh: bool = False, reuse: bool = True) -> Callable:  # fmt: skip
     """``graph`` as a compiled Python function of its inputs returning a tuple of
     its outputs; its source is the function's ``source`` attribute.  ``fresh``: every
-    result is an array of its own (``fresh_results``), as a jitted function's are."""
-    source, namespace = generate(graph, kind, like, fresh)
+    result is an array of its own (``fresh_results``), as a jitted function's are;
+    ``reuse``: whether buffers are reused (``plan``)."""
+    source, namespace = generate(graph, kind, like, fresh, reuse)
     number = _free_files.pop() if _free_files else next(_files)
     filename = f"<autodiff replay #{number}>"
     code = compile(source, filename, "exec")
     # tracebacks show the generated line; the entry goes when the function does
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    if "_plain" in namespace:  # (a replay reusing buffers, for inputs not C-ordered)
+        namespace["_plain"] = compile_graph(graph, kind, like, fresh, reuse=False)
     exec(code, namespace)
     replay = namespace["replay"]
     replay.source = source
@@ -318,9 +366,9 @@ def _guarded_results(graph: Graph, atom: Callable) -> list[str]:
 
 
 def generate(graph: Graph, kind: str = "numpy", like: Any = None,
-             fresh: bool = False) -> tuple[str, dict]:  # fmt: skip
+             fresh: bool = False, reuse: bool = True) -> tuple[str, dict]:  # fmt: skip
     """The source of ``graph``'s replay function and the globals it needs."""
-    p = plan(graph, reuse=kind != "lazy")
+    p = plan(graph, reuse=reuse and kind != "lazy")
     w = _Writer()
     consts: dict[Var, str] = {}
     for var, value in zip(graph.constvars, graph.consts):
@@ -338,7 +386,13 @@ def generate(graph: Graph, kind: str = "numpy", like: Any = None,
             return consts[v]
         return p.names[v]
 
-    lines = [f"def replay({', '.join(p.names[v] for v in graph.invars)}):"]
+    params = ", ".join(p.names[v] for v in graph.invars)
+    lines = [f"def replay({params}):"]
+    if p.c_inputs and kind != "lazy":  # buffers reused: only on C-ordered inputs (plan)
+        w.globals["_plain"] = None  # compile_graph's replay without reuse
+        test = " and ".join(f"{p.names[v]}.flags.c_contiguous" for v in p.c_inputs)
+        lines.append(f"    if not ({test}):")
+        lines.append(f"        return _plain({params})")
     for i, eqn in enumerate(graph.eqns):
         if p.free_before[i]:
             lines.append(f"    del {', '.join(p.free_before[i])}")

@@ -52,13 +52,8 @@ from autodiff.control.common import (
     FlatFn,
     GraphFn,
     bottom,
-    check_like,
-    check_predicate,
     derivative_where,
     inline_function,
-    leaves_of,
-    names_of,
-    output_types,
     run_here,
     staged_if_jitting,
 )
@@ -70,6 +65,7 @@ from autodiff.control.cond_staged import (
     staged_index,
     two_conds,
 )
+from autodiff.control.leaves import check_like, check_predicate, leaves_of, names_of, output_types
 from autodiff.control.subgraphs import batched_parts, stage_control, unclosed
 from autodiff.core.args import a_type, check_callable
 from autodiff.core.arrays import dtype_of

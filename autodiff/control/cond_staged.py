@@ -31,7 +31,8 @@ import numpy as np
 import optree
 
 from autodiff.compiler.graph_transforms import batch_graph, jvp_graph, vjp_graphs
-from autodiff.control.common import FlatFn, bottom, check_like, names_of
+from autodiff.control.common import FlatFn, bottom
+from autodiff.control.leaves import check_like, names_of
 from autodiff.control.subgraphs import (
     StagedFunction,
     batch_axis_at,
@@ -130,11 +131,8 @@ def two_conds(interp: GradInterpreter, prim: Primitive, args: tuple, params: dic
     if found is None:
         return None  # a transform inside the grad: its level runs the branch
     staged, const_list, picks, _ = found
-    const_values = [c.value if isinstance(c, GradTensor) and c._interp is interp else c
-                    for c in const_list]  # fmt: skip
-    const_diff = [k for k, c in enumerate(const_list)
-                  if isinstance(c, GradTensor) and c._interp is interp
-                  and c.node is not None]  # fmt: skip
+    const_values, const_parents, _ = unpack(interp, tuple(const_list))  # as the operands are
+    const_diff = [k for k, _, _ in const_parents]
     op_diff = [i - 1 for i, _, _ in parents if i >= 1]
     if not op_diff and not const_diff:
         return None  # nothing here is differentiated

@@ -7,7 +7,7 @@ from typing import Any
 
 import optree
 
-from autodiff.control.common import (
+from autodiff.control.leaves import (
     CARRY_HINT,
     check_like,
     check_predicate,

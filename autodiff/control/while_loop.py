@@ -2,7 +2,8 @@
 
 The registration block at the end of this module lists each transform's one entry;
 where a transform has two regimes (eager, and staged inside a ``jit``), the entry
-chooses between them in its first lines.  The routes, by transform:
+chooses between them in its first lines.  The routes, by transform (the staged ones of
+vmap, jvp and Taylor mode in ``while_loop_staged.py``):
 
 - no tracer: the loop in Python (``_while_impl``);
 - grad, jvp, vmap, explain, jet: the loop at the transform's own level; grad records the
@@ -16,13 +17,13 @@ chooses between them in its first lines.  The routes, by transform:
   equation (``while_loop_stage``); lowering: the loop in compiled code with both
   functions inline (``_while_lowering``); sparsity detection: ``_while_sparsity``;
 - vmap inside a jit (``while_loop_batch``): the functions staged on one example and
-  batched as a jitted graph is, then one batched loop a level down (``_batched_loop``);
+  batched as a jitted graph is, then one batched loop a level down (``batched_loop``);
 - jvp inside a jit (``while_loop_jvp``): one loop a level down carrying the tangents; a
   carry leaf gains a tangent wherever the body gives it one, found by a fixed point
-  before the loop (``_pushed_loop``);
+  before the loop (``pushed_loop``);
 - Taylor mode inside a jit (``while_loop_jet``): one loop a level down carrying every
   floating carry's coefficients, the body pushed through Taylor mode at each step
-  (``_jet_loop``); under a differential operator's collapsed mode it refuses;
+  (``jet_loop``); under a differential operator's collapsed mode it refuses;
 - grad inside a jit (``while_loop_grad``): where the carry holds nothing that grad
   differentiates (a ``custom_vjp``'s ``fwd`` solving by iteration, as JAX's fixed-point
   recipe does), the loop is staged one level down and its result is a constant for the
@@ -40,52 +41,32 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.compiler.graph_transforms import batch_graph
 from autodiff.control.common import (
-    CARRY_HINT,
     ControlFlowPrimitive,
     FlatFn,
     GraphFn,
     bottom,
-    check_like,
-    check_predicate,
     derivative_where,
     inline_function,
-    leaves_of,
     run_here,
     staged_if_jitting,
 )
-from autodiff.control.subgraphs import (
-    StagedFunction,
-    batch_axis_at,
-    batched_parts,
-    carry_tangents,
-    dual_parts,
-    joined,
-    reaching,
-    stage_control,
-    unclosed,
-    unzip,
-)
+from autodiff.control.leaves import CARRY_HINT, check_like, check_predicate, leaves_of
+from autodiff.control.subgraphs import StagedFunction, joined, reaching, stage_control, unclosed
+from autodiff.control.while_loop_staged import batched_loop, jet_loop, pushed_loop
 from autodiff.core.args import check_callable
-from autodiff.core.arrays import is_float, library_of, shape_of
-from autodiff.core.graph import Graph, aval_of
 from autodiff.core.index_sets import propagating
 from autodiff.core.lowering import Emitter, NotLowered
 from autodiff.core.primitive import process
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError, TransformTypeError
-from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
+from autodiff.interpreters.batching import BatchInterpreter
 from autodiff.interpreters.explain import ExplainInterpreter
-from autodiff.interpreters.forward import DualTensor, JvpInterpreter
+from autodiff.interpreters.forward import JvpInterpreter
 from autodiff.interpreters.reverse import GradInterpreter, unpack
 from autodiff.interpreters.sparsity import fixed_point
-from autodiff.interpreters.staging import StagingInterpreter, eval_graph, stage, staging_below
-from autodiff.interpreters.taylor import JetInterpreter, JetTensor, jet_parts, push_series
-from autodiff.rules import creation as _cre
-from autodiff.rules import elementwise as _elt
-from autodiff.rules import reductions as _red
-from autodiff.rules import shape as _shp
+from autodiff.interpreters.staging import StagingInterpreter, staging_below
+from autodiff.interpreters.taylor import JetInterpreter
 from autodiff.rules.elementwise import where
 
 __all__ = ["WhileLoopPrimitive", "run_while", "while_loop", "while_loop_p"]
@@ -256,9 +237,9 @@ def while_loop_batch(interp: BatchInterpreter, prim: WhileLoopPrimitive, args: t
                      params: dict):  # fmt: skip
     """vmap of a while_loop.  Staged: both functions staged on one example and batched
     as a jitted graph is, then one loop a level down running while any example runs
-    (``_batched_loop``).  Eager: the loop at vmap's level, finished examples frozen."""
+    (``batched_loop``).  Eager: the loop at vmap's level, finished examples frozen."""
     if staging_below(interp):
-        return _batched_loop(interp, *unclosed(args, params))
+        return batched_loop(interp, prim, *unclosed(args, params))
     return run_here(interp, prim, args, params)
 
 
@@ -266,120 +247,17 @@ def while_loop_jvp(interp: JvpInterpreter, prim: WhileLoopPrimitive, args: tuple
                    params: dict):  # fmt: skip
     """jvp of a while_loop.  Staged: one loop a level down carrying the tangents; a carry
     leaf gains a tangent wherever the body gives it one, found by a fixed point before
-    the loop (``_pushed_loop``).  Eager: the loop at jvp's level."""
+    the loop (``pushed_loop``).  Eager: the loop at jvp's level."""
     if staging_below(interp):
-        return _pushed_loop(interp, *unclosed(args, params))
+        return pushed_loop(interp, prim, *unclosed(args, params))
     return run_here(interp, prim, args, params)
-
-
-def _function_graphs(params: dict, args: tuple, like: Any) -> tuple[Graph, Graph, list, list]:
-    """The loop's cond_fun and body_fun staged on ``args`` (one example's values), with
-    the values each closes over; the body's carry checked as the staging does."""
-    who, tree, names = params["who"], params["tree"], params["names"]
-    avals = [aval_of(a) for a in args]
-    cond = stage(params["cond_fun"], avals, transform="jit", name=f"{who}.cond_fun", like=like)
-    body = stage(params["body_fun"], avals, transform="jit", name=f"{who}.body_fun", like=like)
-    body_fn = params["body_fun"]
-    if names is not None:
-        check_like(body.outs, body_fn.out_tree, args, tree, names,
-                   f"{who}: the value body_fun returned", "the value it was given",
-                   CARRY_HINT)  # fmt: skip
-    return cond.graph, body.graph, cond.captured, body.captured
-
-
-def _lowered(who: str, cond: Callable, body: Callable, carry: list) -> tuple:
-    """``while_loop`` of flat ``carry`` one level down, reaching the staging even where
-    the carry holds constants only."""
-    carry = reaching(carry)
-    in_tree = optree.tree_structure(tuple(carry))
-    return while_loop_p.bind(*carry, cond_fun=FlatFn(cond, in_tree),
-                             body_fun=FlatFn(body, in_tree), tree=in_tree, names=None,
-                             who=who)  # fmt: skip
-
-
-def _batched_loop(interp: BatchInterpreter, args: tuple, params: dict) -> tuple:
-    """One loop a level down of the batched functions, the carry batched on axis 0."""
-    size, who = interp.size, params["who"]
-    carry = [batch_axis_at(*batched_parts(interp, a), size) for a in args]
-    like = library_of(carry)
-    # staged on one example: a BatchedTensor's shape is one example's
-    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, args, like)
-
-    def batched(graph: Graph, captured: list) -> tuple:
-        consts, cdims = unzip(batched_parts(interp, c) for c in captured)
-        avals = tuple(aval_of(x) for x in (*carry, *consts))
-        bg = batch_graph(graph, (0,) * len(carry) + tuple(cdims), avals, size,
-                         interp.randomness, like)  # fmt: skip
-        return bg, consts
-
-    bcond, cond_consts = batched(cond_graph, cond_c)
-    bbody, body_consts = batched(body_graph, body_c)
-
-    def running(vals: tuple) -> Any:
-        (pred,) = eval_graph(bcond.graph, *vals, *cond_consts)
-        return pred, bcond.out_dims[0]
-
-    def cond(*vals: Any) -> Any:
-        pred, dim = running(vals)
-        return pred if dim is None else _red.any(pred)
-
-    def body(*vals: Any) -> tuple:
-        pred, dim = running(vals)
-        if dim is not None:  # some examples are done: they keep their carry
-            pred = batch_axis_at(pred, dim, size)
-            masks = [_shp.reshape(pred, (size,) + (1,) * (len(shape_of(v)) - 1)) for v in vals]
-            # the body runs on theirs too: its derivative cut there (derivative_where)
-            ins = [derivative_where(m, (v,))[0] for m, v in zip(masks, vals, strict=True)]
-        outs = eval_graph(bbody.graph, *(vals if dim is None else ins), *body_consts)
-        new = [batch_axis_at(o, d, size) for o, d in zip(outs, bbody.out_dims, strict=True)]
-        if dim is None:  # every example goes on
-            return tuple(new)
-        return tuple(_elt.where(m, n, v) for m, n, v in zip(masks, new, vals, strict=True))
-
-    outs = _lowered(who, cond, body, carry)
-    return tuple(BatchedTensor(interp, o, 0) for o in outs)
-
-
-def _pushed_loop(interp: JvpInterpreter, args: tuple, params: dict) -> tuple:
-    """One loop a level down of the body's JVP graph, the tangents as more carry."""
-    who, n = params["who"], len(args)
-    primals, tangents = unzip(dual_parts(interp, a) for a in args)
-    like = library_of(primals)
-    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, tuple(primals), like)
-    cond_consts = [dual_parts(interp, c)[0] for c in cond_c]
-    body_pairs = [dual_parts(interp, c) for c in body_c]
-    const_tangents = [t for _, t in body_pairs if t is not None]
-    has, jg = carry_tangents(body_graph, primals, tangents,
-                              [t is not None for _, t in body_pairs],
-                              [aval_of(t) for t in const_tangents], like)  # fmt: skip
-    carry_t = [t if t is not None else _cre.zeros_like(p)
-               for p, t, h in zip(primals, tangents, has) if h]  # fmt: skip
-    k = len(carry_t)
-
-    def cond(*vals: Any) -> Any:
-        return eval_graph(cond_graph, *vals[:n], *cond_consts)[0]
-
-    def body(*vals: Any) -> tuple:
-        ps, ts = vals[:n], vals[n:]
-        outs = eval_graph(jg.graph, *ps, *(p for p, _ in body_pairs), *ts,
-                          *(t for _, t in body_pairs if t is not None))  # fmt: skip
-        new_p, moving = outs[:n], iter(outs[len(jg.out_has_tangent) :])
-        new_t = [next(moving) if o else None for o in jg.out_has_tangent]
-        return (*new_p, *(new_t[i] if new_t[i] is not None else _cre.zeros_like(new_p[i])
-                          for i in range(n) if has[i]))  # fmt: skip
-
-    outs = _lowered(who, cond, body, [*primals, *carry_t])
-    moving = iter(outs[n:])
-    assert len(outs) == n + k
-    return tuple(DualTensor(interp, o, next(moving)) if h else o
-                 for o, h in zip(outs[:n], has, strict=True))  # fmt: skip
 
 
 def while_loop_jet(interp: JetInterpreter, prim: WhileLoopPrimitive, args: tuple,
                    params: dict):  # fmt: skip
     """Taylor mode of a while_loop.  Staged: one loop a level down carrying each floating
     carry's K coefficients (zeros where it has none yet), its body pushed through Taylor
-    mode at every step (``_jet_loop``).  Eager: the loop at jet's level."""
+    mode at every step (``jet_loop``).  Eager: the loop at jet's level."""
     if not staging_below(interp):
         return run_here(interp, prim, args, params)
     if interp.collapse is not None:
@@ -389,45 +267,7 @@ def while_loop_jet(interp: JetInterpreter, prim: WhileLoopPrimitive, args: tuple
             f"cannot carry. Put the jit inside the operator (laplacian(jit(f))), or loop a "
             f"fixed number of times with fori_loop(0, n, ...) or scan."
         )
-    return _jet_loop(interp, *unclosed(args, params))
-
-
-def _jet_loop(interp: JetInterpreter, args: tuple, params: dict) -> tuple:
-    """One loop a level down, the coefficients as more carry."""
-    who, n, order = params["who"], len(args), interp.order
-    primals, series = unzip(jet_parts(interp, a) for a in args)
-    cond_graph, body_graph, cond_c, body_c = _function_graphs(params, tuple(primals),
-                                                              library_of(primals))  # fmt: skip
-    cond_consts = [jet_parts(interp, c)[0] for c in cond_c]
-    body_pairs = [jet_parts(interp, c) for c in body_c]
-    moving = [i for i, p in enumerate(primals) if is_float(p)]
-    none = (None,) * order
-
-    def filled(values: Any, coefficients: Any) -> list:
-        return [c if c is not None else _cre.zeros_like(values)
-                for c in (coefficients or none)]  # fmt: skip
-
-    def cond(*vals: Any) -> Any:
-        return eval_graph(cond_graph, *vals[:n], *cond_consts)[0]
-
-    def body(*vals: Any) -> tuple:
-        carried = [none] * n
-        for j, i in enumerate(moving):
-            carried[i] = tuple(vals[n + j * order : n + (j + 1) * order])
-        outs, out_series = push_series(
-            lambda *xs: tuple(eval_graph(body_graph, *xs)),
-            [*vals[:n], *(p for p, _ in body_pairs)],
-            [*carried, *(s or none for _, s in body_pairs)],
-            order,
-        )
-        return (*outs, *(c for i in moving for c in filled(outs[i], out_series[i])))
-
-    carry = [*primals, *(c for i in moving for c in filled(primals[i], series[i]))]
-    outs = _lowered(who, cond, body, carry)
-    result = list(outs[:n])
-    for j, i in enumerate(moving):
-        result[i] = JetTensor(interp, outs[i], tuple(outs[n + j * order : n + (j + 1) * order]))
-    return tuple(result)
+    return jet_loop(interp, prim, *unclosed(args, params))
 
 
 # --- while_loop_p: every transform's one entry --------------------------------------------------

@@ -146,13 +146,6 @@ def is_array(x: Any) -> bool:
     )
 
 
-def as_output(x: Any) -> Any:
-    """A NumPy scalar (what a ufunc returns for 0-d input) as a 0-d array: every
-    array a transform returns is an ndarray, as every JAX and torch result is a
-    JAX array or a tensor; other leaves pass through."""
-    return np.asarray(x) if isinstance(x, np.generic) else x
-
-
 def as_input_array(x: Any, what: str, transform: str, *, differentiable: bool) -> Any:
     """Check one input leaf; Python scalars become NumPy values."""
     if isinstance(x, (bool, np.bool_)) or (isinstance(x, (int, np.integer)) and differentiable):

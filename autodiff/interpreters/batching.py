@@ -23,7 +23,6 @@ from autodiff.core import conversions
 from autodiff.core import tracer as _tracer
 from autodiff.core.args import (
     a_type,
-    as_output,
     check_callable,
     check_chunk_size,
     check_randomness,
@@ -49,6 +48,7 @@ from autodiff.rules import compositions as _comp
 from autodiff.rules import reductions as _red
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import bring_to_front
+from autodiff.rules.creation import as_output
 
 __all__ = ["BatchInterpreter", "BatchedTensor", "vmap"]
 

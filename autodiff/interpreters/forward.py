@@ -18,7 +18,6 @@ import optree
 from autodiff.core.args import (
     a_type,
     as_input_array,
-    as_output,
     check_callable,
     check_flag,
     check_no_none,
@@ -36,6 +35,7 @@ from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, check_tangent, checking_nans
 from autodiff.debug.rule_checks import checking, validate_jvp
 from autodiff.errors import TransformTypeError, TransformValueError
+from autodiff.rules.creation import as_output
 
 __all__ = ["DualTensor", "JvpInterpreter", "jvp"]
 

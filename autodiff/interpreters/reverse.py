@@ -21,7 +21,6 @@ import optree
 
 from autodiff.core.args import (
     as_input_array,
-    as_output,
     as_tangent,
     at_positions,
     check_argnums_type,
@@ -51,6 +50,7 @@ from autodiff.debug.nans import check_output, checking_nans, user_site
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.tape import Node, backward, keep_residuals
 from autodiff.rules._sparsity import elementwise as elementwise_sparsity
+from autodiff.rules.creation import as_output
 from autodiff.rules.elementwise import stop_gradient as _stop
 
 __all__ = [
@@ -289,7 +289,7 @@ def _vjp(
                     f"{transform}: output {i} of func is {what}; outputs must be "
                     f"floating-point arrays. Return other values as aux (has_aux=True)."
                 )
-            values.append(as_output(value))
+            values.append(value)  # (vjp and grad_and_value return them as_output)
             meta.append((node, index, shape_of(value), value.dtype))
     vjp_fn = _VJPFunction(transform, in_tree, in_nodes, flat, out_tree, meta)
     return optree.tree_unflatten(out_tree, values), vjp_fn, aux
@@ -319,6 +319,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False):
     check_callable(func, "vjp")
     check_flag(has_aux, "has_aux", "vjp")
     out, vjp_fn, aux = _vjp(func, primals, has_aux, "vjp")
+    out = optree.tree_map(as_output, out)
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
@@ -337,6 +338,8 @@ def _grad_and_value_impl(func, argnums, has_aux, transform):
         vjp_fn._consume = True
         grads = vjp_fn(np.ones_like(out))
         grads = grads[0] if isinstance(argnums, (int, np.integer)) else grads
+        if transform != "grad":  # (grad drops the value)
+            out = optree.tree_map(as_output, out)
         return grads, ((out, aux) if has_aux else out)
 
     return wrapper

@@ -34,7 +34,6 @@ import optree
 from autodiff.core.args import (
     a_type,
     as_input_array,
-    as_output,
     check_callable,
     check_no_none,
     is_array,
@@ -47,6 +46,7 @@ from autodiff.core.rule_forms import by_output, derivations
 from autodiff.core.stack import Interpreter, current_interpreters, new_interpreter, owned
 from autodiff.core.tracer import Tracer
 from autodiff.errors import AutodiffWarning, TransformTypeError, TransformValueError
+from autodiff.rules.creation import as_output
 
 __all__ = [
     "JetInterpreter",

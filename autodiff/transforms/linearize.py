@@ -14,7 +14,6 @@ import numpy as np
 import optree
 
 from autodiff.core.args import (
-    as_output,
     as_tangent,
     check_callable,
     leaf_paths,
@@ -23,6 +22,7 @@ from autodiff.core.args import (
 from autodiff.errors import TransformValueError
 from autodiff.interpreters.reverse import _vjp
 from autodiff.interpreters.tape import Node, reachable
+from autodiff.rules.creation import as_output
 
 __all__ = ["linearize"]
 
@@ -85,4 +85,4 @@ def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
             outs.append(as_output(np.zeros_like(value) if t is None else t))
         return optree.tree_unflatten(out_tree, outs)
 
-    return out, jvp_fn
+    return optree.tree_map(as_output, out), jvp_fn
