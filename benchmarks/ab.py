@@ -134,13 +134,18 @@ def report(times: dict[str, tuple[list[float], list[float]]], base: str, head: s
               f"  [{q1:.3f}, {q3:.3f}]")  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run_ab(metrics: Callable, doc: str, rounds: int) -> None:
+    """The command line of an A/B script: ``BASE [HEAD] [--rounds N]``, then the report."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("base")
     parser.add_argument("head", nargs="?", default="HEAD")
-    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=rounds)
     args = parser.parse_args()
     report(interleaved(metrics, args.base, args.head, args.rounds), args.base, args.head)
+
+
+def main() -> None:
+    run_ab(metrics, __doc__, 100)
 
 
 if __name__ == "__main__":

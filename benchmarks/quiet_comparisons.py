@@ -12,7 +12,6 @@ apart from it (a clip by two ``where``s and a count of ``x <= y``).
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import warnings
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.ab import _per_call, interleaved, report
+from benchmarks.ab import _per_call, run_ab
 
 N = 10**6
 
@@ -51,12 +50,7 @@ def metrics(ad: Any) -> dict[str, Callable[[], float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("base")
-    parser.add_argument("head", nargs="?", default="HEAD")
-    parser.add_argument("--rounds", type=int, default=21)
-    args = parser.parse_args()
-    report(interleaved(metrics, args.base, args.head, args.rounds), args.base, args.head)
+    run_ab(metrics, __doc__, 21)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,13 @@ results are all 0-d), on the replay and compiled.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from benchmarks.ab import _per_call, interleaved, report
+from benchmarks.ab import _per_call, run_ab
 
 X0 = np.array(0.7)
 
@@ -47,12 +46,7 @@ def metrics(ad: Any) -> dict[str, Callable[[], float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("base")
-    parser.add_argument("head", nargs="?", default="HEAD")
-    parser.add_argument("--rounds", type=int, default=31)
-    args = parser.parse_args()
-    report(interleaved(metrics, args.base, args.head, args.rounds), args.base, args.head)
+    run_ab(metrics, __doc__, 31)
 
 
 if __name__ == "__main__":
