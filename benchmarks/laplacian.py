@@ -132,13 +132,20 @@ def _first_call(make: Callable[[], Callable[[], Any]]) -> float:
 # --- L1: an MLP's Laplacian ----------------------------------------------------------------------
 
 
-def l1_systems(d: int, depth: int, points: int = 0, fresh: bool | str = False) -> tuple:
-    """(exact systems, estimators, makers of fresh systems for the first call)."""
+def _network(d: int, depth: int, fresh: bool | str) -> tuple[Callable, Any]:
+    """L1's network of ``d`` inputs and its parameters: the tuned MLP, the fresh one
+    (``fresh=True``) or the SiLU network written afterwards (``"new"``)."""
     net = NETS[fresh][1]
     if fresh == "new":
         params = silu_weights(d, depth)
     else:
         params = mlp_weights(d, width=80 if fresh else 100, depth=depth, seed=2 if fresh else 0)
+    return net, params
+
+
+def l1_systems(d: int, depth: int, points: int = 0, fresh: bool | str = False) -> tuple:
+    """(exact systems, estimators, makers of fresh systems for the first call)."""
+    net, params = _network(d, depth, fresh)
     f = lambda x: net(params, x)
     rng = np.random.default_rng(1)
     x = rng.standard_normal((points, d) if points else d)
@@ -244,11 +251,7 @@ def products_floor(d: int, depth: int, fresh: bool | str,
     Laplacian, run alone on operands of their shapes (medians over rounds, ms), and
     their floating-point operations.  The ratio of the operations bounds what any
     implementation of the two algorithms can reach; that of the times, this one's."""
-    net = NETS[fresh][1]
-    if fresh == "new":
-        params = silu_weights(d, depth)
-    else:
-        params = mlp_weights(d, width=80 if fresh else 100, depth=depth, seed=2 if fresh else 0)
+    net, params = _network(d, depth, fresh)
     f = lambda x: net(params, x)
     x = np.random.default_rng(1).standard_normal(d)
     rng = np.random.default_rng(0)
