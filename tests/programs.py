@@ -36,6 +36,7 @@ estimate), ``vmap`` against a Python loop, float32 against float64;
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import operator
 import warnings
@@ -1615,6 +1616,11 @@ class TorchTransforms:
     def __init__(self):
         import torch
         import torch.func as tf
+
+        with warnings.catch_warnings():  # (torch 2.14's own jvp decompositions call the
+            warnings.simplefilter("ignore", FutureWarning)  # torch.jit.script it deprecates)
+            with contextlib.suppress(ImportError):
+                importlib.import_module("torch._decomp.decompositions_for_jvp")
 
         self.grad = lambda f, i: tf.grad(f, argnums=i)
         self.vjp = tf.vjp

@@ -222,7 +222,8 @@ def on_ball_exact(p):
 
 @pytest.mark.parametrize(("method", "objects", "tol"), [
     ("SLSQP", False, 1e-8), ("SLSQP", True, 1e-7), ("trust-constr", False, 1e-8),
-    ("COBYQA", True, 1e-8), ("COBYLA", False, 3e-4),  # (COBYLA's solution: to 4e-5)
+    ("COBYQA", True, 1e-6), ("COBYLA", False, 3e-4),  # (COBYLA's solution: to 4e-5;
+    # COBYQA's to 1e-9 on an AMD EPYC, 4e-7 on an Intel Xeon: its steps follow roundoff)
 ])  # fmt: skip
 def test_a_curved_active_constraint_against_the_closed_form(method, objects, tol):
     p = np.array([0.3, -0.2, 0.5, 1.5])
@@ -245,7 +246,9 @@ def test_a_constraint_closing_over_a_traced_budget():
     prices = np.array([1.0, 2.0, 4.0])
     close(allocation(3.0, prices), 3.0 / (3 * prices), rtol=1e-6)
     close(jacfwd(allocation)(3.0, prices), 1 / (3 * prices), rtol=1e-5)
-    close(jacrev(allocation, 1)(3.0, prices), -np.diag(3.0 / (3 * prices**2)), rtol=1e-5)
+    # (off the diagonal: zeros, to SLSQP's solution: 8e-9 on an Intel Xeon)
+    close(jacrev(allocation, 1)(3.0, prices), -np.diag(3.0 / (3 * prices**2)), rtol=1e-5,
+          atol=1e-7)  # fmt: skip
 
 
 def box(th, u, method="L-BFGS-B"):

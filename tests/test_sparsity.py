@@ -85,6 +85,7 @@ LOOSER = {
     "JVP's roundoff reaches the others at random points; the rule reads the matrix (and "
     "nothing into R's zeros)",
 }
+ROUNDOFF = {"linalg.qr"}  # LOOSER entries whose extra entries only roundoff shows
 
 
 def _one_primitive(fn, args):
@@ -188,7 +189,11 @@ def test_the_looser_rules_listed_are_looser():
             extra = None if found is None else _looser(found[1], found[2], found[0], sample.args)
             if extra is not None and extra.any():
                 looser.add(op.name)
-    assert looser == set(LOOSER), f"exact now: {sorted(set(LOOSER) - looser)}"
+    # (qr's looser entries are roundoff's: on some processors' LAPACK its Jacobian's
+    # zeros differ from point to point, and no sample shows the rule looser)
+    assert set(LOOSER) - ROUNDOFF <= looser <= set(LOOSER), (
+        f"exact now: {sorted(set(LOOSER) - looser)}"
+    )
 
 
 # --- random programs --------------------------------------------------------------------------
