@@ -21,6 +21,7 @@ from typing import Any
 
 from autodiff.compiler.kernel_call import KernelPrimitive
 from autodiff.core.graph import Eqn, Graph, Var
+from autodiff.core.lowering import View
 
 __all__ = ["Backend", "LoweredRegion", "Region", "regions"]
 
@@ -30,10 +31,12 @@ class Region:
     it reads (``inputs``) and those read after it (``outputs``); the graph's constants it
     reads (``constvars``, their values ``consts``: compiled in); ``layouts``, per input
     whose strides NumPy's calls would not make C's, those strides (in elements);
-    ``errstate``, the floating-point setting of all its equations (``Eqn.errstate``)."""
+    ``errstate``, the floating-point setting of all its equations (``Eqn.errstate``);
+    ``views``: its equations that also run after the kernel, as NumPy's views of what it
+    returns (``_views_at_exits``), by id."""
 
     __slots__ = ("consts", "constvars", "eqns", "errstate", "inputs", "layouts", "loops",
-                 "outputs", "start")  # fmt: skip
+                 "outputs", "start", "views")  # fmt: skip
 
     def __init__(self, start: int, errstate: tuple | None = None) -> None:
         self.start, self.errstate = start, errstate
@@ -43,17 +46,20 @@ class Region:
         self.constvars: list[Var] = []
         self.consts: list = []
         self.layouts: dict = {}
+        self.views: dict[int, Eqn] = {}
         self.loops = 0
 
 
 def regions(graph: Graph, lowerable: Callable[[Eqn], bool], worth_it: Callable[[Region], bool],
-            layouts: dict | None = None) -> list[Region]:  # fmt: skip
+            layouts: dict | None = None,
+            cuts: frozenset = frozenset()) -> list[Region]:  # fmt: skip
     """The regions of ``graph`` worth compiling: the equations that lower (``lowerable``)
     gathered in order, an equation joining the open region when every operand it reads
     existed when the region started or is computed in it (the region runs where it
     starts), and has the region's ``np.errstate`` setting; those ``worth_it`` kept, with
     what each reads and what is read after it.  ``layouts``: the strides NumPy gives each
-    variable where they are not C's."""
+    variable where they are not C's; ``cuts``: the indices of equations that start a new
+    region (a backend's bound on a kernel's size)."""
     made: dict[Var, int] = {}
     found: list[Region] = []
     current: Region | None = None
@@ -62,6 +68,7 @@ def regions(graph: Graph, lowerable: Callable[[Eqn], bool], worth_it: Callable[[
         if lowerable(eqn):
             ready = (
                 current is not None
+                and i not in cuts
                 and current.errstate == eqn.errstate
                 and all(
                     type(v) is not Var or v in members or made.get(v, -1) < current.start
@@ -105,7 +112,39 @@ def regions(graph: Graph, lowerable: Callable[[Eqn], bool], worth_it: Callable[[
             for v in e.outvars:
                 if v in final or any(who != id(r) for who in readers.get(v, ())):
                     r.outputs.append(v)
+        _views_at_exits(r)
     return kept
+
+
+def _views_at_exits(region: Region) -> None:
+    """A view the region would return (a transpose, a slice of an input or of a value
+    it computes) made by NumPy after the kernel instead, of the kernel's result or of
+    the region's input: as NumPy's own calls lay it out (a kernel returns new C-ordered
+    arrays, and a later sum or product follows the layout: ``x.T @ y`` of a strided
+    ``x`` and of its C copy differ in the last bits).  Its equations stay in the
+    region for the kernel's own uses and run outside it too (``Region.views``)."""
+    made = {v: e for e in region.eqns for v in e.outvars}
+    outputs: list[Var] = []
+    for v in region.outputs:
+        chain, base = [], v
+        while base in made and _is_view(made[base]):
+            chain.append(made[base])
+            base = next(x for x in made[base].invars if type(x) is Var)
+        if not chain or not v.aval.ndim:
+            outputs.append(v)
+            continue
+        region.views.update((id(e), e) for e in chain)
+        if base in made:  # computed in the region: the kernel returns it, NumPy views it
+            outputs.append(base)
+    region.outputs = list(dict.fromkeys(outputs))
+
+
+def _is_view(eqn: Eqn) -> bool:
+    return (
+        isinstance(eqn.prim.lowering, View)
+        and sum(type(x) is Var for x in eqn.invars) == 1
+        and all(getattr(v.aval, "ndim", 0) for v in eqn.outvars)
+    )
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,7 +16,7 @@ dimensions as NumPy's iterator does).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -158,11 +158,12 @@ def keep_order(shape: Sequence[int], strides: Sequence[Sequence[int]]) -> list[i
     return perm[::-1]
 
 
-def numpy_layouts(graph: Graph) -> dict:
+def numpy_layouts(graph: Graph, fresh: Container = ()) -> dict:
     """The strides (in elements) NumPy's arrays have at each variable of ``graph`` when
     its inputs are C-contiguous: views as NumPy makes them (``View`` lowerings, on a
     stand-in), elementwise results in NumPy's ``K`` order, everything else C order (a
-    guess: kernels check the layouts they are given)."""
+    guess: kernels check the layouts they are given).  ``fresh``: variables a kernel
+    returns, new C-ordered arrays whatever NumPy's call would have made."""
     layouts: dict = {}
     for eqn in graph.eqns:
         lowering = eqn.prim.lowering
@@ -186,7 +187,7 @@ def numpy_layouts(graph: Graph) -> dict:
         except (NotLowered, ValueError, TypeError, IndexError):
             pass
         for v, strides in zip(eqn.outvars, found):
-            if strides is not None and strides != c_strides(v.aval.shape):
+            if strides is not None and v not in fresh and strides != c_strides(v.aval.shape):
                 layouts[v] = strides
     return layouts
 

@@ -203,17 +203,17 @@ class _ZeroD:
 
 def _fused(graph: Graph, kernels: Sequence[KernelPrimitive]) -> Graph:
     """``graph`` with each kernel's region replaced by one equation of the kernel, where
-    the region starts."""
+    the region starts, and the views NumPy makes of what it returns (``Region.views``)."""
     if not kernels:
         return graph
     first = {id(k.region.eqns[0]): k for k in kernels}
-    members = {id(e) for k in kernels for e in k.region.eqns}
+    members = {id(e) for k in kernels for e in k.region.eqns if id(e) not in k.region.views}
     eqns: list[Eqn] = []
     for eqn in graph.eqns:
         kernel = first.get(id(eqn))
         if kernel is not None:
             eqns.append(Eqn(kernel, list(kernel.region.inputs), list(kernel.region.outputs), {}))
-        elif id(eqn) not in members:
+        if id(eqn) not in members:  # (a view at a region's exit: after the kernel)
             eqns.append(eqn)
     return graph.replace(eqns=eqns, name=graph.name)
 

@@ -1,0 +1,125 @@
+"""Kernels of bounded size, and what passes between them (``llvm_backend.lower``,
+``backend._views_at_exits``).
+
+A straight-line program of thousands of equations (the gradient of an unrolled scan)
+is cut into kernels of at most ``MAX_LINES`` lines of IR: LLVM's optimisation takes
+time growing faster than the code, and one module of an unrolled LSTM's gradient never
+finished compiling.  A kernel expects what another kernel returns laid out as that
+kernel returns it (new C-ordered arrays), so no variant is compiled at run time; and a
+kernel returns no view: NumPy makes it after the kernel, laid out as NumPy's own call
+would, since a later product or sum follows the layout.
+"""
+
+import numpy as np
+import pytest
+
+import autodiff
+import autodiff.numpy as anp
+from autodiff import grad, jit
+from autodiff.compiler import llvm_backend
+from autodiff.compiler.derived import derived_of
+from tests.test_compiled import assert_bits, fallbacks, kernels_of
+
+pytestmark = pytest.mark.skipif(not llvm_backend.BACKEND.available(),
+                                reason=llvm_backend.BACKEND.why_not())  # fmt: skip
+
+HIDDEN, STEPS = 8, 3
+
+
+def _lstm_loss(params, xs):
+    """An LSTM unrolled over ``xs``: slices of one product per step (views at every
+    step's boundary) and NumPy's tanh between the fused loops."""
+    wx, wh, b = params
+
+    def step(carry, x):
+        h, c = carry
+        z = x @ wx + h @ wh + b
+        n = HIDDEN
+        i, f, o = (0.5 * anp.tanh(0.5 * z[:, k * n : (k + 1) * n]) + 0.5 for k in range(3))
+        c = f * c + i * anp.tanh(z[:, 3 * n :])
+        h = o * anp.tanh(c)
+        return (h, c), h
+
+    zeros = np.zeros((xs.shape[1], HIDDEN))
+    _, hs = autodiff.scan(step, (zeros, zeros), xs, unroll=True)
+    return anp.mean(hs**2)
+
+
+def _lstm_data(seed):
+    rng = np.random.default_rng(seed)
+    params = (rng.normal(size=(3, 4 * HIDDEN)) / 2, rng.normal(size=(HIDDEN, 4 * HIDDEN)) / 3,
+              rng.normal(size=4 * HIDDEN) / 4)  # fmt: skip
+    return params, rng.normal(size=(STEPS, 5, 3))
+
+
+def test_a_long_straight_line_gradient_is_cut_into_kernels_of_bounded_size(monkeypatch):
+    monkeypatch.setattr(llvm_backend, "MAX_LINES", 600)
+    params, xs = _lstm_data(0)
+    step = grad(_lstm_loss)
+    jitted = jit(step, compile=True)
+    lowered = jitted.trace(params, xs).lower()
+    sizes = [(r.detail.lines, len(r.eqns)) for r in lowered.regions]
+    assert len(sizes) >= 4, sizes  # (one region of ~150 equations before the bound)
+    assert all(lines <= 600 or eqns == 1 for lines, eqns in sizes), sizes
+    for _ in range(3):
+        got = jitted(params, xs)
+    for a, b in zip(got, step(params, xs), strict=True):
+        assert_bits(a, b)
+    kernels = kernels_of(jitted)
+    assert len(kernels) == len(sizes)
+    assert fallbacks(jitted) == 0  # every call ran compiled code ...
+    assert not [k.layouts for k in kernels if k.layouts]  # ... for the layouts foreseen
+
+
+def test_unbounded_the_same_program_is_one_kernel(monkeypatch):
+    """(What the test above cuts: one region, longer than the bound it sets.)"""
+    monkeypatch.setattr(llvm_backend, "MAX_LINES", 10**9)
+    params, xs = _lstm_data(1)
+    (region,) = jit(grad(_lstm_loss), compile=True).trace(params, xs).lower().regions
+    assert region.detail.lines > 600
+
+
+def test_a_kernel_returns_no_view_numpy_makes_it_after_the_kernel():
+    """``x.T`` of a strided ``x`` is a residual of ``grad(jit(mlp))``: NumPy's view, not
+    the kernel's C-ordered copy, reaches the backward pass's ``x.T @ g`` (NumPy's product
+    of a strided operand and of a contiguous one differ in the last bits)."""
+
+    def mlp(w, x):
+        h = anp.tanh(x @ w + 0.1)
+        return anp.sum(h * h) + anp.sum(anp.transpose(x) @ h) * 1e-3
+
+    rng = np.random.default_rng(2)
+    w, x = rng.normal(size=(30, 20)), rng.normal(size=(40, 60))[:, ::2]
+    jitted = jit(mlp, compile=True)
+    g = grad(jitted)
+    want = grad(mlp)(w, x)
+    for _ in range(3):
+        assert_bits(g(w, x), want)
+    (traced,) = [entry.traced for entry in jitted._entries.values()]
+    (vg,) = derived_of(traced.graph).transformed._entries.values()
+    graph = derived_of(vg.forward).compiled[("llvm", False)].graph  # (the forward pass)
+    views = {v for e in graph.eqns if e.prim.name in ("transpose", "getitem") for v in e.outvars}
+    kernels = [e for e in graph.eqns if e.prim.name == "kernel"]
+    assert kernels
+    assert not views & {v for e in kernels for v in e.outvars}  # no kernel returns a view
+    assert views & set(graph.outvars)  # NumPy makes them, after the kernel: residuals
+
+
+def test_a_kernel_expects_what_another_returns_laid_out_as_it_returns_it():
+    """``sin(x.T)`` is F-ordered in NumPy, C-ordered as a kernel's result: the kernel
+    after NumPy's sort is written for the C-ordered array it is given, so no call falls
+    back to NumPy calls and no variant for another layout is compiled."""
+
+    def f(x):
+        a = anp.sin(anp.transpose(x)) * 2.0 + 1.0
+        b = anp.sort(a, axis=1)  # NumPy's call between the two kernels
+        return anp.sum(anp.exp(a) * b + a, axis=1)
+
+    x = np.random.default_rng(3).normal(size=(30, 20))
+    jitted = jit(f, compile=True)
+    for _ in range(3):
+        got = jitted(x)
+    np.testing.assert_allclose(got, f(x), rtol=1e-13)
+    assert len(kernels_of(jitted)) == 2
+    assert fallbacks(jitted) == 0
+    assert not [k.layouts for k in kernels_of(jitted) if k.layouts]
