@@ -16,7 +16,7 @@ import pytest
 import autodiff
 import autodiff.numpy as anp
 from autodiff import grad, jit
-from autodiff.compiler import llvm_backend
+from autodiff.compiler import background, llvm_backend
 from autodiff.compiler.derived import derived_of
 from tests.test_compiled import assert_bits, fallbacks, kernels_of
 
@@ -52,15 +52,20 @@ def _lstm_data(seed):
     return params, rng.normal(size=(STEPS, 5, 3))
 
 
-def test_a_long_straight_line_gradient_is_cut_into_kernels_of_bounded_size(monkeypatch):
-    monkeypatch.setattr(llvm_backend, "MAX_LINES", 600)
+@pytest.mark.parametrize("bound", ["MAX_LINES", "MAX_EQUATIONS"])
+def test_a_long_straight_line_gradient_is_cut_into_kernels_of_bounded_size(bound, monkeypatch):
+    """Cut where its module is too long, or (before writing it) where it has too many
+    equations."""
+    limit = {"MAX_LINES": 600, "MAX_EQUATIONS": 40}[bound]
+    monkeypatch.setattr(llvm_backend, bound, limit)
     params, xs = _lstm_data(0)
     step = grad(_lstm_loss)
     jitted = jit(step, compile=True)
     lowered = jitted.trace(params, xs).lower()
     sizes = [(r.detail.lines, len(r.eqns)) for r in lowered.regions]
     assert len(sizes) >= 4, sizes  # (one region of ~150 equations before the bound)
-    assert all(lines <= 600 or eqns == 1 for lines, eqns in sizes), sizes
+    size = {"MAX_LINES": 0, "MAX_EQUATIONS": 1}[bound]
+    assert all(s[size] <= limit or s[1] == 1 for s in sizes), sizes
     for _ in range(3):
         got = jitted(params, xs)
     for a, b in zip(got, step(params, xs), strict=True):
@@ -74,9 +79,10 @@ def test_a_long_straight_line_gradient_is_cut_into_kernels_of_bounded_size(monke
 def test_unbounded_the_same_program_is_one_kernel(monkeypatch):
     """(What the test above cuts: one region, longer than the bound it sets.)"""
     monkeypatch.setattr(llvm_backend, "MAX_LINES", 10**9)
+    monkeypatch.setattr(llvm_backend, "MAX_EQUATIONS", 10**9)
     params, xs = _lstm_data(1)
     (region,) = jit(grad(_lstm_loss), compile=True).trace(params, xs).lower().regions
-    assert region.detail.lines > 600
+    assert region.detail.lines > 600 and len(region.eqns) > 40
 
 
 def test_a_kernel_returns_no_view_numpy_makes_it_after_the_kernel():
@@ -123,3 +129,26 @@ def test_a_kernel_expects_what_another_returns_laid_out_as_it_returns_it():
     assert len(kernels_of(jitted)) == 2
     assert fallbacks(jitted) == 0
     assert not [k.layouts for k in kernels_of(jitted) if k.layouts]
+
+
+def test_at_exit_a_background_compile_stops_between_kernels(monkeypatch):
+    """At exit the worker waits for the kernel being compiled, not for the rest of its
+    job: a long program is many kernels (here 4 and more), and the exit comes during the
+    first."""
+    monkeypatch.setattr(llvm_backend, "MAX_LINES", 600)
+    params, xs = _lstm_data(4)
+    lowered = jit(grad(_lstm_loss)).trace(params, xs).lower()
+    assert len(lowered.regions) >= 4
+    compiled_kernels = []
+    compile_one = llvm_backend.BACKEND.compile
+
+    def compile_then_exit(*args):
+        compiled_kernels.append(compile_one(*args))
+        monkeypatch.setattr(background._worker, "stopping", True)  # the interpreter exits
+        return compiled_kernels[-1]
+
+    monkeypatch.setattr(llvm_backend.BACKEND, "compile", compile_then_exit)
+    with pytest.raises(background.CompileAbandoned, match="exiting"):
+        lowered.compile(sync=False)  # as the background worker compiles
+    assert len(compiled_kernels) == 1
+    assert len(lowered.compile(sync=True).kernels) == len(lowered.regions)  # (compile=True's)

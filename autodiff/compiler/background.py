@@ -7,19 +7,28 @@ loop bodies and branches (``nested``): the body of a scan runs hot within a call
 and once the signature's kernels hold the loop, compiling the body alone is wasted.
 The thread is the process's (no other process is started, none outlives it): LLVM
 releases the GIL while it optimises and generates code, so the program's threads run on
-meanwhile.  At exit the job under way is waited for (a
-compilation takes well under a second) and the others are dropped.
+meanwhile.  At exit the kernel being compiled is waited for (a kernel's module is
+bounded: ``llvm_backend.MAX_LINES``, well under a second), the rest of its job is
+abandoned (``exiting``, which ``Lowered.compile`` asks between kernels) and the queued
+jobs are dropped.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-__all__ = ["compile_later", "wait_for_background"]
+from autodiff.errors import AutodiffError
+
+__all__ = ["CompileAbandoned", "compile_later", "exiting", "native_work", "wait_for_background"]
+
+
+class CompileAbandoned(AutodiffError, RuntimeError):
+    """A background compilation stopped between kernels: the interpreter is exiting."""
 
 
 class _Worker:
@@ -34,7 +43,7 @@ class _Worker:
         self.idle = threading.Event()
         self.idle.set()
         self.pending = 0
-        self.running = threading.Lock()  # held while a job runs
+        self.running = threading.Lock()  # held while LLVM works for a job (native_work)
 
     def submit(self, job: Callable[[], None], nested: bool) -> None:
         with self.lock:
@@ -52,9 +61,8 @@ class _Worker:
         while True:
             _, _, job = self.jobs.get()
             try:
-                with self.running:
-                    if not self.stopping:
-                        job()
+                if not self.stopping:
+                    job()
             except Exception:  # a kernel that does not compile stays NumPy calls
                 pass
             finally:
@@ -77,6 +85,25 @@ def compile_later(job: Callable[[], None], nested: bool = False) -> None:
     """Run ``job`` (which compiles kernels and installs them) in the background; a
     signature's job (``nested`` False) before the queued jobs of loop bodies."""
     _worker.submit(job, nested)
+
+
+@contextlib.contextmanager
+def native_work() -> Iterator[None]:
+    """Around LLVM's own work (``llvm_engine.compile_ir``): in the worker's thread, the
+    exit waits for it to end (LLVM's native code must not outlive the interpreter), and
+    once the interpreter is exiting none starts (``CompileAbandoned``)."""
+    if threading.current_thread() is not _worker.thread:
+        yield
+        return
+    with _worker.running:
+        if _worker.stopping:
+            raise CompileAbandoned("the interpreter is exiting")
+        yield
+
+
+def exiting() -> bool:
+    """Whether the interpreter is exiting: a background job stops between kernels."""
+    return _worker.stopping
 
 
 def wait_for_background(timeout: float | None = None) -> bool:

@@ -30,6 +30,7 @@ of its pages each time: 1.37x the replay.
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,6 +57,7 @@ KEPT_BYTES = 1 << 26  # the kernel keeps its buffer up to this size; larger ones
 # equations, 1,800 lines, 0.3 s; 500 equations 3.5 s; all 14,000 in one never ended), while
 # one kernel of a CNN's step (2,400 lines) compiles in 0.2 s
 MAX_LINES = 3000
+MAX_EQUATIONS = 1000  # a region longer is cut before its module is written (~15 lines each)
 
 
 # --- regions ----------------------------------------------------------------------------------
@@ -344,22 +346,33 @@ class LLVMBackend(Backend):
 
     def lower(self, graph: Graph) -> tuple[LoweredRegion, ...]:
         """The regions of ``graph`` written as modules, none longer than ``MAX_LINES``:
-        a region whose module is longer is cut into pieces of equal numbers of
-        equations, and those regrouped, until each fits (or is one equation).  Each
-        region expects its inputs laid out as NumPy's calls and the other kernels
-        (which return C-ordered arrays) lay them out."""
+        a region of more than ``MAX_EQUATIONS`` equations, or whose module is longer, is
+        cut into pieces of equal numbers of equations, and those regrouped, until each
+        fits (or is one equation).  Each region expects its inputs laid out as NumPy's
+        calls and the other kernels (which return C-ordered arrays) lay them out."""
         layouts, cuts = numpy_layouts(graph), frozenset[int]()
         built: dict[tuple, _Built | None] = {}  # per region (equations, layouts): its module
         index = {id(eqn): i for i, eqn in enumerate(graph.eqns)}
+        lowers: dict[int, bool] = {}  # per equation (id): lowerable, asked once
+
+        def lowers_once(eqn: Eqn) -> bool:
+            if (found := lowers.get(id(eqn))) is None:
+                found = lowers[id(eqn)] = lowerable(eqn)
+            return found
+
         while True:
-            found = regions(graph, lowerable, worth_it, layouts, cuts)
+            found = regions(graph, lowers_once, worth_it, layouts, cuts)
             fresh = {v for region in found for v in region.outputs}
             final = numpy_layouts(graph, fresh)
             more: set[int] = set()
             modules = []
             for region in found:
+                eqns = region.eqns
+                if len(eqns) > MAX_EQUATIONS:  # (not written: its module would be too long)
+                    more.update(_cuts(eqns, len(eqns) / MAX_EQUATIONS, index))
+                    continue
                 region.layouts = {v: final[v] for v in region.inputs if v in final}
-                key = (*map(id, region.eqns), *((id(v), s) for v, s in region.layouts.items()))
+                key = (*map(id, eqns), *((id(v), s) for v, s in region.layouts.items()))
                 if key not in built:
                     try:
                         built[key] = _Built(region)
@@ -368,10 +381,8 @@ class LLVMBackend(Backend):
                 if (module := built[key]) is None:
                     continue
                 modules.append(LoweredRegion(region, module.text, module))
-                if module.lines > MAX_LINES and len(region.eqns) > 1:
-                    pieces = min(-(-module.lines // MAX_LINES), len(region.eqns))
-                    step = len(region.eqns) / pieces
-                    more.update(index[id(region.eqns[round(k * step)])] for k in range(1, pieces))
+                if module.lines > MAX_LINES and len(eqns) > 1:  # (a quarter spare: one cut)
+                    more.update(_cuts(eqns, module.lines / (0.75 * MAX_LINES), index))
             if not more:
                 return tuple(modules)
             cuts |= more
@@ -401,6 +412,13 @@ class LLVMBackend(Backend):
         kernel = KernelPrimitive(run, region, built.text)
         kernel.native = native
         return kernel
+
+
+def _cuts(eqns: list[Eqn], pieces: float, index: dict[int, int]) -> list[int]:
+    """Where ``eqns`` are cut into ``pieces`` (rounded up) of equal numbers of
+    equations: the indices in the graph of the equations that start a piece."""
+    n = min(math.ceil(pieces), len(eqns))
+    return [index[id(eqns[round(k * len(eqns) / n)])] for k in range(1, n)]
 
 
 def _loaded(built: _Built, shared: np.ndarray | None = None) -> tuple:

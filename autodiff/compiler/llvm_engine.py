@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.compiler import disk_cache
+from autodiff.compiler import background, disk_cache
 
 __all__ = ["Native", "available", "compile_ir", "host", "symbol", "why_not"]
 
@@ -277,6 +277,11 @@ def cache_key(text: str) -> str:
 def compile_ir(text: str, entries: list[str], name: str = "kernel") -> Native:
     """``text`` (LLVM IR) compiled, its functions ``entries`` as built-in functions
     (``METH_FASTCALL``: ``entry(ptr self, ptr args, i64 nargs) -> ptr``)."""
+    with background.native_work():  # (the exit waits for LLVM's work under way)
+        return _compile_ir(text, entries)
+
+
+def _compile_ir(text: str, entries: list[str]) -> Native:
     start = time.perf_counter()
     llvm = _llvm()
     key = cache_key(text)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import optree
 
-from autodiff.compiler import llvm_backend
+from autodiff.compiler import background, llvm_backend
 from autodiff.compiler.backend import Backend, LoweredRegion
 from autodiff.compiler.derived import derived_of
 from autodiff.compiler.kernel_call import KernelPrimitive
@@ -333,8 +333,12 @@ class Lowered:
             if not sync:  # the backend's work elsewhere: this thread only loads
                 backend.prepare(self.regions, self.contiguous)
             for region in self.regions:
+                if not sync and background.exiting():  # (at exit: no more kernels)
+                    raise background.CompileAbandoned("the interpreter is exiting")
                 try:
                     kernels.append(backend.compile(region, self.contiguous, sync))
+                except background.CompileAbandoned:
+                    raise
                 except Exception as e:  # a lowering the compiler refuses: NumPy calls
                     failures.append((region.region, e))
                     warnings.warn(
