@@ -86,3 +86,26 @@ def test_a_deferred_body_compiles_after_late_calls(monkeypatch):
     x = np.linspace(-1.0, 1.0, 5)
     assert_exact(jit(_rnn)(x), _rnn(x), rtol=0)  # one call, interpreted: 40 steps
     assert [nested for _, nested in jobs] == [True]
+
+
+def test_a_background_job_switches_threads_often_and_restores_the_interval():
+    """While the worker writes code in Python, the program's thread gets the GIL back
+    within ``SWITCH_INTERVAL`` after each NumPy call that released it (at Python's 5 ms a
+    long replay beside a long compile ran many times slower); after the job, failed or
+    not, the interval is the program's again."""
+    import sys
+
+    before = sys.getswitchinterval()
+    seen = []
+
+    def job(fail):
+        seen.append(sys.getswitchinterval())
+        if fail:
+            raise RuntimeError("a kernel that does not compile")
+
+    for fail in (False, True):
+        background.compile_later(lambda fail=fail: job(fail))
+        assert background.wait_for_background(60)
+    assert seen == pytest.approx([background.SWITCH_INTERVAL] * 2)
+    assert before > background.SWITCH_INTERVAL
+    assert sys.getswitchinterval() == before
