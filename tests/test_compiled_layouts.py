@@ -227,3 +227,29 @@ def test_a_variant_shares_its_kernels_workspace():
     workspace = variant[1][-1]  # (entry, constants): the workspace is the last constant
     assert workspace.nbytes > llvm_backend.STACK_BYTES
     assert workspace is kernel.impl.__globals__["_trouble"].consts[-1]
+
+
+@pytest.mark.parametrize("axes", [(1, 0), (2, 0, 1), (1, 2, 0)])
+def test_a_kernels_transposed_result_is_laid_out_as_numpys(axes):
+    """An elementwise result of a transposed operand is, in NumPy, laid out in that
+    operand's order (``K``): the kernel returns it so, to the caller (strides the user
+    sees) and to what follows (a NumPy call, and the replay's buffers, see its layout)."""
+
+    def f(x):
+        t = anp.sin(anp.transpose(x, axes)) * 2.0 + 1.0
+        return t, anp.cumsum(t, axis=0) * t + t  # (cumsum: a NumPy call between kernels)
+
+    x = np.random.default_rng(9).normal(size=(6, 5, 4)[: len(axes)])
+    jitted = jit(f, compile=True)
+    want = f(x)
+    for _ in range(3):
+        got = jitted(x)
+        for a, b in zip(got, want, strict=True):
+            assert_bits(a, b)
+            assert a.strides == b.strides
+    # the graph does not foresee cumsum's layout (NumPy's, the operand's order): the
+    # second kernel runs NumPy calls on its first sighting, then its variant, whose
+    # result is laid out as NumPy lays it out for those operands
+    assert len(kernels_of(jitted)) == 2 and fallbacks(jitted) == 1
+    assert [k.layouts for k in kernels_of(jitted)][1]
+    assert_fresh(got, x, f"transposed {axes}")

@@ -33,10 +33,12 @@ class Region:
     whose strides NumPy's calls would not make C's, those strides (in elements);
     ``errstate``, the floating-point setting of all its equations (``Eqn.errstate``);
     ``views``: its equations that also run after the kernel, as NumPy's views of what it
-    returns (``_views_at_exits``), by id."""
+    returns (``_views_at_exits``), by id; ``orders``: per output NumPy would lay out in
+    another order of its axes than C's (a transposed result), that order, outermost axis
+    first (set by the backend, which returns it so laid out)."""
 
     __slots__ = ("consts", "constvars", "eqns", "errstate", "inputs", "layouts", "loops",
-                 "outputs", "start", "views")  # fmt: skip
+                 "orders", "outputs", "start", "views")  # fmt: skip
 
     def __init__(self, start: int, errstate: tuple | None = None) -> None:
         self.start, self.errstate = start, errstate
@@ -47,6 +49,7 @@ class Region:
         self.consts: list = []
         self.layouts: dict = {}
         self.views: dict[int, Eqn] = {}
+        self.orders: dict[Var, list[int]] = {}
         self.loops = 0
 
 

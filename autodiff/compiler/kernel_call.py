@@ -8,8 +8,10 @@ saying why it did not run (``CONVERT``: an argument it does not take; ``SINGULAR
 singular matrix; ``NO_MEMORY``).  Here is what every kernel is called through (``caller``),
 so that a compiled region is indistinguishable from the NumPy calls it replaces:
 
-- **Results** are new arrays, allocated here (C order) for every call: they share memory
-  with nothing (``KernelPrimitive.fresh_results``, which ``replay.plan`` relies on).
+- **Results** are new arrays, allocated here for every call, laid out as NumPy's calls
+  would lay them out where that is an order of their axes (a transposed result,
+  ``Region.orders``), else in C order: they share memory with nothing
+  (``KernelPrimitive.fresh_results``, which ``replay.plan`` relies on).
 - **Floating-point errors.**  NumPy reports them (``invalid value encountered in log``)
   from the same flags after each loop.  Where a flag went up that ``np.geterr()`` does
   not ignore (with the ``np.errstate`` the staged function set around the region's
@@ -82,8 +84,11 @@ def caller(entry: Any, region: Any, consts: Sequence, flag_bits: Sequence[int],
     outs = [f"o{i}" for i in range(len(region.outputs))]
     fallback = Fallback(region)
     lines = [f"def run({', '.join(names)}):"]
+    orders = getattr(region, "orders", {})
     for o, var in zip(outs, region.outputs):
-        lines.append(f"    {o} = _empty({tuple(var.aval.shape)!r}, _t_{o})")
+        shape, back = _allocation(var, orders)
+        transposed = f".transpose({back!r})" if back else ""
+        lines.append(f"    {o} = _empty({shape!r}, _t_{o}){transposed}")
     call = ", ".join([*names, *(f"_k{i}" for i in range(len(consts))), *outs])
     lines += [
         f"    r = _entry({call})",
@@ -104,6 +109,26 @@ def caller(entry: Any, region: Any, consts: Sequence, flag_bits: Sequence[int],
     return run
 
 
+def _allocation(var: Any, orders: dict) -> tuple[tuple, tuple | None]:
+    """How a result is allocated: the shape of a C-ordered array and the transpose that
+    makes it ``var``'s (None: none), laid out in NumPy's order of its axes (``orders``:
+    ``Region.orders``; C's where it has none)."""
+    shape, order = tuple(var.aval.shape), orders.get(var)
+    if not order:
+        return shape, None
+    return tuple(shape[a] for a in order), tuple(order.index(a) for a in range(len(order)))
+
+
+def allocate(outputs: Sequence[Any], orders: dict) -> tuple:
+    """New arrays for ``outputs``, laid out as ``orders`` says (``_allocation``)."""
+    made = []
+    for var in outputs:
+        shape, back = _allocation(var, orders)
+        a = np.empty(shape, var.aval.dtype)
+        made.append(a.transpose(back) if back else a)
+    return tuple(made)
+
+
 class _Trouble:
     """What the caller does when an entry's result is not 0 (module docstring)."""
 
@@ -112,7 +137,7 @@ class _Trouble:
         self.entry, self.region, self.consts, self.fallback = entry, region, consts, fallback
         self.bits = list(zip(flag_bits, ("invalid", "divide", "over", "under")))
         self.layouts, self.variants = layouts, variants
-        self.last: tuple | None = None  # (entry, constants) of the last variant a call ran
+        self.last: tuple | None = None  # (entry, constants, orders) of the last variant run
 
     def matters(self, raised: int) -> bool:
         """Whether NumPy would report one of the ``raised`` flags (``np.geterr()``, with
@@ -123,14 +148,17 @@ class _Trouble:
     def __call__(self, r: int, args: tuple, outs: tuple) -> tuple:
         code = r >> 8
         if code == CONVERT and self.last is not None:  # the previous strided call's layout
-            entry, consts = self.last
-            r = entry(*args, *consts, *outs)
+            entry, consts, orders = self.last
+            last_outs = outs if orders is None else allocate(self.region.outputs, orders)
+            r = entry(*args, *consts, *last_outs)
             code = r >> 8
+            if not code:
+                outs = last_outs
         if code == CONVERT:
             again = self.converted(args, outs)
-            if again is None or again >> 8:
+            if again is None or again[0] >> 8:
                 return self.fallback(*args)
-            r = again
+            r, outs = again
         elif code:
             return self.fallback(*args)
         raised = r & 0xFF
@@ -138,9 +166,10 @@ class _Trouble:
             return self.fallback(*args)
         return outs
 
-    def converted(self, args: tuple, outs: tuple) -> int | None:
+    def converted(self, args: tuple, outs: tuple) -> tuple | None:
         """The entry's result on ``args`` converted (a Python scalar for a 0-d input),
-        by the variant for their layouts; None where neither is possible."""
+        by the variant for their layouts, and the results it wrote (a variant lays them
+        out as NumPy would for those layouts); None where neither is possible."""
         converted = []
         entry, consts = self.entry, self.consts
         for a, var in zip(args, self.region.inputs):
@@ -160,8 +189,10 @@ class _Trouble:
             found = self.variants.find(converted) if self.variants is not None else None
             if found is None:
                 return None
-            entry, consts = self.last = found
-        return entry(*converted, *consts, *outs)
+            entry, consts, orders = self.last = found
+            if orders is not None:
+                outs = allocate(self.region.outputs, orders)
+        return entry(*converted, *consts, *outs), outs
 
 
 class Fallback:

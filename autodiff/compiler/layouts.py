@@ -64,20 +64,21 @@ def layout_of(args: Sequence[Any], inputs: Sequence[Any]) -> tuple | None:
 class Variants:
     """A kernel's variants (module docstring).  ``build(layouts)``: the kernel compiled
     for ``layouts`` (per input variable whose strides are not C's, its strides in
-    elements), as ``(entry, constants)``; it raises where it cannot be.  ``sync``:
+    elements), as ``(entry, constants, orders)`` (``orders``: how its results are laid
+    out where not as the kernel's own, else None); it raises where it cannot be.  ``sync``:
     whether a variant compiles in the calling thread (``jit(f, compile=True)``) or in the
     background (``"auto"``; the calls run NumPy's meanwhile)."""
 
     def __init__(self, inputs: Sequence[Any], build: Callable[[dict], tuple],
                  sync: bool) -> None:  # fmt: skip
         self.inputs, self.build, self.sync = list(inputs), build, sync
-        self.ready: dict[tuple, tuple] = {}  # layout -> (entry, constants)
+        self.ready: dict[tuple, tuple] = {}  # layout -> (entry, constants, orders)
         self.seen: dict[tuple, int] = {}
         self.refused: set[tuple] = set()
         self.lock = threading.Lock()
 
     def find(self, args: Sequence[Any]) -> tuple | None:
-        """``(entry, constants)`` for the layouts of ``args``, or None: the call runs
+        """``(entry, constants, orders)`` for the layouts of ``args``, or None: the call runs
         as NumPy calls (a first sighting, a variant compiling, one too many)."""
         key = layout_of(args, self.inputs)
         if key is None:

@@ -42,7 +42,14 @@ from autodiff.compiler.kernel_call import CONVERT, NO_MEMORY, KernelPrimitive, c
 from autodiff.compiler.layouts import Variants
 from autodiff.compiler.llvm_codegen import Codegen
 from autodiff.compiler.llvm_ir import Function, mem_type, reg_type
-from autodiff.compiler.llvm_values import Array, Scalar, lowest, numpy_layouts
+from autodiff.compiler.llvm_values import (
+    Array,
+    Scalar,
+    dense_order,
+    lowest,
+    numpy_layouts,
+    strides_in_order,
+)
 from autodiff.core.graph import Eqn, Graph, Literal
 from autodiff.core.lowering import Elementwise, NotLowered, View
 
@@ -143,17 +150,20 @@ def _scalar_types(dtype: np.dtype) -> list[type]:
 class _Built:
     """One region written as a module: its body (``llvm_codegen``), its entry, ``text``."""
 
-    def __init__(self, region: Region, layouts: dict | None = None) -> None:
+    def __init__(self, region: Region, layouts: dict | None = None,
+                 orders: dict | None = None) -> None:  # fmt: skip
         cg = self.cg = Codegen()
         cg.errstate = region.errstate
         self.region = region
         # per input, its strides in elements where not C's: NumPy's own (region.layouts),
-        # or those of the calls a variant is compiled for
+        # or those of the calls a variant is compiled for; per output in another order of
+        # its axes than C's, that order (NumPy's for those layouts)
         self.layouts = region.layouts if layouts is None else layouts
+        self.orders = region.orders if orders is None else orders
         inputs = [cg.param(v.aval, f"p{i}", self.layouts.get(v))
                   for i, v in enumerate(region.inputs)]  # fmt: skip
         graph = Graph(region.inputs, region.outputs, region.eqns, region.constvars, region.consts)
-        outs = [Array(v.aval.dtype, tuple(v.aval.shape), f"%o{i}")
+        outs = [Array(v.aval.dtype, tuple(v.aval.shape), f"%o{i}", 0, _out_strides(v, self.orders))
                 for i, v in enumerate(region.outputs)]  # fmt: skip
         cg.destinations = {v: o for v, o in zip(region.outputs, outs) if v.aval.ndim}
         values = cg.emit_graph(graph, inputs)
@@ -372,7 +382,10 @@ class LLVMBackend(Backend):
                     more.update(_cuts(eqns, len(eqns) / MAX_EQUATIONS, index))
                     continue
                 region.layouts = {v: final[v] for v in region.inputs if v in final}
-                key = (*map(id, eqns), *((id(v), s) for v, s in region.layouts.items()))
+                region.orders = {v: order for v in region.outputs if v in final
+                                 if (order := dense_order(v.aval.shape, final[v]))}  # fmt: skip
+                key = (*map(id, eqns), *((id(v), s) for v, s in region.layouts.items()),
+                       *((id(v), tuple(o)) for v, o in region.orders.items()))  # fmt: skip
                 if key not in built:
                     try:
                         built[key] = _Built(region)
@@ -402,9 +415,10 @@ class LLVMBackend(Backend):
             return _expected_strides(a, var, layouts)
 
         def variant(other: dict) -> tuple:  # the region for calls of other layouts
-            entry, consts, native, _ = _loaded(_Built(region, other), buffer)
+            orders = _orders(region, other)  # (its results: as NumPy lays them out then)
+            entry, consts, native, _ = _loaded(_Built(region, other, orders), buffer)
             natives.append(native)
-            return entry, consts
+            return entry, consts, None if orders == region.orders else orders
 
         natives = [native]  # the variants' modules, alive while the kernel is
         variants = Variants(region.inputs, variant, sync)
@@ -412,6 +426,21 @@ class LLVMBackend(Backend):
         kernel = KernelPrimitive(run, region, built.text)
         kernel.native = native
         return kernel
+
+
+def _out_strides(var: Any, orders: dict) -> tuple | None:
+    """Where a kernel writes ``var``: in NumPy's order of its axes (None: C's)."""
+    order = orders.get(var)
+    return strides_in_order(tuple(var.aval.shape), order) if order else None
+
+
+def _orders(region: Region, layouts: dict) -> dict:
+    """Per output of ``region``, the order of its axes NumPy's calls give it for inputs
+    of ``layouts``, where that is not C's and has no gaps (``Region.orders``)."""
+    graph = Graph(region.inputs, region.outputs, region.eqns, region.constvars, region.consts)
+    found = numpy_layouts(graph, given=layouts)
+    return {v: order for v in region.outputs if v in found
+            if (order := dense_order(v.aval.shape, found[v]))}  # fmt: skip
 
 
 def _cuts(eqns: list[Eqn], pieces: float, index: dict[int, int]) -> list[int]:

@@ -41,6 +41,7 @@ from autodiff.compiler.llvm_values import (
     coalesced,
     dtype_of,
     keep_order,
+    strides_in_order,
 )
 from autodiff.core.graph import Eqn, ShapedArray
 from autodiff.core.lowering import Elementwise, NotLowered
@@ -208,8 +209,8 @@ class Group:
                order: list[int] | None = None) -> Value:  # fmt: skip
         """Keep ``ref``: a register for a 0-d loop, else a new array laid out as NumPy
         would lay it out (axes in ``order``, outermost first; None: the ``K`` order of
-        the group's operands): ``destination`` (a kernel's result, C order) where that
-        is the layout, written there at once."""
+        the group's operands): ``destination`` (a kernel's result) where that is its
+        layout, written there at once."""
         if not self.shape:
             return _LazyScalar(self, ref, dtype)
         if order is None:
@@ -217,7 +218,15 @@ class Group:
                        if isinstance(o, Array)]  # fmt: skip
             order = keep_order(self.shape, layouts)
         c_order = order == list(range(len(self.shape))) or math.prod(self.shape) <= 1
-        if destination is not None and c_order and destination.dtype == dtype:
+        if (
+            destination is not None
+            and destination.dtype == dtype
+            and (
+                destination.c_contiguous()
+                if c_order
+                else destination.strides == strides_in_order(self.shape, order)
+            )
+        ):
             out = destination
         else:
             out = self.cg.alloc(self.shape, dtype, order)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from autodiff.compiler.npy_loops import Loop
 
 __all__ = ["Array", "Emitting", "Scalar", "Value", "broadcast_strides", "c_strides", "coalesced",
-           "dtype_of", "keep_order", "keepdims_strides", "lowest", "numpy_layouts",
+           "dense_order", "dtype_of", "keep_order", "keepdims_strides", "lowest", "numpy_layouts",
            "strides_in_order", "view_layout"]  # fmt: skip
 
 
@@ -158,13 +158,15 @@ def keep_order(shape: Sequence[int], strides: Sequence[Sequence[int]]) -> list[i
     return perm[::-1]
 
 
-def numpy_layouts(graph: Graph, fresh: Container = ()) -> dict:
+def numpy_layouts(graph: Graph, fresh: Container = (), given: dict | None = None) -> dict:
     """The strides (in elements) NumPy's arrays have at each variable of ``graph`` when
     its inputs are C-contiguous: views as NumPy makes them (``View`` lowerings, on a
     stand-in), elementwise results in NumPy's ``K`` order, everything else C order (a
     guess: kernels check the layouts they are given).  ``fresh``: variables a kernel
-    returns, new C-ordered arrays whatever NumPy's call would have made."""
-    layouts: dict = {}
+    returns, new arrays in NumPy's layout where that is an order of its axes with no
+    gaps (``dense_order``: a transposed result), else in C order; ``given``: the strides
+    of inputs that are not C-contiguous."""
+    layouts: dict = dict(given or {})
     for eqn in graph.eqns:
         lowering = eqn.prim.lowering
         found: list = [None] * len(eqn.outvars)
@@ -187,9 +189,22 @@ def numpy_layouts(graph: Graph, fresh: Container = ()) -> dict:
         except (NotLowered, ValueError, TypeError, IndexError):
             pass
         for v, strides in zip(eqn.outvars, found):
-            if strides is not None and v not in fresh and strides != c_strides(v.aval.shape):
+            if v in fresh and strides is not None and dense_order(v.aval.shape, strides) is None:
+                strides = None
+            if strides is not None and strides != c_strides(v.aval.shape):
                 layouts[v] = strides
     return layouts
+
+
+def dense_order(shape: Sequence[int], strides: Sequence[int]) -> list[int] | None:
+    """The order of ``shape``'s axes (outermost first) in which an array of ``strides``
+    is contiguous, None where it is not contiguous in any (a slice, a broadcast, a
+    reversal)."""
+    order = keep_order(shape, [strides])
+    want = strides_in_order(shape, order)
+    if all(n == 1 or a == b for n, a, b in zip(shape, strides, want, strict=True)):
+        return order
+    return None
 
 
 def strides_in_order(shape: Sequence[int], order: Sequence[int]) -> tuple:

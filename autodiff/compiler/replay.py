@@ -87,7 +87,8 @@ def _fresh(prim: Any) -> bool:
 
 
 def _c_always(prim: Any) -> bool:
-    """A result C-ordered whatever its operands: ``matmul``'s, a compiled kernel's."""
+    """A result C-ordered whatever its operands: ``matmul``'s, a compiled kernel's (but
+    those it lays out as NumPy would in another order of their axes: ``Region.orders``)."""
     return prim.impl is np.matmul or getattr(prim, "fresh_results", False)
 
 
@@ -162,7 +163,8 @@ def plan(graph: Graph, reuse: bool = True) -> Plan:
         key = None
         operands_c = all(c_order(v) for v in eqn.invars)
         if _c_always(eqn.prim) or (operands_c and _keeps_c_order(eqn.prim)):
-            c_ordered.update(eqn.outvars)
+            transposed = getattr(getattr(eqn.prim, "region", None), "orders", {})
+            c_ordered.update(v for v in eqn.outvars if v not in transposed)
         if (reuse and out is not None and _writes_out(eqn.prim) and out.aval.ndim > 0
                 and operands_c):  # fmt: skip
             key = (out.aval.shape, out.aval.dtype)
