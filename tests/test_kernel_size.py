@@ -152,3 +152,16 @@ def test_at_exit_a_background_compile_stops_between_kernels(monkeypatch):
         lowered.compile(sync=False)  # as the background worker compiles
     assert len(compiled_kernels) == 1
     assert len(lowered.compile(sync=True).kernels) == len(lowered.regions)  # (compile=True's)
+
+
+def test_the_stage_api_says_the_views_after_a_kernel_are_numpy_calls():
+    def f(w, x):
+        h = anp.tanh(x @ w + 0.1)
+        return h, anp.transpose(h)[:3]
+
+    lowered = jit(f, compile=True).trace(np.ones((5, 4)), np.ones((6, 5))).lower()
+    costs = lowered.cost_analysis()
+    assert (costs["compiled_equations"], costs["kernels"], costs["numpy_calls"]) == (3, 1, 2)
+    assert [e.prim.name for e in lowered.numpy_calls] == ["transpose", "getitem"]
+    text = lowered.as_text()
+    assert text.count("# NumPy, after kernel 0") == 2 and text.count("# kernel 0") == 3

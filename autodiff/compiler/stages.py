@@ -292,7 +292,7 @@ class Lowered:
     @property
     def numpy_calls(self) -> list[Eqn]:
         """The equations that run as NumPy calls, one call each per run."""
-        inside = {id(e) for r in self.regions for e in r.eqns}
+        inside = {id(e) for r in self.regions for e in r.eqns if id(e) not in r.region.views}
         return [e for e in self.graph.eqns if id(e) not in inside]
 
     def as_text(self) -> str:
@@ -413,7 +413,7 @@ def cost_of(graph: Graph, regions: Sequence[Any]) -> dict[str, int]:
     and ``bytes_accessed``: the bytes each NumPy call and each kernel reads and writes
     (an estimate of memory traffic; a loop counts once, its steps' work not included),
     beside ``bytes_accessed_as_numpy``, the same with every equation a NumPy call."""
-    inside = {id(e) for r in regions for e in r.eqns}
+    inside = {id(e) for r in regions for e in r.eqns if id(e) not in r.views}
     numpy_calls = [e for e in graph.eqns if id(e) not in inside]
 
     def traffic(eqns: Sequence[Any], kernels: Sequence[Any]) -> int:
@@ -432,7 +432,8 @@ def cost_of(graph: Graph, regions: Sequence[Any]) -> dict[str, int]:
 
 def _text(graph: Graph, regions: Sequence[Any], texts: Sequence[str], backend: str,
           note: str) -> str:  # fmt: skip
-    where = {id(e): f"kernel {k}" for k, r in enumerate(regions) for e in r.eqns}
+    where = {id(e): f"kernel {k}" if id(e) not in r.views else f"NumPy, after kernel {k}"
+             for k, r in enumerate(regions) for e in r.eqns}  # fmt: skip
     notes = {id(e): where.get(id(e), "NumPy") for e in graph.eqns}
     costs = cost_of(graph, regions)
     head = f"# {note}"
