@@ -359,7 +359,8 @@ class LLVMBackend(Backend):
         a region of more than ``MAX_EQUATIONS`` equations, or whose module is longer, is
         cut into pieces of equal numbers of equations, and those regrouped, until each
         fits (or is one equation).  Each region expects its inputs laid out as NumPy's
-        calls and the other kernels (which return C-ordered arrays) lay them out."""
+        calls and the other kernels lay them out: a kernel returns a result in NumPy's
+        order of its axes where that has no gaps (``Region.orders``), else C-ordered."""
         layouts, cuts = numpy_layouts(graph), frozenset[int]()
         built: dict[tuple, _Built | None] = {}  # per region (equations, layouts): its module
         index = {id(eqn): i for i, eqn in enumerate(graph.eqns)}
