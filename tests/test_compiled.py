@@ -629,6 +629,26 @@ def test_a_kernel_no_function_uses_is_released():
     assert llvm_engine.live_engines() == before
 
 
+def test_a_function_freed_by_a_collection_while_one_is_made_does_not_deadlock():
+    """A garbage collection while ``_Definitions.function`` allocates (holding its lock)
+    frees a dead function's definition in the same thread: that must not wait for the
+    lock (it hung a full test run).  On an instance of its own, in a thread of its own,
+    so that a regression fails here rather than hanging every later kernel."""
+    import threading
+
+    definitions = llvm_engine._Definitions()
+    freed = threading.Event()
+
+    def collect_while_allocating():
+        with definitions.lock:  # as function() holds it while it allocates
+            definitions._free(object())  # what a weak reference's callback runs
+        freed.set()
+
+    threading.Thread(target=collect_while_allocating, daemon=True).start()
+    assert freed.wait(10)
+    assert len(definitions.free) == 1
+
+
 # --- the tiers ----------------------------------------------------------------------------------
 
 

@@ -229,9 +229,12 @@ class _Definitions:
         return function
 
     def _free(self, definition: Any) -> None:
-        with self.lock:
-            self.alive.pop(id(definition), None)
-            self.free.append(definition)
+        # No lock: a collection during ``function``'s allocation (holding the lock) runs
+        # this in the same thread, which would wait for ever. An append and a pop of a
+        # dict are atomic under the GIL; the lock only keeps two ``function``s from
+        # taking the same definition.
+        self.alive.pop(id(definition), None)
+        self.free.append(definition)
 
 
 _definitions = _Definitions()
