@@ -5,7 +5,8 @@ A straight-line program of thousands of equations (the gradient of an unrolled s
 is cut into kernels of at most ``MAX_LINES`` lines of IR: LLVM's optimisation takes
 time growing faster than the code, and one module of an unrolled LSTM's gradient never
 finished compiling.  A kernel expects what another kernel returns laid out as that
-kernel returns it (new C-ordered arrays), so no variant is compiled at run time; and a
+kernel returns it (new arrays, in NumPy's order of their axes or C's), so no variant is
+compiled at run time; and a
 kernel returns no view: NumPy makes it after the kernel, laid out as NumPy's own call
 would, since a later product or sum follows the layout.
 """
@@ -112,9 +113,10 @@ def test_a_kernel_returns_no_view_numpy_makes_it_after_the_kernel():
 
 
 def test_a_kernel_expects_what_another_returns_laid_out_as_it_returns_it():
-    """``sin(x.T)`` is F-ordered in NumPy, C-ordered as a kernel's result: the kernel
-    after NumPy's sort is written for the C-ordered array it is given, so no call falls
-    back to NumPy calls and no variant for another layout is compiled."""
+    """``sin(x.T)`` is F-ordered in NumPy and as the first kernel returns it; NumPy's
+    sort between the kernels is taken as C-ordered: the kernel after it is written for
+    the layouts it is given, so no call falls back to NumPy calls and no variant for
+    another layout is compiled."""
 
     def f(x):
         a = anp.sin(anp.transpose(x)) * 2.0 + 1.0

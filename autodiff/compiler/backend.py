@@ -122,9 +122,9 @@ def regions(graph: Graph, lowerable: Callable[[Eqn], bool], worth_it: Callable[[
 def _views_at_exits(region: Region) -> None:
     """A view the region would return (a transpose, a slice of an input or of a value
     it computes) made by NumPy after the kernel instead, of the kernel's result or of
-    the region's input: as NumPy's own calls lay it out (a kernel returns new C-ordered
-    arrays, and a later sum or product follows the layout: ``x.T @ y`` of a strided
-    ``x`` and of its C copy differ in the last bits).  Its equations stay in the
+    the region's input: as NumPy's own calls lay it out (a kernel returns new arrays
+    with no gaps, and a later sum or product follows the layout: ``x.T @ y`` of a
+    strided ``x`` and of its C copy differ in the last bits).  Its equations stay in the
     region for the kernel's own uses and run outside it too (``Region.views``)."""
     made = {v: e for e in region.eqns for v in e.outvars}
     outputs: list[Var] = []
