@@ -35,9 +35,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import optree
 
 import autodiff.numpy as anp
+from autodiff.core import trees
 from autodiff.core.tracer import Tracer
 from autodiff.interpreters.forward import jvp as _jvp
 from autodiff.interpreters.reverse import stop_gradient
@@ -97,7 +97,7 @@ def _nary(unary: Callable) -> Callable:
 
 
 def _one(x: Any) -> Any:
-    return optree.tree_map(lambda leaf: anp.ones_like(leaf), x)
+    return trees.tree_map(anp.ones_like, x)
 
 
 def _unary_vjp(f: Callable, x: Any) -> tuple[Callable, Any]:
@@ -268,7 +268,7 @@ def primitive(fun: Callable) -> Callable:
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        leaves = optree.tree_leaves((args, kwargs))
+        leaves = [*trees.leaves(args), *trees.leaves(kwargs)] if kwargs else trees.leaves(args)
         if not any(isinstance(leaf, Tracer) for leaf in leaves):
             return fun(*args, **kwargs)
         diff = [i for i, a in enumerate(args) if _is_value(a) and i in wrapped.vjps]  # type: ignore

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import optree
 
 from autodiff.core.stack import check_live
 from autodiff.core.tracer import Tracer
+from autodiff.core.trees import is_plain
 from autodiff.errors import TransformTypeError, TransformValueError
 
 __all__ = [
@@ -294,6 +294,10 @@ def leaf_paths(args: tuple, positions: Sequence[int] | None = None) -> list[str]
 
     ``positions`` maps entries of ``args`` to the caller's argument positions.
     """
+    if all(map(is_plain, args)):  # no containers: no tree library to import
+        return [f"argument {i if positions is None else positions[i]}" for i in range(len(args))]
+    import optree
+
     paths, _, _ = optree.tree_flatten_with_path(args)
     names = []
     for path in paths:

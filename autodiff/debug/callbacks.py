@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
 from autodiff.core.arrays import shape_of
 from autodiff.core.graph import ShapedArray
@@ -45,6 +44,8 @@ def _is_operand(x: Any) -> bool:
 
 
 def _call(*operands: Any, function: Callable, tree: Any, statics: tuple) -> tuple:
+    import optree  # imported at first use: a program without callbacks never needs it
+
     leaves, values = list(statics), iter(operands)
     leaves = [next(values) if leaf is _OPERAND else leaf for leaf in leaves]
     args, kwargs = optree.tree_unflatten(tree, leaves)
@@ -83,6 +84,8 @@ def callback(function: Callable, *args: Any, ordered: bool = False, **kwargs: An
     >>> seen
     [1.0, 2.0, 3.0]
     """
+    import optree
+
     if not callable(function):
         raise TypeError(f"debug.callback(function, ...): function must be callable, got "
                         f"{function!r:.60}")  # fmt: skip
@@ -210,6 +213,8 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any,
     >>> autodiff.jit(autodiff.vmap(f))(np.array([0.0, 0.5])).round(4)
     array([1.    , 0.6366])
     """
+    import optree
+
     if not callable(callback):
         raise TypeError(f"pure_callback(callback, ...): callback must be callable, got "
                         f"{callback!r:.60}")  # fmt: skip

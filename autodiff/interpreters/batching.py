@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
-import optree
 
 from autodiff.core import conversions
 from autodiff.core import tracer as _tracer
@@ -211,6 +210,8 @@ def _empty_batch(example: Any) -> Any:
 
 
 def _check_dims_spec(spec: Any, name: str) -> None:
+    import optree  # imported at first use: a program without vmap never needs it
+
     for leaf in optree.tree_leaves(spec, none_is_leaf=True):
         if leaf is not None and (not isinstance(leaf, (int, np.integer)) or isinstance(leaf, bool)):
             raise TransformTypeError(
@@ -221,6 +222,8 @@ def _check_dims_spec(spec: Any, name: str) -> None:
 
 def _broadcast_prefix(spec: Any, tree: Any, what: str, name: str) -> list:
     """One dim per leaf of ``tree``, from ``spec``, a pytree prefix of ``tree``."""
+    import optree
+
     prefix = optree.tree_structure(spec, none_is_leaf=True)
     try:
         subtrees = prefix.flatten_up_to(tree)
@@ -235,6 +238,8 @@ def _broadcast_prefix(spec: Any, tree: Any, what: str, name: str) -> list:
 
 
 def _flatten_inputs(args: tuple, in_dims: Any):
+    import optree
+
     if isinstance(in_dims, (tuple, list)):
         if len(in_dims) != len(args):
             raise TransformValueError(
@@ -312,6 +317,8 @@ def _batch_size(flat: list, dims: list, paths: list) -> int:
 
 
 def _out_dims_for(out: Any, out_dims: Any) -> list:
+    import optree
+
     if isinstance(out_dims, (int, np.integer)) or out_dims is None:
         return [out_dims] * len(optree.tree_leaves(out))
     return _broadcast_prefix(out_dims, out, "the function's output", "out_dims")
@@ -360,6 +367,8 @@ class _Call(NamedTuple):
 
 
 def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
+    import optree
+
     interp = BatchInterpreter(size, call.randomness)
     unseen = unseen_sources(call.func) if call.randomness == "error" else ()
     with new_interpreter(interp):
@@ -394,6 +403,8 @@ def _copy(x: Any) -> Any:
 
 
 def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: int) -> Any:
+    import optree
+
     outs = []
     for start in range(0, size, chunk_size):
         if chunk_size == 1:  # a plain loop: vmap's constraints don't apply
@@ -422,6 +433,8 @@ def _check_chunks(outs: list, dims_out: list, chunk_size: int) -> None:
     """The chunks' outputs can be joined: one structure, and (chunk_size=1, a plain
     loop, where nothing else checks it) one shape per output and, for out_dims None,
     one value."""
+    import optree
+
     structure = optree.tree_structure(outs[0])
     for k, out in enumerate(outs):
         if optree.tree_structure(out) != structure:

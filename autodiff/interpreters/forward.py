@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from autodiff.core import trees
 from autodiff.core.args import (
     a_type,
     as_input_array,
@@ -123,8 +123,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
                 f"{type(value).__name__}. For one argument write ({name[:-1]},)."
             )
     check_no_none(primals, "jvp", what="the primal for ")
-    flat_p, tree_p = optree.tree_flatten(tuple(primals))
-    flat_t, tree_t = optree.tree_flatten(tuple(tangents))
+    flat_p, tree_p = trees.flatten(tuple(primals))
+    flat_t, tree_t = trees.flatten(tuple(tangents))
     if tree_p != tree_t:
         listed = numbers_for_array(tuple(tangents), tree_p, "jvp: tangent")
         raise TransformValueError(
@@ -158,15 +158,15 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
     with new_interpreter(interp):
         duals = [DualTensor(interp, p, t) for p, t in zip(flat_p, flat_t)]
         try:
-            out = func(*optree.tree_unflatten(tree_p, duals))
+            out = func(*trees.unflatten(tree_p, duals))
         except TypeError as e:  # a list for an array: list ** 2 fails in func
             note_list_inputs(e, tuple(primals), "jvp")
             raise
         aux = None
         if has_aux:
             out, aux = split_aux(out, "jvp")
-            aux = optree.tree_map(functools.partial(_primal, interp), aux)
-        out_flat, out_tree = optree.tree_flatten(out)
+            aux = trees.tree_map(functools.partial(_primal, interp), aux)
+        out_flat, out_tree = trees.flatten(out)
         primals_out, tangents_out = [], []
         for i, leaf in enumerate(out_flat):
             mine = owned(interp, leaf)
@@ -180,8 +180,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, has_aux: bool = False):
             primals_out.append(as_output(primal))
             tangents_out.append(as_output(np.zeros_like(primal) if tangent is None else tangent))
     result = (
-        optree.tree_unflatten(out_tree, primals_out),
-        optree.tree_unflatten(out_tree, tangents_out),
+        trees.unflatten(out_tree, primals_out),
+        trees.unflatten(out_tree, tangents_out),
     )
     return (*result, aux) if has_aux else result
 

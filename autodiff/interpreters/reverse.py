@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-import optree
 
+from autodiff.core import trees
 from autodiff.core.args import (
     as_input_array,
     as_tangent,
@@ -210,7 +210,7 @@ class _VJPFunction:
                 f"vjp_fn takes exactly one argument (the cotangents, structured like "
                 f"the output), got {len(args)}. Pass a tuple for tuple outputs."
             )
-        flat, tree = optree.tree_flatten(args[0])
+        flat, tree = trees.flatten(args[0])
         if tree != self._out_tree:
             listed = numbers_for_array((args[0],), _one(self._out_tree), "vjp_fn: cotangent")
             raise TransformValueError(
@@ -240,12 +240,14 @@ class _VJPFunction:
                 # e.g. float64 constants met a float32 input: gradients keep the input's dtype
                 ct = _match_realness(ct, value).astype(value.dtype)
             grads.append(as_output(ct))
-        return optree.tree_unflatten(self._in_tree, grads)
+        return trees.unflatten(self._in_tree, grads)
 
 
 def _one(tree: Any) -> Any:
     """The treespec of ``(x,)`` for ``x`` structured as ``tree``."""
-    return optree.tree_structure((optree.tree_unflatten(tree, [0] * tree.num_leaves),))
+    import optree  # (for an error's message)
+
+    return optree.tree_structure((trees.unflatten(tree, [0] * tree.num_leaves),))
 
 
 def _vjp(
@@ -257,7 +259,7 @@ def _vjp(
     keep_all_residuals: bool = False,
 ):
     check_no_none(primals, transform, positions)
-    flat, in_tree = optree.tree_flatten(primals)
+    flat, in_tree = trees.flatten(primals)
     flat = [
         as_input_array(x, what, transform, differentiable=True)
         for x, what in zip(flat, leaf_paths(primals, positions))
@@ -267,15 +269,15 @@ def _vjp(
         in_nodes = [Node(None, {}, (), None, ()) for _ in flat]
         tracers = [GradTensor(interp, x, node) for x, node in zip(flat, in_nodes)]
         try:
-            out = func(*optree.tree_unflatten(in_tree, tracers))
+            out = func(*trees.unflatten(in_tree, tracers))
         except TypeError as e:  # a list for an array: list ** 2 fails in func
             note_list_inputs(e, primals, transform)
             raise
         aux = None
         if has_aux:
             out, aux = split_aux(out, transform)
-            aux = optree.tree_map(functools.partial(_unwrap, interp), aux)
-        out_flat, out_tree = optree.tree_flatten(out)
+            aux = trees.tree_map(functools.partial(_unwrap, interp), aux)
+        out_flat, out_tree = trees.flatten(out)
         values, meta = [], []
         for i, leaf in enumerate(out_flat):
             mine = owned(interp, leaf)
@@ -292,7 +294,7 @@ def _vjp(
             values.append(value)  # (vjp and grad_and_value return them as_output)
             meta.append((node, index, shape_of(value), value.dtype))
     vjp_fn = _VJPFunction(transform, in_tree, in_nodes, flat, out_tree, meta)
-    return optree.tree_unflatten(out_tree, values), vjp_fn, aux
+    return trees.unflatten(out_tree, values), vjp_fn, aux
 
 
 def _unwrap(interp: GradInterpreter, x: Any) -> Any:
@@ -319,7 +321,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False):
     check_callable(func, "vjp")
     check_flag(has_aux, "has_aux", "vjp")
     out, vjp_fn, aux = _vjp(func, primals, has_aux, "vjp")
-    out = optree.tree_map(as_output, out)
+    out = trees.tree_map(as_output, out)
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
@@ -339,7 +341,7 @@ def _grad_and_value_impl(func, argnums, has_aux, transform):
         grads = vjp_fn(np.ones_like(out))
         grads = grads[0] if isinstance(argnums, (int, np.integer)) else grads
         if transform != "grad":  # (grad drops the value)
-            out = optree.tree_map(as_output, out)
+            out = trees.tree_map(as_output, out)
         return grads, ((out, aux) if has_aux else out)
 
     return wrapper
@@ -494,4 +496,4 @@ def stop_gradient(x: Any) -> Any:
     >>> float(grad(lambda x: x * stop_gradient(x))(3.0))
     3.0
     """
-    return optree.tree_map(lambda leaf: _stop(leaf) if is_array(leaf) else leaf, x)
+    return trees.tree_map(lambda leaf: _stop(leaf) if is_array(leaf) else leaf, x)

@@ -45,8 +45,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from autodiff.core import trees
 from autodiff.core.tracer import Tracer
 from autodiff.errors import UnsupportedFunctionError
 from autodiff.numpy import _draws
@@ -63,7 +63,8 @@ _NOT_DRAWS = {
 
 
 def _has_tracer(args: tuple, kwargs: dict) -> bool:
-    return any(isinstance(leaf, Tracer) for leaf in optree.tree_leaves((args, kwargs)))
+    leaves = trees.leaves(args) + (trees.leaves(kwargs) if kwargs else [])
+    return any(isinstance(leaf, Tracer) for leaf in leaves)
 
 
 def _looped(draw: Any, args: tuple, kwargs: dict, sizes: tuple[int, ...]) -> Any:

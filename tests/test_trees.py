@@ -1,0 +1,117 @@
+"""core/trees.py: plain arguments are flattened without optree, exactly as optree would."""
+
+import collections
+import subprocess
+import sys
+
+import numpy as np
+import optree
+import pytest
+
+import autodiff
+from autodiff.core import trees
+
+Point = collections.namedtuple("Point", "x y")
+
+CASES = [
+    np.ones(3),
+    2.5,
+    3,
+    True,
+    1j,
+    np.float32(1.5),
+    np.int64(2),
+    (np.ones(2), 3.0),
+    [np.ones(2), np.zeros(3), 1.0],
+    (),
+    [],
+    (np.ones(2), None),  # None is a node with no leaves: optree's
+    (np.ones(2), {"w": np.ones(3)}),
+    Point(np.ones(1), 2.0),  # a tuple subclass: a node of its own
+    {"a": 1.0},
+    None,
+    ((1.0, 2.0), 3.0),
+]
+
+
+@pytest.mark.parametrize("tree", CASES, ids=lambda t: type(t).__name__)
+def test_flatten_gives_optrees_leaves_and_structure(tree):
+    leaves, structure = trees.flatten(tree)
+    want_leaves, want = optree.tree_flatten(tree)
+    assert len(leaves) == len(want_leaves)
+    assert all(a is b for a, b in zip(leaves, want_leaves))
+    assert structure == want and want == structure and not structure != want
+    assert hash(structure) == hash(want) and repr(structure) == repr(want)
+    assert structure.num_leaves == want.num_leaves
+    back = trees.unflatten(structure, leaves)
+    assert type(back) is type(tree) and optree.tree_structure(back) == want
+    doubled = trees.tree_map(lambda v: v * 2, tree)
+    assert optree.tree_all(
+        optree.tree_map(lambda a, b: np.array_equal(a, b * 2), doubled, tree)
+    )
+
+
+def test_plain_values_take_the_shortcut_and_a_container_does_not():
+    assert isinstance(trees.flatten((np.ones(2), 1.0))[1], trees.Flat)
+    assert isinstance(trees.flatten(np.ones(2))[1], trees.Flat)
+    # a tuple subclass, a dict, None inside: optree's own treespec
+    for tree in (Point(1.0, 2.0), (1.0, {"a": 2.0}), (1.0, None)):
+        assert isinstance(trees.flatten(tree)[1], optree.PyTreeSpec)
+    # two plain structures differ as optree's would
+    assert trees.flatten((1.0, 2.0))[1] != trees.flatten([1.0, 2.0])[1]
+    assert trees.flatten((1.0, 2.0))[1] != trees.flatten((1.0,))[1]
+    assert trees.flatten(1.0)[1] != trees.flatten((1.0,))[1]
+
+
+def test_a_traced_value_is_a_plain_leaf():
+    seen = []
+
+    def f(x):
+        leaves, structure = trees.flatten((x, x * 2))
+        seen.append(isinstance(structure, trees.Flat) and len(leaves) == 2)
+        return np.sum(np.sin(x))
+
+    g = autodiff.grad(f)(np.array([0.3, 0.7]))
+    np.testing.assert_allclose(g, np.cos([0.3, 0.7]), rtol=1e-15)
+    assert seen == [True]
+
+
+def test_the_vjp_functions_structure_checks_hold_for_both_kinds():
+    x = np.array([1.0, 2.0])
+    out, vjp_fn = autodiff.vjp(lambda a, b: (a * b, a + b), x, 3.0)
+    ct = (np.ones(2), np.ones(2))
+    ga, gb = vjp_fn(ct)
+    np.testing.assert_array_equal(ga, np.full(2, 4.0))  # b + 1
+    assert float(gb) == 5.0  # sum(a) + sum(ones)
+    with pytest.raises(ValueError, match=r"cotangent structure PyTreeSpec\(\[\*, \*\]\)"):
+        vjp_fn([np.ones(2), np.ones(2)])  # a list for the tuple output
+    # a dict output against plain cotangents, and the reverse
+    _, vjp_fn = autodiff.vjp(lambda a: {"y": a * 2}, x)
+    np.testing.assert_array_equal(vjp_fn({"y": np.ones(2)})[0], np.full(2, 2.0))
+    with pytest.raises(ValueError, match="does not match the structure"):
+        vjp_fn(np.ones(2))
+    _, jvp_fn = autodiff.linearize(lambda a, b: a * b, x, 2.0)
+    np.testing.assert_array_equal(jvp_fn(np.ones(2), 0.0), np.full(2, 2.0))
+    with pytest.raises(ValueError, match="structured like the primals"):
+        jvp_fn((np.ones(2), 0.0))
+
+
+def test_a_plain_program_never_imports_optree_and_a_tree_does():
+    # Importing optree costs a short program (autograd's examples) ~10 ms: only trees pay it.
+    plain = (
+        "import sys, numpy as np, autodiff, autodiff.numpy as anp\n"
+        "from autodiff.compat import autograd\n"
+        "x = np.array([0.5, 1.5])\n"
+        "g = autodiff.grad(lambda x, y: anp.sum(anp.sin(x) * y), argnums=(0, 1))(x, 2.0)\n"
+        "assert np.allclose(g[0], 2 * np.cos(x)) and np.isclose(g[1], np.sum(np.sin(x)))\n"
+        "out, t = autodiff.jvp(lambda x: anp.exp(x), (x,), (np.ones(2),))\n"
+        "assert np.allclose(t, np.exp(x))\n"
+        "v, f = autodiff.vjp(lambda x: (x ** 2, x), x); assert np.allclose(f((x, x))[0], 2*x*x+x)\n"
+        "assert np.allclose(autograd.elementwise_grad(anp.tanh)(x), 1 - np.tanh(x) ** 2)\n"
+        "r = np.random.default_rng(0)\n"
+        "autodiff.grad(lambda x: anp.sum(anp.random.normal(r, x.shape) * x))(x)\n"
+        "assert 'optree' not in sys.modules, 'a plain program imported optree'\n"
+        "g = autodiff.grad(lambda p: anp.sum(p['w'] ** 2))({'w': x})\n"
+        "assert np.allclose(g['w'], 2 * x) and 'optree' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", plain], check=True, timeout=60)
