@@ -10,20 +10,23 @@
 import importlib
 from typing import Any
 
-from autodiff import debug, errors, numpy
-from autodiff.debug.callbacks import pure_callback
-from autodiff.debug.nans import debug_nans
-from autodiff.debug.rule_checks import debug_rules
-from autodiff.interpreters.batching import vmap
-from autodiff.interpreters.forward import jvp
-from autodiff.interpreters.reverse import (
-    grad,
-    grad_and_value,
-    no_grad,
-    stop_gradient,
-    value_and_grad,
-    vjp,
-)
+from autodiff.core.loading import paused_collection
+
+with paused_collection():  # (core/loading.py: why)
+    from autodiff import debug, errors, numpy
+    from autodiff.debug.callbacks import pure_callback
+    from autodiff.debug.nans import debug_nans
+    from autodiff.debug.rule_checks import debug_rules
+    from autodiff.interpreters.batching import vmap
+    from autodiff.interpreters.forward import jvp
+    from autodiff.interpreters.reverse import (
+        grad,
+        grad_and_value,
+        no_grad,
+        stop_gradient,
+        value_and_grad,
+        vjp,
+    )
 
 # Imported on first use (a module-level __getattr__): the compiler behind ``jit`` and
 # ``stages`` (its LLVM backend, disk cache and background compiler), the control flow

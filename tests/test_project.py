@@ -1,10 +1,13 @@
 """The project's promises about itself: the README's commands, the tour, the
 public API's docstrings, and a docs/architecture.md that links every folder's README."""
 
+import gc
 import pathlib
 import re
 import subprocess
 import sys
+
+import pytest
 
 import autodiff
 import autodiff.numpy as anp
@@ -107,6 +110,38 @@ def test_rules_readme_block_style_matches_the_code():
     text = (ROOT / "autodiff" / "rules" / "README.md").read_text()
     assert re.search(r"vjp_i\(ct, ans, \*primals, \*\*params\)", text)
     assert "def_vjp" in (ROOT / "autodiff" / "core/primitive.py").read_text()
+
+
+def test_the_package_loads_with_the_collector_paused_and_leaves_it_as_it_was():
+    # core/loading.py: `import autodiff` makes ~30,000 objects; unpaused, ~25 collections
+    # would run while it does (one per 700 allocations). Paused: the few before and after.
+    code = (
+        "import gc, sys\n"
+        "runs = []\n"
+        "gc.callbacks.append(lambda phase, info: runs.append(phase))\n"
+        "None if sys.argv[1] == 'on' else gc.disable()\n"
+        "import autodiff\n"
+        "assert gc.isenabled() == (sys.argv[1] == 'on'), gc.isenabled()\n"
+        "print(runs.count('start'))\n"
+    )
+    for state in ("on", "off"):
+        out = subprocess.run([sys.executable, "-c", code, state], capture_output=True,
+                             text=True, check=True, timeout=60).stdout  # fmt: skip
+        assert int(out) <= 5, f"{out.strip()} collections while autodiff loaded"
+    from autodiff.core.loading import paused_collection
+
+    assert gc.isenabled()
+    seen = []
+
+    def failing_import():
+        with paused_collection():
+            seen.append(gc.isenabled())
+            raise ImportError("an import that fails")
+
+    with pytest.raises(ImportError):
+        failing_import()
+    assert seen == [False]
+    assert gc.isenabled()
 
 
 def test_import_autodiff_leaves_the_heavy_modules_for_first_use():
