@@ -151,6 +151,27 @@ def test_the_names_in_process_and_the_help():
     assert "ModuleNotFoundError" in missing.stderr  # autograd's internals have no counterpart
 
 
+def test_the_command_loads_the_names_once_and_passes_the_programs_exit_on(tmp_path):
+    # `python -m` runs this module's file as __main__; the program's `import autograd`
+    # must find the module the command installed, not run the file a second time.
+    program = tmp_path / "program.py"
+    program.write_text(
+        "import sys, autograd, autodiff.compat.autograd as names\n"
+        "assert autograd is names and names.__name__ == 'autodiff.compat.autograd'\n"
+        "finders = [type(f) for f in sys.meta_path if type(f).__name__ == '_Finder']\n"
+        "assert finders == [names._Finder], finders\n"
+        "assert sys.argv[1:] == ['a', 'b'], sys.argv\n"
+        "sys.exit(3)\n"
+    )
+    result = subprocess.run([sys.executable, "-m", "autodiff.compat.autograd", str(program),
+                             "a", "b"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 3, result.stderr[-2000:]
+    program.write_text("raise KeyError('from the program')\n")
+    result = subprocess.run([sys.executable, "-m", "autodiff.compat.autograd", str(program)],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 1 and "KeyError: 'from the program'" in result.stderr
+
+
 def test_hessian_vector_product_is_the_hessian_times_the_tensor_either_way():
     # A real tensor shaped like the argument takes the JVP of the gradient (forward over
     # reverse); anything else autograd's gradient of grad . tensor.  Both against the

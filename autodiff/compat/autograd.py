@@ -23,13 +23,20 @@ array([1., 1., 1.])
 
 from __future__ import annotations
 
+import sys
+
+if __name__ == "__main__":  # python -m: run the program with this module loaded once, by name
+    from autodiff.compat.autograd import main
+
+    main(sys.argv[1:])
+    raise SystemExit  # (the program's import of autograd would otherwise run this file again)
+
 import builtins
 import functools
 import importlib
 import importlib.machinery
 import inspect
 import runpy
-import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -563,7 +570,3 @@ def main(argv: Sequence[str]) -> None:
     install()
     sys.argv = list(argv)
     runpy.run_path(argv[0], run_name="__main__")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
