@@ -10,9 +10,9 @@
 import importlib
 from typing import Any
 
-from autodiff.core.loading import paused_collection
+from autodiff.core.loading import loading_package
 
-with paused_collection():  # (core/loading.py: why)
+with loading_package():  # (core/loading.py: why)
     from autodiff import debug, errors, numpy
     from autodiff.debug.callbacks import pure_callback
     from autodiff.debug.nans import debug_nans

@@ -35,13 +35,14 @@ CIRCLE = {"rules._helpers", "rules.compositions", "rules.elementwise", "rules.in
 # Dependencies imported inside the function that needs them, on first use, because they
 # are slow to import (``import autodiff`` imports none of them): the optional SciPy,
 # numba, llvmlite, Dask, networkx and matplotlib, and plum, which only resolving a new (interpreter,
-# primitive) pair needs; and the standard library's shutil and subprocess (with the
+# primitive) pair needs; optree, which only a pytree with containers needs (plain arguments
+# are flattened by core/trees.py); and the standard library's shutil and subprocess (with the
 # modules they pull in, ~8 ms: a sixth of the package's own import), which only drawing a
 # graph with Graphviz's dot needs.  A module of the package that imports one at its top
 # (the SciPy rule families) may be imported on first use too.
 # Every other import is at the top.
-LAZY = {"scipy", "numba", "llvmlite", "dask", "networkx", "matplotlib", "plum", "shutil",
-        "subprocess"}  # fmt: skip
+LAZY = {"scipy", "numba", "llvmlite", "dask", "networkx", "matplotlib", "plum", "optree",
+        "shutil", "subprocess"}  # fmt: skip
 # Modules of the package imported inside the one function that needs them, because a
 # plain program never does: the testing kit, which only autograd's check_grads
 # (compat/autograd.py) reaches from a namespace, and anp.fft, which numpy.fft's functions

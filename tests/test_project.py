@@ -2,6 +2,7 @@
 public API's docstrings, and a docs/architecture.md that links every folder's README."""
 
 import gc
+import os
 import pathlib
 import re
 import subprocess
@@ -128,20 +129,53 @@ def test_the_package_loads_with_the_collector_paused_and_leaves_it_as_it_was():
         out = subprocess.run([sys.executable, "-c", code, state], capture_output=True,
                              text=True, check=True, timeout=60).stdout  # fmt: skip
         assert int(out) <= 5, f"{out.strip()} collections while autodiff loaded"
-    from autodiff.core.loading import paused_collection
+    from autodiff.core.loading import checks_rules, loading_package
 
-    assert gc.isenabled()
+    assert gc.isenabled() and checks_rules()
     seen = []
 
     def failing_import():
-        with paused_collection():
-            seen.append(gc.isenabled())
+        with loading_package():
+            seen.append((gc.isenabled(), checks_rules()))
             raise ImportError("an import that fails")
 
     with pytest.raises(ImportError):
         failing_import()
-    assert seen == [False]
-    assert gc.isenabled()
+    assert seen == [(False, False)] and gc.isenabled() and checks_rules()
+
+
+def test_the_packages_own_rules_pass_the_checks_a_users_rules_get():
+    # core/loading.py: the package's rules are not checked as it loads (the same rules at
+    # every start); here every module loads with the checks on, as a user's rules would.
+    code = (
+        "import importlib, pkgutil, autodiff\n"
+        "from autodiff.core import rule_forms\n"
+        "names = [m.name for m in pkgutil.walk_packages(autodiff.__path__, 'autodiff.')]\n"
+        "for name in names:\n"
+        "    if not name.endswith('__main__'):\n"
+        "        importlib.import_module(name)\n"
+        "print(len(names))\n"
+    )
+    env = {**os.environ, "AUTODIFF_CHECK_OWN_RULES": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert int(out.stdout) > 150  # every module of the package, rules families included
+    # ... and the switch does switch: the checks run while the package loads with it,
+    # not without it
+    count = (
+        "import sys\n"
+        "calls = []\n"
+        "sys.setprofile(lambda frame, event, arg: calls.append(1) if event == 'call' and "
+        "frame.f_code.co_name == 'check_arity' else None)\n"
+        "import autodiff\n"
+        "sys.setprofile(None)\n"
+        "print(len(calls))\n"
+    )
+    for environment, checked in ((env, True), (os.environ, False)):
+        run = subprocess.run([sys.executable, "-c", count], env=environment,
+                             capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+        assert (int(run.stdout) > 100) == checked, run.stdout
 
 
 def test_import_autodiff_leaves_the_heavy_modules_for_first_use():

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from autodiff.core.dispatch import DispatchPoint, dispatch
+from autodiff.core.loading import checks_rules
 from autodiff.core.lowering import Lowering
 from autodiff.core.rule_forms import (
     check_arity,
@@ -183,10 +184,12 @@ class Primitive:
         cotangent for each position in ``argnums`` (``core/rule_forms.py``), for rules
         that read parameters recorded with the call (control flow, ``custom_vjp``)."""
         if packed:
-            check_packed(self, "VJP", rule)
+            if checks_rules():
+                check_packed(self, "VJP", rule)
             self.vjp = rule  # type: ignore[assignment]
         else:
-            check_arity(self, "VJP", rule)
+            if checks_rules():
+                check_arity(self, "VJP", rule)
             self.vjp = normalized_vjp(rule)
         return rule
 
@@ -195,10 +198,12 @@ class Primitive:
         form the transforms call, ``rule(tangents, ans, primals, params)`` with None for
         a zero tangent."""
         if packed:
-            check_packed(self, "JVP", rule)
+            if checks_rules():
+                check_packed(self, "JVP", rule)
             self.jvp = rule  # type: ignore[assignment]
         else:
-            check_arity(self, "JVP", rule)
+            if checks_rules():
+                check_arity(self, "JVP", rule)
             self.jvp = normalized_jvp(self, rule)
         return rule
 
@@ -224,7 +229,8 @@ class Primitive:
 
     def def_batch(self, rule: Callable) -> Callable:
         """``rule(args, dims, **params) -> (out, out_dim)`` (see ``batch`` above)."""
-        check_batch(self, rule)
+        if checks_rules():
+            check_batch(self, rule)
         self.batch = rule
         return rule
 
@@ -243,7 +249,8 @@ class Primitive:
     def def_taylor(self, rule: Callable) -> Callable:
         """``rule(primals, series, **params) -> (ans, series_out)``: how a truncated
         Taylor series of the arguments maps to the result's (see ``taylor`` above)."""
-        check_taylor_arity(self, rule)
+        if checks_rules():
+            check_taylor_arity(self, rule)
         self.taylor = rule
         return rule
 
