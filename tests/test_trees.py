@@ -40,15 +40,29 @@ def test_flatten_gives_optrees_leaves_and_structure(tree):
     want_leaves, want = optree.tree_flatten(tree)
     assert len(leaves) == len(want_leaves)
     assert all(a is b for a, b in zip(leaves, want_leaves))
-    assert structure == want and want == structure and not structure != want
+    assert structure == want and want == structure
+    assert [structure != want, want != structure] == [False, False]
     assert hash(structure) == hash(want) and repr(structure) == repr(want)
     assert structure.num_leaves == want.num_leaves
     back = trees.unflatten(structure, leaves)
     assert type(back) is type(tree) and optree.tree_structure(back) == want
     doubled = trees.tree_map(lambda v: v * 2, tree)
-    assert optree.tree_all(
-        optree.tree_map(lambda a, b: np.array_equal(a, b * 2), doubled, tree)
-    )
+    assert optree.tree_all(optree.tree_map(lambda a, b: np.array_equal(a, b * 2), doubled, tree))
+    summed = trees.tree_map(lambda a, b: a + b, tree, doubled)
+    assert optree.tree_structure(summed) == want
+    assert optree.tree_all(optree.tree_map(lambda a, b: np.array_equal(a, b * 3), summed, tree))
+
+
+def test_mapping_over_trees_that_differ_does_as_optree_does():
+    for a, b in (((1.0, 2.0), [1.0, 2.0]), ((1.0,), (1.0, 2.0))):
+        with pytest.raises(ValueError, match="tuple") as ours:
+            trees.tree_map(lambda x, y: x, a, b)
+        with pytest.raises(ValueError, match="tuple") as theirs:
+            optree.tree_map(lambda x, y: x, a, b)
+        assert str(ours.value) == str(theirs.value)
+    # the first tree a prefix of the second: optree's mapping, subtree and all
+    a, b = (1.0, 2.0), (1.0, {"a": 2.0})
+    assert trees.tree_map(lambda x, y: (x, y), a, b) == optree.tree_map(lambda x, y: (x, y), a, b)
 
 
 def test_plain_values_take_the_shortcut_and_a_container_does_not():
@@ -78,7 +92,7 @@ def test_a_traced_value_is_a_plain_leaf():
 
 def test_the_vjp_functions_structure_checks_hold_for_both_kinds():
     x = np.array([1.0, 2.0])
-    out, vjp_fn = autodiff.vjp(lambda a, b: (a * b, a + b), x, 3.0)
+    _, vjp_fn = autodiff.vjp(lambda a, b: (a * b, a + b), x, 3.0)
     ct = (np.ones(2), np.ones(2))
     ga, gb = vjp_fn(ct)
     np.testing.assert_array_equal(ga, np.full(2, 4.0))  # b + 1
@@ -110,6 +124,8 @@ def test_a_plain_program_never_imports_optree_and_a_tree_does():
         "assert np.allclose(autograd.elementwise_grad(anp.tanh)(x), 1 - np.tanh(x) ** 2)\n"
         "r = np.random.default_rng(0)\n"
         "autodiff.grad(lambda x: anp.sum(anp.random.normal(r, x.shape) * x))(x)\n"
+        "from autodiff.compat.autograd import check_grads\n"
+        "check_grads(lambda x: anp.sum(anp.tanh(x) ** 2), x, modes=['rev', 'fwd'])\n"
         "assert 'optree' not in sys.modules, 'a plain program imported optree'\n"
         "g = autodiff.grad(lambda p: anp.sum(p['w'] ** 2))({'w': x})\n"
         "assert np.allclose(g['w'], 2 * x) and 'optree' in sys.modules\n"

@@ -26,9 +26,9 @@ from __future__ import annotations
 import sys
 
 if __name__ == "__main__":  # python -m: run the program with this module loaded once, by name
-    from autodiff.compat.autograd import main
+    import importlib
 
-    main(sys.argv[1:])
+    importlib.import_module("autodiff.compat.autograd").main(sys.argv[1:])
     raise SystemExit  # (the program's import of autograd would otherwise run this file again)
 
 import builtins

@@ -99,7 +99,12 @@ def leaves(tree: Any) -> list:
     return flatten(tree)[0]
 
 
-def tree_map(func: Any, tree: Any) -> Any:
-    """``optree.tree_map(func, tree)`` for one tree."""
+def tree_map(func: Any, tree: Any, *rest: Any) -> Any:
+    """``optree.tree_map(func, tree, *rest)``."""
     flat, structure = flatten(tree)
-    return unflatten(structure, [func(leaf) for leaf in flat])
+    others = [flatten(other) for other in rest]
+    if any(not isinstance(s, Flat) or s != structure for _, s in others):
+        import optree  # (structures that differ: optree says how, or maps a prefix)
+
+        return optree.tree_map(func, tree, *rest)
+    return unflatten(structure, [func(*leaves) for leaves in zip(flat, *(o for o, _ in others))])

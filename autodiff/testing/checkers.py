@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import optree
 
+from autodiff.core import trees
 from autodiff.core.args import as_input_array, check_callable, check_no_none, leaf_paths
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.batching import vmap
@@ -38,14 +38,14 @@ def _random_like(tree: Any, rng: np.random.Generator) -> Any:
             out = out + 1j * rng.standard_normal(x.shape)
         return out.astype(x.dtype)
 
-    return optree.tree_map(draw, tree)
+    return trees.tree_map(draw, tree)
 
 
 def _inner(a: Any, b: Any) -> float:
     """Re sum(a * b): bilinear, not conjugating.  With JAX's convention for
     complex numbers (which autodiff follows) <ct, J v> = <vjp(ct), v> holds in
     this pairing, and finite differences of <ct, f(x + t v)> give <ct, J v>."""
-    xs, ys = optree.tree_leaves(a), optree.tree_leaves(b)
+    xs, ys = trees.leaves(a), trees.leaves(b)
     if len(xs) != len(ys):
         raise AssertionError(
             f"check_grads: a derivative has {len(xs)} leaves where {len(ys)} are expected "
@@ -57,16 +57,16 @@ def _inner(a: Any, b: Any) -> float:
 
 
 def _conj(tree: Any) -> Any:
-    return optree.tree_map(np.conj, tree)
+    return trees.tree_map(np.conj, tree)
 
 
 def _axpy(t: float, v: Any, x: Any) -> Any:
-    return optree.tree_map(lambda vi, xi: xi + t * vi, v, x)
+    return trees.tree_map(lambda vi, xi: xi + t * vi, v, x)
 
 
 def precision(tree: Any) -> float:
     """Machine epsilon of the least precise floating dtype among the leaves."""
-    dtypes = [np.asarray(x).dtype for x in optree.tree_leaves(tree)]
+    dtypes = [np.asarray(x).dtype for x in trees.leaves(tree)]
     return max((np.finfo(d).eps for d in dtypes if d.kind in "fc"), default=np.finfo(float).eps)
 
 
@@ -102,7 +102,7 @@ def check_grads(
     """
     args = _check_args(f, args, "check_grads")
     check_no_none(args, "check_grads")
-    for x, what in zip(optree.tree_leaves(args), leaf_paths(args), strict=True):
+    for x, what in zip(trees.leaves(args), leaf_paths(args), strict=True):
         as_input_array(x, what, "check_grads", differentiable=True)
     if not isinstance(order, (int, np.integer)) or isinstance(order, bool) or order < 1:
         raise TransformValueError(
@@ -171,6 +171,8 @@ def _take(x: Any, axis: int, i: int | slice) -> Any:
 def _dims_per_leaf(out_dims: Any, out: Any) -> list:
     """One out_dim per leaf of ``out``, from ``out_dims`` (an int, None, or a pytree
     prefix of ``out``), as ``vmap`` reads it."""
+    import optree
+
     prefix = optree.tree_structure(out_dims, none_is_leaf=True)
     subtrees = prefix.flatten_up_to(out)
     dims = optree.tree_leaves(out_dims, none_is_leaf=True)
@@ -218,6 +220,8 @@ def check_vmap(
     ...     print(str(e)[:45])
     check_vmap: output 0 of vmap(bind, in_dims=0,
     """
+    import optree  # (vmap's trees: checking gradients alone never imports it)
+
     args = _check_args(f, args, "check_vmap")
     batched = vmap(f, in_dims=in_dims, out_dims=out_dims)  # checks the kinds of the dims
     dims = tuple(in_dims) if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
