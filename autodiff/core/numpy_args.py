@@ -83,8 +83,10 @@ _OF_ITEMS = r"^(?:\(.*?\)\s*)?(?:\d-d\s+)?(?:sequence|list|tuple)s?\b.*\bof\b"
 def _documented(func: Any) -> list[tuple[list[str], str]] | None:
     """The ``Parameters`` section of ``func``'s docstring: (names, type) per entry, or
     None where there is none."""
-    doc = inspect.getdoc(func) if not isinstance(func, np.ufunc) else func.__doc__
-    found = re.search(_PARAMETERS, inspect.cleandoc(doc), re.S | re.M) if doc else None
+    # (getdoc cleans the docstring; cleaning a NumPy docstring again cost a first call ~0.5 ms)
+    ufunc = isinstance(func, np.ufunc)
+    doc = inspect.cleandoc(func.__doc__ or "") if ufunc else inspect.getdoc(func)
+    found = re.search(_PARAMETERS, doc, re.S | re.M) if doc else None
     if found is None:
         return None
     out = []
