@@ -31,6 +31,8 @@ CASES = [
     {"a": 1.0},
     None,
     ((1.0, 2.0), 3.0),
+    [(np.ones(2), [3.0, (4, np.int32(5))]), ()],
+    ((1.0, [None]), 2.0),
 ]
 
 
@@ -48,6 +50,11 @@ def test_flatten_gives_optrees_leaves_and_structure(tree):
     assert type(back) is type(tree) and optree.tree_structure(back) == want
     doubled = trees.tree_map(lambda v: v * 2, tree)
     assert optree.tree_all(optree.tree_map(lambda a, b: np.array_equal(a, b * 2), doubled, tree))
+    leaves_n, structure_n = trees.flatten(tree, none_is_leaf=True)
+    want_n = optree.tree_structure(tree, none_is_leaf=True)
+    assert structure_n == want_n and repr(structure_n) == repr(want_n)
+    assert len(leaves_n) == want_n.num_leaves
+    assert (structure_n == structure) == (want_n == want)
     summed = trees.tree_map(lambda a, b: a + b, tree, doubled)
     assert optree.tree_structure(summed) == want
     assert optree.tree_all(optree.tree_map(lambda a, b: np.array_equal(a, b * 3), summed, tree))
@@ -68,13 +75,19 @@ def test_mapping_over_trees_that_differ_does_as_optree_does():
 def test_plain_values_take_the_shortcut_and_a_container_does_not():
     assert isinstance(trees.flatten((np.ones(2), 1.0))[1], trees.Flat)
     assert isinstance(trees.flatten(np.ones(2))[1], trees.Flat)
+    assert isinstance(trees.flatten(((1.0, [2.0]), []))[1], trees.Flat)  # nested too
     # a tuple subclass, a dict, None inside: optree's own treespec
-    for tree in (Point(1.0, 2.0), (1.0, {"a": 2.0}), (1.0, None)):
+    for tree in (Point(1.0, 2.0), (1.0, {"a": 2.0}), (1.0, None), ((1.0, (None,)),)):
         assert isinstance(trees.flatten(tree)[1], optree.PyTreeSpec)
     # two plain structures differ as optree's would
     assert trees.flatten((1.0, 2.0))[1] != trees.flatten([1.0, 2.0])[1]
     assert trees.flatten((1.0, 2.0))[1] != trees.flatten((1.0,))[1]
     assert trees.flatten(1.0)[1] != trees.flatten((1.0,))[1]
+    assert trees.flatten(((1.0, 2.0), 3.0))[1] != trees.flatten((1.0, (2.0, 3.0)))[1]
+    nested = trees.flatten(((1.0, 2.0), 3.0))[1]
+    assert nested.flatten_up_to(((5, 6), 7)) == optree.tree_structure(((1, 2), 3)).flatten_up_to(
+        ((5, 6), 7)
+    )
 
 
 def test_a_traced_value_is_a_plain_leaf():

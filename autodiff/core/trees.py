@@ -3,9 +3,9 @@
 optree flattens pytrees. But most calls of ``grad(f)(x)`` have no tree to speak of: the
 arguments are a tuple of arrays or numbers, and so is the result. Importing optree for
 them costs a short program about 10 ms, a fifth of the package's import (autograd's
-example programs finish in well under a second). So a tuple (or list) of such plain
-values, or one plain value, is flattened here, with a structure, ``Flat``, that stands
-for the treespec optree would give; anything else goes to optree, imported then.
+example programs finish in well under a second). So such plain values, alone or in
+tuples and lists (nested too), are flattened here, with a structure, ``Flat``, that
+stands for the treespec optree would give; anything else goes to optree, imported then.
 
 ``Flat`` is a stand-in, not a second tree library: it compares equal to optree's
 treespec of the same structure, and every other use (printing it, ``flatten_up_to``,
@@ -39,28 +39,40 @@ def is_plain(x: Any) -> bool:
 
 
 class Flat:
-    """The structure of one plain value (``kind`` None) or of a tuple or list of them."""
+    """The structure of plain values in tuples and lists: ``shape`` is None for one value,
+    else ``(tuple or list, the items' shapes)`` (``none_is_leaf``: as optree's option, for
+    the treespec this stands for)."""
 
-    __slots__ = ("_spec", "kind", "num_leaves")
+    __slots__ = ("_spec", "none_is_leaf", "num_leaves", "shape")
 
-    def __init__(self, kind: type | None, num_leaves: int) -> None:
-        self.kind, self.num_leaves, self._spec = kind, num_leaves, None
+    def __init__(self, shape: Any, num_leaves: int, none_is_leaf: bool = False) -> None:
+        self.shape, self.num_leaves, self.none_is_leaf = shape, num_leaves, none_is_leaf
+        self._spec = None
 
     def unflatten(self, leaves: Any) -> Any:
-        return leaves[0] if self.kind is None else self.kind(leaves)
+        return _built(self.shape, iter(leaves))
 
     def treespec(self) -> Any:
         """optree's treespec of this structure (optree imported here, on first need)."""
         if self._spec is None:
             import optree
 
-            shape = 0 if self.kind is None else self.kind([0] * self.num_leaves)
-            self._spec = optree.tree_structure(shape)
+            zeros = _built(self.shape, iter([0] * self.num_leaves))
+            self._spec = optree.tree_structure(zeros, none_is_leaf=self.none_is_leaf)
         return self._spec
+
+    def flatten_up_to(self, tree: Any) -> list:
+        """``treespec.flatten_up_to``: the subtrees of ``tree`` at this structure's leaves."""
+        if self.shape is None:
+            return [tree]
+        kind, items = self.shape
+        if type(tree) is kind and len(tree) == len(items) and not any(items):
+            return list(tree)
+        return self.treespec().flatten_up_to(tree)  # (nested, or optree's error)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Flat):
-            return (self.kind, self.num_leaves) == (other.kind, other.num_leaves)
+            return (self.shape, self.none_is_leaf) == (other.shape, other.none_is_leaf)
         return self.treespec() == other
 
     def __hash__(self) -> int:
@@ -73,16 +85,43 @@ class Flat:
         return repr(self.treespec())
 
 
-def flatten(tree: Any) -> tuple[list, Any]:
-    """``optree.tree_flatten(tree)``: the leaves and the structure (a ``Flat`` where
-    ``tree`` is plain values)."""
+_NOT_PLAIN = object()
+
+
+def _shape(tree: Any, leaves: list) -> Any:
+    """``tree``'s shape (see ``Flat``), its leaves appended to ``leaves``; _NOT_PLAIN where
+    it holds anything but plain values, tuples and lists."""
     if is_plain(tree):
-        return [tree], Flat(None, 1)
-    if type(tree) in (tuple, list) and all(map(is_plain, tree)):
-        return list(tree), Flat(type(tree), len(tree))
+        leaves.append(tree)
+        return None
+    if type(tree) not in (tuple, list):
+        return _NOT_PLAIN
+    items = []
+    for item in tree:
+        shape = _shape(item, leaves)
+        if shape is _NOT_PLAIN:
+            return _NOT_PLAIN
+        items.append(shape)
+    return type(tree), tuple(items)
+
+
+def _built(shape: Any, leaves: Any) -> Any:
+    if shape is None:
+        return next(leaves)
+    kind, items = shape
+    return kind([_built(item, leaves) for item in items])
+
+
+def flatten(tree: Any, *, none_is_leaf: bool = False) -> tuple[list, Any]:
+    """``optree.tree_flatten(tree)``: the leaves and the structure (a ``Flat`` where
+    ``tree`` is plain values in tuples and lists)."""
+    leaves: list = []
+    shape = _shape(tree, leaves)
+    if shape is not _NOT_PLAIN:
+        return leaves, Flat(shape, len(leaves), none_is_leaf)
     import optree
 
-    return optree.tree_flatten(tree)
+    return optree.tree_flatten(tree, none_is_leaf=none_is_leaf)
 
 
 def unflatten(tree: Any, leaves: Any) -> Any:
@@ -94,17 +133,17 @@ def unflatten(tree: Any, leaves: Any) -> Any:
     return optree.tree_unflatten(tree, leaves)
 
 
-def leaves(tree: Any) -> list:
+def leaves(tree: Any, *, none_is_leaf: bool = False) -> list:
     """``optree.tree_leaves(tree)``."""
-    return flatten(tree)[0]
+    return flatten(tree, none_is_leaf=none_is_leaf)[0]
 
 
-def tree_map(func: Any, tree: Any, *rest: Any) -> Any:
+def tree_map(func: Any, tree: Any, *rest: Any, none_is_leaf: bool = False) -> Any:
     """``optree.tree_map(func, tree, *rest)``."""
-    flat, structure = flatten(tree)
-    others = [flatten(other) for other in rest]
+    flat, structure = flatten(tree, none_is_leaf=none_is_leaf)
+    others = [flatten(other, none_is_leaf=none_is_leaf) for other in rest]
     if any(not isinstance(s, Flat) or s != structure for _, s in others):
         import optree  # (structures that differ: optree says how, or maps a prefix)
 
-        return optree.tree_map(func, tree, *rest)
+        return optree.tree_map(func, tree, *rest, none_is_leaf=none_is_leaf)
     return unflatten(structure, [func(*leaves) for leaves in zip(flat, *(o for o, _ in others))])

@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import optree
 
+from autodiff.core import trees
 from autodiff.core.args import (
     a_type,
     as_input_array,
@@ -264,8 +264,8 @@ def jet(fun: Callable, primals: Any, series: Any, factorial_scaled: bool = True)
     interp = JetInterpreter(order)
     with new_interpreter(interp):
         ins = [JetTensor(interp, p, s) for p, s in zip(flat_p, terms)]
-        out = fun(*optree.tree_unflatten(tree_p, ins))
-        out_flat, out_tree = optree.tree_flatten(out)
+        out = fun(*trees.unflatten(tree_p, ins))
+        out_flat, out_tree = trees.flatten(out)
         primals_out, series_out = [], []
         for i, leaf in enumerate(out_flat):
             mine = owned(interp, leaf)
@@ -282,7 +282,7 @@ def jet(fun: Callable, primals: Any, series: Any, factorial_scaled: bool = True)
                           else c * math.factorial(k) if factorial_scaled and k > 1 else c)
                 for k, c in enumerate(coefficients, start=1)
             ])  # fmt: skip
-    return optree.tree_unflatten(out_tree, primals_out), optree.tree_unflatten(out_tree, series_out)
+    return trees.unflatten(out_tree, primals_out), trees.unflatten(out_tree, series_out)
 
 
 def _checked(primals: Any, series: Any, factorial_scaled: bool) -> tuple:
@@ -322,13 +322,13 @@ def _checked(primals: Any, series: Any, factorial_scaled: bool) -> tuple:
             "least one Taylor coefficient."
         )
     check_no_none(primals, "jet", what="the primal for ")
-    flat_p, tree_p = optree.tree_flatten(tuple(primals))
+    flat_p, tree_p = trees.flatten(tuple(primals))
     paths = leaf_paths(tuple(primals))
     flat_p = [as_input_array(p, f"the primal for {path}", "jet", differentiable=True)
               for p, path in zip(flat_p, paths)]  # fmt: skip
     columns = []
     for k in range(order):
-        column, tree = optree.tree_flatten(tuple(s[k] for s in series))
+        column, tree = trees.flatten(tuple(s[k] for s in series))
         if tree != tree_p:
             raise TransformValueError(
                 f"jet: Taylor coefficient {k + 1} of the series is structured as {tree}, but "

@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import optree
 
+from autodiff.core import trees
 from autodiff.core.reach import refers_to
 from autodiff.core.stack import current_interpreters, standing_in
 from autodiff.core.tracer import Tracer, stood_in
@@ -162,7 +162,7 @@ class Closure:
             return fn(*args, **kwargs)
         with standing_in(self.tracers, values, isolated):
             out = fn(*args, **kwargs)
-            return optree.tree_map(stood_in, out, none_is_leaf=True)
+            return trees.tree_map(stood_in, out, none_is_leaf=True)
 
     def along(self, values: Sequence[Any], positions: Sequence[int], fn: Callable,
               *args: Any) -> Callable:  # fmt: skip
@@ -174,7 +174,7 @@ class Closure:
             full = list(values)
             for i, c in zip(positions, chosen):
                 full[i] = c
-            return tuple(optree.tree_leaves(self.run(full, fn, *args)))
+            return tuple(trees.leaves(self.run(full, fn, *args)))
 
         return selected
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from autodiff.core import trees
 from autodiff.core.args import check_callable
 from autodiff.core.arrays import batch_size_of
 from autodiff.core.primitive import Primitive, process
@@ -123,7 +123,7 @@ def _merged(static: dict, dynamic: Any) -> list:
 
 
 def _check_args(name: str, args: tuple) -> tuple[list, Any]:
-    leaves, tree = optree.tree_flatten(args)
+    leaves, tree = trees.flatten(args)
     for leaf in leaves:
         if not hasattr(leaf, "shape") and not isinstance(leaf, (int, float, complex)):
             raise TransformTypeError(
@@ -296,7 +296,7 @@ class custom_vjp:
         args = _positional(self.fun, where, args, kwargs)
         static, dynamic = _split(where, args, self.nondiff_argnums)
         for i, value in static.items():
-            if any(isinstance(leaf, Tracer) for leaf in optree.tree_leaves(value)):
+            if any(isinstance(leaf, Tracer) for leaf in trees.leaves(value)):
                 raise TransformTypeError(
                     f"{where}: argument {i} is in nondiff_argnums but holds a traced value; "
                     f"non-differentiable arguments are for values that cannot be traced "
@@ -309,7 +309,7 @@ class custom_vjp:
         nondiff = [static[i] for i in self.nondiff_argnums]
 
         def full(flat_args):
-            return _merged(static, optree.tree_unflatten(in_tree, list(flat_args)))
+            return _merged(static, trees.unflatten(in_tree, list(flat_args)))
 
         def flat_fwd(*flat_args):
             pair = fwd(*full(flat_args))
@@ -319,12 +319,12 @@ class custom_vjp:
                     f"Return (output, None) if bwd needs no residuals."
                 )
             out, residuals = pair
-            out_leaves, out_tree = optree.tree_flatten(out)
+            out_leaves, out_tree = trees.flatten(out)
             out_cell[:] = [out_tree]
             return tuple(out_leaves), residuals
 
         def flat_bwd(residuals, cts, argnums=()):
-            cts_tree = optree.tree_unflatten(out_cell[0], list(cts))
+            cts_tree = trees.unflatten(out_cell[0], list(cts))
             cts_in = bwd(*nondiff, residuals, cts_tree)
             if not isinstance(cts_in, tuple) or len(cts_in) != len(dynamic):
                 which = " differentiable" if static else ""
@@ -335,7 +335,7 @@ class custom_vjp:
                 )
             # None is a zero cotangent, for an argument or any part of one
             cts_in = tuple(
-                optree.tree_map(lambda _: None, arg) if ct is None else ct
+                trees.tree_map(lambda _: None, arg) if ct is None else ct
                 for arg, ct in zip(dynamic, cts_in)
             )
             try:
@@ -345,14 +345,14 @@ class custom_vjp:
             if not all(ct is None or _is_leaf(ct) for ct in leaves):
                 raise TransformValueError(
                     f"{where}: bwd must return cotangents structured like the arguments "
-                    f"({in_tree}), got {optree.tree_structure(cts_in)}; use None for a zero "
+                    f"({in_tree}), got {trees.flatten(cts_in)[1]}; use None for a zero "
                     f"cotangent."
                 )
             return tuple(leaves)
 
         def flat_fun(*flat_args):
             out = self.fun(*full(flat_args))
-            out_leaves, out_tree = optree.tree_flatten(out)
+            out_leaves, out_tree = trees.flatten(out)
             out_cell[:] = [out_tree]
             return tuple(out_leaves)
 
@@ -362,7 +362,7 @@ class custom_vjp:
         else:
             prim = _make_custom_vjp_primitive(name, flat_fun, flat_fwd, flat_bwd)
         outs = prim.bind(*leaves, *closure.tracers)
-        return optree.tree_unflatten(out_cell[0], list(outs))
+        return trees.unflatten(out_cell[0], list(outs))
 
 
 def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> Primitive:
@@ -461,7 +461,7 @@ class custom_jvp:
         static, dynamic = _split(where, args, self.nondiff_argnums)
         # the non-differentiable arguments' arrays are operands too (vmap maps them, a
         # staging sees them), with their derivatives stopped; their other leaves stay here
-        nd_leaves, nd_tree = optree.tree_flatten([static[i] for i in self.nondiff_argnums])
+        nd_leaves, nd_tree = trees.flatten([static[i] for i in self.nondiff_argnums])
         nd_arrays = [i for i, leaf in enumerate(nd_leaves) if hasattr(leaf, "shape")]
         leaves, in_tree = _check_args(where, dynamic)
         n = len(leaves)
@@ -472,12 +472,12 @@ class custom_jvp:
             full = list(nd_leaves)
             for i, v in zip(nd_arrays, values):
                 full[i] = v
-            return optree.tree_unflatten(nd_tree, full)
+            return trees.unflatten(nd_tree, full)
 
         def flat_fun(*flat):
             fixed = dict(zip(self.nondiff_argnums, nondiff(flat[n:])))
-            out = self.fun(*_merged(fixed, optree.tree_unflatten(in_tree, list(flat[:n]))))
-            out_leaves, out_tree = optree.tree_flatten(out)
+            out = self.fun(*_merged(fixed, trees.unflatten(in_tree, list(flat[:n]))))
+            out_leaves, out_tree = trees.flatten(out)
             out_cell[:] = [out_tree]
             return tuple(out_leaves)
 
@@ -485,8 +485,8 @@ class custom_jvp:
             tangents = _zeros_for_none(tangents, primals)
             pair = rule(
                 *nondiff(primals[n:]),
-                tuple(optree.tree_unflatten(in_tree, list(primals[:n]))),
-                tuple(optree.tree_unflatten(in_tree, list(tangents[:n]))),
+                tuple(trees.unflatten(in_tree, list(primals[:n]))),
+                tuple(trees.unflatten(in_tree, list(tangents[:n]))),
             )
             if not (isinstance(pair, tuple) and len(pair) == 2):
                 raise TransformTypeError(
@@ -494,8 +494,8 @@ class custom_jvp:
                     f"{_kind(pair)}."
                 )
             out, tangent = pair
-            out_leaves, out_tree = optree.tree_flatten(out)
-            t_leaves, t_tree = optree.tree_flatten(tangent)
+            out_leaves, out_tree = trees.flatten(out)
+            t_leaves, t_tree = trees.flatten(tangent)
             if t_tree != out_tree:
                 raise TransformValueError(
                     f"{where}: the rule's tangent_out must be structured like its output "
@@ -518,4 +518,4 @@ class custom_jvp:
         else:
             prim = _make_custom_jvp_primitive(name, flat_fun, flat_jvp)
         outs = prim.bind(*leaves, *constants, *closure.tracers)
-        return optree.tree_unflatten(out_cell[0], list(outs))
+        return trees.unflatten(out_cell[0], list(outs))
