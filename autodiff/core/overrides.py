@@ -21,7 +21,14 @@ import numpy as np
 from autodiff.core.numpy_args import takes_array_likes
 from autodiff.errors import UnsupportedFunctionError
 
-__all__ = ["INDEX_UPDATE", "SET_ITEM", "lazy_rules", "numpy_overrides", "register_numpy"]
+__all__ = [
+    "INDEX_UPDATE",
+    "SET_ITEM",
+    "has_rule",
+    "lazy_rules",
+    "numpy_overrides",
+    "register_numpy",
+]
 
 
 def _function_name(func: Any) -> str:
@@ -44,9 +51,8 @@ class _Overrides(dict):
     """NumPy function -> autodiff implementation; a missing key is an error."""
 
     def __missing__(self, func: Any) -> Callable:
-        for load in lazy_rules:
-            if load(func) and dict.__contains__(self, func):
-                return dict.__getitem__(self, func)
+        if has_rule(func):
+            return dict.__getitem__(self, func)
         if isinstance(func, np.ufunc) and all(set(t) <= set("O->") for t in func.types):
             raise UnsupportedFunctionError(
                 f"numpy.frompyfunc's ufunc {func.__name__!r} computes on object arrays, "
@@ -62,6 +68,14 @@ class _Overrides(dict):
 
 
 numpy_overrides: dict[Any, Callable] = _Overrides()
+
+
+def has_rule(func: Any) -> bool:
+    """Whether ``func`` has an entry, after loading the rules it may have (``lazy_rules``):
+    a lookup, or an error message that suggests autodiff's function for NumPy's."""
+    return dict.__contains__(numpy_overrides, func) or any(
+        load(func) and dict.__contains__(numpy_overrides, func) for load in lazy_rules
+    )
 
 
 def register_numpy(*numpy_funcs: Any) -> Callable[[Callable], Callable]:
