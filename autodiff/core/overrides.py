@@ -6,8 +6,9 @@ A tracer hands every operator, ndarray method and NumPy protocol call
 function it stands for: ``x + y`` is ``np.add(x, y)``, ``x.sum()`` is ``np.sum(x)``,
 ``np.add.reduce`` is ``(np.add, "reduce")`` (``core/tracer.py``).  The rule modules and
 the namespaces fill the table with ``register_numpy``; rules loaded on first use (SciPy's
-special functions) hook in through ``lazy_rules``.  A NumPy function with no entry raises
-``UnsupportedFunctionError`` rather than being silently treated as a constant.
+special functions, NumPy's linear algebra, sorting, ...) hook in through ``lazy_rules``.
+A NumPy function with no entry raises ``UnsupportedFunctionError`` rather than being
+silently treated as a constant.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def _function_name(func: Any) -> str:
 
 # Rules registered when first needed: each is called with a NumPy function that has no
 # entry yet, loads the rules it may have and says whether it did (rules/__init__.py:
-# scipy.special's, once SciPy is imported).
+# scipy.special's, once SciPy is imported; numpy/__init__.py: linear algebra, sorting,
+# statistics, ...).
 lazy_rules: list[Callable[[Any], bool]] = []
 
 
