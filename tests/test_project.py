@@ -159,7 +159,8 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
                 "autodiff.rules.convolution", "autodiff.testing", "shutil",
                 "subprocess", "autodiff.numpy.random", "autodiff.numpy._draws",
                 "autodiff.numpy.fft", "autodiff.rules.fft", "autodiff.interpreters.staging",
-                "numpy.random", "secrets", "hashlib", *FAMILIES_AT_FIRST_USE)  # fmt: skip
+                "numpy.random", "secrets", "hashlib", "autodiff.numpy._apply",
+                "autodiff.debug.callbacks", *FAMILIES_AT_FIRST_USE)  # fmt: skip
     code = (
         "import sys, autodiff, autodiff.numpy as anp\n"
         "from autodiff.compat import autograd\n"
@@ -308,3 +309,38 @@ def test_linear_algebra_sorting_sets_polynomials_and_statistics_load_at_first_us
             check=False,
         )  # fmt: skip
         assert result.returncode == 0, f"{way}:\n{result.stderr}"
+
+
+def test_an_autograd_program_leaves_vmap_and_the_callbacks_for_first_use():
+    # autograd has no vmap: its programs never reach the batching interpreter, the
+    # functions built on it (anp.vectorize, ...) or the callbacks; each arrives when named.
+    # (A program that draws with autograd.numpy.random does load the interpreter: draws
+    # follow vmap's randomness, numpy/_draws.py.)
+    later = ("autodiff.interpreters.batching", "autodiff.numpy._apply", "autodiff.debug.callbacks")
+    code = (
+        "import sys\n"
+        "from autodiff.compat import autograd\n"
+        "autograd.install()\n"
+        "import autograd.numpy as np\n"
+        "from autograd import grad, elementwise_grad\n"
+        "g = grad(lambda x: np.sum(np.tanh(x)))(np.zeros(3))\n"
+        "e = elementwise_grad(lambda x: np.sin(x) ** 2)(np.linspace(0.0, 1.0, 3))\n"
+        "assert list(g) == [1.0, 1.0, 1.0] and np.allclose(e, np.sin(2 * np.linspace(0, 1, 3)))\n"
+        f"assert not [m for m in {later!r} if m in sys.modules], sys.modules.keys()\n"
+        "import numpy, autodiff, autodiff.numpy as anp\n"
+        "assert 'vmap' in dir(autodiff) and 'vectorize' in anp.__all__\n"
+        "from autodiff import vmap\n"
+        "assert vmap is sys.modules['autodiff.interpreters.batching'].vmap\n"
+        "assert list(vmap(lambda x: x * 2.0)(numpy.ones(2))) == [2.0, 2.0]\n"
+        "assert anp.vectorize is sys.modules['autodiff.numpy._apply'].vectorize\n"
+        "assert list(autodiff.grad(lambda x: np.sum(anp.vectorize(np.sin)(x)))(numpy.zeros(2)))"
+        " == [1.0, 1.0]\n"
+        "assert 'autodiff.debug.callbacks' not in sys.modules\n"
+        "autodiff.debug.print('x = {}', 1.0)\n"
+        "assert autodiff.pure_callback is sys.modules['autodiff.debug.callbacks'].pure_callback\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "x = 1.0\n"

@@ -23,8 +23,6 @@ import numpy as _np
 
 from autodiff.core import overrides as _overrides
 from autodiff.core import tracer as _tracer
-from autodiff.numpy._apply import *  # noqa: F403
-from autodiff.numpy._apply import __all__ as _apply
 from autodiff.numpy._borrow import borrow as _borrow
 from autodiff.numpy._creation import *  # noqa: F403
 from autodiff.numpy._creation import __all__ as _creation_names
@@ -74,6 +72,8 @@ _FIRST_USE = {
     "autodiff.numpy.fft": ("fft",),
     "autodiff.numpy.linalg": ("linalg",),
     "autodiff.numpy.random": ("random",),
+    "autodiff.numpy._apply": ("apply_along_axis", "apply_over_axes", "frompyfunc", "piecewise",
+                              "vectorize"),
     "autodiff.numpy._polynomial": ("interp", "poly", "polyadd", "polyder", "polydiv",
                                    "polyfit", "polyint", "polymul", "polysub", "polyval",
                                    "vander"),
@@ -94,7 +94,6 @@ _module_of = {name: module for module, names in _FIRST_USE.items() for name in n
 # The names autodiff defines: functions with rules, and the types and shorthands above.
 _own = frozenset(
     [
-        *_apply,
         *_creation_names,
         *_dtypes_names,
         *_elementwise_names,
