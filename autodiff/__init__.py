@@ -14,10 +14,8 @@ from autodiff.core.loading import loading_package
 
 with loading_package():  # (core/loading.py: why)
     from autodiff import debug, errors, numpy
-    from autodiff.debug.callbacks import pure_callback
     from autodiff.debug.nans import debug_nans
     from autodiff.debug.rule_checks import debug_rules
-    from autodiff.interpreters.batching import vmap
     from autodiff.interpreters.forward import jvp
     from autodiff.interpreters.reverse import (
         grad,
@@ -28,15 +26,18 @@ with loading_package():  # (core/loading.py: why)
         vjp,
     )
 
-# Imported on first use (a module-level __getattr__): the compiler behind ``jit`` and
-# ``stages`` (its LLVM backend, disk cache and background compiler), the control flow
-# built on it (``lax``, ``cond``, ``scan``, ...; the solvers), and the transforms built
-# from the ones above (Jacobians, differential operators, sparsity, ``linearize``,
-# ``explain``), Taylor mode (``jet``), ``checkpoint`` and its policies, and the custom
-# rules (``custom_jvp``, ``custom_vjp``).  A program of ``grad`` and ``autodiff.numpy``
+# Imported on first use (a module-level __getattr__): ``vmap``'s interpreter, the
+# callbacks (``pure_callback``), the compiler behind ``jit`` and ``stages`` (its LLVM
+# backend, disk cache and background compiler), the control flow built on it (``lax``,
+# ``cond``, ``scan``, ...; the solvers), and the transforms built from the ones above
+# (Jacobians, differential operators, sparsity, ``linearize``, ``explain``), Taylor mode
+# (``jet``), ``checkpoint`` and its policies, and the custom rules (``custom_jvp``,
+# ``custom_vjp``).  A program of ``grad`` and ``autodiff.numpy`` (autograd's examples)
 # never needs them, and they are a third of the package's own import time
 # (``docs/architecture.md``, "Layers").  ``from autodiff import jit`` works as before.
 _LAZY = {
+    "vmap": ("autodiff.interpreters.batching", "vmap"),
+    "pure_callback": ("autodiff.debug.callbacks", "pure_callback"),
     "jet": ("autodiff.interpreters.taylor", "jet"),
     "checkpoint": ("autodiff.transforms.checkpoint", "checkpoint"),
     "checkpoint_name": ("autodiff.transforms.checkpoint_policies", "checkpoint_name"),

@@ -84,8 +84,12 @@ INTS = [0, 1, -1, 2, -3, 7, 100, -128, 255, 2**31 - 1, -(2**31), 2**62, -(2**63)
 
 
 def _lowered_primitives():
+    import importlib
+
     import autodiff.rules as rules
 
+    for family in rules.ON_FIRST_USE:  # imported at first use: not yet attributes of rules
+        importlib.import_module(f"autodiff.rules.{family}")
     found = {}
     for module in vars(rules).values():
         if getattr(module, "__name__", "").startswith("autodiff.rules."):

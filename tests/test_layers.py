@@ -45,11 +45,12 @@ LAZY = {"scipy", "numba", "llvmlite", "dask", "networkx", "matplotlib", "plum", 
         "shutil", "subprocess"}  # fmt: skip
 # Modules of the package imported inside the one function that needs them, because a
 # plain program never does: the testing kit, which only autograd's check_grads
-# (compat/autograd.py) reaches from a namespace, and anp.fft, which numpy.fft's functions
-# load when they first meet a traced value (numpy/__init__.py).  (The package's __init__
-# leaves more for first use, by name: its _LAZY table; autodiff.numpy, anp.fft and
-# anp.random, by its __getattr__.)
-FIRST_USE = {"autodiff.testing", "autodiff.numpy.fft"}
+# (compat/autograd.py) reaches from a namespace, and the sorting rules, which the plain
+# namespace needs only for nonzero's size= under vmap (numpy/_indexing.py's first_true).
+# (The package's __init__ leaves more for first use, by name: its _LAZY table;
+# autodiff.numpy, anp.random, anp.fft, anp.linalg and the families of sorting, sets,
+# polynomials and statistics, by its _FIRST_USE table.)
+FIRST_USE = {"autodiff.testing", "autodiff.rules.sorting"}
 
 # The layers between the primitives and the namespaces, which may call the compositions
 # of rules/compositions.py but not those of numpy/ and scipy/.

@@ -6,6 +6,7 @@ The per-function derivative and batching checks of the new functions (``array``,
 ``linspace``, ``vecdot``, ...) run from their records in ``tests/registry/``.
 """
 
+import importlib
 import io
 import os
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 import autodiff.numpy as anp
 from autodiff import grad, jvp, vmap
+from autodiff.core.overrides import numpy_overrides
 from autodiff.errors import ConcretizationError, TransformValueError, UnsupportedFunctionError
 from autodiff.testing import check_grads, check_vmap
 
@@ -41,6 +43,39 @@ def test_borrowed_names_are_numpys_own_objects(numpy_module, ours):
     for name in ours._borrowed:
         assert getattr(ours, name) is getattr(numpy_module, name), name
     assert not set(ours._borrowed) & ours._own
+
+
+def test_the_names_loaded_at_first_use_are_their_modules():
+    # anp._FIRST_USE lists, without importing them, the names each module gives anp:
+    # all of its __all__ (rules/linalg.py's primitives are anp.linalg's; it gives anp roots).
+    for module, names in anp._FIRST_USE.items():
+        defining = importlib.import_module(module)
+        if module == f"autodiff.numpy.{names[0]}":  # a submodule: anp.linalg
+            assert getattr(anp, names[0]) is defining
+            continue
+        if module != "autodiff.rules.linalg":
+            assert set(names) == set(defining.__all__), module
+        for name in names:
+            assert getattr(anp, name) is getattr(defining, name), name
+
+
+def test_numpys_functions_find_their_rules_loaded_at_first_use():
+    # Each NumPy function that a module loaded at first use registers a rule for leads
+    # to that module's family (anp._load_rules), so it never meets a traced value first
+    # with no rule.
+    families = {m.rpartition(".")[2].lstrip("_") for m in anp._FIRST_USE} - {"random"}
+    found = 0
+    for module in anp._FIRST_USE:
+        importlib.import_module(module)
+    for func, impl in dict.items(numpy_overrides):
+        family = impl.__module__.rpartition(".")[2].lstrip("_")
+        if impl.__module__.startswith(("autodiff.rules.", "autodiff.numpy.")) and (
+            family in families
+        ):
+            loads = anp._first_use_module(func)
+            assert loads is not None and loads.rpartition(".")[2].lstrip("_") == family, func
+            found += 1
+    assert found > 60
 
 
 def test_constants_and_types_are_numpys():

@@ -205,6 +205,15 @@ def test_import_autodiff_leaves_the_heavy_modules_for_first_use():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+# The primitive families autodiff.numpy loads at first use (its _FIRST_USE table), with
+# their compositions there.
+FAMILIES_AT_FIRST_USE = ("autodiff.rules.linalg", "autodiff.numpy.linalg",
+                         "autodiff.rules.sorting", "autodiff.numpy._sorting",
+                         "autodiff.rules.sets", "autodiff.numpy._sets",
+                         "autodiff.rules.polynomial", "autodiff.numpy._polynomial",
+                         "autodiff.rules.statistics", "autodiff.numpy._statistics")  # fmt: skip
+
+
 def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use():
     # autograd's and JAX's short programs (import, grad, a few NumPy calls) never reach jit,
     # control flow, the transforms built on grad and jvp, or a graph drawing:
@@ -219,7 +228,8 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
                 "autodiff.rules.convolution", "autodiff.testing", "shutil",
                 "subprocess", "autodiff.numpy.random", "autodiff.numpy._draws",
                 "autodiff.numpy.fft", "autodiff.rules.fft", "autodiff.interpreters.staging",
-                "numpy.random", "secrets", "hashlib")  # fmt: skip
+                "numpy.random", "secrets", "hashlib", "autodiff.numpy._apply",
+                "autodiff.debug.callbacks", *FAMILIES_AT_FIRST_USE)  # fmt: skip
     code = (
         "import sys, autodiff, autodiff.numpy as anp\n"
         "from autodiff.compat import autograd\n"
@@ -265,3 +275,141 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
         "assert jet is tay.jet and custom_vjp is cus.custom_vjp\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# Each family's first use, in the order that finds each one not yet loaded (sets,
+# statistics and polynomials sort; polynomials also solve): the module it must load,
+# and a line of code that uses it and checks the value.
+_FIRST_USES = {
+    "by anp's names": [
+        (
+            "autodiff.numpy._sorting",
+            "assert list(anp.sort(np.array([3.0, 1.0, 2.0]))) == [1, 2, 3]",
+        ),
+        ("autodiff.numpy._sets", "assert list(anp.unique(np.array([3, 1, 3, 2]))) == [1, 2, 3]"),
+        (
+            "autodiff.numpy._statistics",
+            "assert list(grad(anp.median)(np.array([3.0, 1.0, 2.0]))) == [0, 0, 1]",
+        ),
+        (
+            "autodiff.numpy.linalg",
+            "assert np.allclose(anp.linalg.inv(A), [[0.6, -0.2], [-0.4, 0.8]])",
+        ),
+        (
+            "autodiff.numpy._polynomial",  # d/dx (x^2 + 2x + 3) at 2
+            "assert float(grad(anp.polyval, 1)(np.array([1.0, 2.0, 3.0]), 2.0)) == 6.0",
+        ),
+    ],
+    "by NumPy's functions on traced values": [
+        (
+            "autodiff.rules.sorting",  # x[1] < x[2] < x[0]: the weights reach them in that order
+            "assert list(grad(lambda x: np.sum(np.sort(x) * w))(np.array([3.0, 1.0, 2.0]))) "
+            "== [100, 1, 10]",
+        ),
+        (
+            "autodiff.numpy._sets",
+            "assert list(grad(lambda x: np.sum(np.unique(x) * w))(np.array([3.0, 1.0, 2.0]))) "
+            "== [100, 1, 10]",
+        ),
+        (
+            "autodiff.numpy._statistics",
+            "assert list(grad(np.median)(np.array([3.0, 1.0, 2.0]))) == [0, 0, 1]",
+        ),
+        (
+            "autodiff.numpy.linalg",  # d det(A) / dA = det(A) inv(A)^T
+            "assert np.allclose(grad(np.linalg.det)(A), 2.5 * np.linalg.inv(A).T)",
+        ),
+        (
+            "autodiff.numpy._polynomial",  # d/dp (p0 x^2 + p1 x + p2) at x = 2
+            "assert list(grad(np.polyval)(np.array([1.0, 2.0, 3.0]), 2.0)) == [4, 2, 1]",
+        ),
+    ],
+    "in an error message's suggestion": [  # a list holding a traced value: NumPy converts it
+        (
+            "autodiff.numpy._statistics",
+            "assert 'write anp.median(' in message(lambda x: np.median([x, 2 * x]))",
+        ),
+    ],
+    "under vmap": [
+        (
+            "autodiff.rules.sorting",
+            "assert (vmap(lambda x: x.argsort())(X) == np.argsort(X, axis=1)).all()",
+        ),
+        (
+            "autodiff.rules.sets",
+            "assert (vmap(lambda x: np.isin(x, [1.0, 2.5]))(X) == np.isin(X, [1.0, 2.5])).all()",
+        ),
+        ("autodiff.numpy._statistics", "assert list(vmap(np.median)(X)) == [2.0, 1.5]"),
+        (
+            "autodiff.numpy.linalg",
+            "assert np.allclose(vmap(np.linalg.det)(np.stack([A, 2 * A])), [2.5, 10.0])",
+        ),
+        (
+            "autodiff.numpy._polynomial",
+            "assert list(vmap(lambda p: np.polyval(p, 2.0))(X)) == [16.0, 8.5]",
+        ),
+    ],
+}
+
+
+def test_linear_algebra_sorting_sets_polynomials_and_statistics_load_at_first_use():
+    # ... by anp's names (listed before: dir(), __all__), by NumPy's own functions meeting
+    # a traced value, and under vmap; each in a fresh process.  A NumPy function with no
+    # rule still raises.
+    setup = (
+        "import sys, numpy as np, autodiff.numpy as anp\n"
+        "from autodiff import grad, vmap\n"
+        "A = np.array([[2.0, 0.5], [1.0, 1.5]])\n"
+        "X = np.array([[3.0, 1.0, 2.0], [0.5, 2.5, 1.5]])\n"
+        "w = np.array([1.0, 10.0, 100.0])\n"
+        "def message(f):\n    try:\n        grad(f)(1.0)\n    except Exception as e:\n"
+        "        return str(e)\n"
+        "assert {'sort', 'unique', 'median', 'linalg', 'polyval', 'roots'} <= set(dir(anp))\n"
+        "assert {'sort', 'unique', 'median', 'linalg', 'polyval', 'roots'} <= set(anp.__all__)\n"
+    )
+    for way, uses in _FIRST_USES.items():
+        code = setup
+        for module, line in uses:
+            code += f"assert {module!r} not in sys.modules, '{module} loaded before its use'\n"
+            code += f"{line}\nassert {module!r} in sys.modules, '{module} not loaded'\n"
+        code += "assert 'trim_zeros has no autodiff rule' in message(np.trim_zeros)\n"
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+            check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, f"{way}:\n{result.stderr}"
+
+
+def test_an_autograd_program_leaves_vmap_and_the_callbacks_for_first_use():
+    # autograd has no vmap: its programs never reach the batching interpreter, the
+    # functions built on it (anp.vectorize, ...) or the callbacks; each arrives when named.
+    # (A program that draws with autograd.numpy.random does load the interpreter: draws
+    # follow vmap's randomness, numpy/_draws.py.)
+    later = ("autodiff.interpreters.batching", "autodiff.numpy._apply", "autodiff.debug.callbacks")
+    code = (
+        "import sys\n"
+        "from autodiff.compat import autograd\n"
+        "autograd.install()\n"
+        "import autograd.numpy as np\n"
+        "from autograd import grad, elementwise_grad\n"
+        "g = grad(lambda x: np.sum(np.tanh(x)))(np.zeros(3))\n"
+        "e = elementwise_grad(lambda x: np.sin(x) ** 2)(np.linspace(0.0, 1.0, 3))\n"
+        "assert list(g) == [1.0, 1.0, 1.0] and np.allclose(e, np.sin(2 * np.linspace(0, 1, 3)))\n"
+        f"assert not [m for m in {later!r} if m in sys.modules], sys.modules.keys()\n"
+        "import numpy, autodiff, autodiff.numpy as anp\n"
+        "assert 'vmap' in dir(autodiff) and 'vectorize' in anp.__all__\n"
+        "from autodiff import vmap\n"
+        "assert vmap is sys.modules['autodiff.interpreters.batching'].vmap\n"
+        "assert list(vmap(lambda x: x * 2.0)(numpy.ones(2))) == [2.0, 2.0]\n"
+        "assert anp.vectorize is sys.modules['autodiff.numpy._apply'].vectorize\n"
+        "assert list(autodiff.grad(lambda x: np.sum(anp.vectorize(np.sin)(x)))(numpy.zeros(2)))"
+        " == [1.0, 1.0]\n"
+        "assert 'autodiff.debug.callbacks' not in sys.modules\n"
+        "autodiff.debug.print('x = {}', 1.0)\n"
+        "assert autodiff.pure_callback is sys.modules['autodiff.debug.callbacks'].pure_callback\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "x = 1.0\n"

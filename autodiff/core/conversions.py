@@ -17,6 +17,7 @@ import itertools
 import linecache
 import re
 import sys
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -218,9 +219,12 @@ def _stored_value(frame: FrameType) -> str | None:
 _VECTORIZE_CALLS = {"_get_ufunc_and_otypes", "_vectorize_call", "_vectorize_call_with_signature"}
 
 
-def numpy_function(frame: FrameType | None, overrides: dict) -> tuple[str, str] | None:
+def numpy_function(
+    frame: FrameType | None, has_rule: Callable[[Any], bool]
+) -> tuple[str, str] | None:
     """``("numpy.mean(...)", "anp.mean(...)")`` when the NumPy code converting a traced value is
-    a public NumPy function that autodiff implements (``np.mean([x, y])``: a list has
+    a public NumPy function that autodiff implements (``has_rule``, which loads the rules
+    loaded at first use: ``core/overrides.py``) (``np.mean([x, y])``: a list has
     no ``__array_function__``, so NumPy converts it instead of handing the call over),
     ``np.r_``/``np.c_`` (which call ``np.array`` on their items) or ``np.vectorize``; the
     outermost of the NumPy frames above ``frame``."""
@@ -242,7 +246,7 @@ def numpy_function(frame: FrameType | None, overrides: dict) -> tuple[str, str] 
     for n in range(len(parts), 0, -1):  # numpy.linalg._linalg: numpy.linalg, then numpy
         module = ".".join(parts[:n])
         func = getattr(sys.modules.get(module), outer.f_code.co_name, None)
-        if func is not None and dict.__contains__(overrides, func):
+        if func is not None and has_rule(func):
             name = f"{module}.{outer.f_code.co_name}"
             return f"{name}(...)", "anp" + name.removeprefix("numpy") + "(...)"
     return None

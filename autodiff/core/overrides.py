@@ -6,8 +6,9 @@ A tracer hands every operator, ndarray method and NumPy protocol call
 function it stands for: ``x + y`` is ``np.add(x, y)``, ``x.sum()`` is ``np.sum(x)``,
 ``np.add.reduce`` is ``(np.add, "reduce")`` (``core/tracer.py``).  The rule modules and
 the namespaces fill the table with ``register_numpy``; rules loaded on first use (SciPy's
-special functions) hook in through ``lazy_rules``.  A NumPy function with no entry raises
-``UnsupportedFunctionError`` rather than being silently treated as a constant.
+special functions, NumPy's linear algebra, sorting, ...) hook in through ``lazy_rules``.
+A NumPy function with no entry raises ``UnsupportedFunctionError`` rather than being
+silently treated as a constant.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ import numpy as np
 from autodiff.core.numpy_args import takes_array_likes
 from autodiff.errors import UnsupportedFunctionError
 
-__all__ = ["INDEX_UPDATE", "SET_ITEM", "lazy_rules", "numpy_overrides", "register_numpy"]
+__all__ = [
+    "INDEX_UPDATE",
+    "SET_ITEM",
+    "has_rule",
+    "lazy_rules",
+    "numpy_overrides",
+    "register_numpy",
+]
 
 
 def _function_name(func: Any) -> str:
@@ -36,7 +44,8 @@ def _function_name(func: Any) -> str:
 
 # Rules registered when first needed: each is called with a NumPy function that has no
 # entry yet, loads the rules it may have and says whether it did (rules/__init__.py:
-# scipy.special's, once SciPy is imported).
+# scipy.special's, once SciPy is imported; numpy/__init__.py: linear algebra, sorting,
+# statistics, ...).
 lazy_rules: list[Callable[[Any], bool]] = []
 
 
@@ -44,9 +53,8 @@ class _Overrides(dict):
     """NumPy function -> autodiff implementation; a missing key is an error."""
 
     def __missing__(self, func: Any) -> Callable:
-        for load in lazy_rules:
-            if load(func) and dict.__contains__(self, func):
-                return dict.__getitem__(self, func)
+        if has_rule(func):
+            return dict.__getitem__(self, func)
         if isinstance(func, np.ufunc) and all(set(t) <= set("O->") for t in func.types):
             raise UnsupportedFunctionError(
                 f"numpy.frompyfunc's ufunc {func.__name__!r} computes on object arrays, "
@@ -62,6 +70,14 @@ class _Overrides(dict):
 
 
 numpy_overrides: dict[Any, Callable] = _Overrides()
+
+
+def has_rule(func: Any) -> bool:
+    """Whether ``func`` has an entry, after loading the rules it may have (``lazy_rules``):
+    a lookup, or an error message that suggests autodiff's function for NumPy's."""
+    return dict.__contains__(numpy_overrides, func) or any(
+        load(func) and dict.__contains__(numpy_overrides, func) for load in lazy_rules
+    )
 
 
 def register_numpy(*numpy_funcs: Any) -> Callable[[Callable], Callable]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from autodiff.core import conversions
 from autodiff.core.last_word import surface
-from autodiff.core.overrides import INDEX_UPDATE, SET_ITEM, numpy_overrides
+from autodiff.core.overrides import INDEX_UPDATE, SET_ITEM, has_rule, numpy_overrides
 from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedFunctionError
 
 __all__ = ["THEIR_SPELLINGS", "Tracer", "leaked_error", "stand_ins", "stood_in"]
@@ -406,7 +406,7 @@ class Tracer:
         # NumPy converts: np.asarray(x), np.array([x, y]), np.float32(x), plain[i:j] = x,
         # or a NumPy function given a list holding x (np.mean([x, y])).
         caller = sys._getframe(1)
-        numpy_function = conversions.numpy_function(caller, numpy_overrides)
+        numpy_function = conversions.numpy_function(caller, has_rule)
         while caller.f_globals.get("__name__", "").split(".")[0] == "numpy":
             caller = caller.f_back  # the code that called NumPy, for the message
         if numpy_function is not None:

@@ -16,15 +16,13 @@ object; on a traced value those raise ``UnsupportedFunctionError`` (see ``_borro
 (True, array([0., 0.]), array([1. , 2.5]))
 """
 
+import importlib as _importlib
 import sys as _sys
 
 import numpy as _np
 
 from autodiff.core import overrides as _overrides
 from autodiff.core import tracer as _tracer
-from autodiff.numpy import linalg as linalg
-from autodiff.numpy._apply import *  # noqa: F403
-from autodiff.numpy._apply import __all__ as _apply
 from autodiff.numpy._borrow import borrow as _borrow
 from autodiff.numpy._creation import *  # noqa: F403
 from autodiff.numpy._creation import __all__ as _creation_names
@@ -38,20 +36,12 @@ from autodiff.numpy._index_update import *  # noqa: F403
 from autodiff.numpy._index_update import __all__ as _index_update_names
 from autodiff.numpy._indexing import *  # noqa: F403
 from autodiff.numpy._indexing import __all__ as _indexing_names
-from autodiff.numpy._polynomial import *  # noqa: F403
-from autodiff.numpy._polynomial import __all__ as _polynomial_names
 from autodiff.numpy._products import *  # noqa: F403
 from autodiff.numpy._products import __all__ as _products_names
 from autodiff.numpy._reductions import *  # noqa: F403
 from autodiff.numpy._reductions import __all__ as _reductions_names
-from autodiff.numpy._sets import *  # noqa: F403
-from autodiff.numpy._sets import __all__ as _sets_names
 from autodiff.numpy._shape import *  # noqa: F403
 from autodiff.numpy._shape import __all__ as _shape_names
-from autodiff.numpy._sorting import *  # noqa: F403
-from autodiff.numpy._sorting import __all__ as _sorting_names
-from autodiff.numpy._statistics import *  # noqa: F403
-from autodiff.numpy._statistics import __all__ as _statistics_names
 from autodiff.numpy._types import SCALAR_TYPES as _SCALAR_TYPES
 from autodiff.numpy._types import ndarray as ndarray
 from autodiff.rules.compositions import *  # noqa: F403
@@ -62,87 +52,104 @@ from autodiff.rules.elementwise import *  # noqa: F403
 from autodiff.rules.elementwise import __all__ as _elementwise_primitives
 from autodiff.rules.indexing import *  # noqa: F403
 from autodiff.rules.indexing import __all__ as _indexing_primitives
-from autodiff.rules.linalg import roots as roots  # numpy.roots: eigvals of a companion matrix
-from autodiff.rules.polynomial import *  # noqa: F403
-from autodiff.rules.polynomial import __all__ as _polynomial_primitives
 from autodiff.rules.products import *  # noqa: F403
 from autodiff.rules.products import __all__ as _products_primitives
 from autodiff.rules.reductions import *  # noqa: F403
 from autodiff.rules.reductions import __all__ as _reductions_primitives
-from autodiff.rules.sets import *  # noqa: F403
-from autodiff.rules.sets import __all__ as _sets_primitives
 from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape_primitives
-from autodiff.rules.sorting import *  # noqa: F403
-from autodiff.rules.sorting import __all__ as _sorting_primitives
-from autodiff.rules.statistics import *  # noqa: F403
-from autodiff.rules.statistics import __all__ as _statistics_primitives
 
 globals().update(_SCALAR_TYPES)
+
+# Loaded at first use, as NumPy loads its own submodules: each module with the names of
+# anp it defines (tests/test_namespace.py checks them against the modules' __all__).
+# anp.random needs numpy.random (and with it secrets, hashlib, ...); fft, linear algebra,
+# sorting, sets, polynomials and statistics build their primitives' rules, a fifth of
+# autodiff's own import time, which a short grad program never needs; vectorize and the
+# rest of _apply.py run under vmap, whose interpreter such a program never imports
+# either.  A name loads its
+# module when first read; NumPy's function of the same name, when it first meets a traced
+# value (_load_rules below).
+_FIRST_USE = {
+    "autodiff.numpy.fft": ("fft",),
+    "autodiff.numpy.linalg": ("linalg",),
+    "autodiff.numpy.random": ("random",),
+    "autodiff.numpy._apply": ("apply_along_axis", "apply_over_axes", "frompyfunc", "piecewise",
+                              "vectorize"),
+    "autodiff.numpy._polynomial": ("interp", "poly", "polyadd", "polyder", "polydiv",
+                                   "polyfit", "polyint", "polymul", "polysub", "polyval",
+                                   "vander"),
+    "autodiff.numpy._sets": ("intersect1d", "setdiff1d", "setxor1d", "union1d", "unique",
+                             "unique_all", "unique_counts", "unique_inverse", "unique_values"),
+    "autodiff.numpy._sorting": ("partition", "sort", "sort_complex"),
+    "autodiff.numpy._statistics": ("corrcoef", "cov", "digitize", "histogram", "histogram2d",
+                                   "histogram_bin_edges", "histogramdd", "median", "nanmedian",
+                                   "nanpercentile", "nanquantile", "percentile", "quantile"),
+    "autodiff.rules.linalg": ("roots",),  # numpy.roots: eigvals of a companion matrix
+    "autodiff.rules.polynomial": ("convolve", "correlate"),
+    "autodiff.rules.sets": ("isin",),
+    "autodiff.rules.sorting": ("argpartition", "argsort", "lexsort", "searchsorted"),
+    "autodiff.rules.statistics": ("bincount",),
+}  # fmt: skip
+_module_of = {name: module for module, names in _FIRST_USE.items() for name in names}
 
 # The names autodiff defines: functions with rules, and the types and shorthands above.
 _own = frozenset(
     [
-        *_apply,
         *_creation_names,
         *_dtypes_names,
         *_elementwise_names,
         *_index_update_names,
         *_indexing_names,
-        *_polynomial_names,
         *_products_names,
         *_reductions_names,
-        *_sets_names,
         *_shape_names,
-        *_sorting_names,
-        *_statistics_names,
         *_compositions_names,
         *_creation_primitives,
         *_elementwise_primitives,
         *_indexing_primitives,
-        *_polynomial_primitives,
         *_products_primitives,
         *_reductions_primitives,
-        *_sets_primitives,
         *_shape_primitives,
-        *_sorting_primitives,
-        *_statistics_primitives,
         *_SCALAR_TYPES,
+        *_module_of,
         "c_",
-        "fft",
-        "linalg",
         "ndarray",
         "r_",
-        "random",
-        "roots",
     ]
 )
-# Everything else of NumPy's, as NumPy's own objects.  anp.random and anp.fft load at
-# first use, as NumPy loads its own: random needs numpy.random (and with it secrets,
-# hashlib, ...), fft builds its primitives' rules; a program that uses neither never
-# pays for them (numpy.fft's functions on a traced value load them: rules/__init__.py).
-_borrowed, __getattr__ = _borrow(globals(), _np, own=frozenset({"fft", "random"}))
+# Everything else of NumPy's, as NumPy's own objects.
+_borrowed, __getattr__ = _borrow(globals(), _np, own=_module_of)
 __array_api_version__ = _np.__array_api_version__
 _tracer.array_namespace = _sys.modules[__name__]  # what traced values' __array_namespace__ gives
 __all__ = sorted(_own | set(_borrowed))
 
 
-def _fft_rules(func: object) -> bool:
-    """numpy.fft's functions reach their rules (``rules/fft.py``, and the compositions of
-    ``fft.py`` here) the first time one of them meets a traced value, as ``anp.fft``
-    loads when first named (``core/overrides.py``'s ``lazy_rules``)."""
-    if getattr(func, "__module__", None) != "numpy.fft":
-        return False
-    from autodiff.numpy import fft  # noqa: F401  (registers them)
+def _first_use_module(func: object) -> str | None:
+    """The module loaded at first use that holds the rule of NumPy's ``func``, if any:
+    ``anp.fft`` and ``anp.linalg`` for numpy.fft's and numpy.linalg's functions; for
+    ``np.sort``, ``np.median``, ..., the module of ``anp``'s function of that name."""
+    module, name = getattr(func, "__module__", None), getattr(func, "__name__", None)
+    if module in ("numpy.fft", "numpy.linalg"):
+        return f"autodiff.{module}"
+    if name in _module_of and getattr(_np, name, None) is func:
+        return _module_of[name]
+    return None
 
-    return True
+
+def _load_rules(func: object) -> bool:
+    """NumPy's function reaches its rule, when that loads at first use, the first time it
+    meets a traced value (``core/overrides.py``'s ``lazy_rules``)."""
+    module = _first_use_module(func)
+    if module is not None:
+        _importlib.import_module(module)  # (registers its rules)
+    return module is not None
 
 
-_overrides.lazy_rules.append(_fft_rules)
+_overrides.lazy_rules.append(_load_rules)
 
 
 def __dir__() -> list[str]:
-    """The module's names with those loaded at first use (``fft``,
-    ``random``), for ``dir()`` and
-    tab completion."""
+    """The module's names with those loaded at first use (``_FIRST_USE``), for ``dir()``
+    and tab completion."""
     return sorted(set(globals()) | set(__all__))

@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import importlib
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["borrow"]
 
 
 def borrow(
-    namespace: dict[str, Any], module: types.ModuleType, own: frozenset[str] = frozenset()
+    namespace: dict[str, Any], module: types.ModuleType, own: Mapping[str, str] | None = None
 ) -> tuple[tuple[str, ...], Callable]:
     """Copy every public name of ``module`` that ``namespace`` lacks into it (submodules
     lazily).  Returns the names borrowed and a module ``__getattr__`` for the lazy ones.
-    ``own``: names the namespace defines itself but loads at first use (``anp.random``),
-    never borrowed; the ``__getattr__`` imports them as submodules of the namespace."""
+    ``own``: names the namespace defines itself but loads at first use, never borrowed,
+    each with the module the ``__getattr__`` imports for it: the name's submodule of the
+    namespace (``anp.random``), or a module that defines the name (``anp.sort``)."""
+    own = own or {}
     names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
     borrowed, lazy = [], set()
     for name in names:
@@ -42,8 +44,11 @@ def borrow(
     owner = namespace["__name__"]
 
     def __getattr__(name: str) -> Any:
-        if name in own:  # importing the submodule makes it the namespace's attribute
-            return importlib.import_module(f"{owner}.{name}")
+        if name in own:
+            defining = importlib.import_module(own[name])
+            value = defining if own[name] == f"{owner}.{name}" else getattr(defining, name)
+            namespace[name] = value
+            return value
         if name in lazy:
             value = getattr(module, name)
             namespace[name] = value

@@ -31,7 +31,6 @@ from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import reductions as _red
 from autodiff.rules import shape as _shp
-from autodiff.rules import sorting as _srt
 from autodiff.rules.compositions import _along, _along_grids, take, take_along_axis
 from autodiff.rules.indexing import (
     concrete_for_shape,
@@ -372,6 +371,8 @@ def first_true(flags: Any, size: int) -> tuple[Any, Any]:
     order, and whether each is real; past the last one, the first position again (of a
     false entry if none is true).  A stable sort puts the true entries first, so no
     position depends on a concrete count."""
+    from autodiff.rules import sorting as _srt  # a family loaded at first use (__init__.py)
+
     size, n = size_param(size), shape_of(flags)[0]
     if size > n:
         flags = _shp.pad(flags, ((0, size - n),), constant_values=False)

@@ -23,6 +23,7 @@ from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import indexing as _idx
 from autodiff.rules import shape as _shp
+from autodiff.rules._helpers import known_values
 from autodiff.rules.compositions import _scan, cumprod
 from autodiff.rules.reductions import (
     _check_supported,
@@ -39,7 +40,6 @@ from autodiff.rules.reductions import (
     sum,
 )
 from autodiff.rules.shape import _along
-from autodiff.rules.statistics import _known
 
 __all__ = [
     "average", "count_nonzero", "mean", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
@@ -216,8 +216,8 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 
 
 def _all_known_true(mask):
-    """False only where ``mask`` has known values (see statistics._known) not all true."""
-    known = _known(mask)
+    """False only where ``mask`` has known values (see _helpers.known_values) not all true."""
+    known = known_values(mask)
     return known is None or bool(np.all(known))
 
 

@@ -49,7 +49,8 @@ from autodiff.rules import elementwise as _elt
 from autodiff.rules import reductions as _red
 from autodiff.rules import shape as _shp
 from autodiff.rules import sorting as _srt
-from autodiff.rules.statistics import _as_array, _known, bincount_p, weighted_bincount_p
+from autodiff.rules._helpers import known_values
+from autodiff.rules.statistics import _as_array, bincount_p, weighted_bincount_p
 
 __all__ = [
     "corrcoef", "cov", "digitize", "histogram", "histogram2d", "histogram_bin_edges",
@@ -105,7 +106,7 @@ def digitize(x, bins, right=False):
         raise ValueError("object of too small depth for desired array")
     side = "left" if right else "right"
     n = shape_of(bins)[0]
-    known = _known(bins)
+    known = known_values(bins)
     if known is not None:
         rising, falling = np.all(known[1:] >= known[:-1]), np.all(known[1:] <= known[:-1])
         if not (rising or falling):
@@ -136,7 +137,7 @@ def _outer_edges(a, range_):
     if 0 in shape_of(a):
         return 0, 1
     first, last = _red.min(a), _red.max(a)
-    ends = _known(first), _known(last)
+    ends = known_values(first), known_values(last)
     if ends[0] is not None and ends[1] is not None and not np.all(np.isfinite(ends)):
         raise ValueError(f"autodetected range of [{ends[0]}, {ends[1]}] is not finite")
     empty = _elt.equal(first, last)
@@ -146,14 +147,14 @@ def _outer_edges(a, range_):
 def _edges(a, bins, range_, weights, *, dim=""):
     """The bin edges for ``bins`` (a count, an estimator's name or the edges themselves)."""
     if isinstance(bins, str):
-        known = _known(a)
+        known = known_values(a)
         if known is None:
             raise ConcretizationError(
                 f"histogram(bins={bins!r}): the number of bins depends on the data's values, "
                 "which are not known here (batched by vmap, or an array of another library). "
                 "Pass the number of bins or the edges instead."
             )
-        bins = len(np.histogram_bin_edges(known, bins, range_, _known(weights))) - 1
+        bins = len(np.histogram_bin_edges(known, bins, range_, known_values(weights))) - 1
     if np.ndim(bins) == 0:
         try:
             n = operator.index(bins)
@@ -170,7 +171,7 @@ def _edges(a, bins, range_, weights, *, dim=""):
     edges = _as_array(bins)
     if ndim_of(edges) != 1:
         raise ValueError(f"`bins{dim}` must be 1d, when an array")
-    known = _known(edges)
+    known = known_values(edges)
     if known is not None and np.any(known[:-1] > known[1:]):
         raise ValueError(f"`bins{dim}` must increase monotonically, when an array")
     return edges
@@ -436,7 +437,7 @@ def _quantile_weights(weights, a, axis):
         w = _shp.transpose(w, tuple(int(i) for i in np.argsort(named)))
         shape = tuple(n if i in named else 1 for i, n in enumerate(shape_of(a)))
         w = _shp.broadcast_to(_shp.reshape(w, shape), shape_of(a))
-    known = _known(w)
+    known = known_values(w)
     if known is not None and np.any(known < 0):
         raise ValueError("Weights must be non-negative.")
     return w
@@ -458,7 +459,7 @@ def _quantiles(a, q, axis, keepdims, method, *, skip_nan, weights=None, scale=1)
         raise ValueError(f"{method!r} is not a valid method. Use one of: {METHODS}")
     if weights is not None and method != "inverted_cdf":
         raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
-    known_q = _known(q)
+    known_q = known_values(q)
     if known_q is not None and not np.all((known_q >= 0) & (known_q <= 1)):
         what = "Quantiles" if scale == 1 else "Percentiles"
         raise ValueError(f"{what} must be in the range [0, {scale}]")
@@ -515,7 +516,7 @@ def _quantiles(a, q, axis, keepdims, method, *, skip_nan, weights=None, scale=1)
     if inexact:
         if skip_nan:
             empty = _elt.equal(count, 0)
-            known_empty = _known(empty)
+            known_empty = known_values(empty)
             if known_empty is not None and np.any(known_empty):
                 warn_caller("All-NaN slice encountered", RuntimeWarning)
             result = _elt.where(empty, np.nan, result)
@@ -537,7 +538,7 @@ def _weighted_inverted_cdf(x, order, weights, qs, q_dtype, n):
     w = _comp.take_along_axis(weights, order, -1)
     cdf = _red.cumsum(_elt.astype(w, np.float64), axis=-1)
     cdf = cdf / cdf[..., -1:]
-    known = _known(cdf[..., -1])
+    known = known_values(cdf[..., -1])
     if known is not None and np.any(np.isnan(known)):
         raise ValueError("Weights included NaN, inf or were all zero.")
     if q_dtype.kind == "f":  # compared in q's precision, as NumPy does
@@ -666,7 +667,7 @@ def _observations(m, rowvar, dtype, name):
 
 def _frequency_weights(w, n):
     w = _as_array(w)
-    known = _known(w)
+    known = known_values(w)
     if known is not None and not np.all(known == np.around(known)):
         raise TypeError("fweights must be integer")
     if ndim_of(w) > 1:
@@ -684,7 +685,7 @@ def _analytic_weights(w, n):
         raise RuntimeError("cannot handle multidimensional aweights")
     if shape_of(w)[0] != n:
         raise RuntimeError("incompatible numbers of samples and aweights")
-    known = _known(w)
+    known = known_values(w)
     if known is not None and np.any(known < 0):
         raise ValueError("aweights cannot be negative")
     return _elt.astype(w, np.float64)
@@ -735,7 +736,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = w_sum - ddof
     else:
         fact = w_sum - ddof * _red.sum(w * aw) / w_sum
-    known = _known(fact)
+    known = known_values(fact)
     if known is not None and known <= 0:
         warn_caller("Degrees of freedom <= 0 for slice", RuntimeWarning)
         fact = 0.0

@@ -1,7 +1,13 @@
 """Primitive families: each module declares its primitives, one block each
 (implementation and every rule), and the public functions that bind them, which
 ``autodiff.numpy`` re-exports; ``compositions`` holds the few compositions the rules
-call.  See ``README.md`` in this folder."""
+call.  See ``README.md`` in this folder.
+
+``import autodiff`` imports the families every program uses, below.  The rest load at
+first use: linear algebra, sorting, sets, polynomials and statistics (``ON_FIRST_USE``:
+through ``autodiff.numpy``'s names, or NumPy's functions meeting a traced value, see
+``autodiff/numpy/__init__.py``), ``fft`` (with ``anp.fft``), and SciPy's (below, and
+``autodiff.scipy``)."""
 
 import sys as _sys
 
@@ -13,15 +19,15 @@ from autodiff.rules import (  # noqa: F401  (importing registers the primitives)
     creation,
     elementwise,
     indexing,
-    linalg,
-    polynomial,
     products,
     reductions,
-    sets,
     shape,
-    sorting,
-    statistics,
 )
+
+# The families imported at first use by autodiff.numpy (its _FIRST_USE table), with
+# their compositions there a fifth of the package's own import time, which a short grad
+# program never needs.  A walk over every primitive imports them first.
+ON_FIRST_USE = ("linalg", "polynomial", "sets", "sorting", "statistics")
 
 
 def _scipy_special_rules(func: object) -> bool:

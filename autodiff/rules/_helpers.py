@@ -40,6 +40,7 @@ __all__ = [
     "evaluated_shape",
     "example_dtype",
     "implements",
+    "known_values",
     "move_to_front",
     "numpy_impl",
     "shaped_like",
@@ -161,6 +162,22 @@ def implements(prim: Primitive, *numpy_funcs: Any) -> Callable[[Callable], Calla
         return register_numpy(*numpy_funcs)(fn)
 
     return decorate
+
+
+def known_values(x: Any) -> np.ndarray | None:
+    """``x``'s values as a NumPy array where reading them is free: NumPy arrays and
+    Python numbers, also inside ``grad`` and ``jvp`` (their traced values hold them).
+    None under ``vmap`` (the values differ across the batch) and for other array
+    libraries (reading would compute a Dask graph or wait for a device): what a rule or
+    composition may check an argument against, or pick a cheaper path by."""
+    if isinstance(x, Tracer):
+        try:
+            x = x._concrete_value("reading values")
+        except ConcretizationError:
+            return None
+    if isinstance(x, (np.ndarray, np.generic, int, float, bool)):
+        return np.asarray(x)
+    return None
 
 
 # --- elementwise families ----------------------------------------------------------

@@ -34,7 +34,7 @@ from autodiff.errors import ConcretizationError
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
-from autodiff.rules._helpers import bring_to_front, implements
+from autodiff.rules._helpers import bring_to_front, implements, known_values
 from autodiff.rules._sparsity import is_known
 
 __all__ = ["bincount"]
@@ -43,21 +43,6 @@ __all__ = ["bincount"]
 def _as_array(x: Any) -> Any:
     """Arrays (of any library) and traced values as they are; lists and numbers as arrays."""
     return x if hasattr(x, "shape") and hasattr(x, "dtype") else _comp.asarray(x)
-
-
-def _known(x: Any) -> np.ndarray | None:
-    """``x``'s values as a NumPy array where reading them is free: NumPy arrays and
-    Python numbers, also inside ``grad`` and ``jvp`` (their traced values hold them).
-    None under ``vmap`` (the values differ across the batch) and for other array
-    libraries (reading would compute a Dask graph or wait for a device)."""
-    if isinstance(x, Tracer):
-        try:
-            x = x._concrete_value("reading values")
-        except ConcretizationError:
-            return None
-    if isinstance(x, (np.ndarray, np.generic, int, float, bool)):
-        return np.asarray(x)
-    return None
 
 
 def _bins_like(x: Any, ref: Any, length: int) -> Any:
@@ -150,7 +135,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         raise TypeError(f"bincount: x must hold non-negative integers, got dtype {dtype_of(x)}")
     if operator.index(minlength) < 0:
         raise ValueError("'minlength' must not be negative")
-    known = _known(x)
+    known = known_values(x)
     if known is not None and known.size and known.min() < 0:
         raise ValueError("'list' argument must have no negative elements")
     if length is None:
