@@ -7,10 +7,9 @@
 (4, 3)
 """
 
-import importlib
 from typing import Any
 
-from autodiff.core.loading import loading_package
+from autodiff.core.loading import load, loading_package
 
 with loading_package():  # (core/loading.py: why)
     from autodiff import debug, errors, numpy
@@ -71,7 +70,7 @@ def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attribute = _LAZY[name]
-    value = importlib.import_module(module)
+    value = load(module)
     value = value if attribute is None else getattr(value, attribute)
     globals()[name] = value  # the next access is a plain attribute
     return value

@@ -2,14 +2,15 @@
 
 ``import autodiff`` declares some 300 primitives and makes ~30,000 objects that live as
 long as the process. Short programs notice its import (autograd's example programs run
-in well under a second), so while the package loads its own modules:
+in well under a second), so while the package loads its own modules (at ``import
+autodiff``, and those it loads at first use, ``jit`` or ``anp.linalg``: :func:`load`):
 
 * **the rules are not checked as they register.** Those checks (``core/rule_forms.py``)
   exist to tell a user at once that a rule of theirs takes the wrong arguments; the
   package's own rules are the same at every start, so the test suite checks them
   (``tests/test_project.py`` loads every module with ``AUTODIFF_CHECK_OWN_RULES=1``).
   They were ~8 M instructions, a quarter of what the package's import cost beyond
-  autograd's. A user's primitives, and the families loaded at first use, are checked.
+  autograd's. A user's primitives are checked.
 * **the cyclic collector is paused.** Each 700 new objects start a collection that
   finds nothing to free: ~2 ms of a ~23 ms import. It runs again, as it was, however
   the import ends.
@@ -27,10 +28,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import gc
+import importlib
 import os
 from collections.abc import Iterator
+from typing import Any
 
-__all__ = ["checks_rules", "loading_package"]
+__all__ = ["checks_rules", "load", "loading_package"]
 
 _OWN_RULES = contextvars.ContextVar("autodiff_loading_own_rules", default=False)
 
@@ -54,3 +57,10 @@ def loading_package() -> Iterator[None]:
         if was_enabled:
             gc.enable()
         _OWN_RULES.reset(token)
+
+
+def load(name: str) -> Any:
+    """``importlib.import_module(name)`` for a module of the package loaded at first use
+    (``jit``, ``anp.linalg``, ...), inside :func:`loading_package`."""
+    with loading_package():
+        return importlib.import_module(name)

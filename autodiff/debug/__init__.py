@@ -2,8 +2,9 @@
 (JAX's ``jax.debug``) are here, loaded with ``callbacks.py`` when first named: a program
 that never calls back never imports it (``autodiff/__init__.py``'s ``_LAZY``)."""
 
-import importlib
 from typing import Any
+
+from autodiff.core.loading import load
 
 __all__ = ["callback", "print", "pure_callback"]
 
@@ -11,7 +12,7 @@ __all__ = ["callback", "print", "pure_callback"]
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("autodiff.debug.callbacks"), name)
+    value = getattr(load("autodiff.debug.callbacks"), name)
     globals()[name] = value  # the next access is a plain attribute
     return value
 

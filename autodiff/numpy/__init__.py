@@ -16,13 +16,13 @@ object; on a traced value those raise ``UnsupportedFunctionError`` (see ``_borro
 (True, array([0., 0.]), array([1. , 2.5]))
 """
 
-import importlib as _importlib
 import sys as _sys
 
 import numpy as _np
 
 from autodiff.core import overrides as _overrides
 from autodiff.core import tracer as _tracer
+from autodiff.core.loading import load as _load
 from autodiff.numpy._borrow import borrow as _borrow
 from autodiff.numpy._creation import *  # noqa: F403
 from autodiff.numpy._creation import __all__ as _creation_names
@@ -142,7 +142,7 @@ def _load_rules(func: object) -> bool:
     meets a traced value (``core/overrides.py``'s ``lazy_rules``)."""
     module = _first_use_module(func)
     if module is not None:
-        _importlib.import_module(module)  # (registers its rules)
+        _load(module)  # (registers its rules)
     return module is not None
 
 

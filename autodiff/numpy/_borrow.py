@@ -11,10 +11,11 @@ first use, so importing autodiff does not import them.
 
 from __future__ import annotations
 
-import importlib
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from autodiff.core.loading import load
 
 __all__ = ["borrow"]
 
@@ -45,7 +46,7 @@ def borrow(
 
     def __getattr__(name: str) -> Any:
         if name in own:
-            defining = importlib.import_module(own[name])
+            defining = load(own[name])
             value = defining if own[name] == f"{owner}.{name}" else getattr(defining, name)
             namespace[name] = value
             return value
