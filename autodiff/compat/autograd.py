@@ -45,6 +45,7 @@ import numpy as np
 
 import autodiff.numpy as anp
 from autodiff.core import trees
+from autodiff.core.loading import load
 from autodiff.core.tracer import Tracer
 from autodiff.interpreters.forward import jvp as _jvp
 from autodiff.interpreters.reverse import stop_gradient
@@ -61,13 +62,13 @@ __all__ = [  # checkpoint: from __getattr__ below, at first use
 
 def _custom_vjp(fun: Callable) -> Any:
     """``autodiff.custom_vjp``, its module imported at first use (as the package does)."""
-    return importlib.import_module("autodiff.transforms.custom").custom_vjp(fun)
+    return load("autodiff.transforms.custom").custom_vjp(fun)
 
 
 def __getattr__(name: str) -> Any:
     """``checkpoint`` is the package's, imported at its first use (as ``autodiff``'s)."""
     if name == "checkpoint":
-        return importlib.import_module("autodiff.transforms.checkpoint").checkpoint
+        return load("autodiff.transforms.checkpoint").checkpoint
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -464,9 +465,7 @@ def fixed_point(f: Callable, a: Any, x0: Any, distance: Callable, tol: float) ->
 @_nary
 def check_grads(f: Callable, x: Any, modes: Sequence[str] | None = None, order: int = 2) -> None:
     """autograd.test_util.check_grads(fun, argnum=0, modes=["fwd", "rev"], order=2)(*args)."""
-    from autodiff.testing import check_grads as checked  # (FIRST_USE: tests/test_layers.py)
-
-    checked(f, (x,), order=order, modes=tuple(modes or ("fwd", "rev")))
+    load("autodiff.testing").check_grads(f, (x,), order=order, modes=tuple(modes or ("fwd", "rev")))
 
 
 # --- the modules a program imports --------------------------------------------------------------
@@ -511,7 +510,7 @@ def _module(name: str) -> types.ModuleType | None:
     if not name:
         return importlib.import_module("autodiff.compat.autograd")
     if name in _ALIASES:
-        return importlib.import_module(_ALIASES[name])
+        return load(_ALIASES[name])
     if name in _SUBMODULES:
         kind = _FlattenModule if name == "misc.flatten" else types.ModuleType
         module = kind(f"autograd.{name}")
@@ -520,10 +519,10 @@ def _module(name: str) -> types.ModuleType | None:
         return module
     if name == "scipy.misc":  # autograd's old home of logsumexp
         module = types.ModuleType("autograd.scipy.misc")
-        module.logsumexp = importlib.import_module("autodiff.scipy.special").logsumexp  # type: ignore
+        module.logsumexp = load("autodiff.scipy.special").logsumexp  # type: ignore
         return module
     if name.startswith("scipy.stats."):  # a distribution imported as a module
-        dist = getattr(importlib.import_module("autodiff.scipy.stats"), name.split(".")[-1], None)
+        dist = getattr(load("autodiff.scipy.stats"), name.split(".")[-1], None)
         if dist is None:
             return None
         module = types.ModuleType(f"autograd.{name}")

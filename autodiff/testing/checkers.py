@@ -1,6 +1,6 @@
 """``check_grads`` and ``check_vmap``: the numerical checkers ``autodiff.testing``
 re-exports (see its docstring).  ``check_primitive`` builds on them
-(``testing/check_primitive.py``), which is why they live below both public modules.
+(``testing/primitive_checks.py``), which is why they live below both public modules.
 """
 
 from __future__ import annotations
