@@ -283,8 +283,13 @@ def primitive(fun: Callable) -> Callable:
         if not diff:
             return fun(*args, **kwargs)
 
+        # The functions below close over the other arguments only: the differentiated
+        # ones are operands, and a traced value closed over would be found (and made
+        # an operand) again by custom_vjp's search of the closure.
+        fixed = [None if i in diff else a for i, a in enumerate(args)]
+
         def call(*values):
-            full = list(args)
+            full = list(fixed)
             for i, v in zip(diff, values):
                 full[i] = v
             return fun(*full, **kwargs)
@@ -297,7 +302,7 @@ def primitive(fun: Callable) -> Callable:
 
         def bwd(res, g):
             ans, values = res
-            full = list(args)
+            full = list(fixed)
             for i, v in zip(diff, values):
                 full[i] = v
             return tuple(wrapped.vjps[i](ans, *full, **kwargs)(g) for i in diff)  # type: ignore
