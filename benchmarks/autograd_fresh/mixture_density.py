@@ -31,5 +31,6 @@ if __name__ == "__main__":
         init["means"]
     )
     fitted = adam(grad(objective), init, step_size=0.05, num_iters=150)
-    print("means", np.round(fitted["means"], 3), "scales", np.round(np.exp(fitted["log_scales"]), 3))
+    scales = np.exp(fitted["log_scales"])
+    print("means", np.round(fitted["means"], 3), "scales", np.round(scales, 3))
     print("loss", np.round(negative_log_likelihood(fitted, data), 4))
