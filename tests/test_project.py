@@ -383,15 +383,19 @@ def test_linear_algebra_sorting_sets_polynomials_and_statistics_load_at_first_us
 def test_an_autograd_program_leaves_vmap_and_the_callbacks_for_first_use():
     # autograd has no vmap: its programs never reach the batching interpreter, the
     # functions built on it (anp.vectorize, ...) or the callbacks; each arrives when named.
-    # (A program that draws with autograd.numpy.random does load the interpreter: draws
-    # follow vmap's randomness, numpy/_draws.py.)
-    later = ("autodiff.interpreters.batching", "autodiff.numpy._apply", "autodiff.debug.callbacks")
+    # A program that draws its data with autograd.numpy.random loads neither vmap's nor
+    # jit's interpreter: a draw needs them only under a transform (numpy/_draws.py).
+    later = ("autodiff.interpreters.batching", "autodiff.interpreters.staging",
+             "autodiff.numpy._apply", "autodiff.debug.callbacks")  # fmt: skip
     code = (
         "import sys\n"
         "from autodiff.compat import autograd\n"
         "autograd.install()\n"
         "import autograd.numpy as np\n"
         "from autograd import grad, elementwise_grad\n"
+        "import autograd.numpy.random as npr\n"
+        "npr.seed(0); data = npr.randn(3); rs = npr.RandomState(1); more = rs.randn(2)\n"
+        "assert data.shape == (3,) and more.shape == (2,)\n"
         "g = grad(lambda x: np.sum(np.tanh(x)))(np.zeros(3))\n"
         "e = elementwise_grad(lambda x: np.sin(x) ** 2)(np.linspace(0.0, 1.0, 3))\n"
         "assert list(g) == [1.0, 1.0, 1.0] and np.allclose(e, np.sin(2 * np.linspace(0, 1, 3)))\n"
@@ -401,6 +405,11 @@ def test_an_autograd_program_leaves_vmap_and_the_callbacks_for_first_use():
         "from autodiff import vmap\n"
         "assert vmap is sys.modules['autodiff.interpreters.batching'].vmap\n"
         "assert list(vmap(lambda x: x * 2.0)(numpy.ones(2))) == [2.0, 2.0]\n"
+        # a draw under vmap follows its randomness, the interpreters loaded then
+        "rng = numpy.random.default_rng(0)\n"
+        "draw = lambda x: anp.random.normal(rng, (2,)) + x\n"
+        "d = vmap(draw, randomness='different')(numpy.zeros(3))\n"
+        "assert d.shape == (3, 2) and len({tuple(r) for r in d}) == 3\n"
         "assert anp.vectorize is sys.modules['autodiff.numpy._apply'].vectorize\n"
         "assert list(autodiff.grad(lambda x: np.sum(anp.vectorize(np.sin)(x)))(numpy.zeros(2)))"
         " == [1.0, 1.0]\n"

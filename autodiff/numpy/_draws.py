@@ -34,7 +34,7 @@ staged draw that is batched later (``vmap(jit(f))``) follows that vmap's
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,9 +43,10 @@ from autodiff.core.primitive import Primitive
 from autodiff.core.stack import check_live, current_interpreters
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
-from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
-from autodiff.interpreters.staging import StagedTensor, StagingInterpreter, innermost_staging
 from autodiff.rules.elementwise import add, less, multiply, subtract
+
+if TYPE_CHECKING:
+    from autodiff.interpreters.batching import BatchInterpreter
 
 __all__ = [
     "GLOBAL_STATE",
@@ -61,6 +62,10 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _is_staged_generator(rng: Any) -> bool:
+    if not isinstance(rng, Tracer):
+        return False
+    from autodiff.interpreters.staging import StagedTensor  # (FIRST_USE: tests/test_layers.py)
+
     aval = getattr(rng, "aval", None) if isinstance(rng, StagedTensor) else None
     return isinstance(aval, OpaqueAval) and issubclass(aval.type, np.random.Generator)
 
@@ -147,6 +152,9 @@ def _batch_levels(name: str) -> list[BatchInterpreter]:
     """The live vmaps that want their own draws (outermost first); raises for "error".
     Only the vmaps above the innermost staging count: the ones below it see the staged
     graph as one call, which they batch (again through this function)."""
+    from autodiff.interpreters.batching import BatchInterpreter
+    from autodiff.interpreters.staging import StagingInterpreter
+
     levels = []
     stack = current_interpreters()
     for k in range(len(stack) - 1, -1, -1):
@@ -204,6 +212,13 @@ class RandomPrimitive(Primitive):
     effectful = True
 
     def bind(self, source: Any, *, sample: Callable, size: tuple, dtype: Any) -> Any:
+        if not current_interpreters():  # a plain draw: no vmap to batch it, no jit to stage it
+            return Primitive.bind(self, source, sample=sample, size=size, dtype=dtype)
+        # vmap's and jit's interpreters: loaded with those transforms, or here, the first
+        # time a draw meets a transform (a program that draws data never needs them)
+        from autodiff.interpreters.batching import BatchedTensor
+        from autodiff.interpreters.staging import StagedTensor, innermost_staging
+
         levels = _batch_levels(self.name.removeprefix("random_"))
         size = (*(interp.size for interp in levels), *size)
         staging = innermost_staging()
