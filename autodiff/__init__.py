@@ -7,9 +7,7 @@
 (4, 3)
 """
 
-from typing import Any
-
-from autodiff.core.loading import load, loading_package
+from autodiff.core.loading import loading_package, on_first_use
 
 with loading_package():  # (core/loading.py: why)
     from autodiff import debug, errors, numpy
@@ -66,18 +64,7 @@ _LAZY = {
 }  # fmt: skip
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    value = load(module)
-    value = value if attribute is None else getattr(value, attribute)
-    globals()[name] = value  # the next access is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = on_first_use(globals(), _LAZY)
 
 
 __all__ = [

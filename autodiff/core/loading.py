@@ -30,10 +30,10 @@ import contextvars
 import gc
 import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["checks_rules", "load", "loading_package"]
+__all__ = ["checks_rules", "load", "loading_package", "on_first_use"]
 
 _OWN_RULES = contextvars.ContextVar("autodiff_loading_own_rules", default=False)
 
@@ -64,3 +64,24 @@ def load(name: str) -> Any:
     (``jit``, ``anp.linalg``, ...), inside :func:`loading_package`."""
     with loading_package():
         return importlib.import_module(name)
+
+
+def on_first_use(
+    namespace: dict[str, Any], names: Mapping[str, tuple[str, str | None]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` for ``names`` it loads when first read:
+    ``name -> (module, its attribute, or None for the module itself)``.  The value then
+    becomes a plain attribute of ``namespace`` (the package's ``globals()``)."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        module, attribute = names[name]
+        value = load(module)
+        namespace[name] = value = value if attribute is None else getattr(value, attribute)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(names))
+
+    return __getattr__, __dir__

@@ -16,23 +16,13 @@ raise ``AssertionError`` with the offending numbers.
 ['forward', 'VJP', 'JVP', 'VJP vs JVP', 'second order', 'batching', 'Taylor']
 """
 
-from typing import Any
-
-from autodiff.core.loading import load
+from autodiff.core.loading import on_first_use
 from autodiff.testing.checkers import check_grads, check_vmap
 
 __all__ = ["check_grads", "check_vmap", "check_primitive", "PrimitiveReport"]
 
-
-def __getattr__(name: str) -> Any:
-    """``check_primitive`` (with Taylor mode, which it checks) loads when first named:
-    autograd's ``check_grads``, which programs call, needs only ``checkers.py``."""
-    if name not in ("check_primitive", "PrimitiveReport"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(load("autodiff.testing.primitive_checks"), name)
-    globals()[name] = value  # the next access is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# check_primitive (with Taylor mode, which it checks) loads when first named: autograd's
+# check_grads, which programs call, needs only checkers.py.
+_FIRST_USE = {name: ("autodiff.testing.primitive_checks", name)
+              for name in ("check_primitive", "PrimitiveReport")}  # fmt: skip
+__getattr__, __dir__ = on_first_use(globals(), _FIRST_USE)
