@@ -52,13 +52,16 @@ def refers_to(obj: Any) -> tuple:
     return ()
 
 
-def global_names(code: types.CodeType) -> list[str]:
-    """The global and attribute names ``code`` reads, and the functions defined in it."""
+@functools.lru_cache(maxsize=4096)
+def global_names(code: types.CodeType) -> tuple[str, ...]:
+    """The global and attribute names ``code`` reads, and the functions defined in it
+    (kept per code object: a function made afresh at each call, a lambda, shares its
+    code, and the search reads it at each call)."""
     names = list(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names += global_names(const)
-    return names
+    return tuple(names)
 
 
 def _filled(cell: Any) -> bool:
