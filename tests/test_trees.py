@@ -1,6 +1,8 @@
 """core/trees.py: plain arguments are flattened without optree, exactly as optree would."""
 
 import collections
+import copy
+import pickle
 import subprocess
 import sys
 
@@ -88,6 +90,14 @@ def test_plain_values_take_the_shortcut_and_a_container_does_not():
     assert nested.flatten_up_to(((5, 6), 7)) == optree.tree_structure(((1, 2), 3)).flatten_up_to(
         ((5, 6), 7)
     )
+
+
+def test_a_plain_structure_copies_and_pickles():
+    _, structure = trees.flatten((1.0, (2.0, [3.0])))
+    for copied in (copy.deepcopy(structure), pickle.loads(pickle.dumps(structure))):
+        assert isinstance(copied, trees.Flat) and copied == structure
+        assert copied == optree.tree_structure((1, (2, [3])))
+        assert copied.unflatten([4.0, 5.0, 6.0]) == (4.0, (5.0, [6.0]))
 
 
 def test_a_traced_value_is_a_plain_leaf():

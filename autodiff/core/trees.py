@@ -79,6 +79,8 @@ class Flat:
         return hash(self.treespec())
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # (copy and pickle ask for __setstate__ before _spec is set)
+            raise AttributeError(name)
         return getattr(self.treespec(), name)
 
     def __repr__(self) -> str:
