@@ -67,9 +67,8 @@ globals().update(_SCALAR_TYPES)
 # sorting, sets, polynomials and statistics build their primitives' rules, a fifth of
 # autodiff's own import time, which a short grad program never needs; vectorize and the
 # rest of _apply.py run under vmap, whose interpreter such a program never imports
-# either.  A name loads its
-# module when first read; NumPy's function of the same name, when it first meets a traced
-# value (_load_rules below).
+# either.  A name loads its module when first read; NumPy's function of the same name,
+# when it first meets a traced value (_load_rules below).
 _FIRST_USE = {
     "autodiff.numpy.fft": ("fft",),
     "autodiff.numpy.linalg": ("linalg",),
