@@ -280,3 +280,44 @@ def test_prod_of_a_tuple_with_a_python_type():
     assert anp.prod((16, 5, 5), dtype=int).dtype == np.prod((16, 5, 5), dtype=int).dtype
     assert anp.sum(np.ones(3, np.int32), dtype=np.int32).dtype == np.int32
     assert anp.cumsum([True, False, True], dtype=bool).tolist() == [True, True, True]
+
+
+# --- what NumPy's documentation said, written down for a first gradient ---------------------
+
+
+def test_the_documentation_written_down_is_what_numpy_says(monkeypatch):
+    # numpy_args._READ_BEFORE spares a first gradient reading these docstrings (compiling
+    # the patterns cost it ~1 ms); it must say what reading them says, with this NumPy.
+    from autodiff.core import numpy_args
+
+    written = dict(numpy_args._READ_BEFORE)
+    assert {"broadcast_to", "expand_dims", "sum", "transpose"} <= set(written)
+    monkeypatch.setattr(numpy_args, "_READ_BEFORE", {})
+    for name, said in written.items():
+        assert numpy_args._documented(getattr(np, name)) == said, name
+
+
+def test_a_first_gradient_reads_no_docstring(monkeypatch):
+    # The gradients of sum, mean, matmul and a broadcast call expand_dims, broadcast_to,
+    # sum and transpose with tuples on traced values (second order: on tracers).
+    from autodiff.core import numpy_args
+
+    def read(func):
+        raise AssertionError(f"the docstring of {func.__name__} was read")
+
+    monkeypatch.setattr(numpy_args.inspect, "getdoc", read)
+    numpy_args.array_likes_of.cache_clear()
+    try:
+        w = np.arange(6.0).reshape(3, 2) / 7
+
+        def f(x):
+            return anp.sum(anp.mean((x @ w) * x[:1, :2], axis=(0,), keepdims=True) ** 2)
+
+        x = np.linspace(0.1, 1.0, 6).reshape(2, 3)
+        h = autodiff.hessian(f)(x)
+        eps, v = 1e-6, np.cos(np.arange(6.0)).reshape(2, 3)
+        g = autodiff.grad(f)
+        fd = (g(x + eps * v) - g(x - eps * v)) / (2 * eps)
+        np.testing.assert_allclose(np.tensordot(h, v, axes=2), fd, rtol=1e-5, atol=1e-8)
+    finally:
+        numpy_args.array_likes_of.cache_clear()

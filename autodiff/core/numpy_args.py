@@ -81,8 +81,12 @@ _OF_ITEMS = r"^(?:\(.*?\)\s*)?(?:\d-d\s+)?(?:sequence|list|tuple)s?\b.*\bof\b"
 
 
 def _documented(func: Any) -> list[tuple[list[str], str]] | None:
-    """The ``Parameters`` section of ``func``'s docstring: (names, type) per entry, or
-    None where there is none."""
+    """The ``Parameters`` section of ``func``'s docstring: (names, kind) per entry that
+    is an array (kind ``"whole"``) or a sequence of them (``"items"``), or None where
+    there is none.  For the functions in ``_READ_BEFORE``, what it said then."""
+    name = getattr(func, "__name__", None)
+    if name in _READ_BEFORE and getattr(np, name, None) is func:
+        return _READ_BEFORE[name]
     # (getdoc cleans the docstring; cleaning a NumPy docstring again cost a first call ~0.5 ms)
     ufunc = isinstance(func, np.ufunc)
     doc = inspect.cleandoc(func.__doc__ or "") if ufunc else inspect.getdoc(func)
@@ -94,8 +98,35 @@ def _documented(func: Any) -> list[tuple[list[str], str]] | None:
         entry = re.match(_ENTRY, line)
         if entry is not None and not line.startswith(" "):
             names = [n.strip(" *`") for n in entry.group(1).split(",")]
-            out.append(([n for n in names if n and n != "..."], entry.group(2).strip()))
+            names = [n for n in names if n and n != "..."]
+            kind = _kind(entry.group(2).strip())
+            if kind is not None and names != ["out"]:  # out= is written into, not read
+                out.append((names, kind))
     return out
+
+
+# What NumPy's documentation says of the functions autodiff's own rules (and programs,
+# with axis=(0, 1)) call with a shape or axes (a tuple) on traced values, as read above
+# (tests/test_array_likes.py checks each against the installed NumPy): reading it cost a
+# program's first gradient ~1 ms, most of it compiling the patterns.  Positions come
+# from the signature, as for every function.
+_READ_BEFORE: dict[str, list[tuple[list[str], str]]] = {
+    "broadcast_to": [(["array"], "whole")],
+    "concatenate": [(["a1", "a2"], "items")],
+    "expand_dims": [(["a"], "whole")],
+    "max": [(["a"], "whole"), (["where"], "whole")],
+    "mean": [(["a"], "whole"), (["where"], "whole")],
+    "min": [(["a"], "whole"), (["where"], "whole")],
+    "moveaxis": [(["a"], "whole")],
+    "prod": [(["a"], "whole"), (["where"], "whole")],
+    "reshape": [(["a"], "whole")],
+    "split": [(["ary"], "whole"), (["indices_or_sections"], "whole")],
+    "squeeze": [(["a"], "whole")],
+    "stack": [(["arrays"], "items")],
+    "sum": [(["a"], "whole"), (["where"], "whole")],
+    "swapaxes": [(["a"], "whole")],
+    "transpose": [(["a"], "whole")],
+}
 
 
 def _kind(type_text: str) -> str | None:
@@ -143,10 +174,7 @@ def array_likes_of(func: Any) -> ArrayLikes:
     spec: dict[str, set] = {"positions": set(), "names": set(), "items_at": set(),
                             "item_names": set()}  # fmt: skip
     rest_from = None
-    for names, type_text in documented:
-        kind = _kind(type_text)
-        if kind is None or names == ["out"]:  # out= is written into, not read
-            continue
+    for names, kind in documented:
         matched = [n for n in names if n in by_name]
         for name in matched:
             i, p = by_name[name]

@@ -42,7 +42,7 @@ from autodiff.numpy._reductions import *  # noqa: F403
 from autodiff.numpy._reductions import __all__ as _reductions_names
 from autodiff.numpy._shape import *  # noqa: F403
 from autodiff.numpy._shape import __all__ as _shape_names
-from autodiff.numpy._types import SCALAR_TYPES as _SCALAR_TYPES
+from autodiff.numpy._types import SCALAR_NAMES as _SCALAR_NAMES
 from autodiff.numpy._types import ndarray as ndarray
 from autodiff.rules.compositions import *  # noqa: F403
 from autodiff.rules.compositions import __all__ as _compositions_names
@@ -58,8 +58,6 @@ from autodiff.rules.reductions import *  # noqa: F403
 from autodiff.rules.reductions import __all__ as _reductions_primitives
 from autodiff.rules.shape import *  # noqa: F403
 from autodiff.rules.shape import __all__ as _shape_primitives
-
-globals().update(_SCALAR_TYPES)
 
 # Loaded at first use, as NumPy loads its own submodules: each module with the names of
 # anp it defines (tests/test_namespace.py checks them against the modules' __all__).
@@ -110,7 +108,7 @@ _own = frozenset(
         *_products_primitives,
         *_reductions_primitives,
         *_shape_primitives,
-        *_SCALAR_TYPES,
+        *_SCALAR_NAMES,
         *_module_of,
         "c_",
         "ndarray",
@@ -118,7 +116,9 @@ _own = frozenset(
     ]
 )
 # Everything else of NumPy's, as NumPy's own objects.
-_borrowed, __getattr__ = _borrow(globals(), _np, own=_module_of)
+# anp's scalar types (float64, ...) are made when first read, by numpy/_types.py.
+_made_when_read = {**_module_of, **dict.fromkeys(_SCALAR_NAMES, "autodiff.numpy._types")}
+_borrowed, __getattr__ = _borrow(globals(), _np, own=_made_when_read)
 __array_api_version__ = _np.__array_api_version__
 _tracer.array_namespace = _sys.modules[__name__]  # what traced values' __array_namespace__ gives
 __all__ = sorted(_own | set(_borrowed))

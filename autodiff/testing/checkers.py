@@ -13,7 +13,6 @@ import numpy as np
 from autodiff.core import trees
 from autodiff.core.args import as_input_array, check_callable, check_no_none, leaf_paths
 from autodiff.errors import TransformTypeError, TransformValueError
-from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import vjp
 
@@ -220,7 +219,9 @@ def check_vmap(
     ...     print(str(e)[:45])
     check_vmap: output 0 of vmap(bind, in_dims=0,
     """
-    import optree  # (vmap's trees: checking gradients alone never imports it)
+    import optree  # (vmap's trees and interpreter: checking gradients alone loads neither)
+
+    from autodiff.interpreters.batching import vmap
 
     args = _check_args(f, args, "check_vmap")
     batched = vmap(f, in_dims=in_dims, out_dims=out_dims)  # checks the kinds of the dims

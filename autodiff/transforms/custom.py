@@ -31,7 +31,6 @@ from autodiff.core.primitive import Primitive, process
 from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import TransformTypeError, TransformValueError
-from autodiff.interpreters.batching import vmap
 from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import (
     GradInterpreter,
@@ -169,6 +168,14 @@ def _batched(make: Callable[[], Primitive]) -> Callable:
     return batch
 
 
+def _vmap(fun: Callable) -> Callable:
+    """vmap's, imported when a custom rule is first batched: a program that never calls
+    vmap (a grad through autograd's ``@primitive``) never loads its interpreter."""
+    from autodiff.interpreters.batching import vmap
+
+    return vmap(fun)
+
+
 def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Callable):
     """fun, fwd, bwd on flat leaves: fwd -> (outs, residuals); bwd(residuals, cts, argnums)
     -> cts (those at ``argnums`` are read)."""
@@ -194,9 +201,9 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
         _batched(
             lambda: _make_custom_vjp_primitive(
                 name,
-                vmap(fun),
-                vmap(fwd),
-                lambda res, cts, argnums: vmap(lambda r, c: bwd(r, c, argnums))(res, cts),
+                _vmap(fun),
+                _vmap(fwd),
+                lambda res, cts, argnums: _vmap(lambda r, c: bwd(r, c, argnums))(res, cts),
             )
         )
     )
@@ -376,7 +383,7 @@ def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> P
     prim.def_jvp(jvp_rule, packed=True)
     prim.def_vjp(vjp_from_jvp(jvp_rule), packed=True)
     prim.def_taylor(jvp_taylor(prim))  # Taylor mode through the custom rule (JAX ignores it)
-    prim.def_batch(_batched(lambda: _make_custom_jvp_primitive(name, vmap(fun), vmap(jvp_fun))))
+    prim.def_batch(_batched(lambda: _make_custom_jvp_primitive(name, _vmap(fun), _vmap(jvp_fun))))
     return prim
 
 
