@@ -46,14 +46,16 @@ LAZY = {"scipy", "numba", "llvmlite", "dask", "networkx", "matplotlib", "plum", 
 # Modules of the package imported inside the one function that needs them, because a
 # plain program never does: the sorting rules, which the plain namespace needs only for
 # nonzero's size= under vmap (numpy/_indexing.py's first_true), and vmap's and jit's
-# interpreters, which anp.random's draws need only under a transform (numpy/_draws.py).
+# interpreters, which anp.random's draws need only under a transform (numpy/_draws.py);
+# the sparse Jacobians, with jit's staging, which jacobian and hessian need only for a
+# sparsity.
 # (The package's __init__ leaves more for first use, by name, through
 # core/loading.load: its _LAZY table;
 # autodiff.numpy, anp.random, anp.fft, anp.linalg and the families of sorting, sets,
 # polynomials and statistics, by its _FIRST_USE table; the testing kit, which autograd's
 # check_grads loads, and its check_primitive, by testing/__init__.py.)
 FIRST_USE = {"autodiff.rules.sorting", "autodiff.interpreters.batching",
-             "autodiff.interpreters.staging"}  # fmt: skip
+             "autodiff.interpreters.staging", "autodiff.transforms.sparse_jacobians"}  # fmt: skip
 
 # The layers between the primitives and the namespaces, which may call the compositions
 # of rules/compositions.py but not those of numpy/ and scipy/.

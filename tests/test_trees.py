@@ -149,8 +149,32 @@ def test_a_plain_program_never_imports_optree_and_a_tree_does():
         "autodiff.grad(lambda x: anp.sum(anp.random.normal(r, x.shape) * x))(x)\n"
         "from autodiff.compat.autograd import check_grads\n"
         "check_grads(lambda x: anp.sum(anp.tanh(x) ** 2), x, modes=['rev', 'fwd'])\n"
+        # vmap (a None in in_dims is a leaf there), its chunks, and the Jacobians
+        "w = np.array([[1.0, 2.0], [3.0, 4.0]])\n"
+        "b = autodiff.vmap(lambda r, w: w @ r, in_dims=(0, None))(w, w)\n"
+        "assert np.allclose(b, w @ w.T)\n"
+        "assert np.allclose(autodiff.vmap(anp.sin, chunk_size=1)(x), np.sin(x))\n"
+        "h = autodiff.hessian(lambda x: anp.sum(x ** 3))(x)\n"
+        "assert np.allclose(h, np.diag(6 * x))\n"
+        "j = autodiff.jacrev(lambda x, s: (anp.sin(x) * s, s), argnums=(0,))(x, 2.0)\n"
+        "assert np.allclose(j[0][0], np.diag(2 * np.cos(x))) and np.allclose(j[1][0], 0)\n"
+        "assert np.allclose(autodiff.jacfwd(anp.exp)(x), np.diag(np.exp(x)))\n"
         "assert 'optree' not in sys.modules, 'a plain program imported optree'\n"
+        "assert 'autodiff.transforms.sparse_jacobians' not in sys.modules\n"
         "g = autodiff.grad(lambda p: anp.sum(p['w'] ** 2))({'w': x})\n"
         "assert np.allclose(g['w'], 2 * x) and 'optree' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", plain], check=True, timeout=60)
+
+
+def test_leaf_paths_of_plain_values_in_tuples_are_optrees():
+    # args.leaf_paths names leaves in errors; plain values in tuples and lists are named
+    # without optree, as optree names them (the dict sends the whole tuple to optree).
+    from autodiff.core.args import leaf_paths
+
+    plain = (1.0, (np.ones(2), [3.0, np.float32(4.0)]))
+    want = ["argument 0", "argument 1[0]", "argument 1[1][0]", "argument 1[1][1]"]
+    assert leaf_paths(plain) == want
+    assert leaf_paths(plain, (2, 5)) == [w.replace("t 0", "t 2").replace("t 1", "t 5")
+                                         for w in want]  # fmt: skip
+    assert leaf_paths(({"a": 1.0}, *plain[1:])) == ["argument 0['a']", *want[1:]]

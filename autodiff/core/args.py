@@ -294,8 +294,10 @@ def leaf_paths(args: tuple, positions: Sequence[int] | None = None) -> list[str]
 
     ``positions`` maps entries of ``args`` to the caller's argument positions.
     """
-    if all(map(is_plain, args)):  # no containers: no tree library to import
-        return [f"argument {i if positions is None else positions[i]}" for i in range(len(args))]
+    names: list[str] = []
+    if all(_plain_paths(arg, f"argument {i if positions is None else positions[i]}", names)
+           for i, arg in enumerate(args)):  # fmt: skip
+        return names  # plain values in tuples and lists: no tree library to import
     import optree
 
     paths, _, _ = optree.tree_flatten_with_path(args)
@@ -304,3 +306,14 @@ def leaf_paths(args: tuple, positions: Sequence[int] | None = None) -> list[str]
         position = path[0] if positions is None else positions[path[0]]
         names.append(f"argument {position}" + "".join(f"[{p!r}]" for p in path[1:]))
     return names
+
+
+def _plain_paths(x: Any, path: str, names: list[str]) -> bool:
+    """Appends the paths of ``x``'s leaves (optree's, written as ``leaf_paths`` writes
+    them) where it is plain values in tuples and lists; False where it is not."""
+    if is_plain(x):
+        names.append(path)
+        return True
+    if type(x) not in (tuple, list):
+        return False
+    return all(_plain_paths(item, f"{path}[{i!r}]", names) for i, item in enumerate(x))

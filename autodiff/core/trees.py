@@ -90,17 +90,18 @@ class Flat:
 _NOT_PLAIN = object()
 
 
-def _shape(tree: Any, leaves: list) -> Any:
+def _shape(tree: Any, leaves: list, none_is_leaf: bool) -> Any:
     """``tree``'s shape (see ``Flat``), its leaves appended to ``leaves``; _NOT_PLAIN where
-    it holds anything but plain values, tuples and lists."""
-    if is_plain(tree):
+    it holds anything but plain values, tuples and lists (and None, a leaf where
+    ``none_is_leaf``: vmap's ``in_dims=(0, None)``)."""
+    if is_plain(tree) or (tree is None and none_is_leaf):
         leaves.append(tree)
         return None
     if type(tree) not in (tuple, list):
         return _NOT_PLAIN
     items = []
     for item in tree:
-        shape = _shape(item, leaves)
+        shape = _shape(item, leaves, none_is_leaf)
         if shape is _NOT_PLAIN:
             return _NOT_PLAIN
         items.append(shape)
@@ -118,7 +119,7 @@ def flatten(tree: Any, *, none_is_leaf: bool = False) -> tuple[list, Any]:
     """``optree.tree_flatten(tree)``: the leaves and the structure (a ``Flat`` where
     ``tree`` is plain values in tuples and lists)."""
     leaves: list = []
-    shape = _shape(tree, leaves)
+    shape = _shape(tree, leaves, none_is_leaf)
     if shape is not _NOT_PLAIN:
         return leaves, Flat(shape, len(leaves), none_is_leaf)
     import optree

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from autodiff.core import conversions
+from autodiff.core import conversions, trees
 from autodiff.core import tracer as _tracer
 from autodiff.core.args import (
     a_type,
@@ -210,9 +210,7 @@ def _empty_batch(example: Any) -> Any:
 
 
 def _check_dims_spec(spec: Any, name: str) -> None:
-    import optree  # imported at first use: a program without vmap never needs it
-
-    for leaf in optree.tree_leaves(spec, none_is_leaf=True):
+    for leaf in trees.leaves(spec, none_is_leaf=True):
         if leaf is not None and (not isinstance(leaf, (int, np.integer)) or isinstance(leaf, bool)):
             raise TransformTypeError(
                 f"vmap(func, {name}=...): every entry of {name} must be an int or None, "
@@ -222,24 +220,19 @@ def _check_dims_spec(spec: Any, name: str) -> None:
 
 def _broadcast_prefix(spec: Any, tree: Any, what: str, name: str) -> list:
     """One dim per leaf of ``tree``, from ``spec``, a pytree prefix of ``tree``."""
-    import optree
-
-    prefix = optree.tree_structure(spec, none_is_leaf=True)
+    dims, prefix = trees.flatten(spec, none_is_leaf=True)
     try:
         subtrees = prefix.flatten_up_to(tree)
     except ValueError as e:
         raise TransformValueError(
             f"vmap: {name} {spec!r:.80} does not match the structure of {what} "
-            f"({optree.tree_structure(tree)}); give one entry per leaf or a prefix "
+            f"({trees.flatten(tree)[1]}); give one entry per leaf or a prefix "
             f"of its structure ({e})."
         ) from None
-    dims = optree.tree_leaves(spec, none_is_leaf=True)
-    return [d for d, sub in zip(dims, subtrees) for _ in optree.tree_leaves(sub)]
+    return [d for d, sub in zip(dims, subtrees) for _ in trees.leaves(sub)]
 
 
 def _flatten_inputs(args: tuple, in_dims: Any):
-    import optree
-
     if isinstance(in_dims, (tuple, list)):
         if len(in_dims) != len(args):
             raise TransformValueError(
@@ -252,10 +245,10 @@ def _flatten_inputs(args: tuple, in_dims: Any):
             dims += _broadcast_prefix(spec, arg, f"argument {i}", f"in_dims[{i}]")
     else:
         dims = _broadcast_prefix(in_dims, args, "the arguments", "in_dims")
-    flat, tree = optree.tree_flatten(args)
+    flat, tree = trees.flatten(args)
     paths = leaf_paths(args)
     out_dims: list[int | None] = []
-    tops = [i for i, arg in enumerate(args) for _ in optree.tree_leaves(arg)]
+    tops = [i for i, arg in enumerate(args) for _ in trees.leaves(arg)]
     for leaf, dim, path, top in zip(flat, dims, paths, tops):
         check_live(leaf)  # a leaked tracer raises here, even if func never uses it
         if dim is None:
@@ -317,10 +310,8 @@ def _batch_size(flat: list, dims: list, paths: list) -> int:
 
 
 def _out_dims_for(out: Any, out_dims: Any) -> list:
-    import optree
-
     if isinstance(out_dims, (int, np.integer)) or out_dims is None:
-        return [out_dims] * len(optree.tree_leaves(out))
+        return [out_dims] * len(trees.leaves(out))
     return _broadcast_prefix(out_dims, out, "the function's output", "out_dims")
 
 
@@ -367,22 +358,20 @@ class _Call(NamedTuple):
 
 
 def _vmap_call(call: _Call, flat: list, dims: list, size: int) -> Any:
-    import optree
-
     interp = BatchInterpreter(size, call.randomness)
     unseen = unseen_sources(call.func) if call.randomness == "error" else ()
     with new_interpreter(interp):
         leaves = [_leaf(interp, x, d) for x, d in zip(flat, dims)]
-        out = call.func(*optree.tree_unflatten(call.tree, leaves), **call.kwargs)
+        out = call.func(*trees.unflatten(call.tree, leaves), **call.kwargs)
         for rng, state in unseen:
             check_not_drawn(rng, state, interp.describe())
-        out_flat, out_tree = optree.tree_flatten(out)
+        out_flat, out_tree = trees.flatten(out)
         dims_out = _out_dims_for(out, call.out_dims)
         results = [
             as_output(_unbatch_output(interp, leaf, d, i))
             for i, (leaf, d) in enumerate(zip(out_flat, dims_out))
         ]
-    return optree.tree_unflatten(out_tree, results)
+    return trees.unflatten(out_tree, results)
 
 
 def _leaf(interp: BatchInterpreter, x: Any, bdim: int | None) -> Any:
@@ -403,21 +392,19 @@ def _copy(x: Any) -> Any:
 
 
 def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: int) -> Any:
-    import optree
-
     outs = []
     for start in range(0, size, chunk_size):
         if chunk_size == 1:  # a plain loop: vmap's constraints don't apply
             # copies, not views: func may update its (traced, under vmap) inputs in place
             leaves = [x if d is None else _copy(_take(x, d, start)) for x, d in zip(flat, dims)]
-            outs.append(call.func(*optree.tree_unflatten(call.tree, leaves), **call.kwargs))
+            outs.append(call.func(*trees.unflatten(call.tree, leaves), **call.kwargs))
         else:
             piece = slice(start, start + chunk_size)
             leaves = [x if d is None else _take(x, d, piece) for x, d in zip(flat, dims)]
             outs.append(_vmap_call(call, leaves, dims, min(chunk_size, size - start)))
     dims_out = _out_dims_for(outs[0], call.out_dims)
     _check_chunks(outs, dims_out, chunk_size)
-    columns = zip(*(optree.tree_leaves(o) for o in outs))
+    columns = zip(*(trees.leaves(o) for o in outs))
     joined = []
     for column, d in zip(columns, dims_out):
         if d is None:
@@ -426,26 +413,24 @@ def _chunked_call(call: _Call, flat: list, dims: list, size: int, chunk_size: in
             joined.append(_shp.stack(column, axis=d))
         else:
             joined.append(_shp.concatenate(column, axis=d))
-    return optree.tree_unflatten(optree.tree_structure(outs[0]), joined)
+    return trees.unflatten(trees.flatten(outs[0])[1], joined)
 
 
 def _check_chunks(outs: list, dims_out: list, chunk_size: int) -> None:
     """The chunks' outputs can be joined: one structure, and (chunk_size=1, a plain
     loop, where nothing else checks it) one shape per output and, for out_dims None,
     one value."""
-    import optree
-
-    structure = optree.tree_structure(outs[0])
+    structure = trees.flatten(outs[0])[1]
     for k, out in enumerate(outs):
-        if optree.tree_structure(out) != structure:
+        if trees.flatten(out)[1] != structure:
             raise TransformValueError(
                 f"vmap(..., chunk_size={chunk_size}): func returned "
-                f"{optree.tree_structure(out)} for example {k * chunk_size} but {structure} "
+                f"{trees.flatten(out)[1]} for example {k * chunk_size} but {structure} "
                 f"for example 0; every example's output must have the same structure."
             )
     if chunk_size != 1:  # vmap itself checked each chunk
         return
-    for i, (column, d) in enumerate(zip(zip(*map(optree.tree_leaves, outs)), dims_out)):
+    for i, (column, d) in enumerate(zip(zip(*map(trees.leaves, outs)), dims_out)):
         for k, leaf in enumerate(column):
             if np.shape(leaf) != np.shape(column[0]):
                 raise TransformValueError(

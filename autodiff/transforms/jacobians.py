@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import optree
 
+from autodiff.core import trees
 from autodiff.core.args import (
     as_input_array,
     at_positions,
@@ -38,7 +38,6 @@ from autodiff.interpreters.forward import jvp
 from autodiff.interpreters.reverse import _vjp
 from autodiff.rules import compositions as _comp
 from autodiff.rules import shape as _shp
-from autodiff.transforms.sparse_jacobians import sparse_hessian, sparse_jacobian
 
 __all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
 
@@ -90,7 +89,7 @@ def _inputs(args: tuple, argnums: Any, who: str) -> tuple[tuple, list, Any]:
     positions = normalize_argnums(argnums, len(args), who)
     chosen = tuple(args[i] for i in positions)
     check_no_none(chosen, who, positions)
-    leaves, tree = optree.tree_flatten(chosen)
+    leaves, tree = trees.flatten(chosen)
     leaves = [as_input_array(x, what, who, differentiable=True)
               for x, what in zip(leaves, leaf_paths(chosen, positions))]  # fmt: skip
     _no_complex(leaves, who, "inputs")
@@ -130,23 +129,23 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
 def _by_reverse_mode(out: Any, vjp_fn: Callable, aux: Any, chosen: tuple, argnums: Any,
                      has_aux: bool, chunk_size: int | None, who: str) -> Any:  # fmt: skip
     """The Jacobian from a recorded ``vjp_fn``: ``vmap`` of it over the outputs' basis."""
-    out_leaves, out_tree = optree.tree_flatten(out)
+    out_leaves, out_tree = trees.flatten(out)
     if not out_leaves:  # no output arrays (e.g. None): nothing to differentiate
-        result = optree.tree_unflatten(out_tree, [])
+        result = trees.unflatten(out_tree, [])
         return (result, aux) if has_aux else result
     _no_complex(out_leaves, who, "outputs")
-    _no_complex(optree.tree_leaves(chosen), who, "inputs")
+    _no_complex(trees.leaves(chosen), who, "inputs")
     sizes = [math.prod(np.shape(leaf)) for leaf in out_leaves]
     if sizes == [1]:  # one output with one element: one vjp, no vmap level
         vjp_fn._consume = True  # type: ignore[attr-defined]
-        cts = vjp_fn(optree.tree_unflatten(out_tree, [np.ones_like(out_leaves[0])]))
-        in_leaves, in_tree = optree.tree_flatten(cts)
+        cts = vjp_fn(trees.unflatten(out_tree, [np.ones_like(out_leaves[0])]))
+        in_leaves, in_tree = trees.flatten(cts)
         per_input = [[ct] for ct in in_leaves]  # the one row of each input
         in_shapes = [np.shape(ct) for ct in in_leaves]
     else:
-        basis = optree.tree_unflatten(out_tree, _basis(out_leaves))
+        basis = trees.unflatten(out_tree, _basis(out_leaves))
         cts = vmap(vjp_fn, chunk_size=chunk_size)(basis)  # one batch for all rows
-        in_leaves, in_tree = optree.tree_flatten(cts)
+        in_leaves, in_tree = trees.flatten(cts)
         per_input = [_split_rows(leaf, sizes) for leaf in in_leaves]
         in_shapes = [np.shape(leaf)[1:] for leaf in in_leaves]
     jac = []
@@ -155,8 +154,8 @@ def _by_reverse_mode(out: Any, vjp_fn: Callable, aux: Any, chosen: tuple, argnum
             _shp.reshape(rows[k], np.shape(out_leaf) + shape)
             for rows, shape in zip(per_input, in_shapes)
         ]
-        jac.append(_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums))
-    result = optree.tree_unflatten(out_tree, jac)
+        jac.append(_arg_tree(trees.unflatten(in_tree, blocks), argnums))
+    result = trees.unflatten(out_tree, jac)
     return (result, aux) if has_aux else result
 
 
@@ -184,19 +183,19 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
                 f"jacfwd: the arguments at argnums={argnums!r} hold no arrays, so there is "
                 f"nothing to differentiate; pass arrays there (or use jacrev)."
             )
-        chosen = optree.tree_unflatten(in_tree, in_leaves)
+        chosen = trees.unflatten(in_tree, in_leaves)
 
         def checked(*chosen_args):  # has_aux errors name jacfwd, not the jvp inside it
             return split_aux(selected(*chosen_args), "jacfwd")
 
         def push(*basis_leaves):
-            tangents = optree.tree_unflatten(in_tree, list(basis_leaves))
+            tangents = trees.unflatten(in_tree, list(basis_leaves))
             return jvp(checked if has_aux else selected, chosen, tangents, has_aux=has_aux)[1:]
 
         aux_dims = (0, None) if has_aux else (0,)
         pushed = vmap(push, out_dims=aux_dims, randomness=randomness)(*_basis(in_leaves))
         out_tangents, aux = (pushed[0], pushed[1]) if has_aux else (pushed[0], None)
-        out_leaves, out_tree = optree.tree_flatten(out_tangents)
+        out_leaves, out_tree = trees.flatten(out_tangents)
         _no_complex(out_leaves, "jacfwd", "outputs")
         sizes = [math.prod(np.shape(leaf)) for leaf in in_leaves]
         jac = []
@@ -206,8 +205,8 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
             for rows, leaf in zip(_split_rows(stacked, sizes), in_leaves):
                 moved = _comp.moveaxis(rows, 0, -1)  # input elements last
                 blocks.append(_shp.reshape(moved, out_shape + np.shape(leaf)))
-            jac.append(_arg_tree(optree.tree_unflatten(in_tree, blocks), argnums))
-        result = optree.tree_unflatten(out_tree, jac)
+            jac.append(_arg_tree(trees.unflatten(in_tree, blocks), argnums))
+        result = trees.unflatten(out_tree, jac)
         return (result, aux) if has_aux else result
 
     return wrapper
@@ -235,6 +234,9 @@ def hessian(func: Callable, argnums: int | tuple[int, ...] = 0, *,
     """
     _check_made(func, argnums, False, "hessian")
     if sparsity is not None:
+        # (the sparse machinery, with jit's staging, loads when a sparsity is asked for)
+        from autodiff.transforms.sparse_jacobians import sparse_hessian
+
         return sparse_hessian(func, argnums, sparsity)
     inner = jacfwd(jacrev(func, argnums), argnums)
 
@@ -300,6 +302,8 @@ def jacobian(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool =
     check_chunk_size(chunk_size, "jacobian")
     mode = _MODES[mode]
     if sparsity is not None:
+        from autodiff.transforms.sparse_jacobians import sparse_jacobian
+
         return sparse_jacobian(func, argnums, has_aux, sparsity, mode)
     if mode == "forward":
         return jacfwd(func, argnums, has_aux)
@@ -313,8 +317,8 @@ def jacobian(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool =
         chosen = tuple(args[i] for i in positions)
         selected = at_positions(func, args, positions, kwargs)
         out, vjp_fn, aux = _vjp(selected, chosen, has_aux, "jacobian", positions)
-        n_out = sum(math.prod(np.shape(leaf)) for leaf in optree.tree_leaves(out))
-        n_in = sum(math.prod(np.shape(leaf)) for leaf in optree.tree_leaves(chosen))
+        n_out = sum(math.prod(np.shape(leaf)) for leaf in trees.leaves(out))
+        n_in = sum(math.prod(np.shape(leaf)) for leaf in trees.leaves(chosen))
         if n_out <= n_in:
             return _by_reverse_mode(out, vjp_fn, aux, chosen, argnums, has_aux, chunk_size,
                                     "jacobian")  # fmt: skip
