@@ -17,7 +17,9 @@ whole; a sequence of arrays has each item converted; a ufunc's inputs are all ar
 ``out`` is never converted (it is written into).  Where the
 documentation says nothing (an alias documented by reference, or docstrings stripped
 by ``python -OO``), the first parameter is taken to be the array, as in every NumPy
-function that has one.  The specification is worked out on first use and cached.
+function that has one.  The specification is worked out on first use and cached;
+for the functions autodiff's own rules call with a shape or axes, what the documentation
+says is written down (``_READ_BEFORE``), so a first gradient reads no docstring.
 """
 
 from __future__ import annotations
