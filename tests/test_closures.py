@@ -360,6 +360,32 @@ def test_closures_through_objects_and_partials():
     assert_close(jit(grad(f))(SPD), want)
 
 
+def test_the_search_skips_the_packages_own_functions_but_not_its_closures():
+    # A function of the package's modules that closes over nothing reaches only their
+    # globals (skipped: a grad through autograd's @primitive searched a dozen of them at
+    # each call); a closure the package made (that @primitive's wrapper) holds the user's
+    # function, whose closed-over traced value is found, and its gradient is right.
+    from autodiff.compat import autograd as ag
+    from autodiff.transforms import closures
+
+    assert closures._is_packages_own(ag.defvjp) and closures._is_packages_own(closures.closed_over)
+    assert not closures._is_packages_own(ag.primitive(np.sin))  # a closure
+
+    def f(a, x):
+        @ag.primitive
+        def scaled(x):
+            return a * anp.sin(x)  # closes over the traced a
+
+        ag.defvjp(scaled, lambda ans, x: lambda g: g * a * anp.cos(x))
+        assert any(t is a for t in closures.closed_over(scaled))
+        return anp.sum(scaled(x))
+
+    a, x = 1.5, np.array([0.2, 0.7])
+    g_a, g_x = grad(f, argnums=(0, 1))(a, x)
+    assert_close(g_a, np.sum(np.sin(x)))
+    assert_close(g_x, a * np.cos(x))
+
+
 def test_an_error_in_a_solve_leaves_the_transforms_working():
     def f(a):
         with contextlib.suppress(ZeroDivisionError):

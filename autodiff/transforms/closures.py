@@ -72,12 +72,27 @@ def _search(obj: Any, depth: int, found: dict, seen: set) -> None:
     if depth == 0 or obj is None or isinstance(obj, _ATOMS) or id(obj) in seen:
         return
     seen.add(id(obj))
+    if _is_packages_own(obj):
+        return
     for part in _parts(obj):
         _search(part, depth - 1, found, seen)
 
 
 _ATOMS = (str, bytes, bool, int, float, complex, np.ndarray, np.generic, np.dtype, type,
           types.ModuleType, types.BuiltinFunctionType)  # fmt: skip
+
+
+def _is_packages_own(obj: Any) -> bool:
+    """A function of the package's own modules that closes over nothing: it reaches only
+    their globals and its defaults, which hold no traced value of a user's.  (A function
+    named as a global, such as autograd's ``@primitive`` wrapper's helpers, is searched at
+    every call: skipping these took a grad through ``@primitive`` ~20 us.)  A closure made
+    by the package (the wrapper itself) holds the user's functions, and is searched."""
+    return (
+        type(obj) is types.FunctionType
+        and obj.__closure__ is None
+        and obj.__globals__.get("__name__", "").startswith("autodiff.")
+    )
 
 
 def _parts(obj: Any) -> tuple:
