@@ -33,7 +33,7 @@ if __name__ == "__main__":
     targets = np.logaddexp(0.0, np.dot(inputs, np.array([1.0, -0.5, 0.25, 0.0])) + 0.3)
     gradient = grad(loss)
     params, velocity = np.zeros(5), np.zeros(5)
-    for step in range(80):
+    for _ in range(80):
         velocity = 0.9 * velocity - 0.1 * gradient(params, inputs, targets)
         params = params + velocity
     print("loss", round(float(loss(params, inputs, targets)), 5))
