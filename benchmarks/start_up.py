@@ -15,8 +15,8 @@ autodiff.compat.autograd program.py``, and this script reports:
   moves by up to 0.1 between runs: read a few per cent as noise.
 * **Instructions** (``--instructions``, where valgrind is installed): one run of each
   under callgrind with ``PYTHONHASHSEED=0``, the count of the whole process.  It does not
-  move with the load (to ~0.01%), but it counts no cache miss, page fault or kernel
-  time.
+  move with the load (to ~0.1%), but it counts no cache miss, page fault or kernel
+  time.  ``--rounds 0 --instructions`` counts them alone.
 
 The programs are looked for in ``--examples`` and in ``benchmarks/autograd_fresh/``
 (programs of the same kind written for these measurements).  Prints a Markdown table.
@@ -100,13 +100,16 @@ def main(argv: list[str] | None = None) -> None:
         if args.instructions:
             counts = {(s, p): _run(s, p, work, str(prelude), instructions=True)
                       for s in SYSTEMS for p in programs}  # fmt: skip
-    header = "| program | autograd CPU s | autodiff CPU s | ratio |"
+    header = "| program |" + (" autograd CPU s | autodiff CPU s | ratio |" if args.rounds else "")
     print(f"{args.rounds} rounds, load average {os.getloadavg()[0]:.1f}\n")
     print(header + (" autograd M instr. | autodiff M instr. | ratio |" if counts else ""))
-    print("|---|---:|---:|---:|" + ("---:|---:|---:|" if counts else ""))
+    three = "---:|---:|---:|"
+    print("|---|" + (three if args.rounds else "") + (three if counts else ""))
     for program in programs:
-        a, b = (statistics.median(cpu[s, program]) for s in SYSTEMS)
-        row = f"| {program} | {a:.3f} | {b:.3f} | {b / a:.3f} |"
+        row = f"| {program} |"
+        if args.rounds:
+            a, b = (statistics.median(cpu[s, program]) for s in SYSTEMS)
+            row += f" {a:.3f} | {b:.3f} | {b / a:.3f} |"
         if counts:
             i, j = (counts[s, program] / 1e6 for s in SYSTEMS)
             row += f" {i:,.0f} | {j:,.0f} | {j / i:.4f} |"
