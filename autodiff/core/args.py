@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from autodiff.core import trees
 from autodiff.core.stack import check_live
 from autodiff.core.tracer import Tracer
-from autodiff.core.trees import is_plain
 from autodiff.errors import TransformTypeError, TransformValueError
 
 __all__ = [
@@ -295,9 +295,11 @@ def leaf_paths(args: tuple, positions: Sequence[int] | None = None) -> list[str]
     ``positions`` maps entries of ``args`` to the caller's argument positions.
     """
     names: list[str] = []
-    if all(_plain_paths(arg, f"argument {i if positions is None else positions[i]}", names)
-           for i, arg in enumerate(args)):  # fmt: skip
-        return names  # plain values in tuples and lists: no tree library to import
+    tree = trees.flatten(tuple(args))[1]
+    if isinstance(tree, trees.Flat):  # plain values in tuples and lists: no optree to import
+        for i, shape in enumerate(tree.shape[1]):
+            _paths(shape, f"argument {i if positions is None else positions[i]}", names)
+        return names
     import optree
 
     paths, _, _ = optree.tree_flatten_with_path(args)
@@ -308,12 +310,11 @@ def leaf_paths(args: tuple, positions: Sequence[int] | None = None) -> list[str]
     return names
 
 
-def _plain_paths(x: Any, path: str, names: list[str]) -> bool:
-    """Appends the paths of ``x``'s leaves (optree's, written as ``leaf_paths`` writes
-    them) where it is plain values in tuples and lists; False where it is not."""
-    if is_plain(x):
+def _paths(shape: Any, path: str, names: list[str]) -> None:
+    """Appends the paths of the leaves of a plain structure (``trees.Flat.shape``), as
+    optree's paths are written above."""
+    if shape is None:
         names.append(path)
-        return True
-    if type(x) not in (tuple, list):
-        return False
-    return all(_plain_paths(item, f"{path}[{i!r}]", names) for i, item in enumerate(x))
+        return
+    for i, item in enumerate(shape[1]):
+        _paths(item, f"{path}[{i!r}]", names)
