@@ -60,9 +60,9 @@ __all__ = [  # checkpoint: from __getattr__ below, at first use
 ]  # fmt: skip
 
 
-def _custom_vjp(fun: Callable) -> Any:
+def _custom_vjp(fun: Callable, **options: Any) -> Any:
     """``autodiff.custom_vjp``, its module imported at first use (as the package does)."""
-    return load("autodiff.transforms.custom").custom_vjp(fun)
+    return load("autodiff.transforms.custom").custom_vjp(fun, **options)
 
 
 def __getattr__(name: str) -> Any:
@@ -269,48 +269,70 @@ def _is_value(x: Any) -> bool:
     )
 
 
+class _Fixed:
+    """One call's arguments that are not differentiated (None at the differentiated
+    positions) and its keyword arguments: the non-differentiable argument of the call's
+    rule (``custom_vjp``'s ``nondiff_argnums``), where the rule's search for closed-over
+    traced values looks too (an array argument without a VJP may be traced: its
+    derivative then goes through ``fun``'s own code)."""
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, args: list, kwargs: dict) -> None:
+        self.args, self.kwargs = args, kwargs
+
+    def filled(self, diff: tuple[int, ...], values: Sequence[Any]) -> list:
+        full = list(self.args)
+        for i, v in zip(diff, values):
+            full[i] = v
+        return full
+
+
+def _primitive_rule(fun: Callable, vjps: dict, diff: tuple[int, ...]) -> Any:
+    """The ``custom_vjp`` of ``fun`` in the arguments at ``diff``, the others fixed: made
+    once per primitive and set of differentiated positions, not at each call."""
+
+    def call(fixed, *values):
+        return fun(*fixed.filled(diff, values), **fixed.kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(fun, "__name__", "primitive")
+    rule = _custom_vjp(call, nondiff_argnums=(0,))
+
+    def fwd(fixed, *values):
+        ans = call(fixed, *values)
+        return ans, (ans, values)
+
+    def bwd(fixed, res, g):
+        ans, values = res
+        full = fixed.filled(diff, values)
+        return tuple(vjps[i](ans, *full, **fixed.kwargs)(g) for i in diff)
+
+    rule.defvjp(fwd, bwd)
+    return rule
+
+
 def primitive(fun: Callable) -> Callable:
     """autograd.extend.primitive: ``fun`` gets its derivatives from ``defvjp`` (and
     ``defjvp``) instead of from its body; arguments that are not arrays or floats (functions,
     integers, containers) are passed through undifferentiated."""
+    vjps: dict[int, Callable] = {}
+    rules: dict[tuple[int, ...], Any] = {}
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         leaves = [*trees.leaves(args), *trees.leaves(kwargs)] if kwargs else trees.leaves(args)
         if not any(isinstance(leaf, Tracer) for leaf in leaves):
             return fun(*args, **kwargs)
-        diff = [i for i, a in enumerate(args) if _is_value(a) and i in wrapped.vjps]  # type: ignore
+        diff = tuple(i for i, a in enumerate(args) if i in vjps and _is_value(a))
         if not diff:
             return fun(*args, **kwargs)
+        rule = rules.get(diff)
+        if rule is None:
+            rule = rules[diff] = _primitive_rule(fun, vjps, diff)
+        fixed = _Fixed([None if i in diff else a for i, a in enumerate(args)], kwargs)
+        return rule(fixed, *(args[i] for i in diff))
 
-        # The functions below close over the other arguments only: the differentiated
-        # ones are operands, and a traced value closed over would be found (and made
-        # an operand) again by custom_vjp's search of the closure.
-        fixed = [None if i in diff else a for i, a in enumerate(args)]
-
-        def call(*values):
-            full = list(fixed)
-            for i, v in zip(diff, values):
-                full[i] = v
-            return fun(*full, **kwargs)
-
-        rule = _custom_vjp(call)
-
-        def fwd(*values):
-            ans = call(*values)
-            return ans, (ans, values)
-
-        def bwd(res, g):
-            ans, values = res
-            full = list(fixed)
-            for i, v in zip(diff, values):
-                full[i] = v
-            return tuple(wrapped.vjps[i](ans, *full, **kwargs)(g) for i in diff)  # type: ignore
-
-        rule.defvjp(fwd, bwd)
-        return rule(*(args[i] for i in diff))
-
-    wrapped.vjps = {}  # type: ignore[attr-defined]
+    wrapped.vjps = vjps  # type: ignore[attr-defined]
     wrapped.jvps = {}  # type: ignore[attr-defined]
     return wrapped
 

@@ -33,7 +33,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["checks_rules", "load", "loading_package", "on_first_use"]
+__all__ = ["checks_rules", "load", "loading_package", "on_first_use", "unchecked_rules"]
 
 _OWN_RULES = contextvars.ContextVar("autodiff_loading_own_rules", default=False)
 
@@ -56,6 +56,18 @@ def loading_package() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+        _OWN_RULES.reset(token)
+
+
+@contextlib.contextmanager
+def unchecked_rules() -> Iterator[None]:
+    """Rules the package makes as a program runs register inside unchecked, as its own do
+    while it loads: a ``custom_vjp`` call's primitive, whose rules are of the package's
+    forms (checking them cost a third of making them, at every call)."""
+    token = _OWN_RULES.set(True)
+    try:
+        yield
+    finally:
         _OWN_RULES.reset(token)
 
 

@@ -31,6 +31,12 @@ def refers_to(obj: Any) -> tuple:
     >>> refers_to(f)
     (1.0, 2.0)
     """
+    if type(obj) is types.FunctionType:  # the commonest case first: the search is per call
+        scope = obj.__globals__
+        named = [scope[n] for n in global_names(obj.__code__) if n in scope]
+        return (*_cells(obj.__closure__), *(obj.__defaults__ or ()),
+                *(obj.__kwdefaults__ or {}).values(),
+                *(v for v in named if not isinstance(v, types.ModuleType)))  # fmt: skip
     if isinstance(obj, _LEAVES):
         return ()
     if isinstance(obj, (list, tuple, set, frozenset)):
@@ -41,27 +47,38 @@ def refers_to(obj: Any) -> tuple:
         return (obj.func, *obj.args, *obj.keywords.values())
     if isinstance(obj, types.MethodType):
         return (obj.__func__, obj.__self__)
-    if isinstance(obj, types.FunctionType):
-        cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
-        scope = obj.__globals__
-        named = [scope[n] for n in global_names(obj.__code__) if n in scope]
-        return (*cells, *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
-                *(v for v in named if not isinstance(v, types.ModuleType)))  # fmt: skip
     if hasattr(obj, "__dict__"):
         return tuple(vars(obj).values())
     return ()
 
 
-@functools.lru_cache(maxsize=4096)
+# code object -> (it, its names): keyed by identity, since hashing a code object hashes
+# its byte code and constants (~0.7 us, a third of a search step); the code is kept alive
+# by its entry, so an identity is never reused while it stands.
+_NAMES: dict[int, tuple[types.CodeType, tuple[str, ...]]] = {}
+
+
 def global_names(code: types.CodeType) -> tuple[str, ...]:
     """The global and attribute names ``code`` reads, and the functions defined in it
     (kept per code object: a function made afresh at each call, a lambda, shares its
     code, and the search reads it at each call)."""
+    entry = _NAMES.get(id(code))
+    if entry is not None and entry[0] is code:
+        return entry[1]
     names = list(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names += global_names(const)
-    return tuple(names)
+    if len(_NAMES) >= 4096:  # code made at run time (exec, eval) without end: start again
+        _NAMES.clear()
+    found = _NAMES[id(code)] = (code, tuple(names))
+    return found[1]
+
+
+def _cells(closure: tuple | None) -> list:
+    if not closure:
+        return []
+    return [c.cell_contents for c in closure if _filled(c)]
 
 
 def _filled(cell: Any) -> bool:

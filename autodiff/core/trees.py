@@ -5,7 +5,9 @@ arguments are a tuple of arrays or numbers, and so is the result. Importing optr
 them costs a short program about 10 ms, a fifth of the package's import (autograd's
 example programs finish in well under a second). So such plain values, alone or in
 tuples and lists (nested too), are flattened here, with a structure, ``Flat``, that
-stands for the treespec optree would give; anything else goes to optree, imported then.
+stands for the treespec optree would give; so is any other object that is none of
+optree's own nodes while optree is not imported (no registration can have made it one:
+registering imports optree). Anything else goes to optree, imported then.
 
 ``Flat`` is a stand-in, not a second tree library: it compares equal to optree's
 treespec of the same structure, and every other use (printing it, ``flatten_up_to``,
@@ -19,6 +21,8 @@ treespec of the same structure, and every other use (printing it, ``flatten_up_t
 
 from __future__ import annotations
 
+import collections
+import sys
 from typing import Any
 
 import numpy as np
@@ -88,13 +92,23 @@ class Flat:
 
 
 _NOT_PLAIN = object()
+# What optree makes nodes of without a registration (namedtuples and structseqs are tuples).
+_BUILT_IN_NODES = (tuple, list, dict, collections.deque)
+
+
+def _opaque(x: Any) -> bool:
+    """Whether ``x`` is a leaf to optree because nothing can have registered its type as a
+    node: optree is not imported yet (a registration imports it) and ``x`` is none of
+    optree's own nodes (a user's object passed to ``custom_vjp`` as a non-differentiable
+    argument, a solver's settings)."""
+    return x is not None and "optree" not in sys.modules and not isinstance(x, _BUILT_IN_NODES)
 
 
 def _shape(tree: Any, leaves: list, none_is_leaf: bool) -> Any:
     """``tree``'s shape (see ``Flat``), its leaves appended to ``leaves``; _NOT_PLAIN where
     it holds anything but plain values, tuples and lists (and None, a leaf where
     ``none_is_leaf``: vmap's ``in_dims=(0, None)``)."""
-    if is_plain(tree) or (tree is None and none_is_leaf):
+    if is_plain(tree) or (tree is None and none_is_leaf) or _opaque(tree):
         leaves.append(tree)
         return None
     if type(tree) not in (tuple, list):

@@ -65,39 +65,49 @@ def reaches_tracer(obj: Any, depth: int = 4) -> bool:
 
 
 def _search(obj: Any, depth: int, found: dict, seen: set) -> None:
+    kind = type(obj)
+    if kind in _ATOM_TYPES:  # (by exact type first: the search runs at every call)
+        return
     if isinstance(obj, Tracer):
         if obj._interp.active or stood_in(obj) is not obj:
             found.setdefault(id(obj), obj)
         return
-    if depth == 0 or obj is None or isinstance(obj, _ATOMS) or id(obj) in seen:
+    if depth == 0 or isinstance(obj, _ATOMS) or id(obj) in seen:
         return
     seen.add(id(obj))
-    if _is_packages_own(obj):
-        return
-    for part in _parts(obj):
+    if kind is types.FunctionType:
+        if _is_packages_own(obj):
+            return
+        parts = refers_to(obj)
+    else:
+        parts = _parts(obj)
+    for part in parts:
         _search(part, depth - 1, found, seen)
 
 
 _ATOMS = (str, bytes, bool, int, float, complex, np.ndarray, np.generic, np.dtype, type,
           types.ModuleType, types.BuiltinFunctionType)  # fmt: skip
+_ATOM_TYPES = frozenset({type(None), str, bytes, bool, int, float, complex, np.ndarray, type,
+                         types.ModuleType, types.BuiltinFunctionType,
+                         *np.sctypeDict.values()})  # fmt: skip
 
 
-def _is_packages_own(obj: Any) -> bool:
-    """A function of the package's own modules that closes over nothing: it reaches only
-    their globals and its defaults, which hold no traced value of a user's.  (The helpers
-    autograd's ``@primitive`` wrapper names as globals were searched at every call: ~15 us
-    of a ~340 us gradient.)  A closure made by the package (the wrapper itself) holds the
-    user's functions, and is searched."""
-    return (
-        type(obj) is types.FunctionType
-        and obj.__closure__ is None
-        and obj.__globals__.get("__name__", "").startswith("autodiff.")
+def _is_packages_own(function: types.FunctionType) -> bool:
+    """Whether ``function`` is one of the package's own modules' and closes over nothing:
+    it reaches only their globals and its defaults, which hold no traced value of a
+    user's.  (The helpers autograd's ``@primitive`` wrapper names as globals were
+    searched at every call: ~15 us of a ~340 us gradient.)  A closure made by the
+    package (the wrapper itself) holds the user's functions, and is searched."""
+    return function.__closure__ is None and function.__globals__.get("__name__", "").startswith(
+        "autodiff."
     )
 
 
 def _parts(obj: Any) -> tuple:
     """What ``obj`` refers to that a call of it may compute with (``core.reach``), and
     the slots of an object without a ``__dict__``."""
+    if type(obj) is types.FunctionType:
+        return refers_to(obj)
     slots = () if hasattr(obj, "__dict__") else getattr(type(obj), "__slots__", ())
     slots = (slots,) if isinstance(slots, str) else slots
     return refers_to(obj) + tuple(getattr(obj, s) for s in slots if hasattr(obj, s))

@@ -27,6 +27,7 @@ import numpy as np
 from autodiff.core import trees
 from autodiff.core.args import check_callable
 from autodiff.core.arrays import batch_size_of
+from autodiff.core.loading import unchecked_rules
 from autodiff.core.primitive import Primitive, process
 from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer
@@ -41,7 +42,6 @@ from autodiff.interpreters.reverse import (
     vjp,
 )
 from autodiff.interpreters.tape import Node
-from autodiff.interpreters.transpose import jvp_from_vjp, vjp_from_jvp
 from autodiff.rules._helpers import bring_to_front
 from autodiff.transforms.closures import Closure, closure_of
 
@@ -181,6 +181,25 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
     -> cts (those at ``argnums`` are read)."""
     prim = CustomVJPPrimitive(name, fun, multiple_results=True, traceable=True)
     prim.fwd, prim.bwd = fwd, bwd
+    with unchecked_rules():  # (the JVP rule: the VJP's transpose, derived at first use)
+        prim.def_vjp(_custom_vjp_rule(name, fwd, bwd), packed=True)
+        prim.def_taylor(jvp_taylor(prim))  # through bwd's transpose: the custom rule, respected
+        prim.def_batch(
+            _batched(
+                lambda: _make_custom_vjp_primitive(
+                    name,
+                    _vmap(fun),
+                    _vmap(fwd),
+                    lambda res, cts, argnums: _vmap(lambda r, c: bwd(r, c, argnums))(res, cts),
+                )
+            )
+        )
+    return prim
+
+
+def _custom_vjp_rule(name: str, fwd: Callable, bwd: Callable) -> Callable:
+    """The packed VJP rule of a ``custom_vjp`` primitive: ``bwd`` on the residuals its
+    ``fwd`` kept on the tape (or ``fwd`` run again, where none were: a staged graph)."""
 
     def vjp_rule(cts, ans, primals, params, argnums):
         residuals = params["residuals"] if "residuals" in params else fwd(*primals)[1]
@@ -194,20 +213,7 @@ def _make_custom_vjp_primitive(name: str, fun: Callable, fwd: Callable, bwd: Cal
                 )
         return [cts_in[i] for i in argnums]
 
-    prim.def_vjp(vjp_rule, packed=True)
-    prim.def_jvp(jvp_from_vjp(vjp_rule), packed=True)
-    prim.def_taylor(jvp_taylor(prim))  # through bwd's transpose: the custom rule, respected
-    prim.def_batch(
-        _batched(
-            lambda: _make_custom_vjp_primitive(
-                name,
-                _vmap(fun),
-                _vmap(fwd),
-                lambda res, cts, argnums: _vmap(lambda r, c: bwd(r, c, argnums))(res, cts),
-            )
-        )
-    )
-    return prim
+    return vjp_rule
 
 
 def _closed_custom_vjp(name: str, fun: Callable, fwd: Callable, bwd: Callable,
@@ -380,10 +386,12 @@ def _make_custom_jvp_primitive(name: str, fun: Callable, jvp_fun: Callable) -> P
     def jvp_rule(tangents, ans, primals, params):
         return jvp_fun(primals, tuple(tangents))
 
-    prim.def_jvp(jvp_rule, packed=True)
-    prim.def_vjp(vjp_from_jvp(jvp_rule), packed=True)
-    prim.def_taylor(jvp_taylor(prim))  # Taylor mode through the custom rule (JAX ignores it)
-    prim.def_batch(_batched(lambda: _make_custom_jvp_primitive(name, _vmap(fun), _vmap(jvp_fun))))
+    with unchecked_rules():  # (the VJP rule: the JVP's transpose, derived at first use)
+        prim.def_jvp(jvp_rule, packed=True)
+        prim.def_taylor(jvp_taylor(prim))  # Taylor mode through the custom rule (JAX ignores it)
+        prim.def_batch(
+            _batched(lambda: _make_custom_jvp_primitive(name, _vmap(fun), _vmap(jvp_fun)))
+        )
     return prim
 
 
