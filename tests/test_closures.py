@@ -386,6 +386,32 @@ def test_the_search_skips_the_packages_own_functions_but_not_its_closures():
     assert_close(g_x, a * np.cos(x))
 
 
+def test_an_autograd_primitive_differentiates_each_call_with_its_own_fixed_arguments():
+    # One custom rule per primitive and set of differentiated positions serves every call
+    # (made once, not per call); what differs between calls (an integer, a keyword, an
+    # array with no VJP of its own, traced or not) travels with the call. A traced value
+    # there gets its derivative through the function's own code, as a closed-over one.
+    from autodiff.compat import autograd as ag
+
+    @ag.primitive
+    def soft(x, w, k, sharp=1.0):
+        return k * w * anp.logaddexp(0.0, sharp * x) / sharp
+
+    ag.defvjp(soft, lambda ans, x, w, k, sharp=1.0: lambda g: g * k * w / (1 + anp.exp(-sharp * x)))
+
+    def f(x, w):
+        return anp.sum(soft(x, w, 2) + soft(x**2, w, 3, sharp=4.0) + soft(x, np.ones(2), 1))
+
+    x, w = np.array([0.3, -1.2]), np.array([0.5, 2.0])
+    s = lambda z: 1 / (1 + np.exp(-z))
+    want_x = 2 * w * s(x) + 3 * w * s(4 * x**2) * 2 * x + s(x)
+    want_w = 2 * np.logaddexp(0, x) + 3 * np.logaddexp(0, 4 * x**2) / 4
+    g_x, g_w = grad(f, argnums=(0, 1))(x, w)
+    assert_close(g_x, want_x)
+    assert_close(g_w, want_w)
+    assert_close(vmap(grad(f), in_dims=(0, None))(np.stack([x, 2 * x]), w)[0], want_x)
+
+
 def test_an_error_in_a_solve_leaves_the_transforms_working():
     def f(a):
         with contextlib.suppress(ZeroDivisionError):

@@ -159,12 +159,54 @@ def test_a_plain_program_never_imports_optree_and_a_tree_does():
         "j = autodiff.jacrev(lambda x, s: (anp.sin(x) * s, s), argnums=(0,))(x, 2.0)\n"
         "assert np.allclose(j[0][0], np.diag(2 * np.cos(x))) and np.allclose(j[1][0], 0)\n"
         "assert np.allclose(autodiff.jacfwd(anp.exp)(x), np.diag(np.exp(x)))\n"
+        # autograd's @primitive: its per-call arguments and keywords travel to custom_vjp
+        # as one object of settings, a leaf that needs no optree
+        "@autograd.primitive\n"
+        "def soft(x, k, sharp=1.0):\n"
+        "    return k * anp.logaddexp(0.0, sharp * x) / sharp\n"
+        "autograd.defvjp(soft,\n"
+        "                lambda ans, x, k, sharp=1.0: lambda g: g * k / (1 + np.exp(-sharp * x)))\n"
+        "g = autograd.grad(lambda x: anp.sum(soft(x, 2) + soft(x, 3, sharp=4.0)))(x)\n"
+        "want = 2 / (1 + np.exp(-x)) + 3 / (1 + np.exp(-4 * x))\n"
+        "assert np.allclose(g, want), (g, want)\n"
         "assert 'optree' not in sys.modules, 'a plain program imported optree'\n"
         "assert 'autodiff.transforms.sparse_jacobians' not in sys.modules\n"
         "g = autodiff.grad(lambda p: anp.sum(p['w'] ** 2))({'w': x})\n"
         "assert np.allclose(g['w'], 2 * x) and 'optree' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", plain], check=True, timeout=60)
+
+
+def test_an_object_no_registration_can_have_made_a_node_is_a_leaf(monkeypatch):
+    """Without optree imported no class can be registered as a node (registering imports
+    it), so an object that is none of optree's own nodes is a leaf, as optree would say;
+    once optree is imported, optree decides (a registered class is a node)."""
+
+    class Settings:
+        def __init__(self, scale):
+            self.scale = scale
+
+    settings = Settings(2.0)
+    leaves, tree = trees.flatten(settings)  # optree imported here: optree's answer
+    assert leaves == [settings] and tree == optree.tree_structure(settings)
+    with monkeypatch.context() as m:
+        m.delitem(sys.modules, "optree")
+        leaves, tree = trees.flatten((np.ones(2), settings))
+        assert leaves[1] is settings and isinstance(tree, trees.Flat)
+        for node in ({"a": 1.0}, collections.deque([1.0]), Point(1.0, 2.0), None):
+            assert not isinstance(trees.flatten(node)[1], trees.Flat)  # optree's own nodes
+    assert tree == optree.tree_structure((np.ones(2), settings))
+
+    everywhere = optree.registry.__GLOBAL_NAMESPACE  # (where autodiff's trees look)
+    optree.register_pytree_node(
+        Settings, lambda s: ((s.scale,), None, None), lambda _, c: Settings(*c),
+        namespace=everywhere,
+    )  # fmt: skip
+    try:
+        leaves, tree = trees.flatten((np.ones(2), settings))
+        assert leaves[1] == 2.0 and not isinstance(tree, trees.Flat)
+    finally:
+        optree.unregister_pytree_node(Settings, namespace=everywhere)
 
 
 def test_leaf_paths_of_plain_values_in_tuples_are_optrees():

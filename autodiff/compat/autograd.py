@@ -320,7 +320,7 @@ def primitive(fun: Callable) -> Callable:
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        leaves = [*trees.leaves(args), *trees.leaves(kwargs)] if kwargs else trees.leaves(args)
+        leaves = trees.leaves((args, tuple(kwargs.values())) if kwargs else args)
         if not any(isinstance(leaf, Tracer) for leaf in leaves):
             return fun(*args, **kwargs)
         diff = tuple(i for i, a in enumerate(args) if i in vjps and _is_value(a))
