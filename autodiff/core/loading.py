@@ -59,16 +59,19 @@ def loading_package() -> Iterator[None]:
         _OWN_RULES.reset(token)
 
 
-@contextlib.contextmanager
-def unchecked_rules() -> Iterator[None]:
+class unchecked_rules:  # (a context manager: named as the functions that are one)
     """Rules the package makes as a program runs register inside unchecked, as its own do
     while it loads: a ``custom_vjp`` call's primitive, whose rules are of the package's
-    forms (checking them cost a third of making them, at every call)."""
-    token = _OWN_RULES.set(True)
-    try:
-        yield
-    finally:
-        _OWN_RULES.reset(token)
+    forms (checking them cost a third of making them, at every call).  A class, not a
+    generator: ``contextlib``'s machinery cost more than the rest of it."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _OWN_RULES.set(True)
+
+    def __exit__(self, *exc: object) -> None:
+        _OWN_RULES.reset(self._token)
 
 
 def load(name: str) -> Any:

@@ -32,11 +32,16 @@ def refers_to(obj: Any) -> tuple:
     (1.0, 2.0)
     """
     if type(obj) is types.FunctionType:  # the commonest case first: the search is per call
+        parts = _cells(obj.__closure__) if obj.__closure__ else []
+        if obj.__defaults__:
+            parts += obj.__defaults__
+        if obj.__kwdefaults__:
+            parts += obj.__kwdefaults__.values()
         scope = obj.__globals__
-        named = [scope[n] for n in global_names(obj.__code__) if n in scope]
-        return (*_cells(obj.__closure__), *(obj.__defaults__ or ()),
-                *(obj.__kwdefaults__ or {}).values(),
-                *(v for v in named if not isinstance(v, types.ModuleType)))  # fmt: skip
+        for name in global_names(obj.__code__):
+            if name in scope and not isinstance(value := scope[name], types.ModuleType):
+                parts.append(value)
+        return tuple(parts)
     if isinstance(obj, _LEAVES):
         return ()
     if isinstance(obj, (list, tuple, set, frozenset)):
@@ -75,9 +80,7 @@ def global_names(code: types.CodeType) -> tuple[str, ...]:
     return found[1]
 
 
-def _cells(closure: tuple | None) -> list:
-    if not closure:
-        return []
+def _cells(closure: tuple) -> list:
     return [c.cell_contents for c in closure if _filled(c)]
 
 

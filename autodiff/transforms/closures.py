@@ -72,13 +72,15 @@ def _search(obj: Any, depth: int, found: dict, seen: set) -> None:
         if obj._interp.active or stood_in(obj) is not obj:
             found.setdefault(id(obj), obj)
         return
-    if depth == 0 or isinstance(obj, _ATOMS) or id(obj) in seen:
+    if depth == 0 or id(obj) in seen or (kind not in _SEARCHED and isinstance(obj, _ATOMS)):
         return
     seen.add(id(obj))
     if kind is types.FunctionType:
         if _is_packages_own(obj):
             return
         parts = refers_to(obj)
+    elif kind is list or kind is tuple:
+        parts = obj
     else:
         parts = _parts(obj)
     for part in parts:
@@ -90,6 +92,9 @@ _ATOMS = (str, bytes, bool, int, float, complex, np.ndarray, np.generic, np.dtyp
 _ATOM_TYPES = frozenset({type(None), str, bytes, bool, int, float, complex, np.ndarray, type,
                          types.ModuleType, types.BuiltinFunctionType,
                          *np.sctypeDict.values()})  # fmt: skip
+
+
+_SEARCHED = frozenset({types.FunctionType, list, tuple, dict})  # (no atom is one of these)
 
 
 def _is_packages_own(function: types.FunctionType) -> bool:
