@@ -269,45 +269,50 @@ def _is_value(x: Any) -> bool:
     )
 
 
-class _Fixed:
-    """One call's arguments that are not differentiated (None at the differentiated
-    positions) and its keyword arguments: the non-differentiable argument of the call's
-    rule (``custom_vjp``'s ``nondiff_argnums``), where the rule's search for closed-over
-    traced values looks too (an array argument without a VJP may be traced: its
-    derivative then goes through ``fun``'s own code)."""
+class _Call:
+    """One call of a primitive under a transform: its function, VJP makers and
+    differentiated positions, the other arguments (None at those positions) and the
+    keywords.  The non-differentiable argument of the primitive's ``custom_vjp``, whose
+    functions (below) are the package's and close over nothing: its search for
+    closed-over traced values looks here alone, at the user's function, VJP makers and
+    arguments (an array argument without a VJP may be traced: its derivative then goes
+    through the function's own code)."""
 
-    __slots__ = ("args", "kwargs")
+    __slots__ = ("args", "diff", "fun", "kwargs", "vjps")
 
-    def __init__(self, args: list, kwargs: dict) -> None:
-        self.args, self.kwargs = args, kwargs
+    def __init__(self, fun: Callable, vjps: dict, diff: tuple, args: list, kwargs: dict):
+        self.fun, self.vjps, self.diff, self.args, self.kwargs = fun, vjps, diff, args, kwargs
 
-    def filled(self, diff: tuple[int, ...], values: Sequence[Any]) -> list:
+    def filled(self, values: Sequence[Any]) -> list:
         full = list(self.args)
-        for i, v in zip(diff, values):
+        for i, v in zip(self.diff, values):
             full[i] = v
         return full
 
 
-def _primitive_rule(fun: Callable, vjps: dict, diff: tuple[int, ...]) -> Any:
-    """The ``custom_vjp`` of ``fun`` in the arguments at ``diff``, the others fixed: made
-    once per primitive and set of differentiated positions, not at each call."""
+def _call(call: _Call, *values: Any) -> Any:
+    return call.fun(*call.filled(values), **call.kwargs)
 
-    def call(fixed, *values):
-        return fun(*fixed.filled(diff, values), **fixed.kwargs)
 
-    call.__name__ = call.__qualname__ = getattr(fun, "__name__", "primitive")
-    rule = _custom_vjp(call, nondiff_argnums=(0,))
+def _fwd(call: _Call, *values: Any) -> tuple[Any, Any]:
+    ans = _call(call, *values)
+    return ans, (ans, values)
 
-    def fwd(fixed, *values):
-        ans = call(fixed, *values)
-        return ans, (ans, values)
 
-    def bwd(fixed, res, g):
-        ans, values = res
-        full = fixed.filled(diff, values)
-        return tuple(vjps[i](ans, *full, **fixed.kwargs)(g) for i in diff)
+def _bwd(call: _Call, res: Any, g: Any) -> tuple:
+    ans, values = res
+    full = call.filled(values)
+    return tuple(call.vjps[i](ans, *full, **call.kwargs)(g) for i in call.diff)
 
-    rule.defvjp(fwd, bwd)
+
+def _primitive_rule(fun: Callable) -> Any:
+    """The ``custom_vjp`` of a primitive, made at its first call under a transform: one
+    for all its calls (``_call``, copied to carry ``fun``'s name into error messages)."""
+    name = getattr(fun, "__name__", "primitive")
+    named = types.FunctionType(_call.__code__, _call.__globals__, name)
+    named.__qualname__ = getattr(fun, "__qualname__", name)
+    rule = _custom_vjp(named, nondiff_argnums=(0,))
+    rule.defvjp(_fwd, _bwd)
     return rule
 
 
@@ -316,7 +321,7 @@ def primitive(fun: Callable) -> Callable:
     ``defjvp``) instead of from its body; arguments that are not arrays or floats (functions,
     integers, containers) are passed through undifferentiated."""
     vjps: dict[int, Callable] = {}
-    rules: dict[tuple[int, ...], Any] = {}
+    rule: list = []  # (made at the first call under a transform)
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -326,11 +331,10 @@ def primitive(fun: Callable) -> Callable:
         diff = tuple(i for i, a in enumerate(args) if i in vjps and _is_value(a))
         if not diff:
             return fun(*args, **kwargs)
-        rule = rules.get(diff)
-        if rule is None:
-            rule = rules[diff] = _primitive_rule(fun, vjps, diff)
-        fixed = _Fixed([None if i in diff else a for i, a in enumerate(args)], kwargs)
-        return rule(fixed, *(args[i] for i in diff))
+        if not rule:
+            rule.append(_primitive_rule(fun))
+        fixed = [None if i in diff else a for i, a in enumerate(args)]
+        return rule[0](_Call(fun, vjps, diff, fixed, kwargs), *(args[i] for i in diff))
 
     wrapped.vjps = vjps  # type: ignore[attr-defined]
     wrapped.jvps = {}  # type: ignore[attr-defined]
