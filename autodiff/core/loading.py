@@ -15,6 +15,14 @@ autodiff``, and those it loads at first use, ``jit`` or ``anp.linalg``: :func:`l
   finds nothing to free: ~2 ms of a ~23 ms import. It runs again, as it was, however
   the import ends.
 
+A third cost, byte code that only some transforms run: Taylor mode's rule kit
+(``rules/_taylor.py``), sparsity detection's (``rules/_sparsity.py``, with
+``core/index_sets.py``) and the staging graph (``core/graph.py``), ~127 KB of byte code
+that a plain ``grad`` program never runs. The rule blocks loaded at ``import autodiff``
+make their Taylor and sparsity rules from those kits' factories, one call per primitive
+(``by_recurrence(exp, exp_like())``); a :class:`RuleKit` makes each such rule a
+:class:`DeferredRule` instead, which imports the kit and builds the rule at its first call.
+
 >>> import gc
 >>> with loading_package():
 ...     gc.isenabled(), checks_rules()
@@ -27,13 +35,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import gc
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["checks_rules", "load", "loading_package", "on_first_use", "unchecked_rules"]
+__all__ = ["DeferredRule", "RuleKit", "checks_rules", "load", "loading_package", "on_first_use",
+           "resolved", "unchecked_rules"]
 
 _OWN_RULES = contextvars.ContextVar("autodiff_loading_own_rules", default=False)
 
@@ -97,3 +107,82 @@ def on_first_use(
         return sorted(set(namespace) | set(names))
 
     return __getattr__, __dir__
+
+
+# --- rules made at their first call -------------------------------------------------------
+
+
+class DeferredRule:
+    """The rule ``module.factory(*args, **kwargs)``, imported and made at its first call
+    (or first attribute read), then cached: every call is forwarded to it, and so is every
+    attribute read (collapsed Taylor mode reads a Taylor rule's ``elementwise``).
+    Arguments that are themselves deferred rules are made first, so a factory gets what
+    it would have got at import time.  Calling one costs one more Python call than the
+    rule itself: for Taylor and sparsity rules only, never for a JVP, VJP or batching
+    rule, which ``grad`` and ``vmap`` call at every primitive.
+
+    >>> rule = DeferredRule("functools", "partial", pow, 2)
+    >>> rule
+    DeferredRule('functools', 'partial', <built-in function pow>, 2)
+    >>> rule(10), rule.args   # a call, and an attribute of the rule made
+    (1024, (2,))
+    """
+
+    __slots__ = ("_module", "_factory", "_args", "_kwargs", "_rule")
+
+    def __init__(self, module: str, factory: str, *args: Any, **kwargs: Any) -> None:
+        self._module, self._factory, self._args, self._kwargs = module, factory, args, kwargs
+        self._rule: Callable | None = None
+
+    def resolve(self) -> Callable:
+        """The rule itself: made at the first call, the same object after."""
+        rule = self._rule
+        if rule is None:
+            factory = getattr(importlib.import_module(self._module), self._factory)
+            args = [resolved(a) for a in self._args]
+            kwargs = {k: resolved(v) for k, v in self._kwargs.items()}
+            rule = self._rule = factory(*args, **kwargs)
+        return rule
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return (self._rule or self.resolve())(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # only for names the class lacks; a slot not yet set (while copying) is no rule's
+        if name in DeferredRule.__slots__:
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+    def __repr__(self) -> str:
+        args = [repr(a) for a in (self._module, self._factory, *self._args)]
+        args += [f"{k}={v!r}" for k, v in self._kwargs.items()]
+        return f"DeferredRule({', '.join(args)})"
+
+
+def resolved(rule: Any) -> Any:
+    """``rule`` itself, or the rule a :class:`DeferredRule` stands for (made now): what
+    the rule checks of ``core/rule_forms.py`` look at."""
+    return rule.resolve() if isinstance(rule, DeferredRule) else rule
+
+
+class RuleKit:
+    """A module of rule factories that loads at its rules' first call: ``kit.factory(...)``
+    is ``DeferredRule(module, "factory", ...)``, written as the factory's own call.
+
+    >>> kit = RuleKit("operator")
+    >>> kit.itemgetter(0)
+    DeferredRule('operator', 'itemgetter', 0)
+    """
+
+    __slots__ = ("_module",)
+
+    def __init__(self, module: str) -> None:
+        self._module = module
+
+    def __getattr__(self, factory: str) -> Callable[..., DeferredRule]:
+        if factory.startswith("_"):  # the kits' factories are public names
+            raise AttributeError(factory)
+        return functools.partial(DeferredRule, self._module, factory)
+
+    def __repr__(self) -> str:
+        return f"RuleKit({self._module!r})"
