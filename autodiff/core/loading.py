@@ -35,15 +35,22 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import gc
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["DeferredRule", "RuleKit", "checks_rules", "load", "loading_package", "on_first_use",
-           "resolved", "unchecked_rules"]
+__all__ = [
+    "DeferredRule",
+    "RuleKit",
+    "checks_rules",
+    "load",
+    "loading_package",
+    "on_first_use",
+    "resolved",
+    "unchecked_rules",
+]
 
 _OWN_RULES = contextvars.ContextVar("autodiff_loading_own_rules", default=False)
 
@@ -113,35 +120,38 @@ def on_first_use(
 
 
 class DeferredRule:
-    """The rule ``module.factory(*args, **kwargs)``, imported and made at its first call
-    (or first attribute read), then cached: every call is forwarded to it, and so is every
-    attribute read (collapsed Taylor mode reads a Taylor rule's ``elementwise``).
-    Arguments that are themselves deferred rules are made first, so a factory gets what
-    it would have got at import time.  Calling one costs one more Python call than the
-    rule itself: for Taylor and sparsity rules only, never for a JVP, VJP or batching
-    rule, which ``grad`` and ``vmap`` call at every primitive.
+    """The rule ``module.name(*args, **kwargs)`` (``module.name`` itself where ``args`` is
+    None), imported and made at its first call (or first attribute read), then cached:
+    every call is forwarded to it, and so is every attribute read (collapsed Taylor mode
+    reads a Taylor rule's ``elementwise``).  Arguments that are themselves deferred rules
+    are made first, so a factory gets what it would have got at import time.  Calling one
+    costs one more Python call than the rule itself: for Taylor and sparsity rules only,
+    never for a JVP, VJP or batching rule, which ``grad`` and ``vmap`` call at every
+    primitive.  :class:`RuleKit` writes them as the factories' own calls.
 
-    >>> rule = DeferredRule("functools", "partial", pow, 2)
+    >>> rule = DeferredRule("functools", "partial", (pow, 2))
     >>> rule
     DeferredRule('functools', 'partial', <built-in function pow>, 2)
     >>> rule(10), rule.args   # a call, and an attribute of the rule made
     (1024, (2,))
     """
 
-    __slots__ = ("_module", "_factory", "_args", "_kwargs", "_rule")
+    __slots__ = ("_args", "_kwargs", "_module", "_name", "_rule")
 
-    def __init__(self, module: str, factory: str, *args: Any, **kwargs: Any) -> None:
-        self._module, self._factory, self._args, self._kwargs = module, factory, args, kwargs
+    def __init__(self, module: str, name: str, args: tuple | None = None,
+                 kwargs: dict[str, Any] | None = None) -> None:  # fmt: skip
+        self._module, self._name, self._args, self._kwargs = module, name, args, kwargs or {}
         self._rule: Callable | None = None
 
     def resolve(self) -> Callable:
         """The rule itself: made at the first call, the same object after."""
         rule = self._rule
         if rule is None:
-            factory = getattr(importlib.import_module(self._module), self._factory)
-            args = [resolved(a) for a in self._args]
-            kwargs = {k: resolved(v) for k, v in self._kwargs.items()}
-            rule = self._rule = factory(*args, **kwargs)
+            rule = getattr(importlib.import_module(self._module), self._name)
+            if self._args is not None:
+                args = [resolved(a) for a in self._args]
+                rule = rule(*args, **{k: resolved(v) for k, v in self._kwargs.items()})
+            self._rule = rule
         return rule
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -154,7 +164,7 @@ class DeferredRule:
         return getattr(self.resolve(), name)
 
     def __repr__(self) -> str:
-        args = [repr(a) for a in (self._module, self._factory, *self._args)]
+        args = [repr(a) for a in (self._module, self._name, *(self._args or ()))]
         args += [f"{k}={v!r}" for k, v in self._kwargs.items()]
         return f"DeferredRule({', '.join(args)})"
 
@@ -167,11 +177,12 @@ def resolved(rule: Any) -> Any:
 
 class RuleKit:
     """A module of rule factories that loads at its rules' first call: ``kit.factory(...)``
-    is ``DeferredRule(module, "factory", ...)``, written as the factory's own call.
+    is the rule ``module.factory(...)``, a :class:`DeferredRule`; ``kit.plain("name")``
+    the module's function ``name`` itself (a rule, not a factory), deferred the same way.
 
     >>> kit = RuleKit("operator")
-    >>> kit.itemgetter(0)
-    DeferredRule('operator', 'itemgetter', 0)
+    >>> kit.itemgetter(0), kit.plain("neg")
+    (DeferredRule('operator', 'itemgetter', 0), DeferredRule('operator', 'neg'))
     """
 
     __slots__ = ("_module",)
@@ -179,10 +190,14 @@ class RuleKit:
     def __init__(self, module: str) -> None:
         self._module = module
 
+    def plain(self, name: str) -> DeferredRule:
+        """The module's function ``name`` itself, imported at its first call."""
+        return DeferredRule(self._module, name)
+
     def __getattr__(self, factory: str) -> Callable[..., DeferredRule]:
         if factory.startswith("_"):  # the kits' factories are public names
             raise AttributeError(factory)
-        return functools.partial(DeferredRule, self._module, factory)
+        return lambda *args, **kwargs: DeferredRule(self._module, factory, args, kwargs)
 
     def __repr__(self) -> str:
         return f"RuleKit({self._module!r})"
