@@ -98,7 +98,8 @@ multiply_p, multiply = broadcasting(
     pairs=[(0, 1)],
 )
 _multiply_taylor = multilinear_taylor(multiply_p)
-_multiply_taylor.partials = taylor_kit.plain("product_partials")  # type: ignore[attr-defined]  # (collapsed mode)
+# (collapsed mode)
+_multiply_taylor.partials = taylor_kit.plain("product_partials")  # type: ignore[attr-defined]
 multiply_p.def_taylor(_multiply_taylor)
 divide_p, divide = broadcasting(
     "divide",
