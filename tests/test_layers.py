@@ -48,14 +48,19 @@ LAZY = {"scipy", "numba", "llvmlite", "dask", "networkx", "matplotlib", "plum", 
 # nonzero's size= under vmap (numpy/_indexing.py's first_true), and vmap's and jit's
 # interpreters, which anp.random's draws need only under a transform (numpy/_draws.py);
 # the sparse Jacobians, with jit's staging, which jacobian and hessian need only for a
-# sparsity.
+# sparsity; and the support the rules loaded at import need only under Taylor mode,
+# sparsity detection or staging: Taylor mode's and sparsity's rule-writing kits (with
+# sparsity's index sets), which their rules import at their first call
+# (core/loading.py's RuleKit), and the staging graph, whose ShapedArray shape rules make.
 # (The package's __init__ leaves more for first use, by name, through
 # core/loading.load: its _LAZY table;
 # autodiff.numpy, anp.random, anp.fft, anp.linalg and the families of sorting, sets,
 # polynomials and statistics, by its _FIRST_USE table; the testing kit, which autograd's
 # check_grads loads, and its check_primitive, by testing/__init__.py.)
 FIRST_USE = {"autodiff.rules.sorting", "autodiff.interpreters.batching",
-             "autodiff.interpreters.staging", "autodiff.transforms.sparse_jacobians"}  # fmt: skip
+             "autodiff.interpreters.staging", "autodiff.transforms.sparse_jacobians",
+             "autodiff.rules._taylor", "autodiff.rules._sparsity", "autodiff.core.index_sets",
+             "autodiff.core.graph"}  # fmt: skip
 
 # The layers between the primitives and the namespaces, which may call the compositions
 # of rules/compositions.py but not those of numpy/ and scipy/.

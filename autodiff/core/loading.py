@@ -15,6 +15,14 @@ autodiff``, and those it loads at first use, ``jit`` or ``anp.linalg``: :func:`l
   finds nothing to free: ~2 ms of a ~23 ms import. It runs again, as it was, however
   the import ends.
 
+A third cost, byte code that only some transforms run: Taylor mode's rule kit
+(``rules/_taylor.py``), sparsity detection's (``rules/_sparsity.py``, with
+``core/index_sets.py``) and the staging graph (``core/graph.py``), ~127 KB of byte code
+that a plain ``grad`` program never runs. The rule blocks loaded at ``import autodiff``
+make their Taylor and sparsity rules from those kits' factories, one call per primitive
+(``by_recurrence(exp, exp_like())``); a :class:`RuleKit` makes each such rule a
+:class:`DeferredRule` instead, which imports the kit and builds the rule at its first call.
+
 >>> import gc
 >>> with loading_package():
 ...     gc.isenabled(), checks_rules()
@@ -33,7 +41,16 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["checks_rules", "load", "loading_package", "on_first_use", "unchecked_rules"]
+__all__ = [
+    "DeferredRule",
+    "RuleKit",
+    "checks_rules",
+    "load",
+    "loading_package",
+    "on_first_use",
+    "resolved",
+    "unchecked_rules",
+]
 
 _OWN_RULES = contextvars.ContextVar("autodiff_loading_own_rules", default=False)
 
@@ -100,3 +117,90 @@ def on_first_use(
         return sorted(set(namespace) | set(names))
 
     return __getattr__, __dir__
+
+
+# --- rules made at their first call -------------------------------------------------------
+
+
+class DeferredRule:
+    """The rule ``module.name(*args, **kwargs)`` (``module.name`` itself where ``args`` is
+    None), imported and made at its first call (or first attribute read), then cached:
+    every call is forwarded to it, and so is every attribute read (collapsed Taylor mode
+    reads a Taylor rule's ``elementwise``).  Arguments that are themselves deferred rules
+    are made first, so a factory gets what it would have got at import time.  Calling one
+    costs one more Python call than the rule itself: for Taylor and sparsity rules only,
+    never for a JVP, VJP or batching rule, which ``grad`` and ``vmap`` call at every
+    primitive.  :class:`RuleKit` writes them as the factories' own calls.
+
+    >>> rule = DeferredRule("functools", "partial", (pow, 2))
+    >>> rule
+    DeferredRule('functools', 'partial', <built-in function pow>, 2)
+    >>> rule(10), rule.args   # a call, and an attribute of the rule made
+    (1024, (2,))
+    """
+
+    __slots__ = ("_args", "_kwargs", "_module", "_name", "_rule")
+
+    def __init__(self, module: str, name: str, args: tuple | None = None,
+                 kwargs: dict[str, Any] | None = None) -> None:  # fmt: skip
+        self._module, self._name, self._args, self._kwargs = module, name, args, kwargs or {}
+        self._rule: Callable | None = None
+
+    def resolve(self) -> Callable:
+        """The rule itself: made at the first call, the same object after."""
+        rule = self._rule
+        if rule is None:
+            rule = getattr(importlib.import_module(self._module), self._name)
+            if self._args is not None:
+                args = [resolved(a) for a in self._args]
+                rule = rule(*args, **{k: resolved(v) for k, v in self._kwargs.items()})
+            self._rule = rule
+        return rule
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return (self._rule or self.resolve())(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # only for names the class lacks; a slot not yet set (while copying) is no rule's
+        if name in DeferredRule.__slots__:
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+    def __repr__(self) -> str:
+        args = [repr(a) for a in (self._module, self._name, *(self._args or ()))]
+        args += [f"{k}={v!r}" for k, v in self._kwargs.items()]
+        return f"DeferredRule({', '.join(args)})"
+
+
+def resolved(rule: Any) -> Any:
+    """``rule`` itself, or the rule a :class:`DeferredRule` stands for (made now): what
+    the rule checks of ``core/rule_forms.py`` look at."""
+    return rule.resolve() if isinstance(rule, DeferredRule) else rule
+
+
+class RuleKit:
+    """A module of rule factories that loads at its rules' first call: ``kit.factory(...)``
+    is the rule ``module.factory(...)``, a :class:`DeferredRule`; ``kit.plain("name")``
+    the module's function ``name`` itself (a rule, not a factory), deferred the same way.
+
+    >>> kit = RuleKit("operator")
+    >>> kit.itemgetter(0), kit.plain("neg")
+    (DeferredRule('operator', 'itemgetter', 0), DeferredRule('operator', 'neg'))
+    """
+
+    __slots__ = ("_module",)
+
+    def __init__(self, module: str) -> None:
+        self._module = module
+
+    def plain(self, name: str) -> DeferredRule:
+        """The module's function ``name`` itself, imported at its first call."""
+        return DeferredRule(self._module, name)
+
+    def __getattr__(self, factory: str) -> Callable[..., DeferredRule]:
+        if factory.startswith("_"):  # the kits' factories are public names
+            raise AttributeError(factory)
+        return lambda *args, **kwargs: DeferredRule(self._module, factory, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"RuleKit({self._module!r})"

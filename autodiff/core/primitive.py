@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from autodiff.core.dispatch import DispatchPoint, dispatch
-from autodiff.core.loading import checks_rules
+from autodiff.core.loading import checks_rules, resolved
 from autodiff.core.lowering import Lowering
 from autodiff.core.rule_forms import (
     check_arity,
@@ -244,13 +244,15 @@ class Primitive:
         """``rule(*operands, **params) -> Sparsity``: which operand elements each output
         element reads, for sparsity detection (see ``sparsity`` above)."""
         self.sparsity = self._function("sparsity", rule)
+        if checks_rules():  # a rule made at first call (core/loading.py), made now
+            resolved(rule)
         return rule
 
     def def_taylor(self, rule: Callable) -> Callable:
         """``rule(primals, series, **params) -> (ans, series_out)``: how a truncated
         Taylor series of the arguments maps to the result's (see ``taylor`` above)."""
-        if checks_rules():
-            check_taylor_arity(self, rule)
+        if checks_rules():  # the rule itself, where it is made at first call (core/loading.py)
+            check_taylor_arity(self, resolved(rule))
         self.taylor = rule
         return rule
 

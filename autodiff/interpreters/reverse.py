@@ -49,7 +49,7 @@ from autodiff.core.tracer import Tracer
 from autodiff.debug.nans import check_output, checking_nans, user_site
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.tape import Node, backward, keep_residuals
-from autodiff.rules._sparsity import elementwise as elementwise_sparsity
+from autodiff.rules._helpers import sparsity_kit
 from autodiff.rules.creation import as_output
 from autodiff.rules.elementwise import stop_gradient as _stop
 
@@ -476,7 +476,7 @@ no_grad_p = NoGradPrimitive(
     jvp=[lambda t, ans, x: t],
     batch=lambda args, dims: (no_grad_p.bind(*args), dims[0]),
     shape=lambda aval: aval,
-    sparsity=elementwise_sparsity([True], ()),  # each element its own, linear
+    sparsity=sparsity_kit.elementwise([True], ()),  # each element its own, linear
 )
 no_grad_p.def_taylor(linear_taylor(no_grad_p))
 

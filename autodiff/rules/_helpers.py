@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,14 +24,16 @@ from autodiff.core.arrays import (
     ndim_of,
     shape_of,
 )
-from autodiff.core.graph import ShapedArray
+from autodiff.core.loading import RuleKit
 from autodiff.core.lowering import Elementwise
 from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor
 from autodiff.core.tracer import Tracer
 from autodiff.errors import ConcretizationError
-from autodiff.rules._sparsity import elementwise as elementwise_sparsity
+
+if TYPE_CHECKING:
+    from autodiff.core.graph import ShapedArray
 
 __all__ = [
     "bring_to_front",
@@ -44,10 +46,20 @@ __all__ = [
     "move_to_front",
     "numpy_impl",
     "shaped_like",
+    "sparsity_kit",
+    "taylor_kit",
     "to_front_padded",
     "unary",
     "unbroadcast",
 ]
+
+# The rule-writing kits of sparsity detection (rules/_sparsity.py, with core/index_sets.py)
+# and Taylor mode (rules/_taylor.py), which a plain grad program never runs: a rule made
+# with one (``sparsity_kit.moves(impl)``) is made, and the kit imported, at its first call
+# (core/loading.py).  Shape rules, which only staging (jit, sparsity detection) runs,
+# likewise import the staging graph's ShapedArray (core/graph.py) in their bodies.
+sparsity_kit = RuleKit("autodiff.rules._sparsity")
+taylor_kit = RuleKit("autodiff.rules._taylor")
 
 
 @functools.cache
@@ -236,6 +248,8 @@ def elementwise_shape(prim: Primitive) -> Callable:
             dtype = dtype_of(example)
             if key is not None:
                 dtypes[key] = dtype
+        from autodiff.core.graph import ShapedArray  # staging's (see sparsity_kit above)
+
         return ShapedArray(broadcast_shapes(*(a.shape for a in avals)), dtype)
 
     return shape
@@ -263,6 +277,8 @@ def example_dtype(fn: Any, *dtypes: np.dtype, ndim: int = 1, **params: Any) -> n
 
 def shaped_like(x: Any, shape: Any = None, dtype: Any = None) -> ShapedArray:
     """A shape rule's result: abstract value ``x`` with its shape or dtype replaced."""
+    from autodiff.core.graph import ShapedArray  # staging's (see sparsity_kit above)
+
     return ShapedArray(x.shape if shape is None else shape, x.dtype if dtype is None else dtype)
 
 
@@ -281,6 +297,8 @@ def evaluated_shape(prim: Primitive) -> Callable:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = prim.impl(*args, **params)
+        from autodiff.core.graph import ShapedArray  # staging's (see sparsity_kit above)
+
         if prim.multiple_results:
             return tuple(ShapedArray(np.shape(o), np.result_type(o)) for o in out)
         return ShapedArray(np.shape(out), np.result_type(out))
@@ -439,7 +457,7 @@ def broadcasting(
     prim.def_shape(elementwise_shape(prim))
     prim.def_lowering(ufunc_lowering(impl))
     prim.def_sparsity(
-        elementwise_sparsity(
+        sparsity_kit.elementwise(
             [d is not None for d in derivs] + [False] * (nargs - len(derivs)), pairs
         )
     )
@@ -489,7 +507,7 @@ def unary(
     prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
     prim.def_shape(elementwise_shape(prim))
     prim.def_lowering(ufunc_lowering(impl))
-    prim.def_sparsity(elementwise_sparsity([True], () if linear else None))
+    prim.def_sparsity(sparsity_kit.elementwise([True], () if linear else None))
     return prim, _public(prim, 1, numpy, _doc(name, numpy, differentiable))
 
 

@@ -15,15 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.core.graph import ShapedArray
+from autodiff.core.loading import RuleKit
 from autodiff.core.lowering import Elementwise, Emitter
 from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.tracer import Tracer
-from autodiff.rules._sparsity import elementwise as elementwise_sparsity
 
 __all__ = ["ones_like", "zeros_like"]
+
+# Sparsity detection's kit, loaded at its rules' first call (rules/_helpers.py says why;
+# importing its sparsity_kit from there would join this module to the maths' circle).
+_sparsity_kit = RuleKit("autodiff.rules._sparsity")
 
 
 def _like(name, numpy_func):
@@ -33,7 +36,13 @@ def _like(name, numpy_func):
         differentiable=False,
     )
     prim.def_batch(lambda args, dims, *, dtype: (prim.bind(args[0], dtype=dtype), dims[0]))
-    prim.def_shape(lambda x, *, dtype: ShapedArray(x.shape, x.dtype if dtype is None else dtype))
+
+    @prim.def_shape
+    def shape(x, *, dtype):
+        from autodiff.core.graph import ShapedArray  # staging's, loaded with jit (see above)
+
+        return ShapedArray(x.shape, x.dtype if dtype is None else dtype)
+
     fill = {"zeros_like": 0, "ones_like": 1}.get(name)
     if fill is not None:
 
@@ -81,7 +90,7 @@ as_array_p = Primitive(
     vjp_reads=[()],
     batch=lambda args, dims: (args[0], dims[0]),
     shape=lambda aval: aval,
-    sparsity=elementwise_sparsity([True], ()),
+    sparsity=_sparsity_kit.elementwise([True], ()),
     lowering=Elementwise(lambda x: x, kinds="fbiu"),
 )
 as_array_p.def_taylor(linear_taylor(as_array_p))

@@ -33,7 +33,6 @@ from autodiff.core.arrays import (
     dtype_of,
     is_complex,
 )
-from autodiff.core.index_sets import Gather, Sparsity
 from autodiff.core.lowering import Elementwise
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor, multilinear_taylor
@@ -44,23 +43,9 @@ from autodiff.rules._helpers import (
     implements,
     numpy_impl,
     shaped_like,
+    sparsity_kit,
+    taylor_kit,
     unary,
-)
-from autodiff.rules._sparsity import elementwise as elementwise_sparsity
-from autodiff.rules._sparsity import is_complex_operand, is_known, shape_of_operand
-from autodiff.rules._taylor import (
-    by_recurrence,
-    constant_power,
-    exp_like,
-    log_like,
-    logaddexp_like,
-    product_partials,
-    quotient,
-    reciprocal_like,
-    riccati,
-    sine_like,
-    sqrt_like,
-    square_like,
 )
 
 __all__ = [
@@ -81,8 +66,8 @@ __all__ = [
 ]  # fmt: skip
 
 
-_linear = elementwise_sparsity([True], ())
-_nonlinear = elementwise_sparsity([True])
+_linear = sparsity_kit.elementwise([True], ())
+_nonlinear = sparsity_kit.elementwise([True])
 
 # --- arithmetic -------------------------------------------------------------------------
 add_p, add = broadcasting(
@@ -113,7 +98,8 @@ multiply_p, multiply = broadcasting(
     pairs=[(0, 1)],
 )
 _multiply_taylor = multilinear_taylor(multiply_p)
-_multiply_taylor.partials = product_partials  # type: ignore[attr-defined]  # (collapsed mode)
+# (collapsed mode)
+_multiply_taylor.partials = taylor_kit.plain("product_partials")  # type: ignore[attr-defined]
 multiply_p.def_taylor(_multiply_taylor)
 divide_p, divide = broadcasting(
     "divide",
@@ -124,7 +110,7 @@ divide_p, divide = broadcasting(
     reads=[(1,), (1, "ans")],
     pairs=[(0, 1), (1, 1)],
 )
-divide_p.def_taylor(quotient(divide))
+divide_p.def_taylor(taylor_kit.quotient(divide))
 true_divide = divide
 negative_p, negative = unary(
     "negative", np.negative, lambda g, a, x: -g, numpy=[np.negative], reads=(), linear=True
@@ -135,13 +121,13 @@ positive_p, positive = unary(
 reciprocal_p, reciprocal = unary(
     "reciprocal", np.reciprocal, lambda g, a, x: -g * a * a, numpy=[np.reciprocal]
 )
-reciprocal_p.def_taylor(by_recurrence(reciprocal, reciprocal_like))
+reciprocal_p.def_taylor(taylor_kit.by_recurrence(reciprocal, taylor_kit.plain("reciprocal_like")))
 square_p, square = unary(
     "square", np.square, lambda g, a, x: g * (2 * x), numpy=[np.square], reads=(0,)
 )
-square_p.def_taylor(by_recurrence(square, square_like))
+square_p.def_taylor(taylor_kit.by_recurrence(square, taylor_kit.plain("square_like")))
 sqrt_p, sqrt = unary("sqrt", np.sqrt, lambda g, a, x: g / (2 * a), numpy=[np.sqrt], reads=("ans",))
-sqrt_p.def_taylor(by_recurrence(sqrt, sqrt_like))
+sqrt_p.def_taylor(taylor_kit.by_recurrence(sqrt, taylor_kit.plain("sqrt_like")))
 cbrt_p, cbrt = unary("cbrt", np.cbrt, lambda g, a, x: g / (3 * a * a), numpy=[np.cbrt])
 
 
@@ -165,11 +151,11 @@ def _power_dy(g, ans, x, y):
 power_p, power = broadcasting(
     "power", np.power, _power_dx, _power_dy, numpy=[np.power], reads=[(0, 1), (0, "ans")]
 )
-power_p.def_taylor(constant_power(power, jvp_taylor(power_p)))
+power_p.def_taylor(taylor_kit.constant_power(power, jvp_taylor(power_p)))
 float_power_p, float_power = broadcasting(
     "float_power", np.float_power, _power_dx, _power_dy, numpy=[np.float_power]
 )
-float_power_p.def_taylor(constant_power(float_power, jvp_taylor(float_power_p)))
+float_power_p.def_taylor(taylor_kit.constant_power(float_power, jvp_taylor(float_power_p)))
 
 
 def _constant_powers(rule):
@@ -178,6 +164,9 @@ def _constant_powers(rule):
     give exact zeros); elsewhere ``rule``'s."""
 
     def of_power(x, y):
+        from autodiff.core.index_sets import Gather, Sparsity  # (see sparsity_kit)
+        from autodiff.rules._sparsity import is_known, shape_of_operand
+
         spec = rule(x, y)
         reads = list(spec.reads)
         out = np.broadcast_shapes(shape_of_operand(x), shape_of_operand(y))
@@ -242,19 +231,19 @@ fabs_p, fabs = unary("fabs", np.fabs, lambda g, a, x: g * sign(x), numpy=[np.fab
 # --- exponentials and logarithms ----------------------------------------------------------
 _LN2, _LN10 = math.log(2), math.log(10)  # Python floats: they keep float32 float32
 exp_p, exp = unary("exp", np.exp, lambda g, a, x: g * a, numpy=[np.exp], reads=("ans",))
-exp_p.def_taylor(by_recurrence(exp, exp_like()))
+exp_p.def_taylor(taylor_kit.by_recurrence(exp, taylor_kit.exp_like()))
 exp2_p, exp2 = unary("exp2", np.exp2, lambda g, a, x: g * (a * _LN2), numpy=[np.exp2])
-exp2_p.def_taylor(by_recurrence(exp2, exp_like(scale=_LN2)))
+exp2_p.def_taylor(taylor_kit.by_recurrence(exp2, taylor_kit.exp_like(scale=_LN2)))
 expm1_p, expm1 = unary("expm1", np.expm1, lambda g, a, x: g * (a + 1), numpy=[np.expm1])
-expm1_p.def_taylor(by_recurrence(expm1, exp_like(shift=1)))
+expm1_p.def_taylor(taylor_kit.by_recurrence(expm1, taylor_kit.exp_like(shift=1)))
 log_p, log = unary("log", np.log, lambda g, a, x: g / x, numpy=[np.log], reads=(0,))
-log_p.def_taylor(by_recurrence(log, log_like()))
+log_p.def_taylor(taylor_kit.by_recurrence(log, taylor_kit.log_like()))
 log2_p, log2 = unary("log2", np.log2, lambda g, a, x: g / (x * _LN2), numpy=[np.log2])
-log2_p.def_taylor(by_recurrence(log2, log_like(scale=_LN2)))
+log2_p.def_taylor(taylor_kit.by_recurrence(log2, taylor_kit.log_like(scale=_LN2)))
 log10_p, log10 = unary("log10", np.log10, lambda g, a, x: g / (x * _LN10), numpy=[np.log10])
-log10_p.def_taylor(by_recurrence(log10, log_like(scale=_LN10)))
+log10_p.def_taylor(taylor_kit.by_recurrence(log10, taylor_kit.log_like(scale=_LN10)))
 log1p_p, log1p = unary("log1p", np.log1p, lambda g, a, x: g / (1 + x), numpy=[np.log1p])
-log1p_p.def_taylor(by_recurrence(log1p, log_like(lambda x0: 1 + x0)))
+log1p_p.def_taylor(taylor_kit.by_recurrence(log1p, taylor_kit.log_like(lambda x0: 1 + x0)))
 logaddexp_p, logaddexp = broadcasting(
     "logaddexp",
     np.logaddexp,
@@ -262,7 +251,7 @@ logaddexp_p, logaddexp = broadcasting(
     lambda g, a, x, y: g * exp(y - a),
     numpy=[np.logaddexp],
 )
-logaddexp_p.def_taylor(logaddexp_like(logaddexp, exp))
+logaddexp_p.def_taylor(taylor_kit.logaddexp_like(logaddexp, exp))
 logaddexp2_p, logaddexp2 = broadcasting(
     "logaddexp2",
     np.logaddexp2,
@@ -270,15 +259,15 @@ logaddexp2_p, logaddexp2 = broadcasting(
     lambda g, a, x, y: g * exp2(y - a),
     numpy=[np.logaddexp2],
 )
-logaddexp2_p.def_taylor(logaddexp_like(logaddexp2, exp2, scale=_LN2))
+logaddexp2_p.def_taylor(taylor_kit.logaddexp_like(logaddexp2, exp2, scale=_LN2))
 
 # --- trigonometric and hyperbolic ----------------------------------------------------------
 sin_p, sin = unary("sin", np.sin, lambda g, a, x: g * cos(x), numpy=[np.sin], reads=(0,))
-sin_p.def_taylor(by_recurrence(sin, sine_like(lambda x0: cos(x0), -1)))
+sin_p.def_taylor(taylor_kit.by_recurrence(sin, taylor_kit.sine_like(lambda x0: cos(x0), -1)))
 cos_p, cos = unary("cos", np.cos, lambda g, a, x: -g * sin(x), numpy=[np.cos], reads=(0,))
-cos_p.def_taylor(by_recurrence(cos, sine_like(sin, -1, cosine=True)))
+cos_p.def_taylor(taylor_kit.by_recurrence(cos, taylor_kit.sine_like(sin, -1, cosine=True)))
 tan_p, tan = unary("tan", np.tan, lambda g, a, x: g * (1 + a * a), numpy=[np.tan])
-tan_p.def_taylor(by_recurrence(tan, riccati(1)))
+tan_p.def_taylor(taylor_kit.by_recurrence(tan, taylor_kit.riccati(1)))
 arcsin_p, arcsin = unary(
     "arcsin", np.arcsin, lambda g, a, x: g / sqrt(1 - x * x), numpy=[np.arcsin]
 )
@@ -297,9 +286,9 @@ hypot_p, hypot = broadcasting(
     "hypot", np.hypot, lambda g, a, x, y: g * x / a, lambda g, a, x, y: g * y / a, numpy=[np.hypot]
 )
 sinh_p, sinh = unary("sinh", np.sinh, lambda g, a, x: g * cosh(x), numpy=[np.sinh])
-sinh_p.def_taylor(by_recurrence(sinh, sine_like(lambda x0: cosh(x0), 1)))
+sinh_p.def_taylor(taylor_kit.by_recurrence(sinh, taylor_kit.sine_like(lambda x0: cosh(x0), 1)))
 cosh_p, cosh = unary("cosh", np.cosh, lambda g, a, x: g * sinh(x), numpy=[np.cosh])
-cosh_p.def_taylor(by_recurrence(cosh, sine_like(sinh, 1, cosine=True)))
+cosh_p.def_taylor(taylor_kit.by_recurrence(cosh, taylor_kit.sine_like(sinh, 1, cosine=True)))
 
 
 def _tanh_deriv(g, ans, x):
@@ -321,7 +310,7 @@ _LARGE = 1 << 18  # bytes: NumPy's own threshold for reusing a temporary's buffe
 
 
 tanh_p, tanh = unary("tanh", np.tanh, _tanh_deriv, numpy=[np.tanh], reads=("ans",))
-tanh_p.def_taylor(by_recurrence(tanh, riccati(-1)))
+tanh_p.def_taylor(taylor_kit.by_recurrence(tanh, taylor_kit.riccati(-1)))
 
 arcsinh_p, arcsinh = unary(
     "arcsinh", np.arcsinh, lambda g, a, x: g / sqrt(x * x + 1), numpy=[np.arcsinh]
@@ -547,7 +536,7 @@ _nan_to_num_p = Primitive(
     vjp=[lambda ct, a, x, **_: where(isfinite(x), ct, 0.0)],
     jvp=[lambda t, a, x, **_: where(isfinite(x), t, 0.0)],
     batch=lambda args, dims, **p: (_nan_to_num_p.bind(args[0], **p), dims[0]),
-    sparsity=elementwise_sparsity([True], ()),
+    sparsity=_linear,
 )
 _nan_to_num_p.def_shape(evaluated_shape(_nan_to_num_p))
 
@@ -603,6 +592,9 @@ def _of_complex_only(rule):
     (``imag``, ``angle``): ``rule``'s reads for a complex argument, none for a real one."""
 
     def of_complex(x, **params):
+        from autodiff.core.index_sets import Sparsity  # (see rules/_helpers.py's sparsity_kit)
+        from autodiff.rules._sparsity import is_complex_operand
+
         return rule(x, **params) if is_complex_operand(x) else Sparsity([None])
 
     return of_complex
@@ -638,7 +630,7 @@ real_if_p = Primitive(
     vjp=[lambda ct, ans, a, keep: astype(ct, dtype_of(a)), None],
     jvp=[_real_if_deriv, None],
     batch=lambda args, dims: (real_if_p.bind(*args), dims[0]),
-    sparsity=lambda a, keep: elementwise_sparsity([True], ())(a),
+    sparsity=lambda a, keep: _linear(a),
 )
 
 
@@ -768,7 +760,7 @@ astype_p = Primitive(
     jvp=[lambda t, ans, x, *, dtype: _cast_like(t, dtype)],
     batch=lambda args, dims, *, dtype: (astype_p.bind(args[0], dtype=dtype), dims[0]),
     shape=lambda x, *, dtype: shaped_like(x, dtype=dtype),
-    sparsity=elementwise_sparsity([True], ()),
+    sparsity=_linear,
     lowering=Elementwise(lambda x: x, kinds="fbiu"),  # the cast to the result's dtype
 )
 

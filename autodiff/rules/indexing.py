@@ -29,7 +29,6 @@ from autodiff.core.arrays import (
     ndim_of,
     shape_of,
 )
-from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity
 from autodiff.core.lowering import Emitter, NotLowered, View
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor
@@ -41,9 +40,9 @@ from autodiff.rules._helpers import (
     implements,
     move_to_front,
     shaped_like,
+    sparsity_kit,
     to_front_padded,
 )
-from autodiff.rules._sparsity import is_known, moves, numbered, shape_of_operand
 
 __all__ = ["getitem"]
 
@@ -260,7 +259,7 @@ getitem_p = Primitive(
     vjp=_getitem_vjp,
     jvp=[lambda t, ans, x, *arrays, index: getitem_p.bind(t, *arrays, index=index)],
     batch=_getitem_batch,
-    sparsity=moves(_getitem_impl),
+    sparsity=sparsity_kit.moves(_getitem_impl),
 )
 getitem_p.def_taylor(linear_taylor(getitem_p))  # linear in the data
 
@@ -349,6 +348,9 @@ def _scatter_batch(prim):
 def _written(shape, y_shape, arrays, index):
     """For sparsity: the position in ``x`` (of ``shape``) each element of ``x[index]``
     is, and the element of ``y`` written there; None where an index array is unknown."""
+    # sparsity detection's kit, loaded at its first use (rules/_helpers.py's sparsity_kit)
+    from autodiff.rules._sparsity import is_known, numbered
+
     if not all(is_known(a) for a in arrays):
         return None
     positions = _getitem_impl(numbered(shape), *arrays, index=index)
@@ -364,6 +366,9 @@ def _scatter_sparsity(mode):
     multiplies them."""
 
     def rule(x, y, *arrays, index):
+        from autodiff.core.index_sets import ALL, Edges, Gather, Sparsity  # (see _written)
+        from autodiff.rules._sparsity import numbered, shape_of_operand
+
         shape = shape_of_operand(x)
         written = _written(shape, shape_of_operand(y), arrays, index)
         keep = numbered(shape)
@@ -626,6 +631,9 @@ untake_p.def_lowering(Emitter(_untake_lowering))
 
 @untake_p.def_sparsity
 def _untake_sparsity(y, *arrays, index, shape):
+    from autodiff.core.index_sets import ALL, Edges, Sparsity  # (see _written)
+    from autodiff.rules._sparsity import shape_of_operand
+
     written = _written(shape, shape_of_operand(y), arrays, index)
     read = ALL if written is None else Edges(*written)
     return Sparsity([read, *(None for _ in arrays)])

@@ -27,8 +27,6 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
-from autodiff.core.graph import ShapedArray
-from autodiff.core.index_sets import Sparsity
 from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.numpy_args import warn_caller
 from autodiff.core.precision import check_precision
@@ -37,8 +35,13 @@ from autodiff.core.rule_forms import multilinear_taylor
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
-from autodiff.rules._helpers import implements, move_to_front, to_front_padded, unbroadcast
-from autodiff.rules._sparsity import contraction, problem_edges, shape_of_operand
+from autodiff.rules._helpers import (
+    implements,
+    move_to_front,
+    shaped_like,
+    to_front_padded,
+    unbroadcast,
+)
 
 __all__ = ["einsum", "matmul", "cross"]
 
@@ -153,11 +156,14 @@ def _matmul_shape(a, b):
         shape = shape[:-2] + shape[-1:]
     if b.ndim == 1:
         shape = shape[:-1]
-    return ShapedArray(shape, np.result_type(a.dtype, b.dtype))
+    return shaped_like(a, shape, np.result_type(a.dtype, b.dtype))
 
 
 @matmul_p.def_sparsity
 def _matmul_sparsity(a, b):
+    # sparsity detection's kit, loaded at its first use (rules/_helpers.py's sparsity_kit)
+    from autodiff.rules._sparsity import contraction, shape_of_operand
+
     a_shape, b_shape = shape_of_operand(a), shape_of_operand(b)
     stack = "".join(LABELS[: max(len(a_shape), len(b_shape), 2) - 2])
     a_term = "k" if len(a_shape) == 1 else stack[len(stack) - len(a_shape) + 2 :] + "mk"
@@ -277,14 +283,21 @@ def _einsum_batch(args, dims, *, subscripts, optimize):
     return einsum_p.bind(*args, subscripts=spec, optimize=optimize), 0
 
 
+def _contraction_sparsity(terms, out, operands):
+    """einsum's sparsity rule: the contraction of ``terms`` into ``out``."""
+    from autodiff.rules._sparsity import contraction, shape_of_operand  # (see _matmul_sparsity)
+
+    return contraction(terms, out, [shape_of_operand(x) for x in operands])
+
+
 einsum_p = Primitive(
     "einsum",
     lambda *operands, subscripts, optimize: np.einsum(subscripts, *operands, optimize=optimize),
     vjp=[_einsum_vjp(k) for k in range(_MAX_OPERANDS)],
     jvp=[_einsum_jvp(k) for k in range(_MAX_OPERANDS)],
     batch=_einsum_batch,
-    sparsity=lambda *operands, subscripts, optimize: contraction(
-        *_split(subscripts), [shape_of_operand(x) for x in operands]
+    sparsity=lambda *operands, subscripts, optimize: _contraction_sparsity(
+        *_split(subscripts), operands
     ),
 )
 einsum_p.def_taylor(multilinear_taylor(einsum_p))  # multilinear: Leibniz's rule through it
@@ -312,7 +325,7 @@ def _einsum_shape(*operands, subscripts, optimize):
         + (middle if "..." in out else ())
         + tuple(sizes[c] for c in right)
     )
-    return ShapedArray(shape, np.result_type(*(x.dtype for x in operands)))
+    return shaped_like(operands[0], shape, np.result_type(*(x.dtype for x in operands)))
 
 
 def _from_sublists(args: tuple) -> tuple[str, list]:
@@ -472,6 +485,9 @@ cross_p.def_taylor(multilinear_taylor(cross_p))  # multilinear: Leibniz's rule t
 def _cross_sparsity(a, b):
     # Component i reads components i + 1 and i + 2 (mod 3) of each vector, and is the sum
     # of two products, the Hessian's terms: a[i + 1] b[i + 2] and a[i + 2] b[i + 1].
+    from autodiff.core.index_sets import Sparsity  # (see _matmul_sparsity)
+    from autodiff.rules._sparsity import problem_edges, shape_of_operand
+
     sa, sb = shape_of_operand(a), shape_of_operand(b)
     stack = broadcast_shapes(sa[:-1], sb[:-1])
     i = np.arange(3)

@@ -18,13 +18,17 @@ import math
 import numpy as np
 
 from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
-from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Reduction
 from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor
-from autodiff.rules._helpers import example_dtype, implements, move_to_front, shaped_like
-from autodiff.rules._sparsity import reduction, running
+from autodiff.rules._helpers import (
+    example_dtype,
+    implements,
+    move_to_front,
+    shaped_like,
+    sparsity_kit,
+)
 
 __all__ = ["all", "amax", "amin", "any", "argmax", "argmin", "cumsum", "max", "min", "prod", "sum"]
 
@@ -57,7 +61,7 @@ def _reduction_shape(numpy_fn):
 
     def rule(x, *, axis, keepdims):
         dtype = example_dtype(numpy_fn, x.dtype, axis=0)
-        return ShapedArray(_reduced_shape(x, axis, keepdims), dtype)
+        return shaped_like(x, _reduced_shape(x, axis, keepdims), dtype)
 
     return rule
 
@@ -82,7 +86,7 @@ sum_p = Primitive(
     vjp_reads=[()],
 )
 sum_p.def_batch(_reduction_batch(sum_p))
-sum_p.def_sparsity(reduction(linear=True))
+sum_p.def_sparsity(sparsity_kit.reduction(linear=True))
 sum_p.def_lowering(Reduction(np.add))  # NumPy's pairwise order, bit for bit
 sum_p.def_shape(_reduction_shape(np.sum))
 sum_p.def_taylor(linear_taylor(sum_p))  # linear
@@ -130,7 +134,7 @@ def _chooser(name, impl):
         ],
     )
     prim.def_batch(_reduction_batch(prim))
-    prim.def_sparsity(reduction(linear=True))  # piecewise: one element's value
+    prim.def_sparsity(sparsity_kit.reduction(linear=True))  # piecewise: one element's value
     return prim
 
 
@@ -197,8 +201,8 @@ argmin_p.def_batch(_arg_batch(argmin_p))
 
 def _arg_shape(x, *, axis, keepdims):
     if axis is not None:
-        return ShapedArray(_reduced_shape(x, (axis,), keepdims), np.intp)
-    return ShapedArray((1,) * x.ndim if keepdims else (), np.intp)
+        return shaped_like(x, _reduced_shape(x, (axis,), keepdims), np.intp)
+    return shaped_like(x, (1,) * x.ndim if keepdims else (), np.intp)
 
 
 argmax_p.def_shape(_arg_shape)
@@ -261,7 +265,7 @@ prod_p = Primitive(
     ],
 )
 prod_p.def_batch(_reduction_batch(prod_p))
-prod_p.def_sparsity(reduction(linear=False))
+prod_p.def_sparsity(sparsity_kit.reduction(linear=False))
 prod_p.def_shape(_reduction_shape(np.prod))
 prod_p.def_taylor(jvp_taylor(prod_p))  # from its JVP rule (exact)
 
@@ -303,7 +307,7 @@ cumsum_p = Primitive(
     jvp=[lambda t, ans, x, *, axis: cumsum_p.bind(t, axis=axis)],
 )
 cumsum_p.def_batch(_scan_batch(cumsum_p))
-cumsum_p.def_sparsity(running)
+cumsum_p.def_sparsity(sparsity_kit.plain("running"))
 cumsum_p.def_shape(
     lambda x, *, axis: shaped_like(x, dtype=example_dtype(np.cumsum, x.dtype, axis=0))
 )

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
-from autodiff.core.graph import ShapedArray
 from autodiff.core.lowering import Emitter, NotLowered, View
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import linear_taylor
@@ -28,10 +27,10 @@ from autodiff.rules._helpers import (
     move_to_front,
     numpy_impl,
     shaped_like,
+    sparsity_kit,
     to_front_padded,
     unbroadcast,
 )
-from autodiff.rules._sparsity import moves
 
 __all__ = [
     "broadcast_to", "concatenate", "expand_dims", "pad", "reshape", "roll", "squeeze", "stack",
@@ -58,7 +57,7 @@ reshape_p = Primitive(
     jvp=[lambda t, ans, x, *, shape: reshape_p.bind(t, shape=shape)],
     batch=_reshape_batch,
 )
-reshape_p.def_sparsity(moves(reshape_p.impl))
+reshape_p.def_sparsity(sparsity_kit.moves(reshape_p.impl))
 reshape_p.def_taylor(linear_taylor(reshape_p))  # moves elements: linear
 
 
@@ -110,7 +109,7 @@ transpose_p = Primitive(
     jvp=[lambda t, ans, x, *, axes: transpose_p.bind(t, axes=axes)],
     batch=_transpose_batch,
 )
-transpose_p.def_sparsity(moves(transpose_p.impl))
+transpose_p.def_sparsity(sparsity_kit.moves(transpose_p.impl))
 transpose_p.def_taylor(linear_taylor(transpose_p))  # moves elements: linear
 
 
@@ -149,7 +148,7 @@ broadcast_to_p = Primitive(
     jvp=[lambda t, ans, x, *, shape: broadcast_to_p.bind(t, shape=shape)],
     batch=_broadcast_to_batch,
 )
-broadcast_to_p.def_sparsity(moves(broadcast_to_p.impl))
+broadcast_to_p.def_sparsity(sparsity_kit.moves(broadcast_to_p.impl))
 broadcast_to_p.def_taylor(linear_taylor(broadcast_to_p))  # moves elements: linear
 
 
@@ -189,7 +188,7 @@ expand_dims_p = Primitive(
     jvp=[lambda t, ans, x, *, axis: expand_dims_p.bind(t, axis=axis)],
 )
 expand_dims_p.def_batch(_shifted_batch(expand_dims_p))
-expand_dims_p.def_sparsity(moves(expand_dims_p.impl))
+expand_dims_p.def_sparsity(sparsity_kit.moves(expand_dims_p.impl))
 expand_dims_p.def_lowering(View())
 expand_dims_p.def_taylor(linear_taylor(expand_dims_p))  # moves elements: linear
 
@@ -217,7 +216,7 @@ squeeze_p = Primitive(
     jvp=[lambda t, ans, x, *, axis: squeeze_p.bind(t, axis=axis)],
 )
 squeeze_p.def_batch(_shifted_batch(squeeze_p))
-squeeze_p.def_sparsity(moves(squeeze_p.impl))
+squeeze_p.def_sparsity(sparsity_kit.moves(squeeze_p.impl))
 squeeze_p.def_lowering(View())
 squeeze_p.def_shape(
     lambda x, *, axis: shaped_like(x, tuple(n for i, n in enumerate(x.shape) if i not in axis))
@@ -268,7 +267,7 @@ concatenate_p = Primitive(
     jvp=lambda tangents, ans, *xs, axis: concatenate_p.bind(*tangents, axis=axis),
 )
 concatenate_p.def_batch(_joining_batch(concatenate_p))
-concatenate_p.def_sparsity(moves(concatenate_p.impl, data=None))
+concatenate_p.def_sparsity(sparsity_kit.moves(concatenate_p.impl, data=None))
 concatenate_p.def_taylor(linear_taylor(concatenate_p))  # moves elements: linear
 
 
@@ -305,7 +304,7 @@ def _joined(xs: tuple) -> np.dtype:
 def _concatenate_shape(*xs, axis):
     shape = list(xs[0].shape)
     shape[axis] = sum(x.shape[axis] for x in xs)
-    return ShapedArray(tuple(shape), _joined(xs))
+    return shaped_like(xs[0], tuple(shape), _joined(xs))
 
 
 def _check_no_out(name: str, out: Any) -> None:
@@ -339,7 +338,7 @@ stack_p = Primitive(
     jvp=lambda tangents, ans, *xs, axis: stack_p.bind(*tangents, axis=axis),
 )
 stack_p.def_batch(_joining_batch(stack_p))
-stack_p.def_sparsity(moves(stack_p.impl, data=None))
+stack_p.def_sparsity(sparsity_kit.moves(stack_p.impl, data=None))
 stack_p.def_lowering(
     _joining_lowering(lambda avals, axis: [(slice(None),) * axis + (k,) for k in range(len(avals))])
 )
@@ -350,7 +349,7 @@ stack_p.def_taylor(linear_taylor(stack_p))  # moves elements: linear
 def _stack_shape(*xs, axis):
     shape = list(xs[0].shape)
     shape.insert(axis, len(xs))
-    return ShapedArray(tuple(shape), _joined(xs))
+    return shaped_like(xs[0], tuple(shape), _joined(xs))
 
 
 concat = concatenate  # the array API's name
@@ -397,7 +396,7 @@ pad_p = Primitive(
     ],
     batch=_pad_batch,
 )
-pad_p.def_sparsity(moves(pad_p.impl, params=lambda **p: {**p, "constant_values": 0}))
+pad_p.def_sparsity(sparsity_kit.moves(pad_p.impl, params=lambda **p: {**p, "constant_values": 0}))
 pad_p.def_shape(
     lambda x, *, pad_width, constant_values: shaped_like(
         x, tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, pad_width))
@@ -464,7 +463,7 @@ roll_p = Primitive(
     batch=_roll_batch,
     vjp_reads=[()],
 )
-roll_p.def_sparsity(moves(_roll_impl))
+roll_p.def_sparsity(sparsity_kit.moves(_roll_impl))
 roll_p.def_taylor(linear_taylor(roll_p))  # moves elements: linear
 
 
