@@ -607,3 +607,28 @@ def test_anps_compositions_load_at_first_use():
             check=False,
         )  # fmt: skip
         assert result.returncode == 0, f"{way}:\n{result.stderr}"
+
+
+def test_autograds_primitives_and_hessian_leave_anps_shape_functions_for_first_use():
+    # compat's hessian (a jacobian of grad) and the VJP rule of a custom_vjp differentiated
+    # twice (autograd's @primitive under check_grads) read shapes of traced values without
+    # np.shape, which would load numpy/_shape.py (with _index_update.py) for one question.
+    code = (
+        "import sys, numpy as np, autodiff, autodiff.numpy as anp\n"
+        "from autodiff.compat import autograd\n"
+        "x = np.array([3.0, 1.0, 2.0])\n"
+        "H = autograd.hessian(lambda x: anp.sum(x**3))(x)\n"  # diag(6 x)
+        "assert (H == np.diag(6 * x)).all()\n"
+        "@autodiff.custom_vjp\n"
+        "def cube(x):\n    return x * x * x\n"
+        "cube.defvjp(lambda x: (x * x * x, x), lambda x, g: (g * 3.0 * x * x,))\n"
+        "g2 = autodiff.grad(lambda x: anp.sum(autodiff.grad(lambda y: anp.sum(cube(y)))(x)))(x)\n"
+        "assert (g2 == 6 * x).all()\n"  # d/dx sum(3 x^2) = 6 x
+        "loaded = [m for m in ('autodiff.numpy._shape', 'autodiff.numpy._index_update')\n"
+        "          if m in sys.modules]\n"
+        "assert loaded == [], loaded\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
