@@ -106,7 +106,7 @@ _module_of = {name: module for module, names in _FIRST_USE.items() for name in n
 # The keys of numpy_overrides that are no NumPy function's name: ufunc methods (np.add.reduce,
 # np.maximum.accumulate, which x.sum(), np.cumsum, ... may meet), and the index updates
 # (x.at[i], x[i] = v), with the module that registers them.
-_keyed = {
+_keyed: dict[object, str] = {
     **{(ufunc, "reduce"): "autodiff.numpy._reductions" for ufunc in (
         _np.add, _np.multiply, _np.maximum, _np.minimum, _np.logical_and, _np.logical_or)},
     **{(ufunc, "accumulate"): "autodiff.numpy._reductions" for ufunc in (
