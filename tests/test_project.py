@@ -437,3 +437,202 @@ def test_an_autograd_program_leaves_vmap_and_the_callbacks_for_first_use():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "x = 1.0\n"
+
+
+# anp's NumPy-level compositions, loaded at first use too (autodiff/numpy/__init__.py's
+# _FIRST_USE): none of them is imported by import autodiff or by a plain grad program.
+COMPOSITIONS_AT_FIRST_USE = ("autodiff.numpy._creation", "autodiff.numpy._dtypes",
+                             "autodiff.numpy._elementwise", "autodiff.numpy._index_tricks",
+                             "autodiff.numpy._index_update", "autodiff.numpy._indexing",
+                             "autodiff.numpy._products", "autodiff.numpy._reductions",
+                             "autodiff.numpy._shape")  # fmt: skip
+
+
+def test_import_and_a_plain_grad_program_leave_anps_compositions_for_first_use():
+    code = (
+        "import sys, numpy as np, autodiff\n"
+        f"lazy = {COMPOSITIONS_AT_FIRST_USE!r}\n"
+        "assert [m for m in lazy if m in sys.modules] == [], 'import autodiff'\n"
+        "import autodiff.numpy as anp\n"
+        "x = np.array([0.5, 1.0, -2.0])\n"  # d/dx sum(sin(x)^2) = 2 sin(x) cos(x) = sin(2x)
+        "g = autodiff.grad(lambda x: anp.sum(anp.sin(x) ** 2))(x)\n"
+        "assert np.allclose(g, np.sin(2 * x), rtol=1e-14, atol=0)\n"
+        "assert [m for m in lazy if m in sys.modules] == [], 'a plain grad program'\n"
+        # every name is still listed, and a star import gives them all
+        "names = {'array', 'zeros', 'mean', 'dot', 'diag', 'nonzero', 'at', 'r_', 'c_',\n"
+        "         'result_type', 'allclose', 'block', 'trapezoid'}\n"
+        "assert names <= set(dir(anp)) and names <= set(anp.__all__)\n"
+        "assert [m for m in lazy if m in sys.modules] == [], 'dir(anp)'\n"
+        "namespace = {}\n"
+        "exec('from autodiff.numpy import *', namespace)\n"
+        "assert namespace['mean'] is anp.mean is sys.modules['autodiff.numpy._reductions'].mean\n"
+        "assert namespace['r_'] is sys.modules['autodiff.numpy._index_tricks'].r_\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+# Each module's first use, in an order that finds each one not yet loaded (_shape imports
+# _index_update; _indexing imports both; _index_tricks imports _creation): the module it
+# must load, and a line of code that uses it and checks the value by a hand formula.
+# x = [3, 1, 2], w = [1, 10, 100].
+_COMPOSITIONS_FIRST_USES = {
+    "by anp's names": [
+        ("autodiff.numpy._creation", "assert list(anp.linspace(0.0, 1.0, 3)) == [0, 0.5, 1]"),
+        ("autodiff.numpy._index_tricks", "assert list(anp.r_[x, 7.0]) == [3, 1, 2, 7]"),
+        ("autodiff.numpy._dtypes", "assert anp.result_type(x, np.float32) == np.float64"),
+        ("autodiff.numpy._elementwise", "assert anp.allclose(x, x + 1e-12)"),
+        ("autodiff.numpy._index_update", "assert list(anp.at(x)[1].set(5.0)) == [3, 5, 2]"),
+        ("autodiff.numpy._shape", "assert anp.diag(x)[1, 1] == 1 and anp.diag(x).sum() == 6"),
+        ("autodiff.numpy._indexing", "assert list(anp.flatnonzero(x - 1)) == [0, 2]"),
+        ("autodiff.numpy._products", "assert float(anp.dot(x, w)) == 213"),
+        ("autodiff.numpy._reductions", "assert float(grad(anp.mean)(x)[0]) == 1 / 3"),
+    ],
+    "by NumPy's functions on traced values": [
+        (
+            "autodiff.numpy._creation",  # sum(linspace(0, t, 5)) = 2.5 t
+            "assert float(grad(lambda t: np.sum(np.linspace(0.0, t, 5)))(2.0)) == 2.5",
+        ),
+        ("autodiff.numpy._dtypes", "assert float(grad(lambda t: t**2 * np.isreal(t))(3.0)) == 6"),
+        ("autodiff.numpy._elementwise", "assert float(grad(lambda t: np.modf(t)[0])(2.5)) == 1"),
+        (
+            "autodiff.numpy._index_update",  # y = [3 x1, x1, x2]: sum(y w) = 13 x1 + 100 x2
+            "assert list(grad(lambda x: np.sum(setitem(x * 1.0, 0, 3 * x[1]) * w))(x)) "
+            "== [0, 13, 100]",
+        ),
+        (
+            "autodiff.numpy._shape",  # w0 (x1 - x0) + w1 (x2 - x1)
+            "assert list(grad(lambda x: np.sum(np.diff(x) * w[:2]))(x)) == [-1, -9, 10]",
+        ),
+        (
+            "autodiff.numpy._indexing",
+            "assert list(grad(lambda x: np.sum(np.compress([1, 0, 1], x) * w[:2]))(x)) "
+            "== [1, 0, 10]",
+        ),
+        (
+            "autodiff.numpy._products",  # sum(outer(x, w)) = sum(x) sum(w)
+            "assert list(grad(lambda x: np.sum(np.outer(x, w)))(x)) == [111, 111, 111]",
+        ),
+        (
+            "autodiff.numpy._reductions",  # d var / dx = 2 (x - mean) / n
+            "assert np.allclose(grad(np.var)(x), [2 / 3, -2 / 3, 0], rtol=1e-14, atol=1e-15)",
+        ),
+    ],
+    "by ndarray methods and operators on traced values": [
+        (
+            "autodiff.numpy._elementwise",  # divmod(x, 2)[1] = x - 2 floor(x / 2)
+            "assert list(grad(lambda x: np.sum(divmod(x, 2.0)[1] * w))(x)) == [1, 10, 100]",
+        ),
+        (
+            "autodiff.numpy._index_update",  # x0 + 10 x0 x1 + 100 x2
+            "assert list(grad(lambda x: np.sum(x.at[1].multiply(x[0]) * w))(x)) == [11, 30, 100]",
+        ),
+        (
+            "autodiff.numpy._shape",  # trace(outer(x, x)) = sum(x^2)
+            "assert list(grad(lambda x: (x * x[:, None]).trace())(x)) == [6, 2, 4]",
+        ),
+        ("autodiff.numpy._products", "assert list(grad(lambda x: x.dot(w))(x)) == [1, 10, 100]"),
+        (
+            "autodiff.numpy._reductions",
+            "assert np.allclose(grad(lambda x: x.var())(x), [2 / 3, -2 / 3, 0], rtol=1e-14, "
+            "atol=1e-15)",
+        ),
+    ],
+    "by a ufunc method on traced values": [
+        (
+            "autodiff.numpy._reductions",  # maximum.accumulate([3, 1, 2]) = [x0, x0, x0]
+            "assert list(grad(lambda x: np.sum(np.maximum.accumulate(x) * w))(x)) == [111, 0, 0]",
+        ),
+    ],
+    "in an error message's suggestion": [
+        (
+            "autodiff.numpy._reductions",
+            "assert 'write anp.mean(' in message(lambda t: np.mean([t, 2 * t]))",
+        ),
+    ],
+    "under vmap": [
+        (
+            "autodiff.numpy._creation",
+            "assert vmap(lambda t: np.linspace(0.0, t, 3))(x).tolist() "
+            "== [[0, 1.5, 3], [0, 0.5, 1], [0, 1, 2]]",
+        ),
+        (
+            "autodiff.numpy._index_tricks",
+            "assert vmap(lambda r: anp.r_[r, 7.0])(X).tolist() "
+            "== [[3, 1, 2, 7], [0.5, 2.5, 1.5, 7]]",
+        ),
+        ("autodiff.numpy._dtypes", "assert (vmap(lambda r: r * np.isreal(r))(X) == X).all()"),
+        (
+            "autodiff.numpy._elementwise",
+            "assert vmap(lambda r: np.modf(r)[0])(X).tolist() == [[0, 0, 0], [0.5, 0.5, 0.5]]",
+        ),
+        (
+            "autodiff.numpy._index_update",
+            "assert vmap(lambda r: r.at[0].set(9.0))(X).tolist() == [[9, 1, 2], [9, 2.5, 1.5]]",
+        ),
+        (
+            "autodiff.numpy._shape",
+            "assert (vmap(np.diag)(X) == np.stack([np.diag(X[0]), np.diag(X[1])])).all()",
+        ),
+        (
+            "autodiff.numpy._indexing",
+            "assert vmap(lambda r: np.compress([1, 0, 1], r))(X).tolist() == [[3, 2], [0.5, 1.5]]",
+        ),
+        ("autodiff.numpy._products", "assert vmap(np.dot)(X, X).tolist() == [14, 8.75]"),
+        ("autodiff.numpy._reductions", "assert vmap(np.mean)(X).tolist() == [2, 1.5]"),
+    ],
+}
+
+
+def test_anps_compositions_load_at_first_use():
+    # ... by anp's names, by NumPy's own functions and by ndarray methods and operators
+    # meeting a traced value under grad, in an error message, and under vmap; each way in a
+    # fresh process, each module checked absent before its use.
+    setup = (
+        "import sys, numpy as np, autodiff.numpy as anp\n"
+        "from autodiff import grad, vmap\n"
+        "x = np.array([3.0, 1.0, 2.0])\n"
+        "w = np.array([1.0, 10.0, 100.0])\n"
+        "X = np.array([[3.0, 1.0, 2.0], [0.5, 2.5, 1.5]])\n"
+        "def setitem(a, i, v):\n    a[i] = v\n    return a\n"
+        "def message(f):\n    try:\n        grad(f)(1.0)\n    except Exception as e:\n"
+        "        return str(e)\n"
+    )
+    for way, uses in _COMPOSITIONS_FIRST_USES.items():
+        code = setup
+        for module, line in uses:
+            code += f"assert {module!r} not in sys.modules, '{module} loaded before its use'\n"
+            code += f"{line}\nassert {module!r} in sys.modules, '{module} not loaded'\n"
+        code += "assert 'trim_zeros has no autodiff rule' in message(np.trim_zeros)\n"
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+            check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, f"{way}:\n{result.stderr}"
+
+
+def test_autograds_primitives_and_hessian_leave_anps_shape_functions_for_first_use():
+    # compat's hessian (a jacobian of grad) and the VJP rule of a custom_vjp differentiated
+    # twice (autograd's @primitive under check_grads) read shapes of traced values without
+    # np.shape, which would load numpy/_shape.py (with _index_update.py) for one question.
+    code = (
+        "import sys, numpy as np, autodiff, autodiff.numpy as anp\n"
+        "from autodiff.compat import autograd\n"
+        "x = np.array([3.0, 1.0, 2.0])\n"
+        "H = autograd.hessian(lambda x: anp.sum(x**3))(x)\n"  # diag(6 x)
+        "assert (H == np.diag(6 * x)).all()\n"
+        "@autodiff.custom_vjp\n"
+        "def cube(x):\n    return x * x * x\n"
+        "cube.defvjp(lambda x: (x * x * x, x), lambda x, g: (g * 3.0 * x * x,))\n"
+        "g2 = autodiff.grad(lambda x: anp.sum(autodiff.grad(lambda y: anp.sum(cube(y)))(x)))(x)\n"
+        "assert (g2 == 6 * x).all()\n"  # d/dx sum(3 x^2) = 6 x
+        "loaded = [m for m in ('autodiff.numpy._shape', 'autodiff.numpy._index_update')\n"
+        "          if m in sys.modules]\n"
+        "assert loaded == [], loaded\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr

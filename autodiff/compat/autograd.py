@@ -36,6 +36,7 @@ import functools
 import importlib
 import importlib.machinery
 import inspect
+import math
 import runpy
 import types
 from collections.abc import Callable, Sequence
@@ -45,6 +46,7 @@ import numpy as np
 
 import autodiff.numpy as anp
 from autodiff.core import trees
+from autodiff.core.arrays import ndim_of, shape_of
 from autodiff.core.loading import load
 from autodiff.core.tracer import Tracer
 from autodiff.interpreters.forward import jvp as _jvp
@@ -114,9 +116,9 @@ def _unary_vjp(f: Callable, x: Any) -> tuple[Callable, Any]:
 
 
 def _scalar(ans: Any, what: str) -> None:
-    if np.size(ans) != 1:
+    if math.prod(shape_of(ans)) != 1:
         raise TypeError(f"{what} only applies to real scalar-output functions (this one has "
-                        f"shape {np.shape(ans)}). Try jacobian, elementwise_grad or "
+                        f"shape {shape_of(ans)}). Try jacobian, elementwise_grad or "
                         f"holomorphic_grad.")  # fmt: skip
 
 
@@ -172,10 +174,11 @@ def deriv(f: Callable, x: Any) -> Any:
 def jacobian(f: Callable, x: Any) -> Any:
     """autograd.jacobian: shape ``out.shape + x.shape``, one VJP per output element."""
     pullback, ans = _unary_vjp(f, x)
-    shape, n = np.shape(ans), int(np.size(ans))
+    shape = shape_of(ans)  # (np.shape of a traced value would load anp's _shape.py)
+    n = math.prod(shape)
     basis = np.eye(n).reshape((n, *shape)) if shape else np.ones((1,))
     rows = [pullback(anp.asarray(b, dtype=anp.result_type(ans))) for b in basis]
-    return anp.reshape(anp.stack(rows), shape + np.shape(x))
+    return anp.reshape(anp.stack(rows), shape + shape_of(x))
 
 
 @_nary
@@ -214,7 +217,7 @@ def hessian_tensor_product(fun: Callable, argnum: int = 0) -> Callable:
 
     def dotted(*args: Any, **kwargs: Any) -> Any:
         *rest, tensor = args
-        return anp.tensordot(fun_grad(*rest, **kwargs), tensor, np.ndim(tensor))
+        return anp.tensordot(fun_grad(*rest, **kwargs), tensor, ndim_of(tensor))
 
     reverse_over_reverse = grad(dotted, argnum)
 
@@ -240,7 +243,7 @@ def _real_like(x: Any, tensor: Any) -> bool:
     """Whether ``tensor`` is a real tangent for ``x``: the same shape, both of real
     floating-point (or, for ``tensor``, integer) dtypes."""
     kinds = anp.result_type(x).kind, anp.result_type(tensor).kind
-    return np.shape(x) == np.shape(tensor) and kinds[0] == "f" and kinds[1] in "fiub"
+    return shape_of(x) == shape_of(tensor) and kinds[0] == "f" and kinds[1] in "fiub"
 
 
 hessian_vector_product = hessian_tensor_product
@@ -252,7 +255,7 @@ def tensor_jacobian_product(fun: Callable, argnum: int = 0) -> Callable:
 
     def dotted(*args: Any, **kwargs: Any) -> Any:
         *rest, tensor = args
-        return anp.tensordot(tensor, fun(*rest, **kwargs), axes=np.ndim(tensor))
+        return anp.tensordot(tensor, fun(*rest, **kwargs), axes=ndim_of(tensor))
 
     return jacobian(dotted, argnum)
 

@@ -24,24 +24,6 @@ from autodiff.core import overrides as _overrides
 from autodiff.core import tracer as _tracer
 from autodiff.core.loading import load as _load
 from autodiff.numpy._borrow import borrow as _borrow
-from autodiff.numpy._creation import *  # noqa: F403
-from autodiff.numpy._creation import __all__ as _creation_names
-from autodiff.numpy._dtypes import *  # noqa: F403
-from autodiff.numpy._dtypes import __all__ as _dtypes_names
-from autodiff.numpy._elementwise import *  # noqa: F403
-from autodiff.numpy._elementwise import __all__ as _elementwise_names
-from autodiff.numpy._index_tricks import c_ as c_
-from autodiff.numpy._index_tricks import r_ as r_
-from autodiff.numpy._index_update import *  # noqa: F403
-from autodiff.numpy._index_update import __all__ as _index_update_names
-from autodiff.numpy._indexing import *  # noqa: F403
-from autodiff.numpy._indexing import __all__ as _indexing_names
-from autodiff.numpy._products import *  # noqa: F403
-from autodiff.numpy._products import __all__ as _products_names
-from autodiff.numpy._reductions import *  # noqa: F403
-from autodiff.numpy._reductions import __all__ as _reductions_names
-from autodiff.numpy._shape import *  # noqa: F403
-from autodiff.numpy._shape import __all__ as _shape_names
 from autodiff.numpy._types import SCALAR_NAMES as _SCALAR_NAMES
 from autodiff.numpy._types import ndarray as ndarray
 from autodiff.rules.compositions import *  # noqa: F403
@@ -65,12 +47,44 @@ from autodiff.rules.shape import __all__ as _shape_primitives
 # sorting, sets, polynomials and statistics build their primitives' rules, a fifth of
 # autodiff's own import time, which a short grad program never needs; vectorize and the
 # rest of _apply.py run under vmap, whose interpreter such a program never imports
-# either.  A name loads its module when first read; NumPy's function of the same name,
-# when it first meets a traced value (_load_rules below).
+# either.  The NumPy-level compositions (_creation.py ... _shape.py: anp.array, mean,
+# dot, diag, nonzero, at, r_, ...) wait too, each for the first of its names a program
+# uses: import autodiff builds none of them, and a short program only those it calls
+# (~190 KB of byte code, a fifth of the package's at import).  A name loads its module
+# when first read; NumPy's function of the same name (or ndarray method, operator, ufunc
+# method or index update that stands for it), when it first meets a traced value
+# (_load_rules below).
 _FIRST_USE = {
     "autodiff.numpy.fft": ("fft",),
     "autodiff.numpy.linalg": ("linalg",),
     "autodiff.numpy.random": ("random",),
+    "autodiff.numpy._creation": ("arange", "array", "asanyarray", "ascontiguousarray",
+                                 "asfortranarray", "copy", "empty", "empty_like", "eye", "full",
+                                 "full_like", "geomspace", "identity", "linspace", "logspace",
+                                 "meshgrid", "ones", "tri", "zeros"),
+    "autodiff.numpy._dtypes": ("can_cast", "common_type", "iscomplex", "iscomplexobj", "isreal",
+                               "isrealobj", "result_type"),
+    "autodiff.numpy._elementwise": ("allclose", "array_equal", "array_equiv", "divmod", "frexp",
+                                    "isclose", "isneginf", "isposinf", "modf", "select",
+                                    "unwrap"),
+    "autodiff.numpy._index_tricks": ("c_", "r_"),
+    "autodiff.numpy._index_update": ("at",),
+    "autodiff.numpy._indexing": ("argwhere", "choose", "compress", "copyto", "extract",
+                                 "fill_diagonal", "flatnonzero", "nonzero", "place", "put",
+                                 "put_along_axis", "putmask"),
+    "autodiff.numpy._products": ("dot", "inner", "kron", "matvec", "outer", "tensordot", "vdot",
+                                 "vecdot", "vecmat"),
+    "autodiff.numpy._reductions": ("average", "count_nonzero", "cumulative_prod",
+                                   "cumulative_sum", "mean", "nanargmax", "nanargmin",
+                                   "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmin",
+                                   "nanprod", "nanstd", "nansum", "nanvar", "ptp", "std",
+                                   "trapezoid", "var"),
+    "autodiff.numpy._shape": ("append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d",
+                              "block", "column_stack", "delete", "diag", "diagflat", "diagonal",
+                              "diff", "dsplit", "dstack", "ediff1d", "fliplr", "flipud",
+                              "gradient", "hsplit", "hstack", "insert", "matrix_transpose",
+                              "ndim", "repeat", "resize", "rollaxis", "rot90", "shape", "size",
+                              "split", "tile", "trace", "unstack", "vsplit", "vstack"),
     "autodiff.numpy._apply": ("apply_along_axis", "apply_over_axes", "frompyfunc", "piecewise",
                               "vectorize"),
     "autodiff.numpy._polynomial": ("interp", "poly", "polyadd", "polyder", "polydiv",
@@ -89,18 +103,21 @@ _FIRST_USE = {
     "autodiff.rules.statistics": ("bincount",),
 }  # fmt: skip
 _module_of = {name: module for module, names in _FIRST_USE.items() for name in names}
+# The keys of numpy_overrides that are no NumPy function's name: ufunc methods (np.add.reduce,
+# np.maximum.accumulate, which x.sum(), np.cumsum, ... may meet), and the index updates
+# (x.at[i], x[i] = v), with the module that registers them.
+_keyed: dict[object, str] = {
+    **{(ufunc, "reduce"): "autodiff.numpy._reductions" for ufunc in (
+        _np.add, _np.multiply, _np.maximum, _np.minimum, _np.logical_and, _np.logical_or)},
+    **{(ufunc, "accumulate"): "autodiff.numpy._reductions" for ufunc in (
+        _np.add, _np.multiply, _np.maximum, _np.minimum)},
+    _overrides.INDEX_UPDATE: "autodiff.numpy._index_update",
+    _overrides.SET_ITEM: "autodiff.numpy._index_update",
+}  # fmt: skip
 
 # The names autodiff defines: functions with rules, and the types and shorthands above.
 _own = frozenset(
     [
-        *_creation_names,
-        *_dtypes_names,
-        *_elementwise_names,
-        *_index_update_names,
-        *_indexing_names,
-        *_products_names,
-        *_reductions_names,
-        *_shape_names,
         *_compositions_names,
         *_creation_primitives,
         *_elementwise_primitives,
@@ -110,9 +127,7 @@ _own = frozenset(
         *_shape_primitives,
         *_SCALAR_NAMES,
         *_module_of,
-        "c_",
         "ndarray",
-        "r_",
     ]
 )
 # Everything else of NumPy's, as NumPy's own objects.
@@ -127,7 +142,10 @@ __all__ = sorted(_own | set(_borrowed))
 def _first_use_module(func: object) -> str | None:
     """The module loaded at first use that holds the rule of NumPy's ``func``, if any:
     ``anp.fft`` and ``anp.linalg`` for numpy.fft's and numpy.linalg's functions; for
-    ``np.sort``, ``np.median``, ..., the module of ``anp``'s function of that name."""
+    ``np.sort``, ``np.median``, ``np.mean``, ..., the module of ``anp``'s function of that
+    name; for a ufunc method or an index update, the module that registers it."""
+    if isinstance(func, tuple) or func is _overrides.INDEX_UPDATE or func is _overrides.SET_ITEM:
+        return _keyed.get(func)
     module, name = getattr(func, "__module__", None), getattr(func, "__name__", None)
     if module in ("numpy.fft", "numpy.linalg"):
         return f"autodiff.{module}"

@@ -26,7 +26,7 @@ import numpy as np
 
 from autodiff.core import trees
 from autodiff.core.args import check_callable
-from autodiff.core.arrays import batch_size_of
+from autodiff.core.arrays import batch_size_of, shape_of
 from autodiff.core.loading import unchecked_rules
 from autodiff.core.primitive import Primitive, process
 from autodiff.core.rule_forms import jvp_taylor
@@ -205,10 +205,10 @@ def _custom_vjp_rule(name: str, fwd: Callable, bwd: Callable) -> Callable:
         residuals = params["residuals"] if "residuals" in params else fwd(*primals)[1]
         cts_in = bwd(residuals, tuple(cts), tuple(argnums))
         for i in argnums:
-            if cts_in[i] is not None and np.shape(cts_in[i]) != np.shape(primals[i]):
+            if cts_in[i] is not None and shape_of(cts_in[i]) != shape_of(primals[i]):
                 raise TransformValueError(
                     f"custom_vjp function '{name}': bwd returned a cotangent of shape "
-                    f"{np.shape(cts_in[i])} for an argument of shape {np.shape(primals[i])}; "
+                    f"{shape_of(cts_in[i])} for an argument of shape {shape_of(primals[i])}; "
                     f"each cotangent must have the shape of its argument."
                 )
         return [cts_in[i] for i in argnums]
@@ -517,10 +517,10 @@ class custom_jvp:
                     f"({out_tree}), got {t_tree}."
                 )
             for o, t in zip(out_leaves, t_leaves):
-                if np.shape(o) != np.shape(t):
+                if shape_of(o) != shape_of(t):
                     raise TransformValueError(
-                        f"{where}: the rule returned a tangent of shape {np.shape(t)} for an "
-                        f"output of shape {np.shape(o)}; each tangent must have the shape of "
+                        f"{where}: the rule returned a tangent of shape {shape_of(t)} for an "
+                        f"output of shape {shape_of(o)}; each tangent must have the shape of "
                         f"its output."
                     )
             out_cell[:] = [out_tree]
