@@ -53,16 +53,6 @@ flat, unflatten, x = flatten_func(objective, params)
 v = numpy.random.default_rng(0).normal(size=numpy.shape(x))
 funcs = {"objective": lambda: flat(x), "gradient": lambda: grad(flat)(x),
          "hvp": lambda: hessian_vector_product(flat)(x, v)}
-out = {}
-for name, f in funcs.items():
-    value = f()
-    times = []
-    for _ in range(CALLS):
-        t = time.process_time()
-        f()
-        times.append(time.process_time() - t)
-    out[name] = [statistics.median(times), numpy.asarray(value, dtype=float).ravel().tolist()]
-print("RESULT", json.dumps(out))
 """
 
 
@@ -103,26 +93,30 @@ rs = numpy.random.RandomState(0)
 y, inputs, targets, params = rs.randn(10), rs.randn(60, 4), rs.rand(60), rs.randn(5)
 funcs = {"define_gradient": lambda: grad(example_func)(y),
          "softplus (fresh)": lambda: grad(regression)(params, inputs, targets)}
+"""
+
+# Each function's median CPU time over CALLS timings of REPEAT calls, after a warm-up call.
+TIMED = """
 out = {}
 for name, f in funcs.items():
     value = f()
     times = []
     for _ in range(CALLS):
         t = time.process_time()
-        for _ in range(20):
+        for _ in range(REPEAT):
             f()
-        times.append((time.process_time() - t) / 20)
+        times.append((time.process_time() - t) / REPEAT)
     out[name] = [statistics.median(times), numpy.asarray(value, dtype=float).ravel().tolist()]
 print("RESULT", json.dumps(out))
 """
-
-WORKLOADS = {"gmm": GMM, "primitive": PRIMITIVE}
+WORKLOADS = {"gmm": (GMM, 1), "primitive": (PRIMITIVE, 20)}
 
 
 def run(system: str, examples: pathlib.Path, calls: int, workload: str = "gmm") -> dict:
     env = child_environment(MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(examples), str(HERE.parent)])
-    code = WORKLOADS[workload].replace("CALLS", str(calls))
+    setup, repeat = WORKLOADS[workload]
+    code = (setup + TIMED).replace("CALLS", str(calls)).replace("REPEAT", str(repeat))
     if system == "autodiff":
         code = "import autodiff.compat.autograd as _a\n_a.install()\n" + code
     done = subprocess.run([sys.executable, "-c", code], cwd=examples, env=env,
