@@ -324,7 +324,7 @@ def primitive(fun: Callable) -> Callable:
     ``defjvp``) instead of from its body; arguments that are not arrays or floats (functions,
     integers, containers) are passed through undifferentiated."""
     vjps: dict[int, Callable] = {}
-    rule: list = []  # (made at the first call under a transform)
+    rule = None  # its custom_vjp, made at its first call under a transform
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -334,10 +334,11 @@ def primitive(fun: Callable) -> Callable:
         diff = tuple(i for i, a in enumerate(args) if i in vjps and _is_value(a))
         if not diff:
             return fun(*args, **kwargs)
-        if not rule:
-            rule.append(_primitive_rule(fun))
+        nonlocal rule
+        if rule is None:
+            rule = _primitive_rule(fun)
         fixed = [None if i in diff else a for i, a in enumerate(args)]
-        return rule[0](_Call(fun, vjps, diff, fixed, kwargs), *(args[i] for i in diff))
+        return rule(_Call(fun, vjps, diff, fixed, kwargs), *(args[i] for i in diff))
 
     wrapped.vjps = vjps  # type: ignore[attr-defined]
     wrapped.jvps = {}  # type: ignore[attr-defined]
