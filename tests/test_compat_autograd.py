@@ -14,7 +14,10 @@ import textwrap
 import numpy as np
 import pytest
 
+import autodiff.numpy as anp
+from autodiff import grad, jit, jvp, vmap
 from autodiff.compat import autograd as ag
+from autodiff.errors import TransformValueError
 
 PROGRAMS = {
     "operators": """
@@ -197,3 +200,93 @@ def test_hessian_vector_product_is_the_hessian_times_the_tensor_either_way():
                                rtol=1e-12)  # fmt: skip
     with pytest.raises(TypeError, match="scalar"):  # a row's shape: autograd's way, and error
         ag.hessian_tensor_product(g)(a, t[0])
+
+
+# --- autograd.extend: a user's @primitive -------------------------------------------------------
+
+
+def _plain_cube():
+    """A primitive whose body is plain NumPy (not differentiable by autodiff: it converts
+    its argument), as autograd users write them around SciPy or C code."""
+
+    @ag.primitive
+    def cube(x):
+        return np.power(np.asarray(x, dtype=float), 3)
+
+    ag.defvjp(cube, lambda ans, x: lambda g: g * 3 * x**2)
+    return cube
+
+
+def test_a_primitive_is_one_at_every_order_as_in_autograd():
+    # grad of grad: the primitive again one level down (its VJP maker differentiated for
+    # the second derivative), never its body, which here could not be.
+    cube, x = _plain_cube(), np.array([0.5, -1.5, 2.0])
+    loss = lambda x: anp.sum(cube(x))
+    np.testing.assert_allclose(ag.grad(loss)(x), 3 * x**2, rtol=1e-14)
+    np.testing.assert_allclose(ag.elementwise_grad(ag.grad(loss))(x), 6 * x, rtol=1e-14)
+    np.testing.assert_allclose(ag.hessian(loss)(x), np.diag(6 * x), rtol=1e-14)
+    np.testing.assert_allclose(ag.grad(ag.grad(cube))(1.5), 9.0, rtol=1e-14)
+    # forward mode: the VJP maker's transpose
+    np.testing.assert_allclose(ag.make_jvp(cube)(x)(np.ones(3))[1], 3 * x**2, rtol=1e-14)
+    np.testing.assert_allclose(jvp(cube, (x,), (x,))[1], 3 * x**3, rtol=1e-14)
+    ag.check_grads(loss, modes=["rev", "fwd"], order=2)(x)
+
+
+def test_a_primitive_under_vmap_jit_and_their_compositions():
+    @ag.primitive
+    def softplus(x, sharp=1.0):
+        return anp.logaddexp(0.0, sharp * x) / sharp
+
+    ag.defvjp(softplus, lambda ans, x, sharp=1.0: lambda g: g / (1 + anp.exp(-sharp * x)))
+    rng = np.random.default_rng(7)
+    w, xs = rng.standard_normal(3), rng.standard_normal((5, 3))
+    loss = lambda w, x: anp.sum(softplus(w * x, sharp=2.0) * x)
+    by_hand = lambda w, x: x * x / (1 + np.exp(-2.0 * w * x))
+    want = np.stack([by_hand(w, x) for x in xs])
+    np.testing.assert_allclose(vmap(grad(loss), in_dims=(None, 0))(w, xs), want, rtol=1e-13)
+    np.testing.assert_allclose(vmap(grad(loss), in_dims=(None, 1))(w, xs.T), want, rtol=1e-13)
+    np.testing.assert_allclose(grad(lambda w: anp.sum(vmap(loss, (None, 0))(w, xs)))(w),
+                               want.sum(0), rtol=1e-13)  # fmt: skip
+    np.testing.assert_allclose(jit(grad(loss))(w, xs[0]), want[0], rtol=1e-13)
+    np.testing.assert_allclose(grad(jit(loss))(w, xs[1]), want[1], rtol=1e-13)
+
+
+def test_a_primitive_with_several_outputs_gets_them_as_it_returned_them():
+    @ag.primitive
+    def polar(x, y):
+        return np.hypot(x, y), np.arctan2(y, x)
+
+    def polar_vjp_x(ans, x, y):
+        r, _ = ans
+        return lambda g: g[0] * x / r - g[1] * y / r**2
+
+    def polar_vjp_y(ans, x, y):
+        r, _ = ans
+        return lambda g: g[0] * y / r + g[1] * x / r**2
+
+    ag.defvjp(polar, polar_vjp_x, polar_vjp_y)
+    x, y = np.array([1.0, -2.0]), np.array([0.5, 3.0])
+
+    def loss(x, y):
+        r, theta = polar(x, y)
+        return anp.sum(2.0 * r + theta)
+
+    r = np.hypot(x, y)
+    g_x, g_y = grad(loss, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(g_x, 2 * x / r - y / r**2, rtol=1e-14)
+    np.testing.assert_allclose(g_y, 2 * y / r + x / r**2, rtol=1e-14)
+    only_r = grad(lambda x: anp.sum(polar(x, y)[0]))(x)  # the unused output's cotangent: zeros
+    np.testing.assert_allclose(only_r, x / r, rtol=1e-14)
+
+
+def test_a_primitive_whose_vjp_maker_returns_the_wrong_shape_says_so():
+    @ag.primitive
+    def total(x):
+        return np.sum(x)
+
+    ag.defvjp(total, lambda ans, x: lambda g: g)  # forgot to broadcast g to x's shape
+    with pytest.raises(TransformValueError, match=r"'total'.*defvjp for argument 0.*shape \(\)"
+                       r".*shape \(3,\)"):  # fmt: skip
+        ag.grad(total)(np.ones(3))
+    ag.defvjp(total, lambda ans, x: lambda g: g * np.ones_like(x))
+    np.testing.assert_allclose(ag.grad(total)(np.ones(3)), np.ones(3))  # fixed, and it runs

@@ -48,16 +48,16 @@ import autodiff.numpy as anp
 from autodiff.core import trees
 from autodiff.core.arrays import ndim_of, shape_of
 from autodiff.core.loading import load
-from autodiff.core.tracer import Tracer
 from autodiff.interpreters.forward import jvp as _jvp
-from autodiff.interpreters.reverse import stop_gradient
+from autodiff.interpreters.reverse import _vjp as _reverse_vjp
 from autodiff.interpreters.reverse import vjp as _vjp
+from autodiff.rules.creation import as_output
 
-__all__ = [  # checkpoint: from __getattr__ below, at first use
-    "checkpoint",  # noqa: F822
+__all__ = [  # checkpoint and autograd.extend's: from __getattr__ below, at first use
+    "checkpoint", "defjvp", "defvjp", "notrace_primitive", "primitive",  # noqa: F822
     "deriv", "elementwise_grad", "grad", "grad_and_aux", "grad_named", "hessian",
     "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "install", "jacobian",
-    "make_hvp", "make_jvp", "make_vjp", "primitive", "tensor_jacobian_product",
+    "make_hvp", "make_jvp", "make_vjp", "tensor_jacobian_product",
     "value_and_grad", "vector_jacobian_product",
 ]  # fmt: skip
 
@@ -67,15 +67,22 @@ def _custom_vjp(fun: Callable, **options: Any) -> Any:
     return load("autodiff.transforms.custom").custom_vjp(fun, **options)
 
 
+# autograd.extend's names: autograd_extend.py, imported at first use (autograd.extend's)
+_EXTEND = ("primitive", "defvjp", "defjvp", "notrace_primitive")
+
+
 def __getattr__(name: str) -> Any:
-    """``checkpoint`` is the package's, imported at its first use (as ``autodiff``'s)."""
+    """``checkpoint`` is the package's, imported at its first use (as ``autodiff``'s);
+    ``primitive`` and the rest of ``autograd.extend`` are ``autograd_extend.py``'s."""
     if name == "checkpoint":
         return load("autodiff.transforms.checkpoint").checkpoint
+    if name in _EXTEND:
+        return getattr(load("autodiff.compat.autograd_extend"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), "checkpoint"})
+    return sorted({*globals(), "checkpoint", *_EXTEND})
 
 
 # --- the differential operators: unary ones made n-ary, as autograd does ---------------------
@@ -115,6 +122,15 @@ def _unary_vjp(f: Callable, x: Any) -> tuple[Callable, Any]:
     return (lambda g: pullback(g)[0]), ans
 
 
+def _gradient(f: Callable, x: Any, what: str) -> tuple[Any, Any]:
+    """The gradient of a scalar-valued ``f`` at ``x``, and its value: the package's
+    ``grad`` path (its tape used once and freed as it goes), with autograd's check."""
+    ans, pullback, _ = _reverse_vjp(f, (x,), False, what)
+    _scalar(ans, what)
+    pullback._consume = True  # (as grad's own: nothing else holds this pullback)
+    return pullback(np.ones_like(ans))[0], ans
+
+
 def _scalar(ans: Any, what: str) -> None:
     if math.prod(shape_of(ans)) != 1:
         raise TypeError(f"{what} only applies to real scalar-output functions (this one has "
@@ -137,17 +153,14 @@ def make_jvp(f: Callable, x: Any) -> Callable:
 @_nary
 def grad(f: Callable, x: Any) -> Any:
     """autograd.grad(fun, argnum=0): the gradient of a scalar-valued ``fun``."""
-    pullback, ans = _unary_vjp(f, x)
-    _scalar(ans, "grad")
-    return pullback(_one(ans))
+    return _gradient(f, x, "grad")[0]
 
 
 @_nary
 def value_and_grad(f: Callable, x: Any) -> tuple[Any, Any]:
     """autograd.value_and_grad: ``(value, gradient)``."""
-    pullback, ans = _unary_vjp(f, x)
-    _scalar(ans, "value_and_grad")
-    return ans, pullback(_one(ans))
+    gradient, ans = _gradient(f, x, "value_and_grad")
+    return as_output(ans), gradient
 
 
 @_nary
@@ -261,111 +274,6 @@ def tensor_jacobian_product(fun: Callable, argnum: int = 0) -> Callable:
 
 
 vector_jacobian_product = tensor_jacobian_product
-
-
-# --- autograd.extend: user primitives ----------------------------------------------------------
-
-
-def _is_value(x: Any) -> bool:
-    return isinstance(x, (Tracer, np.ndarray, np.generic, float, complex)) and not isinstance(
-        x, bool
-    )
-
-
-class _Call:
-    """One call of a primitive under a transform: its function, VJP makers and
-    differentiated positions, the other arguments (None at those positions) and the
-    keywords.  The non-differentiable argument of the primitive's ``custom_vjp``, whose
-    functions (below) are the package's and close over nothing: its search for
-    closed-over traced values looks here alone, at the user's function, VJP makers and
-    arguments (an array argument without a VJP may be traced: its derivative then goes
-    through the function's own code)."""
-
-    __slots__ = ("args", "diff", "fun", "kwargs", "vjps")
-
-    def __init__(self, fun: Callable, vjps: dict, diff: tuple, args: list, kwargs: dict):
-        self.fun, self.vjps, self.diff, self.args, self.kwargs = fun, vjps, diff, args, kwargs
-
-    def filled(self, values: Sequence[Any]) -> list:
-        full = list(self.args)
-        for i, v in zip(self.diff, values):
-            full[i] = v
-        return full
-
-
-def _call(call: _Call, *values: Any) -> Any:
-    return call.fun(*call.filled(values), **call.kwargs)
-
-
-def _fwd(call: _Call, *values: Any) -> tuple[Any, Any]:
-    ans = _call(call, *values)
-    return ans, (ans, values)
-
-
-def _bwd(call: _Call, res: Any, g: Any) -> tuple:
-    ans, values = res
-    full = call.filled(values)
-    return tuple(call.vjps[i](ans, *full, **call.kwargs)(g) for i in call.diff)
-
-
-def _primitive_rule(fun: Callable) -> Any:
-    """The ``custom_vjp`` of a primitive, made at its first call under a transform: one
-    for all its calls (``_call``, copied to carry ``fun``'s name into error messages)."""
-    name = getattr(fun, "__name__", "primitive")
-    named = types.FunctionType(_call.__code__, _call.__globals__, name)
-    named.__qualname__ = getattr(fun, "__qualname__", name)
-    rule = _custom_vjp(named, nondiff_argnums=(0,))
-    rule.defvjp(_fwd, _bwd)
-    return rule
-
-
-def primitive(fun: Callable) -> Callable:
-    """autograd.extend.primitive: ``fun`` gets its derivatives from ``defvjp`` (and
-    ``defjvp``) instead of from its body; arguments that are not arrays or floats (functions,
-    integers, containers) are passed through undifferentiated."""
-    vjps: dict[int, Callable] = {}
-    rule = None  # its custom_vjp, made at its first call under a transform
-
-    @functools.wraps(fun)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        leaves = trees.leaves((args, tuple(kwargs.values())) if kwargs else args)
-        if not any(isinstance(leaf, Tracer) for leaf in leaves):
-            return fun(*args, **kwargs)
-        diff = tuple(i for i, a in enumerate(args) if i in vjps and _is_value(a))
-        if not diff:
-            return fun(*args, **kwargs)
-        nonlocal rule
-        if rule is None:
-            rule = _primitive_rule(fun)
-        fixed = [None if i in diff else a for i, a in enumerate(args)]
-        return rule(_Call(fun, vjps, diff, fixed, kwargs), *(args[i] for i in diff))
-
-    wrapped.vjps = vjps  # type: ignore[attr-defined]
-    wrapped.jvps = {}  # type: ignore[attr-defined]
-    return wrapped
-
-
-def defvjp(fun: Callable, *vjpmakers: Callable | None, argnums: Sequence[int] | None = None
-           ) -> None:  # fmt: skip
-    """autograd.extend.defvjp: ``vjpmaker(ans, *args, **kwargs)`` returns the function of
-    ``g`` giving argument ``i``'s cotangent (None: no derivative there)."""
-    for i, maker in zip(range(len(vjpmakers)) if argnums is None else argnums, vjpmakers):
-        if maker is not None:
-            fun.vjps[i] = maker  # type: ignore[attr-defined]
-
-
-def defjvp(fun: Callable, *jvpfuns: Callable | None, argnums: Sequence[int] | None = None
-           ) -> None:  # fmt: skip
-    """autograd.extend.defjvp: kept for completeness; the VJPs given by ``defvjp`` serve
-    forward mode too (autodiff transposes them)."""
-    for i, rule in zip(range(len(jvpfuns)) if argnums is None else argnums, jvpfuns):
-        if rule is not None:
-            fun.jvps[i] = rule  # type: ignore[attr-defined]
-
-
-def notrace_primitive(fun: Callable) -> Callable:
-    """autograd.extend.notrace_primitive: ``fun`` of plain values (no derivative)."""
-    return lambda *args, **kwargs: fun(*stop_gradient(args), **kwargs)
 
 
 # --- autograd.misc: flatten, optimizers, fixed points -----------------------------------------
@@ -506,9 +414,9 @@ def check_grads(f: Callable, x: Any, modes: Sequence[str] | None = None, order: 
 # --- the modules a program imports --------------------------------------------------------------
 
 _SUBMODULES: dict[str, Callable[[], dict[str, Any]]] = {
-    "extend": lambda: dict(
-        primitive=primitive, defvjp=defvjp, defjvp=defjvp, notrace_primitive=notrace_primitive
-    ),
+    "extend": lambda: {
+        name: getattr(load("autodiff.compat.autograd_extend"), name) for name in _EXTEND
+    },
     "misc": lambda: dict(flatten=flatten),
     "misc.flatten": lambda: dict(flatten=flatten, flatten_func=flatten_func),
     "misc.optimizers": lambda: dict(sgd=sgd, rmsprop=rmsprop, adam=adam),

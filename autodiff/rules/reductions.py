@@ -46,8 +46,19 @@ def _reduction_batch(prim):
 
 
 def _expand_reduced(x, axis, keepdims):
-    """Undo the removal of reduced axes (so ``x`` broadcasts against the input)."""
-    return x if keepdims else _shp.expand_dims(x, axis)
+    """Undo the removal of reduced axes (so ``x`` broadcasts against the input): none to
+    undo where they were the leading ones (``axis=None``, ``axis=0``), which broadcasting
+    adds back by itself."""
+    if keepdims or axis == tuple(range(len(axis))):
+        return x
+    return _shp.expand_dims(x, axis)
+
+
+def _broadcast_back(ct, x, axis, keepdims):
+    """A reduction's cotangent spread back over the input's shape (a read-only view)."""
+    ct = _expand_reduced(ct, axis, keepdims)
+    shape = shape_of(x)
+    return ct if shape_of(ct) == shape else _shp.broadcast_to_p.bind(ct, shape=shape)
 
 
 def _reduced_shape(x, axis, keepdims):
@@ -77,11 +88,7 @@ def _check_supported(name, out=None, initial=None, where=None):
 sum_p = Primitive(
     "sum",
     lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
-    vjp=[
-        lambda ct, ans, x, *, axis, keepdims: _shp.broadcast_to(
-            _expand_reduced(ct, axis, keepdims), shape_of(x)
-        )
-    ],
+    vjp=[lambda ct, ans, x, *, axis, keepdims: _broadcast_back(ct, x, axis, keepdims)],
     jvp=[lambda t, ans, x, *, axis, keepdims: sum_p.bind(t, axis=axis, keepdims=keepdims)],
     vjp_reads=[()],
 )
