@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import autodiff
@@ -632,3 +633,40 @@ def test_autograds_primitives_and_hessian_leave_anps_shape_functions_for_first_u
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_drawing_data_and_linear_algebra_leave_staging_and_sparsity_for_first_use():
+    # autograd's programs draw their data and invert matrices (a GP's covariance, a fitted
+    # model's curvature): the draws' and linalg's rules for staging (shape rules) and for
+    # sparsity detection load with staging and sparsity detection, not before.
+    code = (
+        "import sys, numpy as np, autodiff, autodiff.numpy as anp\n"
+        "rs = anp.random.RandomState(0)\n"
+        "a = rs.randn(3, 3) @ rs.randn(3, 3).T + 3 * np.eye(3)\n"
+        "x = anp.random.normal(np.random.default_rng(1), (3,)) + np.random.randn(3)\n"
+        "f = lambda a: anp.sum(anp.linalg.solve(a, x)) + anp.linalg.slogdet(a)[1]\n"
+        "g = autodiff.grad(f)(a)\n"
+        # d sum(a^-1 x) = -(a^-T 1)(a^-1 x)^T, d log|det a| = a^-T
+        "want = -np.outer(np.linalg.solve(a.T, np.ones(3)), np.linalg.solve(a, x))\n"
+        "assert np.allclose(g, want + np.linalg.inv(a).T), g\n"
+        "c = autodiff.grad(lambda a: anp.sum(anp.linalg.cholesky(a @ a.T)))(anp.linalg.inv(a))\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                check=True, timeout=60).stdout.split())  # fmt: skip
+    assert "autodiff.rules.linalg" in loaded and "autodiff.numpy._draws" in loaded
+    later = {"autodiff.core.graph", "autodiff.core.index_sets", "autodiff.rules._sparsity",
+             "autodiff.interpreters.staging"}  # fmt: skip
+    assert loaded & later == set()
+    # ... where they work when staged and when sparsity is asked for
+    sparsity = autodiff.jacobian_sparsity(anp.linalg.cholesky)(np.eye(3) * 2.0)
+    assert np.array_equal(sparsity.toarray() != 0, _cholesky_pattern(3))
+    staged = autodiff.jit(lambda a: anp.linalg.slogdet(a)[1] + anp.random.normal(size=()))
+    assert np.isfinite(staged(np.eye(3) * 2.0))
+
+
+def _cholesky_pattern(n):
+    """Which entries of a's lower triangle each entry of L's lower triangle reads (all of
+    the triangle: see rules/linalg.py's cholesky sparsity), flattened row-major."""
+    lower = np.tril(np.ones((n, n), bool)).ravel()
+    return np.outer(lower, lower)

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autodiff.core.graph import OpaqueAval, ShapedArray
 from autodiff.core.primitive import Primitive
 from autodiff.core.stack import check_live, current_interpreters
 from autodiff.core.tracer import Tracer
@@ -64,6 +63,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 def _is_staged_generator(rng: Any) -> bool:
     if not isinstance(rng, Tracer):
         return False
+    from autodiff.core.graph import OpaqueAval  # (staging's: loaded with it)
     from autodiff.interpreters.staging import StagedTensor  # (FIRST_USE: tests/test_layers.py)
 
     aval = getattr(rng, "aval", None) if isinstance(rng, StagedTensor) else None
@@ -231,6 +231,8 @@ class RandomPrimitive(Primitive):
 
 
 def _draw_shape(source, *, sample, size, dtype):
+    from autodiff.core.graph import OpaqueAval, ShapedArray  # (staging's: loaded with it)
+
     if dtype is not None:
         return ShapedArray(size, dtype)
     # A Generator's other methods (integers, choice, ...): draw once from another

@@ -65,8 +65,7 @@ from autodiff.core.arrays import (
     ndim_of,
     shape_of,
 )
-from autodiff.core.graph import ShapedArray
-from autodiff.core.index_sets import Sparsity
+from autodiff.core.loading import load
 from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor
@@ -83,16 +82,9 @@ from autodiff.rules._helpers import (
     move_to_front,
     numpy_impl,
     shaped_like,
+    sparsity_kit,
     to_front_padded,
     unbroadcast,
-)
-from autodiff.rules._sparsity import (
-    elementwise,
-    is_complex_operand,
-    problem_groups,
-    shape_of_operand,
-    stacked,
-    triangle_key,
 )
 
 __all__ = [
@@ -104,6 +96,18 @@ LinAlgError = np.linalg.LinAlgError
 
 
 # --- shape rules: NumPy computes in float64, float32 or complex --------------------------
+
+
+def _sp() -> Any:
+    """The sparsity kit (``rules/_sparsity.py``), for the rules below written out: loaded,
+    with the index sets and the graph, at their first call (sparsity detection only)."""
+    return load("autodiff.rules._sparsity")
+
+
+def _aval(shape: tuple, dtype: Any) -> Any:
+    """``ShapedArray(shape, dtype)``: the shape rules run under staging, which loads the
+    graph; a program that never stages never does."""
+    return load("autodiff.core.graph").ShapedArray(shape, dtype)
 
 
 def _la(dtype: np.dtype) -> np.dtype:
@@ -286,15 +290,19 @@ solve_p = Primitive(
 @solve_p.def_sparsity
 def _solve_sparsity(a, b):
     # column j of the solution reads all of its matrix and column j of b (linear in b)
-    sa, sb = shape_of_operand(a), shape_of_operand(b)
+    sp = _sp()
+    sa, sb = sp.shape_of_operand(a), sp.shape_of_operand(b)
     if len(sb) == 1:  # one vector
         out = sa[:-1]
-        reads = [problem_groups(sa, 2, out, 1), problem_groups(sb, 1, out, 1)]
+        reads = [sp.problem_groups(sa, 2, out, 1), sp.problem_groups(sb, 1, out, 1)]
     else:
         out = broadcast_shapes(sa[:-2], sb[:-2]) + sb[-2:]
         col = np.arange(sb[-1])
-        reads = [problem_groups(sa, 2, out, 2), problem_groups(sb, 2, out, 2, col, col, sb[-1])]
-    return Sparsity(reads, [(0, 0), (0, 1)])
+        reads = [
+            sp.problem_groups(sa, 2, out, 2),
+            sp.problem_groups(sb, 2, out, 2, col, col, sb[-1]),
+        ]
+    return sp.Sparsity(reads, [(0, 0), (0, 1)])
 
 
 solve_p.def_taylor(jvp_taylor(solve_p))  # from its JVP rule (exact)
@@ -325,8 +333,8 @@ solve_p.def_lowering(Gufunc(_solve_gufunc, _solve_core, singular=True))
 def _solve_shape(a, b):
     dtype = np.result_type(_la(a.dtype), _la(b.dtype))
     if b.ndim == 1:
-        return ShapedArray(a.shape[:-1], dtype)
-    return ShapedArray((*broadcast_shapes(a.shape[:-2], b.shape[:-2]), *b.shape[-2:]), dtype)
+        return _aval(a.shape[:-1], dtype)
+    return _aval((*broadcast_shapes(a.shape[:-2], b.shape[:-2]), *b.shape[-2:]), dtype)
 
 
 @implements(solve_p, np.linalg.solve)
@@ -358,7 +366,7 @@ inv_p = Primitive(
     vjp=[lambda ct, ans, a: -_mm(_mm(_T(ans), ct), _T(ans))],
     jvp=[lambda t, ans, a: -_mm(_mm(ans, t), ans)],
 )
-inv_p.def_sparsity(stacked([2]))
+inv_p.def_sparsity(sparsity_kit.stacked([2]))
 inv_p.def_batch(_stack_batch(inv_p))
 inv_p.def_shape(lambda a: shaped_like(a, dtype=_la(a.dtype)))
 inv_p.def_taylor(jvp_taylor(inv_p))  # from its JVP rule (exact)
@@ -391,9 +399,9 @@ det_p = Primitive(
     vjp=[lambda ct, ans, a: _shp.expand_dims(ct * ans, (-2, -1)) * _T(inv(a))],
     jvp=[lambda t, ans, a: ans * _log_det_tangent(t, a)],
 )
-det_p.def_sparsity(stacked([2]))
+det_p.def_sparsity(sparsity_kit.stacked([2]))
 det_p.def_batch(_stack_batch(det_p))
-det_p.def_shape(lambda a: ShapedArray(a.shape[:-2], _la(a.dtype)))
+det_p.def_shape(lambda a: _aval(a.shape[:-2], _la(a.dtype)))
 det_p.def_taylor(jvp_taylor(det_p))  # from its JVP rule (exact)
 
 
@@ -440,15 +448,16 @@ slogdet_p = Primitive(
 @slogdet_p.def_sparsity
 def _slogdet_sparsity(a):
     # a real matrix's sign is piecewise constant: its derivative is zero
-    logabsdet = stacked([2])(a)
-    return (logabsdet if is_complex_operand(a) else Sparsity([None])), logabsdet
+    sp = _sp()
+    logabsdet = sp.stacked([2])(a)
+    return (logabsdet if sp.is_complex_operand(a) else sp.Sparsity([None])), logabsdet
 
 
 slogdet_p.def_batch(_stack_batch(slogdet_p))
 slogdet_p.def_shape(
     lambda a: (
-        ShapedArray(a.shape[:-2], _la(a.dtype)),
-        ShapedArray(a.shape[:-2], _la_real(a.dtype)),
+        _aval(a.shape[:-2], _la(a.dtype)),
+        _aval(a.shape[:-2], _la_real(a.dtype)),
     )
 )
 slogdet_p.def_taylor(jvp_taylor(slogdet_p))  # from its JVP rule (exact)
@@ -509,9 +518,10 @@ def _cholesky_sparsity(a, *, upper):
     # The factor's triangle reads a's same triangle; its other triangle is zero.  (L[i, j]
     # depends on a[:j+1, :j+1] and row i alone, but the JVP, L phi(L^-1 da L^-H), cancels
     # to roundoff rather than zero elsewhere in the triangle: the rule keeps them.)
-    shape = shape_of_operand(a)
-    key = triangle_key(shape[-1], lower=not upper)
-    return Sparsity([problem_groups(shape, 2, shape, 2, key, key)], [(0, 0)])
+    sp = _sp()
+    shape = sp.shape_of_operand(a)
+    key = sp.triangle_key(shape[-1], lower=not upper)
+    return sp.Sparsity([sp.problem_groups(shape, 2, shape, 2, key, key)], [(0, 0)])
 
 
 cholesky_p.def_batch(_stack_batch(cholesky_p))
@@ -563,11 +573,11 @@ eigh_p = Primitive(
     jvp=_eigh_jvp,
     multiple_results=True,
 )
-eigh_p.def_sparsity(stacked([2], outputs=2, triangle=lambda *, UPLO: UPLO == "L"))
+eigh_p.def_sparsity(sparsity_kit.stacked([2], outputs=2, triangle=lambda *, UPLO: UPLO == "L"))
 eigh_p.def_batch(_stack_batch(eigh_p))
 eigh_p.def_shape(
     lambda a, *, UPLO: (
-        ShapedArray(a.shape[:-1], _la_real(a.dtype)),
+        _aval(a.shape[:-1], _la_real(a.dtype)),
         shaped_like(a, dtype=_la(a.dtype)),
     )
 )
@@ -615,7 +625,7 @@ eigvalsh_p = Primitive(
     vjp=[_eigvalsh_vjp],
     jvp=[_eigvalsh_jvp],
 )
-eigvalsh_p.def_sparsity(stacked([2], triangle=lambda *, UPLO: UPLO == "L"))
+eigvalsh_p.def_sparsity(sparsity_kit.stacked([2], triangle=lambda *, UPLO: UPLO == "L"))
 eigvalsh_p.def_batch(_stack_batch(eigvalsh_p))
 eigvalsh_p.def_taylor(jvp_taylor(eigvalsh_p))  # from its JVP rule (exact)
 
@@ -671,7 +681,7 @@ eig_p = Primitive(
     jvp=_eig_jvp,
     multiple_results=True,
 )
-eig_p.def_sparsity(stacked([2], outputs=2))
+eig_p.def_sparsity(sparsity_kit.stacked([2], outputs=2))
 eig_p.def_batch(_stack_batch(eig_p))
 eig_p.def_taylor(jvp_taylor(eig_p))  # from its JVP rule (exact)
 
@@ -728,7 +738,7 @@ eigvals_p = Primitive(
     vjp=[_eigvals_vjp],
     jvp=[_eigvals_jvp],
 )
-eigvals_p.def_sparsity(stacked([2]))
+eigvals_p.def_sparsity(sparsity_kit.stacked([2]))
 eigvals_p.def_batch(_stack_batch(eigvals_p))
 eigvals_p.def_shape(lambda a: _eig_shape(a)[0])
 eigvals_p.def_taylor(jvp_taylor(eigvals_p))  # from its JVP rule (exact)
@@ -866,7 +876,7 @@ svd_p = Primitive(
     jvp=_svd_jvp,
     multiple_results=True,
 )
-svd_p.def_sparsity(stacked([2], outputs=3, triangle=_lower_if_hermitian))
+svd_p.def_sparsity(sparsity_kit.stacked([2], outputs=3, triangle=_lower_if_hermitian))
 svd_p.def_batch(_stack_batch(svd_p))
 svd_p.def_taylor(jvp_taylor(svd_p))  # from its JVP rule (exact)
 
@@ -878,8 +888,8 @@ def _svd_shape(a, *, full_matrices, hermitian):
     u = (m, m) if full_matrices else (m, k)
     vh = (n, n) if full_matrices else (k, n)
     d = _la(a.dtype)
-    return (ShapedArray((*stack, *u), d), ShapedArray((*stack, k), _la_real(a.dtype)),
-            ShapedArray((*stack, *vh), d))  # fmt: skip
+    return (_aval((*stack, *u), d), _aval((*stack, k), _la_real(a.dtype)),
+            _aval((*stack, *vh), d))  # fmt: skip
 
 
 def _svdvals_jvp(t, ans, a, *, hermitian):
@@ -904,10 +914,10 @@ svdvals_p = Primitive(
     vjp=[_svdvals_vjp],
     jvp=[_svdvals_jvp],
 )
-svdvals_p.def_sparsity(stacked([2], triangle=_lower_if_hermitian))
+svdvals_p.def_sparsity(sparsity_kit.stacked([2], triangle=_lower_if_hermitian))
 svdvals_p.def_batch(_stack_batch(svdvals_p))
 svdvals_p.def_shape(
-    lambda a, *, hermitian: ShapedArray(_stack_of(a, min(a.shape[-2:])), _la_real(a.dtype))
+    lambda a, *, hermitian: _aval(_stack_of(a, min(a.shape[-2:])), _la_real(a.dtype))
 )
 svdvals_p.def_taylor(jvp_taylor(svdvals_p))  # from its JVP rule (exact)
 
@@ -1037,12 +1047,15 @@ def _qr_sparsity(a, *, mode):
     # R is zero below its diagonal; the rest reads the whole matrix.  (Column j of Q, and
     # R[i, j] for i <= j, depend on a's columns 0..j alone, but the JVP's roundoff, about
     # 1e-16, reaches the other columns at random points: the rule keeps them.)
-    shape = shape_of_operand(a)
+    sp = _sp()
+    shape = sp.shape_of_operand(a)
     *stack, m, n = shape
     width = m if mode == "complete" else min(m, n)  # R's rows
     upper = np.where(np.tri(width, n, k=-1, dtype=bool), -1, 0)
     out = (*stack, width, n)
-    return stacked([2])(a), Sparsity([problem_groups(shape, 2, out, 2, None, upper)], [(0, 0)])
+    return sp.stacked([2])(a), sp.Sparsity(
+        [sp.problem_groups(shape, 2, out, 2, None, upper)], [(0, 0)]
+    )
 
 
 qr_p.def_batch(_stack_batch(qr_p))
@@ -1055,7 +1068,7 @@ def _qr_shape(a, *, mode):
     k = min(m, n)
     q, r = ((m, m), (m, n)) if mode == "complete" else ((m, k), (k, n))
     d = _la(a.dtype)
-    return ShapedArray((*stack, *q), d), ShapedArray((*stack, *r), d)
+    return _aval((*stack, *q), d), _aval((*stack, *r), d)
 
 
 @implements(qr_p, np.linalg.qr)
@@ -1118,12 +1131,10 @@ pinv_p = Primitive(
     vjp=[_pinv_vjp],
     jvp=[_pinv_jvp],
 )
-pinv_p.def_sparsity(stacked([2], triangle=_lower_if_hermitian))
+pinv_p.def_sparsity(sparsity_kit.stacked([2], triangle=_lower_if_hermitian))
 pinv_p.def_batch(_stack_batch(pinv_p))
 pinv_p.def_shape(
-    lambda a, *, hermitian, options: ShapedArray(
-        _stack_of(a, a.shape[-1], a.shape[-2]), _la(a.dtype)
-    )
+    lambda a, *, hermitian, options: _aval(_stack_of(a, a.shape[-1], a.shape[-2]), _la(a.dtype))
 )
 pinv_p.def_taylor(jvp_taylor(pinv_p))  # from its JVP rule (exact)
 
@@ -1204,7 +1215,7 @@ norm_root_p = Primitive(
     jvp=[_norm_root_deriv],
     batch=lambda args, dims, *, p: (norm_root_p.bind(args[0], p=p), dims[0]),
 )
-norm_root_p.def_sparsity(elementwise([True]))
+norm_root_p.def_sparsity(sparsity_kit.elementwise([True]))
 norm_root_p.def_taylor(jvp_taylor(norm_root_p))  # from its JVP rule (exact)
 
 
