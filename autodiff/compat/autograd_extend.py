@@ -72,6 +72,9 @@ class _Call:
         self.fun, self.vjps, self.diff, self.args, self.kwargs = fun, vjps, diff, args, kwargs
         self.out_tree: Any = None
 
+    def __repr__(self) -> str:  # (as a staged graph prints its parameter)
+        return f"<call of {getattr(self.fun, '__name__', 'a primitive')}>"
+
     def filled(self, values: Sequence[Any]) -> list:
         full = list(self.args)
         for i, v in zip(self.diff, values):
