@@ -86,7 +86,7 @@ class _Call:
 
 
 def _impl(*values: Any, call: _Call) -> tuple:
-    out = call.fun(*call.filled(values), **call.kwargs)
+    out = _call(call, *values)
     if type(out) in _ONE:  # (the common case: one array, which needs no structure)
         return (out,)
     leaves, call.out_tree = trees.flatten(out)
