@@ -175,6 +175,27 @@ def test_the_command_loads_the_names_once_and_passes_the_programs_exit_on(tmp_pa
     assert result.returncode == 1 and "KeyError: 'from the program'" in result.stderr
 
 
+def test_the_command_runs_a_program_as_python_does_from_any_directory(tmp_path):
+    # `python dir/program.py` puts dir/ first on sys.path (autograd's examples import their
+    # neighbour data.py) and runs the file as __main__ (its classes pickle by that name).
+    (tmp_path / "neighbour.py").write_text("VALUE = 7\n")
+    (tmp_path / "program.py").write_text(
+        '"""the docstring"""\n'
+        "import pickle, sys, neighbour\n"
+        "class Point:\n    pass\n"
+        "assert pickle.loads(pickle.dumps(Point())).__class__.__module__ == '__main__'\n"
+        "assert sys.modules['__main__'].__file__ == __file__ and __doc__ == 'the docstring'\n"
+        "print(neighbour.VALUE, __name__)\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = subprocess.run([sys.executable, "-m", "autodiff.compat.autograd",
+                             str(tmp_path / "program.py")], cwd=elsewhere,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["7", "__main__"]
+
+
 def test_hessian_vector_product_is_the_hessian_times_the_tensor_either_way():
     # A real tensor shaped like the argument takes the JVP of the gradient (forward over
     # reverse); anything else autograd's gradient of grad . tensor.  Both against the

@@ -36,9 +36,12 @@ import functools
 import importlib
 import importlib.machinery
 import inspect
+import io
 import math
+import os
 import runpy
 import types
+import zipimport
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -511,4 +514,30 @@ def main(argv: Sequence[str]) -> None:
         return
     install()
     sys.argv = list(argv)
-    runpy.run_path(argv[0], run_name="__main__")
+    _run_as_main(argv[0])
+
+
+def _run_as_main(path: str) -> None:
+    """Run the file ``path`` as ``python path`` runs it: as the module ``__main__``, with
+    its directory first on ``sys.path`` (where it imports its neighbours from; ``python
+    -m`` put the working directory there).  A directory or zip archive with a
+    ``__main__.py`` goes through ``runpy``, which loads ``pkgutil`` to find it."""
+    if not os.path.isfile(path) or _is_zip(path):
+        sys.path[0] = path
+        runpy.run_path(path, run_name="__main__")
+        return
+    with io.open_code(path) as file:
+        code = compile(file.read(), path, "exec")
+    sys.path[0] = os.path.dirname(os.path.abspath(path))
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __builtins__=builtins, __cached__=None)
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
+def _is_zip(path: str) -> bool:
+    try:
+        zipimport.zipimporter(path)
+    except zipimport.ZipImportError:
+        return False
+    return True
