@@ -59,6 +59,24 @@ def _is_value(x: Any) -> bool:
     )
 
 
+# Arguments of these types hold no traced value (the check of a plain call stops there).
+_PLAIN = frozenset({np.ndarray, np.float64, float, int, bool, complex, str, type(None)})
+
+
+def _traced(args: tuple, kwargs: dict) -> bool:
+    """Whether an argument is, or holds, a traced value."""
+    for a in args:
+        if type(a) not in _PLAIN:
+            break
+    else:
+        if not kwargs or all(type(v) in _PLAIN for v in kwargs.values()):
+            return False
+    if any(isinstance(a, Tracer) for a in args):
+        return True
+    leaves = trees.leaves((args, tuple(kwargs.values())) if kwargs else args)
+    return any(isinstance(leaf, Tracer) for leaf in leaves)
+
+
 class _Call:
     """One call of a primitive under a transform: its function, VJP makers and
     differentiated positions, the other arguments (None at those positions), the
@@ -209,18 +227,21 @@ def primitive(fun: Callable) -> Callable:
 
     @functools.wraps(fun)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        if not any(isinstance(a, Tracer) for a in args):  # (else: one in a container?)
-            leaves = trees.leaves((args, tuple(kwargs.values())) if kwargs else args)
-            if not any(isinstance(leaf, Tracer) for leaf in leaves):
-                return fun(*args, **kwargs)
-        diff = tuple(i for i, a in enumerate(args) if i in vjps and _is_value(a))
+        if not _traced(args, kwargs):  # (the call outside any transform: the function)
+            return fun(*args, **kwargs)
+        diff, fixed, values = [], [], []
+        for i, a in enumerate(args):
+            if i in vjps and _is_value(a):
+                diff.append(i)
+                fixed.append(None)
+                values.append(a)
+            else:
+                fixed.append(a)
         if not diff:
             return fun(*args, **kwargs)
-        fixed = [None if i in diff else a for i, a in enumerate(args)]
-        call = _Call(fun, vjps, diff, fixed, kwargs)
-        values = [args[i] for i in diff]
+        call = _Call(fun, vjps, tuple(diff), fixed, kwargs)
         # a traced value the function, its VJP makers or the other arguments reach
-        if closed_over(fun, *(vjps[i] for i in diff), *fixed, *kwargs.values()):
+        if closed_over(fun, *[vjps[i] for i in diff], *fixed, *kwargs.values()):
             return made.custom_vjp()(call, *values)
         return _structured(call, made.primitive().bind(*values, call=call))
 

@@ -286,7 +286,6 @@ def takes_array_likes(fn: Callable, reference: Any) -> Callable:
         return fn
     spec: list[ArrayLikes] = []  # worked out on the first call: reading docstrings costs
 
-    @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if _no_sequence(args, kwargs):  # the common call: nothing any spec would convert
             return fn(*args, **kwargs)
@@ -296,6 +295,12 @@ def takes_array_likes(fn: Callable, reference: Any) -> Callable:
             args, kwargs = converts(spec[0], args, kwargs)
         return fn(*args, **kwargs)
 
+    # functools.wraps, spelled out: it costs ~3x this, for each of the ~400 functions
+    # made as the package loads (it reads __annotations__, making a dict for each)
+    wrapper.__dict__.update(fn.__dict__)
+    wrapper.__module__, wrapper.__name__ = fn.__module__, fn.__name__
+    wrapper.__qualname__, wrapper.__doc__ = fn.__qualname__, fn.__doc__
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
     wrapper.takes_array_likes = True  # type: ignore[attr-defined]
     return wrapper
 

@@ -82,7 +82,6 @@ def _looped(draw: Any, args: tuple, kwargs: dict, sizes: tuple[int, ...]) -> Any
 def _legacy(name: str) -> Any:
     draw = getattr(np.random, name)
 
-    @functools.wraps(draw)
     def legacy(*args, **kwargs):
         if _has_tracer(args, kwargs):
             raise UnsupportedFunctionError(
@@ -99,6 +98,8 @@ def _legacy(name: str) -> Any:
         sample.__name__ = sample.__qualname__ = name
         return _draws.draw(name, _draws.GLOBAL_STATE, sample, ())
 
+    legacy.__name__ = legacy.__qualname__ = name  # (not functools.wraps: 45 of them at import)
+    legacy.__wrapped__ = draw  # type: ignore[attr-defined]
     legacy.__doc__ = (
         f"NumPy's legacy ``numpy.random.{name}``; inside ``vmap`` it follows the vmap's "
         f"``randomness`` (see ``autodiff.numpy.random``).\n\n" + (draw.__doc__ or "")
@@ -238,14 +239,19 @@ def _vmapped_draw(name: str) -> Callable:
     return method
 
 
-for _name in dir(np.random.Generator):
-    if not _name.startswith("_") and _name not in _NOT_GENERATOR_DRAWS:  # its draws
-        setattr(_draws.VmappedGenerator, _name, _vmapped_draw(_name))
+@functools.cache  # (once, at the first vmap of a Generator: most programs have none)
+def _give_draw_methods() -> None:
+    for name in dir(np.random.Generator):
+        if not name.startswith("_") and name not in _NOT_GENERATOR_DRAWS:  # its draws
+            setattr(_draws.VmappedGenerator, name, _vmapped_draw(name))
 
 
 def vmapped_generator(rng: np.random.Generator) -> np.random.Generator:
     """``rng`` as a function under ``vmap`` gets it (``interpreters/batching.py``)."""
-    return rng if isinstance(rng, _draws.VmappedGenerator) else _draws.VmappedGenerator(rng)
+    if isinstance(rng, _draws.VmappedGenerator):
+        return rng
+    _give_draw_methods()
+    return _draws.VmappedGenerator(rng)
 
 
 _plain_normal, _plain_uniform = _legacy("normal"), _legacy("uniform")
