@@ -25,9 +25,9 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
+from autodiff.core.loading import load
 from autodiff.core.overrides import register_numpy
 from autodiff.core.tracer import Tracer
-from autodiff.numpy import _products, _shape
 from autodiff.numpy._borrow import borrow as _borrow
 from autodiff.rules import compositions as _comp
 from autodiff.rules import creation as _cre
@@ -56,6 +56,16 @@ _compositions = [
     "multi_dot", "vector_norm", "matrix_norm", "matmul", "tensordot", "outer", "trace",
     "diagonal", "matrix_transpose", "vecdot", "cross",
 ]  # fmt: skip
+
+
+# anp's products and shape functions a few of these call (not at import: a program that
+# inverts a matrix need not load them, ~1 ms)
+def _products() -> Any:
+    return load("autodiff.numpy._products")
+
+
+def _shape() -> Any:
+    return load("autodiff.numpy._shape")
 
 
 # --- lstsq, matrix_rank, cond --------------------------------------------------------------
@@ -293,7 +303,7 @@ def multi_dot(arrays, *, out=None):
     if len(arrays) < 2:
         raise ValueError("Expecting at least two arrays.")
     if len(arrays) == 2:
-        return _products.dot(arrays[0], arrays[1])
+        return _products().dot(arrays[0], arrays[1])
     first, last = ndim_of(arrays[0]), ndim_of(arrays[-1])
     if first == 1:
         arrays[0] = _shp.expand_dims(arrays[0], 0)
@@ -485,7 +495,7 @@ def matmul(x1, x2, /):
 @register_numpy(np.linalg.tensordot)
 def tensordot(x1, x2, /, *, axes=2):
     """Like numpy.linalg.tensordot (``anp.tensordot``)."""
-    return _products.tensordot(x1, x2, axes)
+    return _products().tensordot(x1, x2, axes)
 
 
 @register_numpy(np.linalg.outer)
@@ -500,31 +510,31 @@ def outer(x1, x2, /):
         raise ValueError(
             f"Input arrays must be one-dimensional, but they are {ndim_of(x1)=} and {ndim_of(x2)=}."
         )
-    return _products.outer(x1, x2)
+    return _products().outer(x1, x2)
 
 
 @register_numpy(np.linalg.trace)
 def trace(x, /, *, offset=0, dtype=None):
     """Like numpy.linalg.trace: the sum of each matrix's diagonal (the last two axes)."""
-    return _shape.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+    return _shape().trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
 @register_numpy(np.linalg.diagonal)
 def diagonal(x, /, *, offset=0):
     """Like numpy.linalg.diagonal: the diagonal of each matrix (the last two axes)."""
-    return _shape.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+    return _shape().diagonal(x, offset=offset, axis1=-2, axis2=-1)
 
 
 @register_numpy(np.linalg.matrix_transpose)
 def matrix_transpose(x, /):
     """Like numpy.linalg.matrix_transpose (``anp.matrix_transpose``)."""
-    return _shape.matrix_transpose(x)
+    return _shape().matrix_transpose(x)
 
 
 @register_numpy(np.linalg.vecdot)
 def vecdot(x1, x2, /, *, axis=-1):
     """Like numpy.linalg.vecdot (``anp.vecdot``)."""
-    return _products.vecdot(x1, x2, axis=axis)
+    return _products().vecdot(x1, x2, axis=axis)
 
 
 @register_numpy(np.linalg.cross)
