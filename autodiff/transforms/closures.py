@@ -49,7 +49,8 @@ def closed_over(*objs: Any, depth: int = DEPTH) -> list[Tracer]:
     found: dict[int, Tracer] = {}
     seen: set[int] = set()
     for obj in objs:
-        _search(obj, depth, found, seen)
+        if type(obj) not in _ATOM_TYPES:  # (numbers, arrays, None: no call for them)
+            _search(obj, depth, found, seen)
     return list(found.values())
 
 
@@ -84,7 +85,8 @@ def _search(obj: Any, depth: int, found: dict, seen: set) -> None:
     else:
         parts = _parts(obj)
     for part in parts:
-        _search(part, depth - 1, found, seen)
+        if type(part) not in _ATOM_TYPES:
+            _search(part, depth - 1, found, seen)
 
 
 _ATOMS = (str, bytes, bool, int, float, complex, np.ndarray, np.generic, np.dtype, type,
