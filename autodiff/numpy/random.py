@@ -41,17 +41,18 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from autodiff.core import trees
+from autodiff.core.loading import load
+from autodiff.core.stack import current_interpreters
 from autodiff.core.tracer import Tracer
 from autodiff.errors import UnsupportedFunctionError
-from autodiff.numpy import _draws
 from autodiff.numpy._borrow import borrow as _borrow
-from autodiff.numpy._draws import bernoulli as bernoulli
 from autodiff.rules.elementwise import add, multiply, subtract
 
 # Legacy functions that keep NumPy's global state, draw nothing, or make generators.
@@ -60,6 +61,12 @@ _NOT_DRAWS = {
     "SeedSequence", "BitGenerator", "MT19937", "Philox", "PCG64", "PCG64DXSM", "SFC64",
     "normal", "uniform",
 }  # fmt: skip
+
+
+def _kit() -> Any:
+    """``_draws.py``, the draws as primitives: loaded at the first draw that meets a
+    transform (or takes a Generator); a draw outside any transform is NumPy's call."""
+    return sys.modules.get("autodiff.numpy._draws") or load("autodiff.numpy._draws")
 
 
 def _has_tracer(args: tuple, kwargs: dict) -> bool:
@@ -91,15 +98,20 @@ def _legacy(name: str) -> Any:
                 f"the draw from a standard one yourself."
             )
 
+        if not current_interpreters():  # no vmap to batch it, no jit to stage it
+            return draw(*args, **kwargs)
+
         # Under vmap the batch axes of "different" vmaps come first; one call per example.
         def sample(_state, sizes):
             return _looped(draw, args, kwargs, sizes)
 
         sample.__name__ = sample.__qualname__ = name
-        return _draws.draw(name, _draws.GLOBAL_STATE, sample, ())
+        return _kit().draw(name, _kit().GLOBAL_STATE, sample, ())
 
-    legacy.__name__ = legacy.__qualname__ = name  # (not functools.wraps: 45 of them at import)
-    legacy.__wrapped__ = draw  # type: ignore[attr-defined]
+    # functools.wraps' attributes (it costs ~3x this, for 45 of them at import): NumPy's
+    # module too, where its docstring's examples run (not this module's doctests)
+    legacy.__name__ = legacy.__qualname__ = name
+    legacy.__module__, legacy.__wrapped__ = draw.__module__, draw  # type: ignore[attr-defined]
     legacy.__doc__ = (
         f"NumPy's legacy ``numpy.random.{name}``; inside ``vmap`` it follows the vmap's "
         f"``randomness`` (see ``autodiff.numpy.random``).\n\n" + (draw.__doc__ or "")
@@ -109,14 +121,14 @@ def _legacy(name: str) -> Any:
 
 def _global_draw(name: str, size: Any, standard: Any, **params: Any) -> Any:
     """A draw from NumPy's global state shaped like ``size`` broadcast with ``params``."""
-    shape = () if size is None else _draws._check_shape(name, size)
-    event = _draws._event_shape(name, shape, **params)
+    shape = () if size is None else _kit()._check_shape(name, size)
+    event = _kit()._event_shape(name, shape, **params)
 
     def sample(_state, n):
         return standard(n)
 
     sample.__name__ = sample.__qualname__ = standard.__name__
-    return _draws.draw(name, _draws.GLOBAL_STATE, sample, event, np.float64)
+    return _kit().draw(name, _kit().GLOBAL_STATE, sample, event, np.float64)
 
 
 def _explicit(args: tuple, kwargs: dict) -> bool:
@@ -124,7 +136,7 @@ def _explicit(args: tuple, kwargs: dict) -> bool:
     refused by the explicit form, with a message naming Generator."""
     first = args[0] if args else kwargs.get("rng")
     return isinstance(first, (np.random.Generator, np.random.RandomState)) or (
-        _draws._is_staged_generator(first)  # a Generator argument of a jitted function
+        isinstance(first, Tracer) and _kit()._is_staged_generator(first)  # (under jit)
     )
 
 
@@ -140,15 +152,15 @@ def normal(*args: Any, **kwargs: Any) -> Any:
     1.0
     """
     if _explicit(args, kwargs):
-        return _draws.normal(*args, **kwargs)
+        return _kit().normal(*args, **kwargs)
     return _legacy_normal(*args, **kwargs)
 
 
 def _legacy_normal(loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
     if not _has_tracer((loc, scale), {}):
         return _plain_normal(loc, scale, size)
-    loc = _draws._param("normal", "loc", loc, None)
-    scale = _draws._param("normal", "scale", scale, None)
+    loc = _kit()._param("normal", "loc", loc, None)
+    scale = _kit()._param("normal", "scale", scale, None)
     z = _global_draw("normal", size, np.random.standard_normal, loc=loc, scale=scale)
     return add(loc, multiply(scale, z))
 
@@ -165,15 +177,15 @@ def uniform(*args: Any, **kwargs: Any) -> Any:
     1.0
     """
     if _explicit(args, kwargs):
-        return _draws.uniform(*args, **kwargs)
+        return _kit().uniform(*args, **kwargs)
     return _legacy_uniform(*args, **kwargs)
 
 
 def _legacy_uniform(low: Any = 0.0, high: Any = 1.0, size: Any = None) -> Any:
     if not _has_tracer((low, high), {}):
         return _plain_uniform(low, high, size)
-    low = _draws._param("uniform", "low", low, None)
-    high = _draws._param("uniform", "high", high, None)
+    low = _kit()._param("uniform", "low", low, None)
+    high = _kit()._param("uniform", "high", high, None)
     u = _global_draw("uniform", size, np.random.random_sample, low=low, high=high)
     return add(low, multiply(subtract(high, low), u))
 
@@ -182,13 +194,13 @@ def _legacy_uniform(low: Any = 0.0, high: Any = 1.0, size: Any = None) -> Any:
 
 _GENERATOR_METHODS: dict[str, Callable[..., Any]] = {
     # NumPy's Generator method -> its draw from a staged Generator (NumPy's signature)
-    "normal": lambda rng, loc=0.0, scale=1.0, size=None: _draws.normal(
+    "normal": lambda rng, loc=0.0, scale=1.0, size=None: _kit().normal(
         rng, () if size is None else size, loc, scale),
-    "uniform": lambda rng, low=0.0, high=1.0, size=None: _draws.uniform(
+    "uniform": lambda rng, low=0.0, high=1.0, size=None: _kit().uniform(
         rng, () if size is None else size, low, high),
-    "standard_normal": lambda rng, size=None, dtype=np.float64: _draws.normal(
+    "standard_normal": lambda rng, size=None, dtype=np.float64: _kit().normal(
         rng, () if size is None else size, dtype=dtype),
-    "random": lambda rng, size=None, dtype=np.float64: _draws.uniform(
+    "random": lambda rng, size=None, dtype=np.float64: _kit().uniform(
         rng, () if size is None else size, dtype=dtype),
 }  # fmt: skip
 # Methods that are not draws of new values (or write into their argument).
@@ -225,7 +237,7 @@ def generator_method(rng: Any, name: str) -> Any:
             return _looped(getattr(generator, name), args, kwargs, sizes)
 
         sample.__name__ = sample.__qualname__ = name
-        return _draws.draw(name, rng, sample, ())
+        return _kit().draw(name, rng, sample, ())
 
     return staged_draw
 
@@ -243,15 +255,15 @@ def _vmapped_draw(name: str) -> Callable:
 def _give_draw_methods() -> None:
     for name in dir(np.random.Generator):
         if not name.startswith("_") and name not in _NOT_GENERATOR_DRAWS:  # its draws
-            setattr(_draws.VmappedGenerator, name, _vmapped_draw(name))
+            setattr(_kit().VmappedGenerator, name, _vmapped_draw(name))
 
 
 def vmapped_generator(rng: np.random.Generator) -> np.random.Generator:
     """``rng`` as a function under ``vmap`` gets it (``interpreters/batching.py``)."""
-    if isinstance(rng, _draws.VmappedGenerator):
+    if isinstance(rng, _kit().VmappedGenerator):
         return rng
     _give_draw_methods()
-    return _draws.VmappedGenerator(rng)
+    return _kit().VmappedGenerator(rng)
 
 
 _plain_normal, _plain_uniform = _legacy("normal"), _legacy("uniform")
@@ -264,5 +276,5 @@ _own = frozenset(["bernoulli", "normal", "uniform", *(set(np.random.__all__) - _
 # (interpreters/staging.py) and vmap's (interpreters/batching.py), not NumPy names: they
 # are not in __all__.
 # Seeding, state and generator classes: NumPy's own (see autodiff/numpy/_borrow.py).
-_borrowed, __getattr__ = _borrow(globals(), np.random)
+_borrowed, __getattr__ = _borrow(globals(), np.random, {"bernoulli": "autodiff.numpy._draws"})
 __all__ = sorted(_own | set(_borrowed))
