@@ -311,3 +311,26 @@ def test_a_primitive_whose_vjp_maker_returns_the_wrong_shape_says_so():
         ag.grad(total)(np.ones(3))
     ag.defvjp(total, lambda ans, x: lambda g: g * np.ones_like(x))
     np.testing.assert_allclose(ag.grad(total)(np.ones(3)), np.ones(3))  # fixed, and it runs
+
+
+def test_a_primitive_finds_a_traced_value_in_a_container_or_keyword():
+    # A call runs the function itself only where no argument holds a traced value (the
+    # check of plain types is the fast path); a list or keyword holding one is traced.
+    from autodiff.compat.autograd_extend import _traced
+
+    @ag.primitive
+    def weighted(x, ws):
+        return x * (ws[0] + ws[1])
+
+    ag.defvjp(weighted, lambda ans, x, ws: lambda g: g * (ws[0] + ws[1]))
+    seen = []
+
+    def loss(w, x):
+        seen.append((_traced((x, [w, 2.0]), {}), _traced((x,), {"ws": (w,)})))
+        return anp.sum(weighted(x, [w, 2.0])) + anp.sum(weighted(x, ws=(2.0, w)))
+
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(ag.grad(loss)(3.0, x), 2 * np.sum(x), rtol=1e-15)
+    np.testing.assert_allclose(ag.grad(loss, 1)(3.0, x), 2 * (3.0 + 2.0) * np.ones(3))
+    assert seen == [(True, True), (True, True)]
+    assert not _traced((x, 1.0, 2, "s", None, True, 1j, np.float64(2)), {"q": 0.5})
