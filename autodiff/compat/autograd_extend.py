@@ -42,7 +42,7 @@ import numpy as np
 
 from autodiff.core import trees
 from autodiff.core.arrays import batch_size_of, shape_of
-from autodiff.core.loading import load
+from autodiff.core.loading import load, unchecked_rules
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor
 from autodiff.core.tracer import Tracer
@@ -155,10 +155,11 @@ class _Primitive:
     def primitive(self) -> Primitive:
         if self.prim is None:
             name = getattr(self.fun, "__name__", "primitive")
-            prim = Primitive(name, _impl, multiple_results=True, traceable=True)
-            prim.def_vjp(_vjp_rule, packed=True)  # (its JVP: the transpose, at first use)
-            prim.def_taylor(jvp_taylor(prim))
-            prim.def_batch(self._batch)
+            with unchecked_rules():  # (the package's rules: their forms need no check)
+                prim = Primitive(name, _impl, multiple_results=True, traceable=True)
+                prim.def_vjp(_vjp_rule, packed=True)  # (its JVP: the transpose, at first use)
+                prim.def_taylor(jvp_taylor(prim))
+                prim.def_batch(self._batch)
             self.prim = prim
         return self.prim
 
