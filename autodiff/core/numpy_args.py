@@ -18,8 +18,8 @@ whole; a sequence of arrays has each item converted; a ufunc's inputs are all ar
 documentation says nothing (an alias documented by reference, or docstrings stripped
 by ``python -OO``), the first parameter is taken to be the array, as in every NumPy
 function that has one.  The specification is worked out on first use and cached;
-for the functions autodiff's own rules call with a shape or axes, what the documentation
-says is written down (``_READ_BEFORE``), so a first gradient reads no docstring.
+for the functions programs and autodiff's own rules most often call with a list or a
+tuple, the result is written down (``_WRITTEN_DOWN``), so a first call reads nothing.
 """
 
 from __future__ import annotations
@@ -85,10 +85,7 @@ _OF_ITEMS = r"^(?:\(.*?\)\s*)?(?:\d-d\s+)?(?:sequence|list|tuple)s?\b.*\bof\b"
 def _documented(func: Any) -> list[tuple[list[str], str]] | None:
     """The ``Parameters`` section of ``func``'s docstring: (names, kind) per entry that
     is an array (kind ``"whole"``) or a sequence of them (``"items"``), or None where
-    there is none.  For the functions in ``_READ_BEFORE``, what it said then."""
-    name = getattr(func, "__name__", None)
-    if name in _READ_BEFORE and getattr(np, name, None) is func:
-        return _READ_BEFORE[name]
+    there is none."""
     # (getdoc cleans the docstring; cleaning a NumPy docstring again cost a first call ~0.5 ms)
     ufunc = isinstance(func, np.ufunc)
     doc = inspect.cleandoc(func.__doc__ or "") if ufunc else inspect.getdoc(func)
@@ -107,27 +104,49 @@ def _documented(func: Any) -> list[tuple[list[str], str]] | None:
     return out
 
 
-# What NumPy's documentation says of the functions autodiff's own rules (and programs,
-# with axis=(0, 1)) call with a shape or axes (a tuple) on traced values, as read above
-# (tests/test_array_likes.py checks each against the installed NumPy): reading it cost a
-# program's first gradient ~1 ms, most of it compiling the patterns.  Positions come
-# from the signature, as for every function.
-_READ_BEFORE: dict[str, list[tuple[list[str], str]]] = {
-    "broadcast_to": [(["array"], "whole")],
-    "concatenate": [(["a1", "a2"], "items")],
-    "expand_dims": [(["a"], "whole")],
-    "max": [(["a"], "whole"), (["where"], "whole")],
-    "mean": [(["a"], "whole"), (["where"], "whole")],
-    "min": [(["a"], "whole"), (["where"], "whole")],
-    "moveaxis": [(["a"], "whole")],
-    "prod": [(["a"], "whole"), (["where"], "whole")],
-    "reshape": [(["a"], "whole")],
-    "split": [(["ary"], "whole"), (["indices_or_sections"], "whole")],
-    "squeeze": [(["a"], "whole")],
-    "stack": [(["arrays"], "items")],
-    "sum": [(["a"], "whole"), (["where"], "whole")],
-    "swapaxes": [(["a"], "whole")],
-    "transpose": [(["a"], "whole")],
+# Where the functions that programs and autodiff's own rules most often call with a list
+# or a tuple (arrays to stack, a shape, axes) take array_likes, as array_likes_of works it
+# out from the installed NumPy (tests/test_array_likes.py checks each entry against it):
+# reading the signature and docstring cost a first call 0.1-2 ms (inspect parses a C
+# function's signature with ast, which it imports; the docstring patterns compile).
+_A = ArrayLikes
+_WRITTEN_DOWN: dict[str, ArrayLikes] = {
+    "append": _A(positions=(0, 1), names=frozenset({"arr", "values"})),
+    "broadcast_to": _A(positions=(0,), names=frozenset({"array"})),
+    "clip": _A(positions=(0, 1, 2), names=frozenset({"a", "a_max", "a_min", "max", "min"})),
+    "column_stack": _A(items_at=(0,), item_names=frozenset({"tup"})),
+    "concatenate": _A(items_at=(0,)),
+    "diag": _A(positions=(0,), names=frozenset({"v"})),
+    "dot": _A(positions=(0, 1), names=frozenset({"a", "b"})),
+    "dstack": _A(items_at=(0,), item_names=frozenset({"tup"})),
+    "einsum": _A(rest_from=0),
+    "expand_dims": _A(positions=(0,), names=frozenset({"a"})),
+    "full_like": _A(positions=(0, 1), names=frozenset({"a", "fill_value"})),
+    "hstack": _A(items_at=(0,), item_names=frozenset({"tup"})),
+    "linspace": _A(positions=(0, 1), names=frozenset({"start", "stop"})),
+    "matmul": _A(positions=(0, 1)),
+    "max": _A(positions=(0, 5), names=frozenset({"a", "where"})),
+    "mean": _A(positions=(0,), names=frozenset({"a", "where"})),
+    "min": _A(positions=(0, 5), names=frozenset({"a", "where"})),
+    "moveaxis": _A(positions=(0,), names=frozenset({"a"})),
+    "outer": _A(positions=(0, 1), names=frozenset({"a", "b"})),
+    "pad": _A(positions=(0, 1), names=frozenset({"array", "pad_width"})),
+    "prod": _A(positions=(0, 6), names=frozenset({"a", "where"})),
+    "repeat": _A(positions=(0, 1), names=frozenset({"a", "repeats"})),
+    "reshape": _A(positions=(0,)),
+    "split": _A(positions=(0, 1), names=frozenset({"ary", "indices_or_sections"})),
+    "squeeze": _A(positions=(0,), names=frozenset({"a"})),
+    "stack": _A(items_at=(0,), item_names=frozenset({"arrays"})),
+    "std": _A(positions=(0,), names=frozenset({"a", "mean", "where"})),
+    "sum": _A(positions=(0, 6), names=frozenset({"a", "where"})),
+    "swapaxes": _A(positions=(0,), names=frozenset({"a"})),
+    "take": _A(positions=(0, 1), names=frozenset({"a", "indices"})),
+    "tensordot": _A(positions=(0, 1, 2), names=frozenset({"a", "axes", "b"})),
+    "tile": _A(positions=(0, 1), names=frozenset({"A", "reps"})),
+    "transpose": _A(positions=(0,), names=frozenset({"a"})),
+    "var": _A(positions=(0,), names=frozenset({"a", "mean", "where"})),
+    "vstack": _A(items_at=(0,), item_names=frozenset({"tup"})),
+    "where": _A(positions=(0, 1, 2)),
 }
 
 
@@ -161,6 +180,9 @@ def array_likes_of(func: Any) -> ArrayLikes:
         return ArrayLikes(positions=(0,), names=frozenset({"array"}))
     if isinstance(func, np.ufunc):
         return ArrayLikes(positions=tuple(range(func.nin)))
+    name = getattr(func, "__name__", None)
+    if name in _WRITTEN_DOWN and getattr(np, name, None) is func:
+        return _WRITTEN_DOWN[name]
     params = _signature(func)
     if params is None:
         return ArrayLikes()
