@@ -230,7 +230,9 @@ def primitive(fun: Callable) -> Callable:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if not _traced(args, kwargs):  # (the call outside any transform: the function)
             return fun(*args, **kwargs)
-        diff, fixed, values = [], [], []
+        diff: list[int] = []
+        fixed: list[Any] = []
+        values: list[Any] = []
         for i, a in enumerate(args):
             if i in vjps and _is_value(a):
                 diff.append(i)
