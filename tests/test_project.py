@@ -665,6 +665,30 @@ def test_drawing_data_and_linear_algebra_leave_staging_and_sparsity_for_first_us
     assert np.isfinite(staged(np.eye(3) * 2.0))
 
 
+def test_a_legacy_draw_outside_any_transform_is_numpys_call():
+    # autograd's programs draw their data with npr.randn and friends before any transform:
+    # NumPy's own call, with NumPy's stream, and the draws' primitives wait for a draw
+    # that meets a transform (here vmap's "different", one draw per example, in order).
+    code = (
+        "import sys, numpy as np, autodiff, autodiff.numpy as anp\n"
+        "np.random.seed(3)\n"
+        "want = np.random.randn(2, 3), np.random.gamma(2.0, size=4)\n"
+        "np.random.seed(3)\n"
+        "got = anp.random.randn(2, 3), anp.random.gamma(2.0, size=4)\n"
+        "assert all(np.array_equal(a, b) for a, b in zip(want, got))\n"
+        "print('autodiff.numpy._draws' in sys.modules)\n"
+        "np.random.seed(4)\n"
+        "out = autodiff.vmap(lambda x: x + anp.random.randn(2), randomness='different')(\n"
+        "    np.zeros((3, 2)))\n"
+        "np.random.seed(4)\n"
+        "assert np.array_equal(out, np.stack([np.random.randn(2) for _ in range(3)]))\n"
+        "print('autodiff.numpy._draws' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)  # fmt: skip
+    assert done.stdout.split() == ["False", "True"]
+
+
 def _cholesky_pattern(n):
     """Which entries of a's lower triangle each entry of L's lower triangle reads (all of
     the triangle: see rules/linalg.py's cholesky sparsity), flattened row-major."""
