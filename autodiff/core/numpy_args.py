@@ -108,7 +108,9 @@ def _documented(func: Any) -> list[tuple[list[str], str]] | None:
 # or a tuple (arrays to stack, a shape, axes) take array_likes, as array_likes_of works it
 # out from the installed NumPy (tests/test_array_likes.py checks each entry against it):
 # reading the signature and docstring cost a first call 0.1-2 ms (inspect parses a C
-# function's signature with ast, which it imports; the docstring patterns compile).
+# function's signature with ast, which it imports; the docstring patterns compile).  Used
+# with the NumPy it was checked against; another one is read as every other function is.
+_WRITTEN_FOR = "2.4."
 _A = ArrayLikes
 _WRITTEN_DOWN: dict[str, ArrayLikes] = {
     "append": _A(positions=(0, 1), names=frozenset({"arr", "values"})),
@@ -150,6 +152,9 @@ _WRITTEN_DOWN: dict[str, ArrayLikes] = {
 }
 
 
+_NUMPY_CHECKED = np.__version__.startswith(_WRITTEN_FOR)
+
+
 def _kind(type_text: str) -> str | None:
     """``"whole"`` (an array: ``array_like``, ``ndarray``, ``(M, M) array``, a sequence
     of numbers...), ``"items"`` (a sequence of arrays) or None (``int or tuple of
@@ -181,7 +186,7 @@ def array_likes_of(func: Any) -> ArrayLikes:
     if isinstance(func, np.ufunc):
         return ArrayLikes(positions=tuple(range(func.nin)))
     name = getattr(func, "__name__", None)
-    if name in _WRITTEN_DOWN and getattr(np, name, None) is func:
+    if name in _WRITTEN_DOWN and _NUMPY_CHECKED and getattr(np, name, None) is func:
         return _WRITTEN_DOWN[name]
     params = _signature(func)
     if params is None:
