@@ -311,15 +311,13 @@ def takes_array_likes(fn: Callable, reference: Any) -> Callable:
     itself (``fn.takes_array_likes``: see ``reads_its_lists``)."""
     if getattr(fn, "takes_array_likes", False):
         return fn
-    spec: list[ArrayLikes] = []  # worked out on the first call: reading docstrings costs
 
     def wrapper(*args, **kwargs):
         if _no_sequence(args, kwargs):  # the common call: nothing any spec would convert
             return fn(*args, **kwargs)
-        if not spec:
-            spec.append(array_likes_of(reference))
-        if _needs(spec[0], args, kwargs):
-            args, kwargs = converts(spec[0], args, kwargs)
+        spec = array_likes_of(reference)  # (worked out at the first such call, then cached)
+        if _needs(spec, args, kwargs):
+            args, kwargs = converts(spec, args, kwargs)
         return fn(*args, **kwargs)
 
     # functools.wraps, spelled out: it costs ~3x this, for each of the ~400 functions

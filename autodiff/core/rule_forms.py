@@ -67,16 +67,28 @@ def normalized_jvp(prim: Any, rule: Callable | Sequence[Callable | None]) -> Cal
 
 
 def _per_argument_vjp(rules: Sequence[Callable | None]) -> Callable:
-    def vjp(ct, ans, primals, params, argnums):
+    return _PerArgumentVJP(tuple(rules))
+
+
+class _PerArgumentVJP:
+    """Per-argument VJP rules as one packed rule.  The backward pass calls ``rules``
+    directly; this object serves the checked and observed paths.  (An object, not a
+    closure with the rules as an attribute: six objects per primitive at import, which
+    the collector walks and a program's shutdown frees.)"""
+
+    __slots__ = ("rules",)
+
+    def __init__(self, rules: tuple) -> None:
+        self.rules = rules
+
+    def __call__(self, ct, ans, primals, params, argnums):
+        rules = self.rules
         if len(argnums) == 1:  # the common case, without the list comprehension
             rule = rules[argnums[0]]
             return [None if rule is None else rule(ct, ans, *primals, **params)]
         return [
             None if rules[i] is None else rules[i](ct, ans, *primals, **params) for i in argnums
         ]
-
-    vjp.rules = tuple(rules)  # type: ignore[attr-defined]  # backward calls them directly
-    return vjp
 
 
 def _whole_vjp(rule: Callable) -> Callable:
