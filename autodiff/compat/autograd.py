@@ -523,7 +523,7 @@ def _run_as_main(path: str) -> None:
     -m`` put the working directory there).  A directory or zip archive with a
     ``__main__.py`` goes through ``runpy``, which loads ``pkgutil`` to find it."""
     if not os.path.isfile(path) or _is_zip(path):
-        sys.path[0] = path
+        del sys.path[0]  # runpy puts ``path`` there for the run
         runpy.run_path(path, run_name="__main__")
         return
     with io.open_code(path) as file:

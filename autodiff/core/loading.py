@@ -38,6 +38,7 @@ import contextvars
 import gc
 import importlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -93,7 +94,12 @@ class unchecked_rules:  # (a context manager: named as the functions that are on
 
 def load(name: str) -> Any:
     """``importlib.import_module(name)`` for a module of the package loaded at first use
-    (``jit``, ``anp.linalg``, ...), inside :func:`loading_package`."""
+    (``jit``, ``anp.linalg``, ...), inside :func:`loading_package`.  A module already
+    loaded is returned as it is: callers ask at every use, and the context costs more
+    than the lookup."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
     with loading_package():
         return importlib.import_module(name)
 

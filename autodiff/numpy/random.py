@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -66,7 +65,7 @@ _NOT_DRAWS = {
 def _kit() -> Any:
     """``_draws.py``, the draws as primitives: loaded at the first draw that meets a
     transform (or takes a Generator); a draw outside any transform is NumPy's call."""
-    return sys.modules.get("autodiff.numpy._draws") or load("autodiff.numpy._draws")
+    return load("autodiff.numpy._draws")
 
 
 def _has_tracer(args: tuple, kwargs: dict) -> bool:
