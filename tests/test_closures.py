@@ -386,6 +386,42 @@ def test_the_search_skips_the_packages_own_functions_but_not_its_closures():
     assert_close(g_x, a * np.cos(x))
 
 
+_SCALE = 1.0  # a global a function reads; the test below makes it a traced value
+
+
+def _scaled(x):
+    return _SCALE * anp.sin(x)
+
+
+def test_the_search_finds_a_traced_value_in_a_global_or_a_default():
+    # A function that closes over nothing is answered without a search where its globals
+    # and defaults hold numbers, arrays and modules only; a traced value in either is
+    # still found, and an autograd primitive reading it differentiates through it.
+    global _SCALE
+    from autodiff.compat import autograd as ag
+    from autodiff.transforms import closures
+
+    prim = ag.primitive(_scaled)
+    ag.defvjp(prim, lambda ans, x: lambda g: g * _SCALE * anp.cos(x))
+
+    def f(a, x):
+        global _SCALE
+        assert closures.closed_over(_scaled) == []
+        _SCALE = a  # (until the backward pass has run: the VJP maker reads it then)
+        assert any(t is a for t in closures.closed_over(_scaled))
+        assert any(t is a for t in closures.closed_over(lambda v, s=a: s * v))
+        return anp.sum(prim(x))
+
+    a, x = 1.5, np.array([0.2, 0.7])
+    try:
+        g_a, g_x = grad(f, argnums=(0, 1))(a, x)
+    finally:
+        _SCALE = 1.0
+    assert_close(g_a, np.sum(np.sin(x)))
+    assert_close(g_x, a * np.cos(x))
+    assert _SCALE == 1.0
+
+
 def test_an_autograd_primitive_differentiates_each_call_with_its_own_fixed_arguments():
     # One custom rule per primitive and set of differentiated positions serves every call
     # (made once, not per call); what differs between calls (an integer, a keyword, an

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.core import trees
-from autodiff.core.reach import refers_to
+from autodiff.core.reach import global_names, refers_to
 from autodiff.core.stack import current_interpreters, standing_in
 from autodiff.core.tracer import Tracer, stood_in
 
@@ -49,9 +49,27 @@ def closed_over(*objs: Any, depth: int = DEPTH) -> list[Tracer]:
     found: dict[int, Tracer] = {}
     seen: set[int] = set()
     for obj in objs:
-        if type(obj) not in _ATOM_TYPES:  # (numbers, arrays, None: no call for them)
-            _search(obj, depth, found, seen)
+        kind = type(obj)
+        if kind in _ATOM_TYPES:  # (numbers, arrays, None: no call for them)
+            continue
+        if kind is types.FunctionType and _reaches_atoms_only(obj):
+            continue
+        _search(obj, depth, found, seen)
     return list(found.values())
+
+
+def _reaches_atoms_only(function: types.FunctionType) -> bool:
+    """Whether ``function`` closes over nothing and its defaults and the globals its code
+    names are all numbers, strings, arrays, modules or unbound: then the search would
+    find nothing.  (A module-level function's common case, answered without the search's
+    Python loop: it runs at each call of autograd's ``@primitive``.)"""
+    if function.__closure__ is not None or function.__kwdefaults__:
+        return False
+    scope = function.__globals__
+    kinds = set(map(type, map(scope.get, global_names(function.__code__))))
+    if function.__defaults__:
+        kinds.update(map(type, function.__defaults__))
+    return kinds <= _ATOM_TYPES
 
 
 def closure_of(*fns: Any) -> Closure:
