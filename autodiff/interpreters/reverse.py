@@ -179,7 +179,7 @@ def _record(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict)
         check_output(prim, values, ans)
         node.site = (user_site(), interp.describe())
     if prim.multiple_results:
-        return tuple(GradTensor(interp, a, node, i) for i, a in enumerate(ans))
+        return tuple([GradTensor(interp, a, node, i) for i, a in enumerate(ans)])
     return GradTensor(interp, ans, node)
 
 

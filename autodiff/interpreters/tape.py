@@ -198,7 +198,7 @@ def backward(
             primals = node.primals
             parents = node.parents
             if prim.multiple_results:
-                ct = tuple(np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans))
+                ct = tuple([np.zeros_like(a) if c is None else c for c, a in zip(ct, node.ans)])
             rule = prim.vjp or prim.vjp_rule()
             rules = getattr(rule, "rules", None)
             if nans or mark is not None:  # the slow path: debug_nans, explain
