@@ -92,12 +92,13 @@ def current_interpreters() -> tuple[Interpreter, ...]:
     return _stack.get()
 
 
-@contextlib.contextmanager
-def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
+class new_interpreter:  # (a context manager: named as the functions that are one)
     """Push ``interp`` for the duration of one transform call.
 
     The interpreter is marked inactive on exit, also on exceptions: any of its
-    tracers that escaped are then detected as leaked on their next use.
+    tracers that escaped are then detected as leaked on their next use.  (A class, not
+    a generator: every transform call enters one, and ``contextlib``'s machinery cost
+    more than the rest of it.)
 
     >>> class Plain(Interpreter):
     ...     transform = "plain"
@@ -107,15 +108,23 @@ def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
     >>> interp.active, current_interpreters()
     (False, ())
     """
-    previous = _stack.get()
-    _stack.set((*previous, interp))
-    interp.active = True
-    interp.observer = current_observer()  # explain's hook (core/observe.py)
-    try:
-        yield interp
-    finally:
-        interp.active = False
-        _stack.set(previous)
+
+    __slots__ = ("_interp", "_previous")
+
+    def __init__(self, interp: Interpreter) -> None:
+        self._interp = interp
+
+    def __enter__(self) -> Interpreter:
+        interp = self._interp
+        self._previous = previous = _stack.get()
+        _stack.set((*previous, interp))
+        interp.active = True
+        interp.observer = current_observer()  # explain's hook (core/observe.py)
+        return interp
+
+    def __exit__(self, *exc: object) -> None:
+        self._interp.active = False
+        _stack.set(self._previous)
 
 
 # How many ``live_again`` blocks hold each interpreter now (a tape's backward passes may

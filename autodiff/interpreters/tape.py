@@ -152,6 +152,9 @@ def reachable(roots: list[Node]) -> list[Node]:
     return sorted(seen.values(), key=lambda node: node.seq)
 
 
+_UNOBSERVED = contextlib.nullcontext()  # (one, reused: it holds nothing)
+
+
 def backward(
     seeds: list[tuple[Node, int | None, Any]], consume: bool = False, stop: int = -1
 ) -> dict:
@@ -186,7 +189,7 @@ def backward(
     nans = checking_nans()
     observer = current_observer()
     # explain's hook: ``mark.what`` tells it what the calls made now belong to
-    observed = contextlib.nullcontext() if observer is None else observer.backward()
+    observed = _UNOBSERVED if observer is None else observer.backward()
     with observed as mark:
         while heap:  # the hot loop: the common cases are inlined
             node = pop(heap)[1]
