@@ -100,15 +100,31 @@ def _whole_vjp(rule: Callable) -> Callable:
 
 
 def _per_argument_jvp(rules: Sequence[Callable | None]) -> Callable:
-    def jvp(tangents, ans, primals, params):
+    return _PerArgumentJVP(tuple(rules))
+
+
+class _PerArgumentJVP:
+    """Per-argument JVP rules as one packed rule: the sum of each rule's term for the
+    non-zero tangents.  (An object, not a closure over the rules: one object per
+    primitive instead of three, which the collector walks and a program's shutdown
+    frees.)"""
+
+    __slots__ = ("rules",)
+
+    def __init__(self, rules: tuple) -> None:
+        self.rules = rules
+
+    def __call__(self, tangents, ans, primals, params):
+        rules = self.rules
+        if len(rules) == 1 and tangents:  # the common case (unary), without the loop
+            rule, t = rules[0], tangents[0]
+            return None if t is None or rule is None else rule(t, ans, *primals, **params)
         out = None
         for rule, t in zip(rules, tangents):
             if t is not None and rule is not None:
                 term = rule(t, ans, *primals, **params)
                 out = term if out is None else out + term
         return out
-
-    return jvp
 
 
 def _whole_jvp(rule: Callable) -> Callable:
@@ -152,6 +168,20 @@ def _arity(fn: Callable) -> tuple[int, int] | None:
         if code.co_flags & inspect.CO_VARARGS:
             return None
         return code.co_argcount - len(fn.__defaults__ or ()), code.co_argcount
+    call = type(fn).__dict__.get("__call__")
+    if (
+        type(call) is types.FunctionType
+        and not isinstance(fn, type)
+        and not _SIGNED & vars(call).keys()
+        and not any(hasattr(fn, a) for a in _SIGNED)
+    ):
+        # a callable object (the rule forms here and in rules/_helpers.py): its class's
+        # __call__ less ``self``, from the code object as above
+        code = call.__code__
+        if code.co_flags & inspect.CO_VARARGS or not code.co_argcount:
+            return None
+        most = code.co_argcount - 1
+        return max(0, most - len(call.__defaults__ or ())), most
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -252,6 +282,25 @@ def by_output(prim: Any, coefficients: list) -> Any:
 derivations: dict[str, Callable] = {}
 
 
+class _TaylorRule:
+    """What the Taylor rules of whole families share: ``prim``, and the attributes
+    collapsed Taylor mode reads from a rule besides calling it (``interpreters/
+    collapsed.py``), set on it after it is made: ``elementwise`` (``rules/_helpers.py``),
+    the closed forms ``partials`` (``rules/elementwise.py``) and ``second`` (``rules/
+    README.md``).  Each is absent until set, as on a function, so ``getattr(rule,
+    "partials", None)`` and ``hasattr`` read them as before.  ``form`` names the family.
+
+    (Objects, not closures with attributes: one object per primitive instead of a
+    function, its closure, cells and attribute dict, which the collector walks and a
+    program's shutdown frees.)"""
+
+    __slots__ = ("elementwise", "partials", "prim", "second")
+    form: str
+
+    def __init__(self, prim: Any) -> None:
+        self.prim = prim
+
+
 def jvp_taylor(prim: Any) -> Callable:
     """The Taylor rule derived from the primitive's JVP rule (``interpreters/taylor.py``
     says how): exact, slower than a rule of its own; for primitives whose JVP rule is the
@@ -264,12 +313,17 @@ def jvp_taylor(prim: Any) -> Callable:
     >>> float(ans), float(d1), float(d2)
     (0.0, 1.0, 0.0)
     """
+    return _JVPTaylor(prim)
 
-    def taylor(primals, series, **params):
-        return derivations["taylor_from_jvp"](prim, primals, series, params)
 
-    taylor.form = "jvp"  # type: ignore[attr-defined]
-    return taylor
+class _JVPTaylor(_TaylorRule):
+    """``jvp_taylor``'s rule: the derivation Taylor mode installs, for ``prim``."""
+
+    __slots__ = ()
+    form = "jvp"
+
+    def __call__(self, primals, series, **params):
+        return derivations["taylor_from_jvp"](self.prim, primals, series, params)
 
 
 def linear_taylor(prim: Any) -> Callable:
@@ -284,8 +338,17 @@ def linear_taylor(prim: Any) -> Callable:
     >>> out[0], out[1]
     (array([1., 2., 3.]), None)
     """
+    return _LinearTaylor(prim)
 
-    def taylor(primals, series, **params):
+
+class _LinearTaylor(_TaylorRule):
+    """``linear_taylor``'s rule: each coefficient through ``prim``'s JVP rule."""
+
+    __slots__ = ()
+    form = "linear"
+
+    def __call__(self, primals, series, **params):
+        prim = self.prim
         ans = prim.bind(*primals, **params)
         jvp = prim.jvp_rule()
         out: list = []
@@ -293,9 +356,6 @@ def linear_taylor(prim: Any) -> Callable:
             terms = tuple(s[k] for s in series)
             out.append(None if all(t is None for t in terms) else jvp(terms, ans, primals, params))
         return ans, by_output(prim, out)
-
-    taylor.form = "linear"  # type: ignore[attr-defined]
-    return taylor
 
 
 def multilinear_taylor(prim: Any, positions: Sequence[int] | None = None) -> Callable:
@@ -310,8 +370,22 @@ def multilinear_taylor(prim: Any, positions: Sequence[int] | None = None) -> Cal
     >>> float(ans), [float(c) for c in out]   # (2 + t)(3 + t) = 6 + 5t + t^2
     (6.0, [5.0, 1.0])
     """
+    return _MultilinearTaylor(prim, positions)
 
-    def taylor(primals, series, **params):
+
+class _MultilinearTaylor(_TaylorRule):
+    """``multilinear_taylor``'s rule: Leibniz's rule through ``prim``, multilinear in
+    the arguments at ``linear_in`` (None: every argument)."""
+
+    __slots__ = ("linear_in",)
+    form = "multilinear"
+
+    def __init__(self, prim: Any, linear_in: Sequence[int] | None) -> None:
+        self.prim = prim
+        self.linear_in = linear_in
+
+    def __call__(self, primals, series, **params):
+        prim, positions = self.prim, self.linear_in
         where = range(len(primals)) if positions is None else positions
         for i, s in enumerate(series):
             if i not in where and any(c is not None for c in s):
@@ -336,10 +410,6 @@ def multilinear_taylor(prim: Any, positions: Sequence[int] | None = None) -> Cal
                 term = value if term is None else term + value
             out.append(term)
         return ans, out
-
-    taylor.form = "multilinear"  # type: ignore[attr-defined]
-    taylor.linear_in = positions  # type: ignore[attr-defined]  # (None: every argument)
-    return taylor
 
 
 @functools.cache

@@ -199,7 +199,6 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
 
 # The labels np.einsum accepts; in the sublist form, integer k is LABELS[k].
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # (not the string module: 1 ms)
-_MAX_OPERANDS = 64  # NumPy's limit on the number of einsum operands
 
 
 def _split(subscripts: str) -> tuple[list[str], str]:
@@ -225,53 +224,63 @@ def _internal_optimize(n_operands: int) -> Any:
     return "greedy" if n_operands > 2 else False
 
 
-def _einsum_jvp(k: int):
-    def jvp(t, ans, *operands, subscripts, optimize):
-        ops = list(operands)
-        ops[k] = t
-        return einsum_p.bind(*ops, subscripts=subscripts, optimize=optimize)
-
-    return jvp
+# einsum's VJP and JVP rules are packed (``core/rule_forms.py``): one function each serves
+# every operand, where per-argument rules would be a closure per operand NumPy allows
+# (64), made at import for the collector to walk and a program's shutdown to free.
 
 
-def _einsum_vjp(k: int):
+def _einsum_jvp(tangents, ans, operands, params):
+    """The sum, over the operands with a tangent, of the einsum with that operand
+    replaced by its tangent (einsum is linear in each)."""
+    out = None
+    for k, t in enumerate(tangents):
+        if t is not None:
+            ops = list(operands)
+            ops[k] = t
+            term = einsum_p.bind(*ops, **params)
+            out = term if out is None else out + term
+    return out
+
+
+def _einsum_vjp(ct, ans, operands, params, argnums):
+    """The cotangents of the operands at ``argnums`` (only those computed)."""
+    return [_einsum_cotangent(k, ct, operands, **params) for k in argnums]
+
+
+def _einsum_cotangent(k, ct, operands, *, subscripts, optimize):
     """Cotangent of operand ``k``: the einsum of the cotangent with the other operands."""
-
-    def vjp(ct, ans, *operands, subscripts, optimize):
-        terms, out = _split(subscripts)
-        term, shape = terms[k], shape_of(operands[k])
-        in_terms = [t for j, t in enumerate(terms) if j != k] + [out]
-        in_ops = [o for j, o in enumerate(operands) if j != k] + [ct]
-        # A repeated index ('ii') becomes a fresh one tied to the first by an identity
-        # matrix: the cotangent lives on the diagonal only.
-        fresh = iter(_fresh(subscripts, len(term) - len(set(term))))
-        target = ""
-        for c, n in zip(term, shape):
-            if c in target:
-                f = next(fresh)
-                in_terms.append(c + f)
-                in_ops.append(eye_like(n, _real_dtype(ct), ct))
-                target += f
-            else:
-                target += c
-        # Indices no other operand has were summed over: the cotangent is constant
-        # along them, so it is broadcast back.
-        have = set("".join(in_terms))
-        spread = tuple(i for i, c in enumerate(target) if c not in have)
-        kept = "".join(c for c in target if c in have)
-        if len(in_ops) == 1 and in_terms[0] == kept:
-            g = ct
+    terms, out = _split(subscripts)
+    term, shape = terms[k], shape_of(operands[k])
+    in_terms = [t for j, t in enumerate(terms) if j != k] + [out]
+    in_ops = [o for j, o in enumerate(operands) if j != k] + [ct]
+    # A repeated index ('ii') becomes a fresh one tied to the first by an identity
+    # matrix: the cotangent lives on the diagonal only.
+    fresh = iter(_fresh(subscripts, len(term) - len(set(term))))
+    target = ""
+    for c, n in zip(term, shape):
+        if c in target:
+            f = next(fresh)
+            in_terms.append(c + f)
+            in_ops.append(eye_like(n, _real_dtype(ct), ct))
+            target += f
         else:
-            g = einsum_p.bind(
-                *in_ops,
-                subscripts=",".join(in_terms) + "->" + kept,
-                optimize=_internal_optimize(len(in_ops)),
-            )
-        if spread:
-            g = _shp.broadcast_to(_shp.expand_dims(g, spread), shape)
-        return g
-
-    return vjp
+            target += c
+    # Indices no other operand has were summed over: the cotangent is constant
+    # along them, so it is broadcast back.
+    have = set("".join(in_terms))
+    spread = tuple(i for i, c in enumerate(target) if c not in have)
+    kept = "".join(c for c in target if c in have)
+    if len(in_ops) == 1 and in_terms[0] == kept:
+        g = ct
+    else:
+        g = einsum_p.bind(
+            *in_ops,
+            subscripts=",".join(in_terms) + "->" + kept,
+            optimize=_internal_optimize(len(in_ops)),
+        )
+    if spread:
+        g = _shp.broadcast_to(_shp.expand_dims(g, spread), shape)
+    return g
 
 
 def _einsum_batch(args, dims, *, subscripts, optimize):
@@ -293,13 +302,13 @@ def _contraction_sparsity(terms, out, operands):
 einsum_p = Primitive(
     "einsum",
     lambda *operands, subscripts, optimize: np.einsum(subscripts, *operands, optimize=optimize),
-    vjp=[_einsum_vjp(k) for k in range(_MAX_OPERANDS)],
-    jvp=[_einsum_jvp(k) for k in range(_MAX_OPERANDS)],
     batch=_einsum_batch,
     sparsity=lambda *operands, subscripts, optimize: _contraction_sparsity(
         *_split(subscripts), operands
     ),
 )
+einsum_p.def_vjp(_einsum_vjp, packed=True)
+einsum_p.def_jvp(_einsum_jvp, packed=True)
 einsum_p.def_taylor(multilinear_taylor(einsum_p))  # multilinear: Leibniz's rule through it
 
 
