@@ -83,11 +83,20 @@ def _push_tangents(interp: JvpInterpreter, prim: Primitive, args: tuple, params:
     if nans := checking_nans():  # before the JVP rule, which would spread it
         check_output(prim, primals, ans)
     tangents = tuple(arg.tangent for arg in args)
-    if interp.observer is None:
-        tangent = prim.jvp_rule()(tangents, ans, primals, params)
+    rule = prim.jvp or prim.jvp_rule()
+    rules = getattr(rule, "rules", None)
+    if rules is not None and interp.observer is None:
+        # per-argument rules (core/rule_forms.py), without the wrapper: the hot path
+        tangent = None
+        for r, t in zip(rules, tangents):
+            if t is not None and r is not None:
+                term = r(t, ans, *primals, **params)
+                tangent = term if tangent is None else tangent + term
+    elif interp.observer is None:
+        tangent = rule(tangents, ans, primals, params)
     else:  # explain's hook: the calls the rule makes are the rule's, not the primitive's
         with interp.observer.rule(interp, "JVP rule"):
-            tangent = prim.jvp_rule()(tangents, ans, primals, params)
+            tangent = rule(tangents, ans, primals, params)
     if checking.get():
         validate_jvp(prim, tangent, ans)
     if nans:

@@ -195,19 +195,8 @@ def known_values(x: Any) -> np.ndarray | None:
 # --- elementwise families ----------------------------------------------------------
 
 
-class _BroadcastingBatch:
-    """The batching rule of an elementwise primitive of several arguments: one shared
-    batch axis that no unbatched operand reaches stays where it is; otherwise every
-    batched operand's moves to the front.  (An object, not a closure over ``prim``: one
-    object per primitive instead of three, which the collector walks and a program's
-    shutdown frees.)"""
-
-    __slots__ = ("prim",)
-
-    def __init__(self, prim: Primitive) -> None:
-        self.prim = prim
-
-    def __call__(self, args, dims, **params):
+def _broadcasting_batch(prim: Primitive) -> Callable:
+    def batch(args, dims, **params):
         ndims = [ndim_of(a) - (d is not None) for a, d in zip(args, dims)]
         out_ndim = max(ndims)
         bdims = {d for d in dims if d is not None}
@@ -218,25 +207,14 @@ class _BroadcastingBatch:
                 nd == out_ndim if d is not None else nd <= out_ndim - bdim
                 for nd, d in zip(ndims, dims)
             ):
-                return self.prim.bind(*args, **params), bdim
+                return prim.bind(*args, **params), bdim
         moved = [
             a if d is None else to_front_padded(a, d, out_ndim - nd)
             for a, d, nd in zip(args, dims, ndims)
         ]
-        return self.prim.bind(*moved, **params), 0
+        return prim.bind(*moved, **params), 0
 
-
-class _UnaryBatch:
-    """The batching rule of an elementwise primitive of one argument: the batch axis
-    stays where it is.  (An object, not a lambda over ``prim``: see ``_BroadcastingBatch``.)"""
-
-    __slots__ = ("prim",)
-
-    def __init__(self, prim: Primitive) -> None:
-        self.prim = prim
-
-    def __call__(self, args, dims, **params):
-        return self.prim.bind(*args, **params), dims[0]
+    return batch
 
 
 def _scalar_example(aval: Any) -> Any:
@@ -351,40 +329,24 @@ def ufunc_lowering(impl: Callable) -> Elementwise | None:
     return None
 
 
-class _UnbroadcastVJP:
-    """An elementwise derivative ``rule`` as the VJP rule of argument ``argnum``: its
-    result summed back down to the argument's shape where the argument was broadcast.
-    (An object, not a closure over ``rule`` and ``argnum``: one object per argument
-    instead of four, which the collector walks and a program's shutdown frees.)"""
-
-    __slots__ = ("argnum", "rule")
-
-    def __init__(self, rule: Callable, argnum: int) -> None:
-        self.rule = rule
-        self.argnum = argnum
-
-    def __call__(self, ct, ans, *args, **params):
-        out = self.rule(ct, ans, *args, **params)
-        arg = args[self.argnum]
-        shape = getattr(arg, "shape", None)
+def _unbroadcast_vjp(rule: Callable, argnum: int) -> Callable:
+    def vjp(ct, ans, *args, **params):
+        out = rule(ct, ans, *args, **params)
+        shape = getattr(args[argnum], "shape", None)
         if shape is not None and getattr(out, "shape", None) == shape:
             return out  # the common case: no broadcasting happened
-        return unbroadcast(out, shape_of(arg))
+        return unbroadcast(out, shape_of(args[argnum]))
+
+    return vjp
 
 
-class _BroadcastJVP:
-    """An elementwise derivative ``rule`` as a JVP rule: its result broadcast up to the
-    output's shape.  (An object, not a closure over ``rule``: see ``_UnbroadcastVJP``.)"""
-
-    __slots__ = ("rule",)
-
-    def __init__(self, rule: Callable) -> None:
-        self.rule = rule
-
-    def __call__(self, t, ans, *args, **params):
-        out = self.rule(t, ans, *args, **params)
+def _broadcast_jvp(rule: Callable) -> Callable:
+    def jvp(t, ans, *args, **params):
+        out = rule(t, ans, *args, **params)
         shape = shape_of(ans)
         return out if shape_of(out) == shape else _shp.broadcast_to(out, shape)
+
+    return jvp
 
 
 def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -> Callable:
@@ -500,12 +462,12 @@ def broadcasting(
     nargs = nargs or len(derivs)
     prim = Primitive(name, impl, differentiable=differentiable, vjp_reads=reads)
     if differentiable:
-        prim.def_vjp([d and _UnbroadcastVJP(d, i) for i, d in enumerate(derivs)])
-        prim.def_jvp([d and _BroadcastJVP(d) for d in derivs])
+        prim.def_vjp([d and _unbroadcast_vjp(d, i) for i, d in enumerate(derivs)])
+        prim.def_jvp([d and _broadcast_jvp(d) for d in derivs])
         taylor = linear_taylor(prim) if pairs == () else jvp_taylor(prim)
         taylor.elementwise = pairs != ()  # type: ignore[attr-defined]  # (collapsed Taylor mode)
         prim.def_taylor(taylor)
-    prim.def_batch(_BroadcastingBatch(prim))
+    prim.def_batch(_broadcasting_batch(prim))
     prim.def_shape(elementwise_shape(prim))
     prim.def_lowering(ufunc_lowering(impl))
     prim.def_sparsity(
@@ -556,7 +518,7 @@ def unary(
         taylor = linear_taylor(prim) if linear else jvp_taylor(prim)
         taylor.elementwise = True  # type: ignore[attr-defined]  # (collapsed Taylor mode)
         prim.def_taylor(taylor)
-    prim.def_batch(_UnaryBatch(prim))
+    prim.def_batch(lambda args, dims, **params: (prim.bind(*args, **params), dims[0]))
     prim.def_shape(elementwise_shape(prim))
     prim.def_lowering(ufunc_lowering(impl))
     prim.def_sparsity(sparsity_kit.elementwise([True], () if linear else None))
