@@ -92,6 +92,8 @@ class Flat:
 
 
 _NOT_PLAIN = object()
+# The structure of one leaf, shared (by none_is_leaf): flatten's commonest answer.
+_ONE_LEAF = (Flat(None, 1), Flat(None, 1, none_is_leaf=True))
 # What optree makes nodes of without a registration (namedtuples and structseqs are tuples).
 _BUILT_IN_NODES = (tuple, list, dict, collections.deque)
 
@@ -132,6 +134,8 @@ def _built(shape: Any, leaves: Any) -> Any:
 def flatten(tree: Any, *, none_is_leaf: bool = False) -> tuple[list, Any]:
     """``optree.tree_flatten(tree)``: the leaves and the structure (a ``Flat`` where
     ``tree`` is plain values in tuples and lists)."""
+    if type(tree) in _PLAIN:  # (one array or number: the commonest tree of all)
+        return [tree], _ONE_LEAF[none_is_leaf]
     leaves: list = []
     shape = _shape(tree, leaves, none_is_leaf)
     if shape is not _NOT_PLAIN:
@@ -144,6 +148,8 @@ def flatten(tree: Any, *, none_is_leaf: bool = False) -> tuple[list, Any]:
 def unflatten(tree: Any, leaves: Any) -> Any:
     """``optree.tree_unflatten``, for a structure :func:`flatten` gave."""
     if isinstance(tree, Flat):
+        if tree.shape is None:
+            return next(iter(leaves))
         return tree.unflatten(list(leaves))
     import optree
 
