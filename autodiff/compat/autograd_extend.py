@@ -71,8 +71,9 @@ def _traced(args: tuple, kwargs: dict) -> bool:
     else:
         if not kwargs or all(type(v) in _PLAIN for v in kwargs.values()):
             return False
-    if any(isinstance(a, Tracer) for a in args):
-        return True
+    for a in args:
+        if isinstance(a, Tracer):
+            return True
     leaves = trees.leaves((args, tuple(kwargs.values())) if kwargs else args)
     return any(isinstance(leaf, Tracer) for leaf in leaves)
 

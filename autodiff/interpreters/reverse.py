@@ -211,7 +211,7 @@ class _VJPFunction:
                 f"the output), got {len(args)}. Pass a tuple for tuple outputs."
             )
         flat, tree = trees.flatten(args[0])
-        if tree != self._out_tree:
+        if tree is not self._out_tree and tree != self._out_tree:
             listed = numbers_for_array((args[0],), _one(self._out_tree), "vjp_fn: cotangent")
             raise TransformValueError(
                 (f"{listed} " if listed else "")
