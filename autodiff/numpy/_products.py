@@ -38,7 +38,10 @@ def dot(a, b, out=None, *, precision=None, preferred_element_type=None):
     """
     if out is not None:
         raise NotImplementedError("dot(..., out=...) is not supported; use the returned value")
-    return jax_options(_dot(a, b), "dot", precision, preferred_element_type)
+    out = _dot(a, b)
+    if precision is None and preferred_element_type is None:  # (the common call)
+        return out
+    return jax_options(out, "dot", precision, preferred_element_type)
 
 
 def _dot(a, b):

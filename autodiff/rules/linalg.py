@@ -131,7 +131,7 @@ def _real_dtype(x: Any) -> np.dtype:
 
 
 def _T(x):
-    return _comp.swapaxes(x, -1, -2)
+    return _shp.swap_last_two(x)
 
 
 def _H(x):

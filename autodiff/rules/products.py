@@ -59,17 +59,17 @@ def _matmul_vjp_a(ct, ans, a, b):
     # Reads b only (see vjp_reads): a's role is its shape.
     a2_shape = (1, *shape_of(a)) if ndim_of(a) == 1 else shape_of(a)
     b2 = _shp.expand_dims(b, 1) if ndim_of(b) == 1 else b
-    ct_a = matmul(_as_matrix_ct(ct, a, b), _comp.swapaxes(b2, -1, -2))
+    ct_a = matmul(_as_matrix_ct(ct, a, b), _shp.swap_last_two(b2))
     return _shp.reshape(unbroadcast(ct_a, a2_shape), shape_of(a))
 
 
 def _matmul_vjp_b(ct, ans, a, b):
     # Reads a only (see vjp_reads): b's role is its shape.
     if ndim_of(a) == 2 and ndim_of(b) == 1:  # A @ v: the cotangent is A^T @ ct
-        return matmul(_comp.swapaxes(a, 0, 1), ct)
+        return matmul(_shp.swap_last_two(a), ct)
     a2 = _shp.expand_dims(a, 0) if ndim_of(a) == 1 else a
     b2_shape = (*shape_of(b), 1) if ndim_of(b) == 1 else shape_of(b)
-    ct_b = matmul(_comp.swapaxes(a2, -1, -2), _as_matrix_ct(ct, a, b))
+    ct_b = matmul(_shp.swap_last_two(a2), _as_matrix_ct(ct, a, b))
     return _shp.reshape(unbroadcast(ct_b, b2_shape), shape_of(b))
 
 
@@ -176,7 +176,8 @@ def _matmul_sparsity(a, b):
 def jax_options(out, name: str, precision: Any, preferred_element_type: Any):
     """JAX's keywords of its products: ``precision`` checked (NumPy computes in the
     operands' dtype whatever it says), ``preferred_element_type`` the result's dtype."""
-    check_precision(precision, name)
+    if precision is not None:
+        check_precision(precision, name)
     return out if preferred_element_type is None else _elt.astype(out, preferred_element_type)
 
 
@@ -188,7 +189,10 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     for x in (x1, x2):
         if ndim_of(x) == 0:
             raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array)")
-    return jax_options(matmul_p.bind(x1, x2), "matmul", precision, preferred_element_type)
+    out = matmul_p.bind(x1, x2)
+    if precision is None and preferred_element_type is None:  # (the common call)
+        return out
+    return jax_options(out, "matmul", precision, preferred_element_type)
 
 
 # --- einsum ------------------------------------------------------------------------
