@@ -87,7 +87,7 @@ def _push_tangents(interp: JvpInterpreter, prim: Primitive, args: tuple, params:
     rules = getattr(rule, "rules", None)
     if rules is not None and interp.observer is None:
         # per-argument rules (core/rule_forms.py), without the wrapper: the hot path
-        tangent = None
+        tangent: Any = None
         for r, t in zip(rules, tangents):
             if t is not None and r is not None:
                 term = r(t, ans, *primals, **params)

@@ -58,6 +58,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     shape = shape_of(a)
     axis = normalize_axes(axis, len(shape))
     count = math.prod(shape[i] for i in axis)
+    if len(axis) == len(shape):  # every axis: sum's None, which it reads without a tuple
+        axis = None
     return _in_dtype(sum(a, axis, dtype=dtype, keepdims=keepdims) / count, dtype)
 
 
