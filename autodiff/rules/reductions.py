@@ -85,9 +85,18 @@ def _check_supported(name, out=None, initial=None, where=None):
 
 # --- sum ------------------------------------------------------------------------------
 
+
+def _sum_impl(x, *, axis, keepdims):
+    # An ndarray's sum is np.add.reduce, which np.sum calls through three Python frames
+    # of its own (every loss sums); other arrays (Dask, CuPy) go to np.sum, their method.
+    if type(x) is np.ndarray:
+        return np.add.reduce(x, axis=axis, keepdims=keepdims)
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
 sum_p = Primitive(
     "sum",
-    lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+    _sum_impl,
     vjp=[lambda ct, ans, x, *, axis, keepdims: _broadcast_back(ct, x, axis, keepdims)],
     jvp=[lambda t, ans, x, *, axis, keepdims: sum_p.bind(t, axis=axis, keepdims=keepdims)],
     vjp_reads=[()],
