@@ -86,17 +86,22 @@ def _check_supported(name, out=None, initial=None, where=None):
 # --- sum ------------------------------------------------------------------------------
 
 
-def _sum_impl(x, *, axis, keepdims):
-    # An ndarray's sum is np.add.reduce, which np.sum calls through three Python frames
-    # of its own (every loss sums); other arrays (Dask, CuPy) go to np.sum, their method.
-    if type(x) is np.ndarray:
-        return np.add.reduce(x, axis=axis, keepdims=keepdims)
-    return np.sum(x, axis=axis, keepdims=keepdims)
+def _reducing(ufunc, numpy_fn):
+    """The implementation of the reduction ``numpy_fn``: for an ndarray, ``ufunc.reduce``,
+    which ``np.sum``, ``np.max``, ... call through three Python frames of their own
+    (every loss sums); other arrays (Dask, CuPy) go to ``numpy_fn``, their method."""
+
+    def impl(x, *, axis, keepdims):
+        if type(x) is np.ndarray:
+            return ufunc.reduce(x, axis=axis, keepdims=keepdims)
+        return numpy_fn(x, axis=axis, keepdims=keepdims)
+
+    return impl
 
 
 sum_p = Primitive(
     "sum",
-    _sum_impl,
+    _reducing(np.add, np.sum),
     vjp=[lambda ct, ans, x, *, axis, keepdims: _broadcast_back(ct, x, axis, keepdims)],
     jvp=[lambda t, ans, x, *, axis, keepdims: sum_p.bind(t, axis=axis, keepdims=keepdims)],
     vjp_reads=[()],
@@ -154,9 +159,9 @@ def _chooser(name, impl):
     return prim
 
 
-max_p = _chooser("max", lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims))
+max_p = _chooser("max", _reducing(np.maximum, np.max))
 max_p.def_taylor(linear_taylor(max_p))  # piecewise linear
-min_p = _chooser("min", lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims))
+min_p = _chooser("min", _reducing(np.minimum, np.min))
 max_p.def_lowering(Reduction(np.maximum))
 min_p.def_lowering(Reduction(np.minimum))
 max_p.def_shape(_reduction_shape(np.max))
