@@ -105,9 +105,10 @@ def _per_argument_jvp(rules: Sequence[Callable | None]) -> Callable:
 
 class _PerArgumentJVP:
     """Per-argument JVP rules as one packed rule: the sum of each rule's term for the
-    non-zero tangents.  (An object, not a closure over the rules: one object per
-    primitive instead of three, which the collector walks and a program's shutdown
-    frees.)"""
+    non-zero tangents.  The forward interpreter calls ``rules`` directly, as the backward
+    pass calls ``_PerArgumentVJP``'s; this object serves the checked and observed paths.
+    (An object, not a closure over the rules: one object per primitive instead of three,
+    which the collector walks and a program's shutdown frees.)"""
 
     __slots__ = ("rules",)
 
@@ -116,9 +117,6 @@ class _PerArgumentJVP:
 
     def __call__(self, tangents, ans, primals, params):
         rules = self.rules
-        if len(rules) == 1 and tangents:  # the common case (unary), without the loop
-            rule, t = rules[0], tangents[0]
-            return None if t is None or rule is None else rule(t, ans, *primals, **params)
         out = None
         for rule, t in zip(rules, tangents):
             if t is not None and rule is not None:
@@ -168,20 +166,6 @@ def _arity(fn: Callable) -> tuple[int, int] | None:
         if code.co_flags & inspect.CO_VARARGS:
             return None
         return code.co_argcount - len(fn.__defaults__ or ()), code.co_argcount
-    call = type(fn).__dict__.get("__call__")
-    if (
-        type(call) is types.FunctionType
-        and not isinstance(fn, type)
-        and not _SIGNED & vars(call).keys()
-        and not any(hasattr(fn, a) for a in _SIGNED)
-    ):
-        # a callable object (the rule forms here and in rules/_helpers.py): its class's
-        # __call__ less ``self``, from the code object as above
-        code = call.__code__
-        if code.co_flags & inspect.CO_VARARGS or not code.co_argcount:
-            return None
-        most = code.co_argcount - 1
-        return max(0, most - len(call.__defaults__ or ())), most
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):

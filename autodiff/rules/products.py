@@ -84,7 +84,7 @@ def _matmul_batch(args, dims):
     if ad is None and a_nd == 2 and b_nd >= 2 and bd < ndim_of(b) - 2:
         return matmul(a, b), bd
     if ad is None and a_nd == 2 and b_nd == 1:  # per-example A @ v is V @ A^T, batch first
-        return matmul(move_to_front(b, bd), _comp.swapaxes(a, 0, 1)), 0
+        return matmul(move_to_front(b, bd), _shp.swap_last_two(a)), 0
     # General case: batch axes first, vectors as matrices, stacks aligned.
     stack = max(a_nd, b_nd, 2) - 2
 

@@ -56,7 +56,7 @@ def _mvn_logpdf_impl(diff, cov):
 
 def _precision_and_w(diff, cov):
     """``P = S^-1`` and ``w = diff P`` (each point's row times P), with public functions."""
-    precision = 2.0 * _lin.inv(cov + _comp.swapaxes(cov, -1, -2))
+    precision = 2.0 * _lin.inv(cov + _shp.swap_last_two(cov))
     return precision, _prod.matmul(diff, precision)
 
 
@@ -64,7 +64,7 @@ def _mvn_logpdf_vjp(ct, ans, diff, cov):
     precision, w = _precision_and_w(diff, cov)
     ct_col = _shp.expand_dims(ct, -1)
     ct_diff = -(ct_col * w)
-    outer = _prod.matmul(_comp.swapaxes(w * ct_col, -1, -2), w)  # sum_n ct_n w_n w_n^T
+    outer = _prod.matmul(_shp.swap_last_two(w * ct_col), w)  # sum_n ct_n w_n w_n^T
     total = _shp.expand_dims(_red.sum(ct, axis=-1), (-2, -1))
     return ct_diff, 0.5 * (outer - total * precision)
 
