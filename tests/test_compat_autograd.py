@@ -163,6 +163,14 @@ def test_the_command_loads_the_names_once_and_passes_the_programs_exit_on(tmp_pa
         "assert autograd is names and names.__name__ == 'autodiff.compat.autograd'\n"
         "finders = [type(f) for f in sys.meta_path if type(f).__name__ == '_Finder']\n"
         "assert finders == [names._Finder], finders\n"
+        # the hook sits after the path finder: only autograd's submodules reach it
+        "import importlib.machinery as m\n"
+        "at = sys.meta_path.index(m.PathFinder) + 1\n"
+        "assert sys.meta_path[at] is names._FINDER, sys.meta_path\n"
+        "asked, find = [], names._Finder.find_spec\n"
+        "names._Finder.find_spec = lambda *a: asked.append(a[1]) or find(*a)\n"
+        "import colorsys, autograd.misc.optimizers\n"
+        "assert asked == ['autograd.misc', 'autograd.misc.optimizers'], asked\n"
         "assert sys.argv[1:] == ['a', 'b'], sys.argv\n"
         "sys.exit(3)\n"
     )

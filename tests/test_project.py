@@ -145,6 +145,29 @@ def test_the_package_loads_with_the_collector_paused_and_leaves_it_as_it_was():
     assert seen == [(False, False)] and gc.isenabled() and checks_rules()
 
 
+def test_what_the_package_makes_as_it_loads_starts_in_the_oldest_generation():
+    # core/loading.py: the package's objects live as long as the process; left young, the
+    # program's next young collections would traverse them twice for nothing.
+    from autodiff.core.loading import loading_package
+
+    def generation_of(obj) -> int:
+        return next(g for g in range(3) if any(o is obj for o in gc.get_objects(generation=g)))
+
+    before = gc.get_count()
+    with loading_package():
+        made = [[]]
+        assert generation_of(made) == 0
+    assert generation_of(made) == 2 and gc.get_count()[0] <= before[0] + 1
+    # a collector the program froze stays frozen: its objects are not the package's to move
+    gc.freeze()
+    try:
+        with loading_package():
+            young = [[]]
+        assert gc.get_freeze_count() > 0 and generation_of(young) == 0
+    finally:
+        gc.unfreeze()
+
+
 def test_the_packages_own_rules_pass_the_checks_a_users_rules_get():
     # core/loading.py: the package's rules are not checked as it loads (the same rules at
     # every start); here every module loads with the checks on, as a user's rules would.

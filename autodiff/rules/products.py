@@ -27,9 +27,9 @@ from autodiff.core.arrays import (
     normalize_axes,
     shape_of,
 )
+from autodiff.core.loading import load
 from autodiff.core.lowering import Gufunc, NotLowered
 from autodiff.core.numpy_args import warn_caller
-from autodiff.core.precision import check_precision
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import multilinear_taylor
 from autodiff.rules import compositions as _comp
@@ -176,8 +176,8 @@ def _matmul_sparsity(a, b):
 def jax_options(out, name: str, precision: Any, preferred_element_type: Any):
     """JAX's keywords of its products: ``precision`` checked (NumPy computes in the
     operands' dtype whatever it says), ``preferred_element_type`` the result's dtype."""
-    if precision is not None:
-        check_precision(precision, name)
+    if precision is not None:  # (its module loads here: a program seldom names one)
+        load("autodiff.core.precision").check_precision(precision, name)
     return out if preferred_element_type is None else _elt.astype(out, preferred_element_type)
 
 
