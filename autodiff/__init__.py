@@ -11,8 +11,6 @@ from autodiff.core.loading import loading_package, on_first_use
 
 with loading_package():  # (core/loading.py: why)
     from autodiff import debug, errors, numpy
-    from autodiff.debug.nans import debug_nans
-    from autodiff.debug.rule_checks import debug_rules
     from autodiff.interpreters.forward import jvp
     from autodiff.interpreters.reverse import (
         grad,
@@ -35,6 +33,8 @@ with loading_package():  # (core/loading.py: why)
 _LAZY = {
     "vmap": ("autodiff.interpreters.batching", "vmap"),
     "pure_callback": ("autodiff.debug.callbacks", "pure_callback"),
+    "debug_nans": ("autodiff.debug.nans", "debug_nans"),
+    "debug_rules": ("autodiff.debug.rule_checks", "debug_rules"),
     "jet": ("autodiff.interpreters.taylor", "jet"),
     "checkpoint": ("autodiff.transforms.checkpoint", "checkpoint"),
     "checkpoint_name": ("autodiff.transforms.checkpoint_policies", "checkpoint_name"),

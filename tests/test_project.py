@@ -257,7 +257,11 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
                 # the support only Taylor mode, sparsity detection and staging need: rule
                 # kits their rules import at first call (core/loading.py), the graph
                 "autodiff.rules._taylor", "autodiff.rules._sparsity", "autodiff.core.index_sets",
-                "autodiff.core.graph")  # fmt: skip
+                "autodiff.core.graph",
+                # the checks that debug_nans() and debug_rules() switch on, the derivation
+                # of a rule a primitive lacks (the package's have both), JAX's precisions
+                "autodiff.debug.nans", "autodiff.debug.rule_checks",
+                "autodiff.interpreters.transpose", "autodiff.core.precision")  # fmt: skip
     code = (
         "import sys, autodiff, autodiff.numpy as anp\n"
         "from autodiff.compat import autograd\n"
@@ -287,6 +291,8 @@ def test_a_plain_grad_program_leaves_the_compiler_and_control_flow_for_first_use
         "assert 'fft' in dir(anp) and 'autodiff.rules.fft' not in sys.modules\n"
         "g = autodiff.grad(lambda x: np.fft.fft(x).real.sum())(np.ones(4))\n"
         "assert list(g) == [4.0, 0.0, 0.0, 0.0] and anp.fft is sys.modules['autodiff.numpy.fft']\n"
+        "import autodiff.debug.nans as dn, autodiff.debug.rule_checks as dr\n"
+        "assert autodiff.debug_nans is dn.debug_nans and autodiff.debug_rules is dr.debug_rules\n"
         "from autodiff import jit, cond\n"
         "import autodiff.compiler.jit as j, autodiff.control.cond as c\n"
         "assert jit is j.jit and cond is c.cond and autodiff.make_graph is j.make_graph\n"

@@ -38,8 +38,8 @@ from autodiff.core.args import check_callable
 from autodiff.core.arrays import library_of
 from autodiff.core.graph import Graph
 from autodiff.core.stack import current_interpreters
-from autodiff.debug.nans import checking_nans
-from autodiff.debug.rule_checks import checking as checking_rules
+from autodiff.debug import checking_nans
+from autodiff.debug import rules_switch as checking_rules
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.staging import eval_graph, innermost_staging, stage
 from autodiff.interpreters.unseen_draws import check_not_drawn, unseen_sources

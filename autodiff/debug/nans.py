@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.stack import current_interpreters
+from autodiff.debug import checking_nans
+from autodiff.debug import nans_switch as _active
 from autodiff.errors import NonFiniteError
 
 __all__ = [
@@ -37,7 +39,6 @@ __all__ = [
     "user_site",
 ]
 
-_active: contextvars.ContextVar[bool] = contextvars.ContextVar("autodiff_debug_nans", default=False)
 # While a VJP rule runs under debug_nans: (primitive name, where it was called).
 _vjp_of: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "autodiff_vjp_of", default=None
@@ -72,10 +73,6 @@ def debug_nans() -> Iterator[None]:
             yield
     finally:
         _active.reset(token)
-
-
-def checking_nans() -> bool:
-    return _active.get()
 
 
 @contextlib.contextmanager

@@ -9,20 +9,16 @@ the expected and actual shapes, instead of producing a wrong number later.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from autodiff.core.arrays import is_complex
+from autodiff.debug import rules_switch as checking
 from autodiff.errors import RuleError
 
 __all__ = ["checking", "debug_rules", "validate_batch", "validate_jvp", "validate_vjp"]
-
-checking: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "autodiff_debug_rules", default=False
-)
 
 
 @contextlib.contextmanager

@@ -31,11 +31,12 @@ from autodiff.core.args import (
     number_as_array,
 )
 from autodiff.core.arrays import batch_size_of
+from autodiff.core.loading import load
 from autodiff.core.primitive import Primitive, lift, process
 from autodiff.core.stack import Interpreter, check_live, new_interpreter, owned
 from autodiff.core.tracer import Tracer
-from autodiff.debug.nans import check_output, checking_nans
-from autodiff.debug.rule_checks import checking, validate_batch
+from autodiff.debug import checking_nans
+from autodiff.debug import rules_switch as checking
 from autodiff.errors import (
     AutodiffWarning,
     ConcretizationError,
@@ -135,9 +136,10 @@ def _batch(interp: BatchInterpreter, prim: Primitive, args: tuple, params: dict)
             raise
         raise _shape_error(prim, interp, args, e) from e
     if checking.get():
-        validate_batch(prim, out, out_dim, values, dims, params, interp.size)
+        checks = load("autodiff.debug.rule_checks")
+        checks.validate_batch(prim, out, out_dim, values, dims, params, interp.size)
     if checking_nans():
-        check_output(prim, values, out)
+        load("autodiff.debug.nans").check_output(prim, values, out)
     if prim.multiple_results:
         return tuple(_wrap(interp, o, d) for o, d in zip(out, out_dim))
     return _wrap(interp, out, out_dim)

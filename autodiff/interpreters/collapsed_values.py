@@ -30,8 +30,8 @@ import numpy as np
 
 from autodiff.core.arrays import shape_of
 from autodiff.core.tracer import Tracer
-from autodiff.debug.nans import checking_nans
-from autodiff.debug.rule_checks import checking
+from autodiff.debug import checking_nans
+from autodiff.debug import rules_switch as checking
 from autodiff.interpreters.batching import BatchedTensor, BatchInterpreter
 from autodiff.interpreters.taylor import JetInterpreter, wrap
 from autodiff.rules._helpers import move_to_front

@@ -29,11 +29,12 @@ from autodiff.core.args import (
     split_aux,
 )
 from autodiff.core.arrays import shape_of
+from autodiff.core.loading import load
 from autodiff.core.primitive import Primitive, lift, process
 from autodiff.core.stack import Interpreter, new_interpreter, owned
 from autodiff.core.tracer import Tracer
-from autodiff.debug.nans import check_output, check_tangent, checking_nans
-from autodiff.debug.rule_checks import checking, validate_jvp
+from autodiff.debug import checking_nans
+from autodiff.debug import rules_switch as checking
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.rules.creation import as_output
 
@@ -81,7 +82,7 @@ def _push_tangents(interp: JvpInterpreter, prim: Primitive, args: tuple, params:
         raise prim.missing("JVP", interp)
     ans = prim.bind(*primals, **params)
     if nans := checking_nans():  # before the JVP rule, which would spread it
-        check_output(prim, primals, ans)
+        load("autodiff.debug.nans").check_output(prim, primals, ans)
     tangents = tuple(arg.tangent for arg in args)
     rule = prim.jvp or prim.jvp_rule()
     rules = getattr(rule, "rules", None)
@@ -98,9 +99,10 @@ def _push_tangents(interp: JvpInterpreter, prim: Primitive, args: tuple, params:
         with interp.observer.rule(interp, "JVP rule"):
             tangent = rule(tangents, ans, primals, params)
     if checking.get():
-        validate_jvp(prim, tangent, ans)
+        load("autodiff.debug.rule_checks").validate_jvp(prim, tangent, ans)
     if nans:
-        check_tangent(prim, [*primals, *[t for t in tangents if t is not None]], tangent)
+        given = [*primals, *[t for t in tangents if t is not None]]
+        load("autodiff.debug.nans").check_tangent(prim, given, tangent)
     if prim.multiple_results:
         return tuple(a if t is None else DualTensor(interp, a, t) for a, t in zip(ans, tangent))
     return ans if tangent is None else DualTensor(interp, ans, tangent)

@@ -36,6 +36,7 @@ from autodiff.core.args import (
     split_aux,
 )
 from autodiff.core.arrays import is_complex, shape_of
+from autodiff.core.loading import load
 from autodiff.core.primitive import Primitive, lift, process
 from autodiff.core.rule_forms import linear_taylor
 from autodiff.core.stack import (
@@ -46,7 +47,7 @@ from autodiff.core.stack import (
     owned,
 )
 from autodiff.core.tracer import Tracer
-from autodiff.debug.nans import check_output, checking_nans, user_site
+from autodiff.debug import checking_nans
 from autodiff.errors import TransformTypeError, TransformValueError
 from autodiff.interpreters.tape import Node, backward, keep_residuals
 from autodiff.rules._helpers import sparsity_kit
@@ -176,8 +177,9 @@ def _record(interp: GradInterpreter, prim: Primitive, args: tuple, params: dict)
         primals, kept = keep_residuals(prim, values, ans, [i for i, _, _ in parents])
         node = Node(prim, params, primals, kept, parents)
     if checking_nans():
-        check_output(prim, values, ans)
-        node.site = (user_site(), interp.describe())
+        nans = load("autodiff.debug.nans")
+        nans.check_output(prim, values, ans)
+        node.site = (nans.user_site(), interp.describe())
     if prim.multiple_results:
         return tuple([GradTensor(interp, a, node, i) for i, a in enumerate(ans)])
     return GradTensor(interp, ans, node)

@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import is_complex
+from autodiff.core.loading import load
 from autodiff.core.observe import current_observer
-from autodiff.debug.nans import check_cotangent, checking_nans, in_vjp_of, node_site
-from autodiff.debug.rule_checks import checking, validate_vjp
+from autodiff.debug import checking_nans
+from autodiff.debug import rules_switch as checking
 from autodiff.errors import RuleError
 
 __all__ = ["Dropped", "Node", "backward", "keep_residuals", "reachable"]
@@ -220,7 +221,7 @@ def backward(
                 argnums = [argnum for argnum, _, _ in parents]
                 arg_cts = rule(ct, node.ans, primals, node.params, argnums)
                 if check:
-                    validate_vjp(prim, arg_cts, primals, argnums)
+                    load("autodiff.debug.rule_checks").validate_vjp(prim, arg_cts, primals, argnums)
             if consume:
                 node.primals = node.ans = node.parents = None  # type: ignore[assignment]
             for (argnum, parent, index), arg_ct in zip(parents, arg_cts):
@@ -242,18 +243,20 @@ def backward(
 
 
 def _checked_vjp(node: Node, rule: Any, ct: Any, check: bool, nans: bool) -> list:
-    """The node's VJP rule, with the checks of debug_rules and debug_nans."""
+    """The node's VJP rule, with the checks of debug_rules and debug_nans (their modules
+    loaded by then: by ``debug_rules()`` and ``debug_nans()``)."""
     prim, primals = node.prim, node.primals
     argnums = [argnum for argnum, _, _ in node.parents]
     if nans:  # errors raised inside the rule name it
-        with in_vjp_of(prim.name, node_site(node)[0]):
+        debug_nans = load("autodiff.debug.nans")
+        with debug_nans.in_vjp_of(prim.name, debug_nans.node_site(node)[0]):
             arg_cts = rule(ct, node.ans, primals, node.params, argnums)
     else:
         arg_cts = rule(ct, node.ans, primals, node.params, argnums)
     if check:
-        validate_vjp(prim, arg_cts, primals, argnums)
+        load("autodiff.debug.rule_checks").validate_vjp(prim, arg_cts, primals, argnums)
     if nans:
         for argnum, arg_ct in zip(argnums, arg_cts):
             if arg_ct is not None:
-                check_cotangent(node, argnum, ct, arg_ct, primals)
+                debug_nans.check_cotangent(node, argnum, ct, arg_ct, primals)
     return arg_cts

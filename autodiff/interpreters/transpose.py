@@ -7,8 +7,9 @@ it: exact whenever the given rule is written with primitives.
 
 The maths ties this to reverse mode both ways: transposing a rule needs reverse
 mode (``vjp``), and reverse mode needs the transposed rule of a primitive that was
-given only a JVP.  The imports do not: this module installs its two derivations on
-the core (``core.primitive.transposition``), where the tape and forward mode find
+given only a JVP.  The imports do not: its two derivations are installed on
+the core (``core.primitive.transposition``, by ``interpreters/__init__.py``, which
+loads this module at the first derivation), where the tape and forward mode find
 them through ``Primitive.vjp_rule``/``jvp_rule``, derived once per primitive.
 """
 
@@ -20,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.args import at_positions
-from autodiff.core.primitive import transposition
 from autodiff.interpreters.reverse import vjp
 
 __all__ = ["jvp_from_vjp", "vjp_from_jvp"]
@@ -65,6 +65,3 @@ def vjp_from_jvp(jvp_rule: Callable) -> Callable:
         return list(transpose(ct))
 
     return vjp_rule
-
-
-transposition.update(vjp_from_jvp=vjp_from_jvp, jvp_from_vjp=jvp_from_vjp)

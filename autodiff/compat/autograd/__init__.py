@@ -23,14 +23,6 @@ array([1., 1., 1.])
 
 from __future__ import annotations
 
-import sys
-
-if __name__ == "__main__":  # python -m: run the program with this module loaded once, by name
-    import importlib
-
-    importlib.import_module("autodiff.compat.autograd").main(sys.argv[1:])
-    raise SystemExit  # (the program's import of autograd would otherwise run this file again)
-
 import builtins
 import functools
 import importlib
@@ -40,6 +32,7 @@ import io
 import math
 import os
 import runpy
+import sys
 import types
 import zipimport
 from collections.abc import Callable, Sequence
@@ -57,7 +50,7 @@ from autodiff.interpreters.reverse import vjp as _vjp
 from autodiff.rules.creation import as_output
 
 __all__ = [  # checkpoint and autograd.extend's: from __getattr__ below, at first use
-    "checkpoint", "defjvp", "defvjp", "notrace_primitive", "primitive",  # noqa: F822
+    "checkpoint", "defjvp", "defvjp", "notrace_primitive", "primitive",
     "deriv", "elementwise_grad", "grad", "grad_and_aux", "grad_named", "hessian",
     "hessian_tensor_product", "hessian_vector_product", "holomorphic_grad", "install", "jacobian",
     "make_hvp", "make_jvp", "make_vjp", "tensor_jacobian_product",
@@ -485,9 +478,9 @@ class _Finder:
     It sits just after the standard path finder, which so finds every other module
     without asking it (SciPy's optimizers alone import ~400 modules after the hook is
     installed: ~3 M instructions asked for nothing).  The package ``autograd`` is
-    imported once through it at ``install()`` (an installed autograd is not seen); its
-    ``__path__`` is empty, so the path finder finds none of its submodules either, and
-    they come here."""
+    imported once through it at ``install()`` (an installed autograd is not seen); the
+    path finder finds none of its submodules in its ``__path__`` (this package's folder
+    holds only ``__main__.py``), so they come here."""
 
     def find_spec(self, fullname, path=None, target=None):  # noqa: ARG002  (the protocol's)
         if fullname != "autograd" and not fullname.startswith("autograd."):
