@@ -570,3 +570,25 @@ def test_literal_arrays_are_redrawn_near_their_value():
     assert y[1] == 0 and np.isnan(y[3]) and y[4] == np.inf and not np.array_equal(y[:3], x[:3])
     i = np.array([4, 0, 0, 2])
     assert sorted(near(i)(rng)) == sorted(i)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64, np.bool_])
+@pytest.mark.parametrize("shape", [(), (1,), (5,), (2, 3), (0, 2), (4, 1)])
+def test_broadcast_to_makes_numpys_view_of_any_array(dtype, shape):
+    # rules/shape.py makes a 0-d array's view itself (a reduction's cotangent, at every
+    # gradient through a sum); the rest is NumPy's: either way NumPy's read-only view
+    from autodiff.rules.shape import broadcast_to_p
+
+    x = np.asarray(np.random.default_rng(len(shape)).normal(size=shape)).astype(dtype)
+    for target in [shape, (3, *shape), (2, 4, *shape), (0, *shape)]:
+        view, reference = broadcast_to_p.impl(x, shape=target), np.broadcast_to(x, target)
+        assert type(view) is np.ndarray and view.dtype == x.dtype and view.shape == target
+        np.testing.assert_array_equal(view, reference)
+        assert view.strides == reference.strides and not view.flags.writeable
+        assert view.size == 0 or np.shares_memory(view, x)
+    x[...] = 1  # a view, not a copy: it sees a later write to the array
+    view = broadcast_to_p.impl(x, shape=(3, *shape))
+    x[...] = 0
+    assert not view.any()
+    with pytest.raises(ValueError, match="broadcast"):
+        broadcast_to_p.impl(np.ones(3, dtype), shape=(4,))

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import ndim_of, shape_of
+from autodiff.core.loading import load
 from autodiff.core.overrides import register_numpy
 from autodiff.core.tracer import Tracer
-from autodiff.numpy import _index_update
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import indexing as _idx
@@ -351,7 +351,8 @@ def diag(v, k=0):
     n = shape_of(v)[0] + builtins.abs(k)
     rows, cols = _diagonal_positions(n, n, k)
     square = _cre.zeros_like(broadcast_to(_idx.getitem(v, (slice(0, 1),)), (n * n,)))
-    return _index_update.at(reshape(square, (n, n)))[rows, cols].set(v)
+    at = load("autodiff.numpy._index_update").at  # (loaded here: only this needs it)
+    return at(reshape(square, (n, n)))[rows, cols].set(v)
 
 
 @register_numpy(np.diagflat)

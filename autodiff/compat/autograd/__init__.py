@@ -42,7 +42,7 @@ import numpy as np
 
 import autodiff.numpy as anp
 from autodiff.core import trees
-from autodiff.core.arrays import ndim_of, shape_of
+from autodiff.core.arrays import dtype_of, ndim_of, shape_of
 from autodiff.core.loading import load
 from autodiff.interpreters.forward import jvp as _jvp
 from autodiff.interpreters.reverse import _vjp as _reverse_vjp
@@ -186,7 +186,7 @@ def jacobian(f: Callable, x: Any) -> Any:
     shape = shape_of(ans)  # (np.shape of a traced value would load anp's _shape.py)
     n = math.prod(shape)
     basis = np.eye(n).reshape((n, *shape)) if shape else np.ones((1,))
-    rows = [pullback(anp.asarray(b, dtype=anp.result_type(ans))) for b in basis]
+    rows = [pullback(anp.asarray(b, dtype=dtype_of(ans))) for b in basis]
     return anp.reshape(anp.stack(rows), shape + shape_of(x))
 
 
