@@ -425,8 +425,11 @@ def test_an_autograd_program_leaves_vmap_and_the_callbacks_for_first_use():
     # functions built on it (anp.vectorize, ...) or the callbacks; each arrives when named.
     # A program that draws its data with autograd.numpy.random loads neither vmap's nor
     # jit's interpreter: a draw needs them only under a transform (numpy/_draws.py).
+    # Nor does it convert a traced value: the messages and checks of a conversion
+    # (core/conversions.py, core/last_word.py) load at the first one.
     later = ("autodiff.interpreters.batching", "autodiff.interpreters.staging",
-             "autodiff.numpy._apply", "autodiff.debug.callbacks")  # fmt: skip
+             "autodiff.numpy._apply", "autodiff.debug.callbacks", "autodiff.core.conversions",
+             "autodiff.core.last_word")  # fmt: skip
     code = (
         "import sys\n"
         "from autodiff.compat import autograd\n"

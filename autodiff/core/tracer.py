@@ -18,14 +18,23 @@ import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autodiff.core import conversions
-from autodiff.core.last_word import surface
+from autodiff.core.loading import load
 from autodiff.core.overrides import INDEX_UPDATE, SET_ITEM, has_rule, numpy_overrides
 from autodiff.errors import ConcretizationError, LeakedTracerError, UnsupportedFunctionError
+
+if TYPE_CHECKING:
+    from autodiff.core import conversions
+
+
+def _conversions():
+    """``core/conversions.py``: the messages and the tests of a conversion of a traced
+    value, loaded at the first one (a program that converts none never needs them)."""
+    return load("autodiff.core.conversions")
+
 
 __all__ = ["THEIR_SPELLINGS", "Tracer", "leaked_error", "stand_ins", "stood_in"]
 
@@ -212,7 +221,7 @@ class Tracer:
     def _derivative_error(self, what: str, frame: FrameType) -> ConcretizationError:
         """The error of a conversion that would drop this value's derivative."""
         return ConcretizationError(
-            conversions.derivative_message(what, self._interp.describe(), frame, array_namespace)
+            _conversions().derivative_message(what, self._interp.describe(), frame, array_namespace)
         )
 
     # --- array attributes -----------------------------------------------------
@@ -406,12 +415,12 @@ class Tracer:
         # NumPy converts: np.asarray(x), np.array([x, y]), np.float32(x), plain[i:j] = x,
         # or a NumPy function given a list holding x (np.mean([x, y])).
         caller = sys._getframe(1)
-        numpy_function = conversions.numpy_function(caller, has_rule)
+        numpy_function = _conversions().numpy_function(caller, has_rule)
         while caller.f_globals.get("__name__", "").split(".")[0] == "numpy":
             caller = caller.f_back  # the code that called NumPy, for the message
         if numpy_function is not None:
             raise ConcretizationError(
-                conversions.list_message(
+                _conversions().list_message(
                     numpy_function, self._interp.describe(), caller, array_namespace
                 )
             )
@@ -426,7 +435,7 @@ class Tracer:
         except ConcretizationError:  # staged, batched: there is no one value to store
             reason = "needs one value, which it does not have here"
         return ConcretizationError(
-            conversions.store_message(self._interp.describe(), reason, frame)
+            _conversions().store_message(self._interp.describe(), reason, frame)
         )
 
     # --- the array API standard ------------------------------------------------
@@ -465,6 +474,7 @@ class Tracer:
     # value (vmap, jit).  The error is surfaced in the converting frame: C code between
     # (NumPy's store, %-formatting) would otherwise raise its own instead.
     def _python_value(self, what: str, kind: str, frame: FrameType) -> Any:
+        conversions = _conversions()
         try:
             if conversions.is_storing(frame):  # plain_array[i] = x: NumPy converts x
                 raise self._store_error(frame)
@@ -472,7 +482,7 @@ class Tracer:
                 return self._concrete_value(conversions.Described(frame, what, kind), kind)
             return self._convert(what, kind, frame)
         except (ConcretizationError, LeakedTracerError) as error:
-            surface(error, frame)
+            load("autodiff.core.last_word").surface(error, frame)
             raise
 
     def __bool__(self) -> bool:
