@@ -571,6 +571,45 @@ def test_zero_d_results_are_typed_as_eagerly_on_every_tier(name):
             held += leaves
 
 
+_V = np.array([1.5, -0.25, 3.0, 0.75, -2.0])
+_NANS = np.array([1.5, np.nan, -3.0, 0.75])
+_SQUARE = np.array([[2.0, 0.5, 0.0], [0.25, 3.0, 1.0], [0.0, -1.0, 1.5]])
+
+# NumPy-level compositions whose last step (a where, a squeeze) leaves a 0-d array, where
+# NumPy's own function answers a scalar: theirs eagerly, and jitted on every tier too.
+SCALAR_ANSWERS = {
+    "std": (anp.std, np.std, _V),
+    "nanvar ddof=1": (
+        lambda x: anp.nanvar(x, ddof=1),
+        lambda x: np.nanvar(x, ddof=1),
+        _NANS,
+    ),
+    "nanstd": (anp.nanstd, np.nanstd, _NANS),
+    "nanmin": (anp.nanmin, np.nanmin, _NANS),
+    "nanargmax": (anp.nanargmax, np.nanargmax, _NANS),
+    "norm": (anp.linalg.norm, np.linalg.norm, _V),
+    "norm ord=-1": (lambda x: anp.linalg.norm(x, -1), lambda x: np.linalg.norm(x, -1), _V),
+    "norm nuc": (
+        lambda x: anp.linalg.norm(x, "nuc"),
+        lambda x: np.linalg.norm(x, "nuc"),
+        _SQUARE,
+    ),
+    "cond": (anp.linalg.cond, np.linalg.cond, _SQUARE),
+}
+
+
+@pytest.mark.interpreted
+@pytest.mark.parametrize("name", list(SCALAR_ANSWERS))
+def test_compositions_answer_numpys_scalar_eagerly_and_on_every_tier(name):
+    ours, numpys, x = SCALAR_ANSWERS[name]
+    want = numpys(x)
+    assert isinstance(want, np.generic)  # (the premise: NumPy's answer is a scalar)
+    check_typed_like(ours(x), want, f"{name}, eagerly")
+    for tier, calls in _tiers(ours, (x,)):
+        for k, got in enumerate(calls):
+            check_typed_like(got, want, f"{name}, {tier}, call {k}")
+
+
 @pytest.mark.skipif(not llvm_backend.BACKEND.available(), reason=llvm_backend.BACKEND.why_not())
 def test_zero_d_results_are_arrays_where_a_kernel_falls_back_to_numpy_calls():
     """A kernel whose run raised a flag NumPy reports reruns its region as NumPy calls

@@ -491,12 +491,19 @@ def test_every_record_has_a_reference():
 @pytest.mark.parametrize(("op", "sample", "lib"), _cases("forward"))
 def test_forward_agrees_with_the_reference(op, sample, lib):
     """anp.f on plain arrays gives the record's reference: NumPy's or SciPy's f on
-    plain arrays, or a closed form; as many outputs, the same dtypes and values."""
+    plain arrays, or a closed form; as many outputs, the same dtypes and values, the
+    same types (a scalar where NumPy returns one, not a 0-d array), and a view of an
+    argument only where the reference's answer is one (a write to it must not change
+    an argument that NumPy's would leave alone)."""
     got = op.bound(sample, "anp")(*sample.args)
     want = op.reference_for(sample)(*sample.args)
     for g, w in zip(optree.tree_leaves(got), optree.tree_leaves(want), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
         assert np.asarray(g).dtype == np.asarray(w).dtype
+        assert type(g) is type(w), (type(g), type(w))
+        for x in sample.args:  # a view or the argument itself only where NumPy's is one
+            if isinstance(g, np.ndarray) and isinstance(x, np.ndarray):
+                assert not np.shares_memory(g, x) or np.shares_memory(w, x), "aliases"
 
 
 # --- the batches themselves ---------------------------------------------------------------

@@ -24,6 +24,7 @@ __all__ = [
     "broadcast_shapes",
     "dtype_of",
     "eye_like",
+    "fresh",
     "is_complex",
     "is_float",
     "library_of",
@@ -57,6 +58,24 @@ def ndim_of(x: Any) -> int:
     (0, 2)
     """
     return len(shape_of(x))
+
+
+def fresh(ans: Any, *args: Any) -> Any:
+    """``ans``, copied where it is a plain ndarray that may share memory with one of
+    ``args``: for compositions whose NumPy namesake returns a new array but whose last
+    step (a slice, a broadcast, ``real``) can be a view of an argument, which a write
+    to the answer would change.  A traced value is never written: it passes as it is.
+
+    >>> import numpy as np
+    >>> x = np.arange(3.0)
+    >>> fresh(x[:2], x).base is None, fresh(np.ones(2), x).base is None
+    (True, True)
+    """
+    if type(ans) is np.ndarray and any(
+        type(a) is np.ndarray and np.may_share_memory(ans, a) for a in args
+    ):
+        return ans.copy()
+    return ans
 
 
 def dtype_of(x: Any) -> np.dtype:

@@ -18,6 +18,7 @@ import numpy as np
 
 from autodiff.core.arrays import (
     array_like,
+    fresh,
     ndim_of,
     normalize_axes,
     shape_of,
@@ -177,8 +178,8 @@ def _in_place(name: str, numpy_func: Any, functional: str, dest: Any, *operands:
             f"would be lost). Use the form that returns the result: {functional}."
         )
     new = compute(operand(dest), *[operand(x) for x in operands], **params)
-    if not inplace:
-        return new
+    if not inplace:  # a new array, as JAX's, never a view of an argument (copyto's src)
+        return fresh(new, dest, *operands)
     if dest._rebind(new) is dest:
         return None
     if not isinstance(new, Tracer) or new._interp.level < dest._interp.level:

@@ -208,8 +208,10 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     lb = "".join(la[axes_a[axes_b.index(j)]] if j in axes_b else next(extra) for j in range(nb))
     out = "".join(c for i, c in enumerate(la) if i not in axes_a)
     out += "".join(c for j, c in enumerate(lb) if j not in axes_b)
-    return einsum(f"{la},{lb}->{out}", a, b, precision=precision,
-                  preferred_element_type=preferred_element_type)  # fmt: skip
+    ans = einsum(f"{la},{lb}->{out}", a, b, precision=precision,
+                 preferred_element_type=preferred_element_type)  # fmt: skip
+    # NumPy's tensordot reshapes a dot product: a full contraction is a 0-d array
+    return np.asarray(ans) if isinstance(ans, np.generic) else ans
 
 
 @register_numpy(np.kron)

@@ -24,7 +24,7 @@ from autodiff.rules import elementwise as _elt
 from autodiff.rules import indexing as _idx
 from autodiff.rules import shape as _shp
 from autodiff.rules._helpers import known_values
-from autodiff.rules.compositions import _scan, cumprod
+from autodiff.rules.compositions import _scan, cumprod, scalar_if_0d
 from autodiff.rules.reductions import (
     _check_supported,
     _in_dtype,
@@ -174,8 +174,9 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     >>> autodiff.grad(anp.std)(np.array([2.0, 2.0]))
     array([0., 0.])
     """
-    return _in_dtype(_root(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                               correction=correction)), dtype)  # fmt: skip
+    spread = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                 correction=correction)  # fmt: skip
+    return scalar_if_0d(_in_dtype(_root(spread), dtype))
 
 
 @register_numpy(np.nanvar)
@@ -201,7 +202,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     positive = _elt.greater(dof, 0)
     if not _all_known_true(positive):
         warn_caller("Degrees of freedom <= 0 for slice.", RuntimeWarning)
-    return _in_dtype(_elt.where(positive, total / _elt.where(positive, dof, 1.0), np.nan), dtype)
+    ans = _elt.where(positive, total / _elt.where(positive, dof, 1.0), np.nan)
+    return scalar_if_0d(_in_dtype(ans, dtype))
 
 
 @register_numpy(np.nanstd)
@@ -213,8 +215,9 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     >>> float(anp.nanstd(np.array([1.0, np.nan, 3.0])))
     1.0
     """
-    return _in_dtype(_root(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                                  correction=correction)), dtype)  # fmt: skip
+    spread = nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                    correction=correction)  # fmt: skip
+    return scalar_if_0d(_in_dtype(_root(spread), dtype))
 
 
 def _all_known_true(mask):
@@ -341,7 +344,8 @@ def _skipping_nans(reduce, a, axis, keepdims, fill, all_nan):
     missing = _elt.isnan(a)
     result = reduce(_elt.where(missing, fill, a), axis, keepdims=keepdims)
     empty = all(missing, axis, keepdims=keepdims)
-    return _elt.where(empty, all_nan, result), not _all_known_true(_elt.logical_not(empty))
+    ans = scalar_if_0d(_elt.where(empty, all_nan, result))
+    return ans, not _all_known_true(_elt.logical_not(empty))
 
 
 def _nan_extreme(name, reduce, fill):

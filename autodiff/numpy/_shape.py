@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.core.arrays import ndim_of, shape_of
+from autodiff.core.arrays import fresh, ndim_of, shape_of
 from autodiff.core.loading import load
 from autodiff.core.overrides import register_numpy
 from autodiff.core.tracer import Tracer
@@ -616,7 +616,7 @@ def resize(a, new_shape):
     if not size_ or not new_size:
         return reshape(pad(_idx.getitem(a, slice(0, 0)), ((0, new_size),)), new_shape)
     repeats = -(-new_size // size_)
-    return reshape(_idx.getitem(tile(a, repeats), slice(0, new_size)), new_shape)
+    return fresh(reshape(_idx.getitem(tile(a, repeats), slice(0, new_size)), new_shape), a)
 
 
 def _block_depth(arrays: Any, where: str = "arrays") -> tuple[int, int]:

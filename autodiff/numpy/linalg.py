@@ -133,8 +133,9 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     >>> int(anp.linalg.matrix_rank(np.array([[1.0, 2.0], [2.0, 4.0]])))
     1
     """
-    if ndim_of(A) < 2:  # NumPy: 1 unless every entry is 0
-        return _elt.astype(_red.any(_elt.not_equal(A, 0)), np.intp)
+    if ndim_of(A) < 2:  # NumPy: 1 unless every entry is 0 (of NumPy's, a Python int)
+        rank = _elt.astype(_red.any(_elt.not_equal(A, 0)), np.intp)
+        return int(rank) if isinstance(rank, (np.ndarray, np.generic)) else rank
     s = svd(A, compute_uv=False, hermitian=hermitian)
     if tol is None:
         if rtol is None:
@@ -179,7 +180,7 @@ def cond(x, p=None):
     from_nan = _elt.logical_and(
         _elt.isnan(r), _elt.logical_not(_red.any(_elt.isnan(x), axis=(-2, -1)))
     )
-    return _elt.where(from_nan, np.inf, r)
+    return _comp.scalar_if_0d(_elt.where(from_nan, np.inf, r))
 
 
 # --- matrix_power ----------------------------------------------------------------------------
@@ -430,7 +431,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
             out = _root(_red.sum(_abs2(x)), 2)
-            return _shp.reshape(out, (1,) * nd) if keepdims else out
+            return _shp.reshape(out, (1,) * nd) if keepdims else _comp.scalar_if_0d(out)
         axis = tuple(range(nd))
     elif not isinstance(axis, tuple):
         try:
@@ -438,7 +439,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         except TypeError as e:
             raise TypeError("'axis' must be None, an integer or a tuple of integers") from e
     if len(axis) == 1:
-        return _vector_norm(x, ord, normalize_axes(axis, nd), bool(keepdims))
+        return _comp.scalar_if_0d(_vector_norm(x, ord, normalize_axes(axis, nd), bool(keepdims)))
     if len(axis) != 2:
         raise ValueError("Improper number of dimensions to norm.")
     row, col = (normalize_axes(ax, nd)[0] for ax in axis)
@@ -449,7 +450,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         shape = list(shape_of(x))
         shape[row] = shape[col] = 1
         out = _shp.reshape(out, tuple(shape))
-    return out
+    return _comp.scalar_if_0d(out)
 
 
 # --- the array API's linalg functions ---------------------------------------------------

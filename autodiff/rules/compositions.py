@@ -37,6 +37,21 @@ __all__ = [
 # --- asarray: nested lists that hold traced values --------------------------------------------
 
 
+def scalar_if_0d(x: Any) -> Any:
+    """A 0-d answer as NumPy's scalar of its dtype, which NumPy's reductions and norms
+    return (``np.std(v)`` is an ``np.float64``, not an array), for compositions whose
+    last step (``where``, a reshape) leaves a 0-d array; anything else as it is.  A
+    traced value is indexed with ``()``, so that ``jit`` answers the same scalar.
+
+    >>> import numpy as np
+    >>> type(scalar_if_0d(np.array(2.5))).__name__, scalar_if_0d(np.ones(2))
+    ('float64', array([1., 1.]))
+    """
+    if type(x) is np.ndarray and not x.shape:
+        return x[()]
+    return x[()] if isinstance(x, Tracer) and not x.shape else x
+
+
 def _holds_tracer(obj: Any) -> bool:
     """Whether ``obj`` is a tracer or a (nested) list or tuple holding one."""
     if isinstance(obj, Tracer):

@@ -799,10 +799,10 @@ def astype(x, dtype, /, *, copy=True, device=None):
     """
     dtype = np.dtype(dtype)
     source = dtype_of(x)
-    if dtype == source:
-        return x
+    if dtype == source:  # NumPy's astype copies unless copy=False
+        return x.copy() if copy and type(x) is np.ndarray else x
     if source.kind == "c" and dtype.kind == "f":
-        return astype(real(x), dtype)
+        return astype(real(x), dtype, copy=copy)  # (real of an ndarray is a view of it)
     prim = astype_p if dtype.kind in "fc" else astype_discrete_p
     return prim.bind(x, dtype=dtype)
 

@@ -22,6 +22,7 @@ from autodiff.core.lowering import Reduction
 from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import Primitive
 from autodiff.core.rule_forms import jvp_taylor, linear_taylor
+from autodiff.core.tracer import Tracer
 from autodiff.rules._helpers import (
     example_dtype,
     implements,
@@ -120,8 +121,15 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     if dtype is not None:
         a = _elt.astype(a, dtype)
     axis = normalize_axes(axis, ndim_of(a))
-    out = sum_p.bind(a, axis=axis, keepdims=bool(keepdims)) if axis or keepdims else a
+    out = sum_p.bind(a, axis=axis, keepdims=bool(keepdims)) if _reduces(a, axis, keepdims) else a
     return _in_dtype(out, dtype)
+
+
+def _reduces(a, axis, keepdims):
+    """Whether a sum or product over ``axis`` is a primitive: a traced value summed
+    over no axis is itself; a plain array goes to NumPy, whose answer is a new array
+    (or, for a 0-d one, a scalar), never the argument."""
+    return bool(axis) or keepdims or not isinstance(a, Tracer)
 
 
 def _in_dtype(out, dtype):
@@ -303,7 +311,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     if dtype is not None:
         a = _elt.astype(a, dtype)
     axis = normalize_axes(axis, ndim_of(a))
-    out = prod_p.bind(a, axis=axis, keepdims=bool(keepdims)) if axis or keepdims else a
+    out = prod_p.bind(a, axis=axis, keepdims=bool(keepdims)) if _reduces(a, axis, keepdims) else a
     return _in_dtype(out, dtype)
 
 

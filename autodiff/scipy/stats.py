@@ -49,6 +49,7 @@ from autodiff.core.arrays import array_library  # noqa: E402
 from autodiff.core.tracer import Tracer  # noqa: E402
 from autodiff.rules import special as sc  # noqa: E402
 from autodiff.rules import stats as _stats  # noqa: E402
+from autodiff.rules.compositions import scalar_if_0d  # noqa: E402
 
 __all__ = [
     "norm",
@@ -96,7 +97,9 @@ def _array(value):
 
 
 def _nan_unless(valid, out):
-    return out if valid is None else anp.where(valid, out, _NAN)
+    """``out``, NaN where the parameters are not ``valid``; a 0-d answer a scalar, as
+    SciPy's methods give it."""
+    return scalar_if_0d(out if valid is None else anp.where(valid, out, _NAN))
 
 
 def _positive(x):
@@ -572,7 +575,7 @@ class _MultivariateNormal:
             points = anp.reshape(diff, (-1, dim)) if len(lead) != 1 else diff
             out = _stats.multivariate_normal_logpdf(points, cov)
             out = anp.reshape(out, lead) if len(lead) != 1 else out
-        return anp.squeeze(out) if 1 in anp.shape(out) else out  # as SciPy's, squeezed
+        return scalar_if_0d(anp.squeeze(out) if 1 in anp.shape(out) else out)  # as SciPy's
 
     def pdf(self, x, mean=None, cov=1, allow_singular=False):
         """``exp(logpdf(x, mean, cov))``.
@@ -623,7 +626,7 @@ class _Dirichlet:
             raise ValueError("dirichlet: the entries of 'x' must lie in [0, 1] and sum to 1")
         a = anp.reshape(alpha, (k,) + (1,) * (anp.ndim(x) - 1))
         log_beta = anp.sum(sc.gammaln(alpha)) - sc.gammaln(anp.sum(alpha))
-        return anp.squeeze(anp.sum(sc.xlogy(a - 1.0, x), axis=0) - log_beta)
+        return scalar_if_0d(anp.squeeze(anp.sum(sc.xlogy(a - 1.0, x), axis=0) - log_beta))
 
     def pdf(self, x, alpha):
         """``exp(logpdf(x, alpha))``.

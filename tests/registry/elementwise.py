@@ -157,7 +157,10 @@ OPS += [
     OpInfo("around", [s(real(3) * 3)], differentiable=False),
     OpInfo(
         "astype",
-        [s(real(3).astype(np.float32), dtype=np.float64, label="float32->float64")],
+        [
+            s(real(3).astype(np.float32), dtype=np.float64, label="float32->float64"),
+            s(real(3), dtype=np.float64, label="same dtype"),  # a copy, as NumPy's
+        ],
         call=lambda lib, x, dtype: lib.astype(x, dtype),
         keeps_float32=False,
     ),

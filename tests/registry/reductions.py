@@ -27,7 +27,12 @@ def _axis_samples(domain, keepdims=True):
 OPS = [
     OpInfo(
         "sum",
-        [*_axis_samples(real), s(real(), label="0-d"), s(cplx(2, 3), axis=1, label="complex")],
+        [
+            *_axis_samples(real),
+            s(real(), label="0-d"),
+            s(real(2, 3), axis=(), label="no axis"),  # a new array, as NumPy's: not x
+            s(cplx(2, 3), axis=1, label="complex"),
+        ],
     ),
     OpInfo(
         "mean", [s(real(3, 4)), s(real(3, 4), axis=1), s(real(2, 3, 4), axis=(0, 2), keepdims=True)]
@@ -75,6 +80,7 @@ OPS += [
             s(np.array([2.0, 0.0, 3.0, 0.5]), label="a zero"),
             s(np.array([[2.0, 0.0], [0.0, 3.0]]), axis=1, keepdims=True, label="zeros,kd"),
             s(cplx(2, 3) * 0.7, axis=0, label="complex"),
+            s(positive(3), axis=(), label="no axis"),
         ],
     ),
     OpInfo(
