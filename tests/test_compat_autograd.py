@@ -204,6 +204,24 @@ def test_the_command_runs_a_program_as_python_does_from_any_directory(tmp_path):
     assert result.stdout.split() == ["7", "__main__"]
 
 
+def test_the_command_runs_a_program_from_standard_input_as_python_does(tmp_path):
+    # `python - args` reads the program from stdin, the working directory first on
+    # sys.path, sys.argv[0] "-"; the program's autograd is autodiff's here too
+    (tmp_path / "neighbour.py").write_text("VALUE = 3.0\n")
+    program = (
+        "import sys, neighbour\n"
+        "import autograd.numpy as np\n"
+        "from autograd import grad\n"
+        "print(np.__name__, sys.argv, __file__)\n"
+        "print(grad(lambda x: neighbour.VALUE * x**2)(1.5))\n"
+    )
+    result = subprocess.run([sys.executable, "-m", "autodiff.compat.autograd", "-", "a"],
+                            input=program, cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["autodiff.numpy ['-', 'a'] <stdin>", "9.0"]
+
+
 def test_hessian_vector_product_is_the_hessian_times_the_tensor_either_way():
     # A real tensor shaped like the argument takes the JVP of the gradient (forward over
     # reverse); anything else autograd's gradient of grad . tensor.  Both against the

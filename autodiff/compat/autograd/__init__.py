@@ -2,16 +2,17 @@
 
     python -m autodiff.compat.autograd program.py [args...]
 
-runs ``program.py`` with ``import autograd...`` resolved here (``install()`` does the
-same in a running interpreter): ``autograd.numpy`` (and ``.random``, ``.linalg``,
-``.fft``) is ``autodiff.numpy``, ``autograd.scipy.*`` is ``autodiff.scipy.*``, and the
-rest is below, with autograd's signatures: its differential operators (``grad(fun,
-argnum=0)``, ``value_and_grad``, ``elementwise_grad``, ``jacobian``, ``hessian``,
-``hessian_vector_product``, ``make_vjp``, ``make_jvp``, ...), ``autograd.extend``
-(``primitive``, ``defvjp``, ``defjvp``), ``autograd.misc`` (``flatten``,
-``flatten_func``, the optimizers ``sgd``, ``rmsprop``, ``adam``, ``fixed_point``),
-``autograd.test_util.check_grads`` and ``autograd.builtins``.  autograd's tracer
-internals (``autograd.tracer``, ``Box``, ``VSpace``) have no counterpart.
+runs ``program.py`` (``-``: the program on standard input) with ``import autograd...``
+resolved here (``install()`` does the same in a running interpreter): ``autograd.numpy``
+(and ``.random``, ``.linalg``, ``.fft``) is ``autodiff.numpy``, ``autograd.scipy.*`` is
+``autodiff.scipy.*``, and the rest is below, with autograd's signatures: its
+differential operators (``grad(fun, argnum=0)``, ``value_and_grad``,
+``elementwise_grad``, ``jacobian``, ``hessian``, ``hessian_vector_product``,
+``make_vjp``, ``make_jvp``, ...), ``autograd.extend`` (``primitive``, ``defvjp``,
+``defjvp``), ``autograd.misc`` (``flatten``, ``flatten_func``, the optimizers ``sgd``,
+``rmsprop``, ``adam``, ``fixed_point``), ``autograd.test_util.check_grads`` and
+``autograd.builtins``. autograd's tracer internals (``autograd.tracer``, ``Box``,
+``VSpace``) have no counterpart.
 
 >>> import numpy as np
 >>> from autodiff.compat import autograd
@@ -529,14 +530,20 @@ def _run_as_main(path: str) -> None:
     """Run the file ``path`` as ``python path`` runs it: as the module ``__main__``, with
     its directory first on ``sys.path`` (where it imports its neighbours from; ``python
     -m`` put the working directory there).  A directory or zip archive with a
-    ``__main__.py`` goes through ``runpy``, which loads ``pkgutil`` to find it."""
-    if not os.path.isfile(path) or _is_zip(path):
+    ``__main__.py`` goes through ``runpy``, which loads ``pkgutil`` to find it.  ``-``
+    reads the program from standard input, as ``python -`` does (the working directory
+    first on ``sys.path``)."""
+    if path == "-":
+        code = compile(sys.stdin.read(), "<stdin>", "exec")
+        sys.path[0], path = "", "<stdin>"
+    elif not os.path.isfile(path) or _is_zip(path):
         del sys.path[0]  # runpy puts ``path`` there for the run
         runpy.run_path(path, run_name="__main__")
         return
-    with io.open_code(path) as file:
-        code = compile(file.read(), path, "exec")
-    sys.path[0] = os.path.dirname(os.path.abspath(path))
+    else:
+        with io.open_code(path) as file:
+            code = compile(file.read(), path, "exec")
+        sys.path[0] = os.path.dirname(os.path.abspath(path))
     main = types.ModuleType("__main__")
     main.__dict__.update(__file__=path, __builtins__=builtins, __cached__=None)
     sys.modules["__main__"] = main
