@@ -444,6 +444,23 @@ def test_anp_r_matrix_directive_explains():
         grad(lambda x: anp.r_["r", x, x].sum())(np.ones(2))
 
 
+def test_where_of_a_condition_alone_is_nonzero_as_in_numpy():
+    # np.where(c) is np.nonzero(c): plain, traced under grad (its positions index x), and
+    # NumPy's own np.where meeting a traced condition; its errors are NumPy's
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4))
+    want = np.nonzero(x > 0.2)
+    for ours in (anp.where(x > 0.2), np.where(x > 0.2)):
+        assert len(ours) == 2 and all(np.array_equal(a, b) for a, b in zip(ours, want))
+    for where in (anp.where, np.where):
+        g = grad(lambda y, where=where: anp.sum(y[where(y > 0.2)] ** 2))(x)
+        np.testing.assert_allclose(g, np.where(x > 0.2, 2 * x, 0.0), rtol=1e-15)
+    with pytest.raises(ValueError, match="both or neither"):
+        anp.where(x > 0, x)
+    with pytest.raises(ValueError, match="0d arrays"):
+        anp.where(np.array(True))
+
+
 # --- anp.random: NumPy's legacy functions ---------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
+from autodiff.core.arrays import array_if_scalar, array_like, dtype_of, ndim_of, shape_of
 from autodiff.core.overrides import register_numpy
 from autodiff.core.tracer import Tracer
 from autodiff.rules import compositions as _comp
@@ -45,7 +45,8 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     array([3.5, 3.5])
     """
     target = np.dtype(dtype) if dtype is not None else a.dtype
-    return _elt.astype(zeros_like(a, dtype=target, shape=shape) + fill_value, target)
+    ans = _elt.astype(zeros_like(a, dtype=target, shape=shape) + fill_value, target)
+    return array_if_scalar(ans)  # (the sum of two 0-d arrays is a scalar)
 
 
 @register_numpy(np.empty_like)

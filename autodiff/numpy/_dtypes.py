@@ -19,6 +19,7 @@ from autodiff.core.overrides import register_numpy
 from autodiff.core.tracer import Tracer
 from autodiff.rules import creation as _cre
 from autodiff.rules import elementwise as _elt
+from autodiff.rules.compositions import scalar_if_0d
 
 __all__ = [
     "can_cast", "common_type", "iscomplex", "iscomplexobj", "isreal", "isrealobj",
@@ -97,8 +98,8 @@ def iscomplex(x):
     >>> anp.iscomplex(np.array([1.0, 1.0 + 1j])).tolist()
     [False, True]
     """
-    if dtype_of(x).kind != "c":
-        return _elt.astype(_cre.zeros_like(x), np.bool_)
+    if dtype_of(x).kind != "c":  # (NumPy's answer for a 0-d x: a scalar, np.False_)
+        return scalar_if_0d(_elt.astype(_cre.zeros_like(x), np.bool_))
     return _elt.not_equal(_elt.imag(x), 0)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from autodiff.core.arrays import (
+    array_if_scalar,
     dtype_of,
     ndim_of,
     shape_of,
@@ -96,7 +97,7 @@ def vecdot(x1, x2, /, *, axis=-1):
         )
     if dtype_of(x1).kind == "c":
         x1 = _elt.conj(x1)
-    return matmul(_shp.expand_dims(x1, -2), _shp.expand_dims(x2, -1))[..., 0, 0]
+    return _comp.scalar_if_0d(matmul(_shp.expand_dims(x1, -2), _shp.expand_dims(x2, -1))[..., 0, 0])
 
 
 @register_numpy(np.matvec)
@@ -210,8 +211,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     out += "".join(c for j, c in enumerate(lb) if j not in axes_b)
     ans = einsum(f"{la},{lb}->{out}", a, b, precision=precision,
                  preferred_element_type=preferred_element_type)  # fmt: skip
-    # NumPy's tensordot reshapes a dot product: a full contraction is a 0-d array
-    return np.asarray(ans) if isinstance(ans, np.generic) else ans
+    return array_if_scalar(ans)  # NumPy's reshapes a dot product: a 0-d array
 
 
 @register_numpy(np.kron)

@@ -272,7 +272,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
     3.0
     """
     _check_supported("nansum", out, initial, where)
-    return sum(_elt.where(_elt.isnan(a), 0.0, a), axis, dtype=dtype, keepdims=keepdims)
+    return sum(_nan_filled(a, 0.0), axis, dtype=dtype, keepdims=keepdims)  # ints stay ints
 
 
 @register_numpy(np.nanmean)

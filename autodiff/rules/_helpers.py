@@ -349,7 +349,13 @@ def _broadcast_jvp(rule: Callable) -> Callable:
     return jvp
 
 
-def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -> Callable:
+def _public(
+    prim: Primitive,
+    nargs: int,
+    numpy_funcs: Sequence[Any],
+    doc: str,
+    otherwise: Callable | None = None,
+) -> Callable:
     # With no tracer in the arguments the NumPy implementation is called
     # directly: no transform active means no tracer work at all.  Lists and tuples
     # (array_likes, which may hold traced values) become arrays first, as NumPy's
@@ -390,6 +396,8 @@ def _public(prim: Primitive, nargs: int, numpy_funcs: Sequence[Any], doc: str) -
 
         def fn(*args):  # type: ignore[misc]
             if len(args) != nargs:
+                if otherwise is not None:
+                    return otherwise(*args)
                 raise TypeError(f"{prim.name}() takes {nargs} arguments ({len(args)} given)")
             return bind(*map(_as_array, args))
 
@@ -435,6 +443,7 @@ def broadcasting(
     differentiable: bool = True,
     reads: Sequence[Sequence[int | str]] | None = None,
     pairs: Sequence[tuple[int, int]] | None = None,
+    otherwise: Callable | None = None,
 ) -> tuple[Primitive, Callable]:
     """Declare an elementwise primitive of several arguments, with broadcasting.
 
@@ -448,7 +457,8 @@ def broadcasting(
     (``[(0, 1)]`` for ``multiply``, ``()`` for ``add``; None, the default: every pair);
     with ``pairs=()`` the function is (piecewise) linear and Taylor mode maps each
     coefficient through its JVP, else it derives the coefficients from it (a block
-    declares a recurrence where there is one: ``rules/_taylor.py``).
+    declares a recurrence where there is one: ``rules/_taylor.py``).  ``otherwise``
+    answers a call with another number of arguments (``where(c)``: NumPy's ``nonzero``).
     Returns the primitive and its public function: ``hypot_p, hypot = broadcasting(...)``.
 
     >>> import numpy as np
@@ -475,7 +485,7 @@ def broadcasting(
             [d is not None for d in derivs] + [False] * (nargs - len(derivs)), pairs
         )
     )
-    return prim, _public(prim, nargs, numpy, _doc(name, numpy, differentiable))
+    return prim, _public(prim, nargs, numpy, _doc(name, numpy, differentiable), otherwise)
 
 
 def unary(

@@ -21,6 +21,7 @@ from autodiff.core import numpy_args
 from autodiff.core.arrays import (
     array_like,
     dtype_of,
+    fresh,
     ndim_of,
     normalize_axes,
     shape_of,
@@ -144,6 +145,8 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
         raise NotImplementedError("clip(..., out=...) is not supported; use the returned value")
     low = a_min if a_min is not None else min
     high = a_max if a_max is not None else max
+    if low is None and high is None:  # NumPy's answer: a new array (for a 0-d a, a scalar)
+        return scalar_if_0d(fresh(a, a))
     if low is not None:
         a = _elt.maximum(a, low)
     if high is not None:
@@ -299,6 +302,8 @@ def broadcast_arrays(*args, subok=False):
 
 
 def _triangle(m, k, lower):
+    if ndim_of(m) == 1:  # NumPy's: the vector repeated as the rows of a square matrix
+        m = _shp.broadcast_to(m, shape_of(m) * 2)
     rows, cols = shape_of(m)[-2:]
     like = array_like(m)
     keep = (

@@ -501,6 +501,14 @@ fmin_p, fmin = broadcasting(
 )
 
 
+def _positions(*args):
+    """``where(condition)``, NumPy's one-argument form: NumPy's ``nonzero``, which
+    hands a traced condition on to ``anp.nonzero``."""
+    if len(args) != 1:
+        raise ValueError("either both or neither of x and y should be given")
+    return np.nonzero(args[0])
+
+
 where_p, where = broadcasting(
     "where",
     np.where,
@@ -509,6 +517,7 @@ where_p, where = broadcasting(
     lambda g, a, c, x, y: where(c, 0.0, g),
     numpy=[np.where],
     pairs=(),
+    otherwise=_positions,
 )
 
 

@@ -19,7 +19,7 @@ OPS += [
     ),
     OpInfo(
         "full_like",
-        [Sample((real(2, 3), real()), label="traced fill")],
+        [Sample((real(2, 3), real()), label="traced fill"), Sample((real(), real()), label="0-d")],
         call=lambda lib, a, v: lib.full_like(a, v),
         numpy_dispatch=(0,),
     ),
@@ -129,8 +129,16 @@ OPS += [
 OPS += [
     OpInfo(
         "iscomplex",
-        [Sample((cplx(3).real + 1j * np.array([1.0, 0.0, 1.0]),)), Sample((real(3),))],
+        [
+            Sample((cplx(3).real + 1j * np.array([1.0, 0.0, 1.0]),)),
+            Sample((real(3),)),
+            Sample((real(),), label="0-d"),  # NumPy's answer: a scalar
+        ],
         differentiable=False,
     ),
-    OpInfo("isreal", [Sample((cplx(2, 2).real + 0j,)), Sample((cplx(3),))], differentiable=False),
+    OpInfo(
+        "isreal",
+        [Sample((cplx(2, 2).real + 0j,)), Sample((cplx(3),)), Sample((real(),), label="0-d")],
+        differentiable=False,
+    ),
 ]

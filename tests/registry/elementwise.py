@@ -136,6 +136,7 @@ OPS += [
         [
             s(distinct(6) / 3 + 0.011, a_min=-0.5, a_max=0.5),
             s(distinct(2, 3) / 3 + 0.011, a_min=None, a_max=0.2, label="upper only"),
+            s(distinct(4) / 3, label="no bounds"),  # a new array, as NumPy's: not x
             s(distinct(2, 3) / 3, distinct(3) / 5 - 0.013, a_max=0.9, label="array bound"),
         ],
     ),

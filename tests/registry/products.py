@@ -159,6 +159,7 @@ OPS += [
         "vecdot",
         [
             s(real(2, 3), real(3)),
+            s(real(3), real(3), label="vectors"),  # a scalar, as NumPy's
             s(real(3, 2), real(3, 1), axis=0, label="axis=0"),
             s(cplx(2, 3), cplx(3), label="complex"),
         ],

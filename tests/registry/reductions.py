@@ -138,6 +138,7 @@ OPS += [
     ),
     OpInfo("ptp", [s(distinct(3, 4)), s(distinct(3, 4), axis=1, keepdims=True)]),
     OpInfo("nansum", [s(np.array([[1.0, np.nan], [2.0, 3.0]]), axis=0), s(real(3, 4))]),
+    OpInfo("nansum", [s(ints(3, 4), label="ints")], differentiable=False),  # of NumPy's dtype
     OpInfo("nanmean", [s(np.array([[1.0, np.nan], [2.0, 3.0]]), axis=1), s(real(3, 4))]),
     OpInfo("all", [s(mask(3, 4)), s(mask(3, 4), axis=1)], differentiable=False),
     OpInfo("any", [s(mask(3, 4), axis=0, keepdims=True)], differentiable=False),

@@ -110,8 +110,8 @@ OPS += [
     OpInfo("trace", [s(real(3, 3)), s(real(2, 3, 4), offset=1, axis1=1, axis2=2)]),
     OpInfo("diag", [s(real(3)), s(real(3), k=-1, label="k=-1"), s(real(3, 4), k=1, label="2-d")]),
     OpInfo("diagflat", [s(real(2, 2))]),
-    OpInfo("tril", [s(real(3, 3)), s(real(2, 3, 4), k=1)]),
-    OpInfo("triu", [s(real(3, 4), k=-1)]),
+    OpInfo("tril", [s(real(3, 3)), s(real(2, 3, 4), k=1), s(real(4), label="vector")]),
+    OpInfo("triu", [s(real(3, 4), k=-1), s(real(3), k=1, label="vector")]),
 ]
 
 # --- differences, inserting and deleting, blocks (issue 13) ------------------------------------
