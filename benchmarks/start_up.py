@@ -1,7 +1,7 @@
 """Short programs' whole processes, autograd against autodiff: CPU time and instructions.
 
     python -m benchmarks.start_up --examples <autograd>/examples [--rounds 25]
-        [--only define_gradient.py,tanh.py] [--instructions]
+        [--only define_gradient.py,tanh.py] [--instructions [--seeds 5]]
 
 A short program (autograd's define_gradient.py, tanh.py, ...) lasts well under a second,
 so its start-up (imports, first calls, shutdown) is most of it, and the margins between
@@ -15,8 +15,13 @@ autodiff.compat.autograd program.py``, and this script reports:
   moves by up to 0.1 between runs: read a few per cent as noise.
 * **Instructions** (``--instructions``, where valgrind is installed): one run of each
   under callgrind with ``PYTHONHASHSEED=0``, the count of the whole process.  It does not
-  move with the load (to ~0.1%), but it counts no cache miss, page fault or kernel
-  time.  ``--rounds 0 --instructions`` counts them alone.
+  move with the load, but it counts no cache miss, page fault or kernel time.
+  ``--rounds 0 --instructions`` counts them alone.  One count is one draw: the hash seed
+  orders every dict and set, and with the address space's layout and the temporary
+  directory's name it moves a program by up to ~0.2% (±5 M instructions of 2,500 M).
+  ``--seeds N`` counts each program under the hash seeds 0 .. N-1 and reports the
+  medians, their ratio, the largest of the N ratios of one seed's two counts, and each
+  seed's counts.
 
 The programs are looked for in ``--examples`` and in ``benchmarks/autograd_fresh/``
 (programs of the same kind written for these measurements).  Prints a Markdown table.
@@ -53,12 +58,14 @@ def _command(system: str, program: str, instructions: bool) -> list[str]:
     return command
 
 
-def _run(system: str, program: str, work: pathlib.Path, prelude: str, instructions=False):
-    """CPU seconds of one whole process, or (``instructions``) its instruction count."""
+def _run(system: str, program: str, work: pathlib.Path, prelude: str, instructions=False,
+         seed=0):  # fmt: skip
+    """CPU seconds of one whole process, or (``instructions``) its instruction count
+    under the hash seed ``seed``."""
     env = child_environment(MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([prelude, str(HERE.parent)])
     if instructions:
-        env["PYTHONHASHSEED"] = "0"
+        env["PYTHONHASHSEED"] = str(seed)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(_command(system, program, instructions), cwd=work, env=env,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
@@ -77,6 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--only", default="", help="comma-separated program names")
     parser.add_argument("--instructions", action="store_true", help="count them (valgrind)")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="count under the hash seeds 0 .. N-1 (medians)")  # fmt: skip
     args = parser.parse_args(argv)
     fresh = sorted(p.name for p in (HERE / "autograd_fresh").glob("*.py"))
     programs = args.only.split(",") if args.only else [*SHORT, *fresh]
@@ -98,22 +107,34 @@ def main(argv: list[str] | None = None) -> None:
                     cpu[system, program].append(_run(system, program, work, str(prelude)))
         counts = {}
         if args.instructions:
-            counts = {(s, p): _run(s, p, work, str(prelude), instructions=True)
+            counts = {(s, p): [_run(s, p, work, str(prelude), instructions=True, seed=k)
+                               for k in range(args.seeds)]
                       for s in SYSTEMS for p in programs}  # fmt: skip
     header = "| program |" + (" autograd CPU s | autodiff CPU s | ratio |" if args.rounds else "")
     print(f"{args.rounds} rounds, load average {os.getloadavg()[0]:.1f}\n")
-    print(header + (" autograd M instr. | autodiff M instr. | ratio |" if counts else ""))
+    m = " median" if args.seeds > 1 else ""
+    seeds = " | ratio | worst seed |" if args.seeds > 1 else " | ratio |"
+    print(header + (f" autograd{m} M instr. | autodiff{m} M instr.{seeds}" if counts else ""))
     three = "---:|---:|---:|"
-    print("|---|" + (three if args.rounds else "") + (three if counts else ""))
+    worst = "---:|" if args.seeds > 1 else ""
+    print("|---|" + (three if args.rounds else "") + (three + worst if counts else ""))
     for program in programs:
         row = f"| {program} |"
         if args.rounds:
             a, b = (statistics.median(cpu[s, program]) for s in SYSTEMS)
             row += f" {a:.3f} | {b:.3f} | {b / a:.3f} |"
         if counts:
-            i, j = (counts[s, program] / 1e6 for s in SYSTEMS)
+            i, j = (statistics.median(counts[s, program]) / 1e6 for s in SYSTEMS)
             row += f" {i:,.0f} | {j:,.0f} | {j / i:.4f} |"
+            if args.seeds > 1:
+                pairs = zip(*(counts[s, program] for s in SYSTEMS))
+                row += f" {max(b / a for a, b in pairs):.4f} |"
         print(row)
+    if counts and args.seeds > 1:
+        print("\nEach seed's counts, M instructions, autograd / autodiff:\n")
+        for program in programs:
+            each = zip(*(counts[s, program] for s in SYSTEMS))
+            print(f"- {program}: " + ", ".join(f"{a / 1e6:,.1f} / {b / 1e6:,.1f}" for a, b in each))
 
 
 if __name__ == "__main__":
