@@ -69,6 +69,8 @@ def _cumulative(name, scan, initial, example):
 
     def cumulative(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
         _check_supported(name, out)
+        if ndim_of(x) == 0:  # NumPy's scan of a 0-d array: its 1-d array of one entry
+            x = _comp.ravel(x)
         if axis is None:
             if ndim_of(x) > 1:
                 raise ValueError(

@@ -222,7 +222,7 @@ def _scan(combine, x, axis, pad):
         shifted = _shp.concatenate([pad(x[head]), x[body]], axis=axis)
         x = combine(x, shifted)
         shift *= 2
-    return x
+    return x if shift > 1 else fresh(x, x)  # a scan of one entry: a new array, as NumPy's
 
 
 @register_numpy(np.cumprod)

@@ -53,7 +53,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """
     if order is not None:
         raise NotImplementedError("argsort(order=...) is not supported")
-    if axis is None:
+    if axis is None or ndim_of(a) == 0:  # (NumPy's argsort of a 0-d array: array([0]))
         a, axis = _comp.ravel(a), 0
     stable = stable if stable is not None else kind == "stable" or None
     return argsort_p.bind(a, axis=normalize_axes(axis, ndim_of(a))[0], stable=stable)

@@ -160,7 +160,11 @@ OPS += [
         call=lambda lib, a, i, **kw: lib.take_along_axis(a, i, **kw),
     ),
     OpInfo("sort", [s(distinct(5)), s(distinct(3, 4), axis=0), s(distinct(2, 3), axis=None)]),
-    OpInfo("argsort", [s(distinct(5)), s(distinct(3, 4), axis=0)], differentiable=False),
+    OpInfo(
+        "argsort",
+        [s(distinct(5)), s(distinct(3, 4), axis=0), s(real(), label="0-d")],  # 0-d: array([0])
+        differentiable=False,
+    ),
     OpInfo(
         "searchsorted",
         [

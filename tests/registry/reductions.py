@@ -104,6 +104,7 @@ OPS += [
         "cumulative_sum",
         [
             s(real(4)),
+            s(real(), label="0-d"),  # NumPy's: a 1-d array of one entry
             s(real(3, 4), axis=1, include_initial=True, label="initial"),
             s(real(2, 3, 4), axis=-2),
             s(cplx(4), include_initial=True, label="complex"),
@@ -113,6 +114,7 @@ OPS += [
         "cumulative_prod",
         [
             s(positive(5)),
+            s(positive(), label="0-d"),
             s(real(3, 4), axis=0, include_initial=True, label="initial"),
             s(np.array([1.5, 0.0, 2.0, -1.0, 0.5]), label="a zero"),
         ],
