@@ -605,9 +605,12 @@ def test_compositions_answer_numpys_scalar_eagerly_and_on_every_tier(name):
     want = numpys(x)
     assert isinstance(want, np.generic)  # (the premise: NumPy's answer is a scalar)
     check_typed_like(ours(x), want, f"{name}, eagerly")
-    for tier, calls in _tiers(ours, (x,)):
-        for k, got in enumerate(calls):
-            check_typed_like(got, want, f"{name}, {tier}, call {k}")
+    # Flags ignored: a kernel here sometimes sees the invalid flag raised and reruns as
+    # NumPy's calls, which _tiers refuses (a fallback; its answers are typed the same).
+    with np.errstate(all="ignore"):
+        for tier, calls in _tiers(ours, (x,)):
+            for k, got in enumerate(calls):
+                check_typed_like(got, want, f"{name}, {tier}, call {k}")
 
 
 @pytest.mark.skipif(not llvm_backend.BACKEND.available(), reason=llvm_backend.BACKEND.why_not())
