@@ -482,9 +482,27 @@ def test_fixed_point():
     close(jacrev(solve)(1.0), want, rtol=1e-7)
 
 
+def decay_rate_derivatives(c, q):
+    """dq/dc and d²q/dc² of q(c) = argmin ½‖exp(-q T) - c Y‖², by the implicit function
+    theorem on its stationarity g(q, c) = Σ rᵢ eᵢ' = 0 (eᵢ = exp(-q tᵢ), rᵢ = eᵢ - c yᵢ),
+    at q refined from the solver's by Newton's method.  Not differences: least_squares stops
+    on the cost, which pins q to ~1e-8 only (the cost is flat at its minimum), so a
+    difference of its gradient over a step of 1e-5 is off by ~1e-3, by the processor."""
+    for _ in range(4):
+        e = np.exp(-q * T)
+        q -= ((e - c * Y_DECAY) @ (-T * e)) / (T**2 * e @ e + (e - c * Y_DECAY) @ (T**2 * e))
+    e = np.exp(-q * T)
+    r, e1, e2, e3 = e - c * Y_DECAY, -T * e, T**2 * e, -(T**3) * e
+    g_q, g_c = e1 @ e1 + r @ e2, -(Y_DECAY @ e1)
+    g_qq, g_qc = 3 * e1 @ e2 + r @ e3, -(Y_DECAY @ e2)
+    q1 = -g_c / g_q
+    return q1, -(g_qq * q1**2 + 2 * g_qc * q1) / g_q
+
+
 def test_every_solver_under_vmap_jit_and_second_order():
     """least_squares, root, root_scalar, newton and fixed_point under vmap (against a
-    loop), jit (against the eager value) and to second order (against differences)."""
+    loop), jit (against the eager value) and to second order (against differences;
+    least_squares against the implicit function theorem by hand)."""
     solvers = {
         "least_squares": lambda c: ao.least_squares(lambda q: anp.exp(-q[0] * T) - c * Y_DECAY,
                                                     np.array([1.0]), xtol=1e-15, ftol=1e-15,
@@ -500,6 +518,11 @@ def test_every_solver_under_vmap_jit_and_second_order():
         close(vmap(grad(solve))(cs), [grad(solve)(c) for c in cs], rtol=1e-9, atol=1e-12)
         close(jit(solve)(2.0), solve(2.0), rtol=1e-12)
         close(jit(grad(solve))(2.0), grad(solve)(2.0), rtol=1e-10)
+        if solve is solvers["least_squares"]:
+            first, second = decay_rate_derivatives(2.0, solve(2.0))
+            close(grad(solve)(2.0), first, rtol=1e-6)
+            close(grad(grad(solve))(2.0), second, rtol=1e-6)
+            continue
         first = lambda c, solve=solve: np.array([grad(solve)(float(c[0]))])
         second = fd(first, np.array([2.0]), 1e-5)
         close(grad(grad(solve))(2.0), second[0, 0], rtol=1e-5, atol=1e-8)
