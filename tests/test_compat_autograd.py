@@ -104,6 +104,40 @@ PROGRAMS = {
         assert np.isclose(g[1, 2, 0, 1], (net(kernels + e) - net(kernels - e)) / 2e-6, rtol=1e-5)
         print("ok")
     """,
+    "autograd's modules, each autodiff's own, loaded once": """
+        import sys
+        import autograd.numpy as np
+        import autograd.numpy.random as npr
+        import autograd.numpy.linalg, autograd.numpy.fft
+        import autograd.scipy.stats.multivariate_normal as mvn
+        import autograd.scipy.stats.norm
+        from autograd.scipy.stats import norm, t
+        from autograd.scipy.special import logsumexp
+        from autograd import grad
+        import autodiff.numpy, autodiff.numpy.random, autodiff.scipy.stats
+        # the path finder, asked first, found the packages' own files and loaded them again
+        # under autograd's names (a second autodiff/numpy/random.py; scipy.stats a module)
+        files = {}
+        for name, module in list(sys.modules.items()):
+            where = getattr(module, "__file__", None)
+            if where and name.startswith(("autograd", "autodiff")):
+                files.setdefault(where, set()).add(id(module))
+        assert all(len(ids) == 1 for ids in files.values()), files
+        assert npr.randn is autodiff.numpy.random.randn and np.sum is autodiff.numpy.sum
+        assert np.random is npr and np.linalg.inv is autodiff.numpy.linalg.inv
+        assert autograd.numpy.fft.fft is autodiff.numpy.fft.fft
+        assert autodiff.scipy.stats.__spec__.name == "autodiff.scipy.stats"
+        assert norm.logpdf == autodiff.scipy.stats.norm.logpdf  # (norm: a module, as autograd's)
+        cov = np.array([[2.0, 0.3], [0.3, 0.5]])
+        x, mean = np.array([0.4, -1.2]), np.array([0.1, 0.2])
+        d = x - mean
+        want = -0.5 * (d @ np.linalg.solve(cov, d) + np.log(np.linalg.det(2 * np.pi * cov)))
+        assert np.isclose(mvn.logpdf(x, mean, cov), want)
+        assert np.allclose(grad(mvn.logpdf)(x, mean, cov), -np.linalg.solve(cov, d))
+        assert np.isclose(grad(norm.logpdf)(0.7, 0.2, 1.5), -(0.7 - 0.2) / 1.5**2)
+        assert np.isclose(logsumexp(np.array([0.0, np.log(3.0)])), np.log(4.0))
+        print("ok")
+    """,
     "an ODE's gradient": """
         import autograd.numpy as np
         from autograd import grad
@@ -210,16 +244,16 @@ def test_the_command_runs_a_program_from_standard_input_as_python_does(tmp_path)
     (tmp_path / "neighbour.py").write_text("VALUE = 3.0\n")
     program = (
         "import sys, neighbour\n"
-        "import autograd.numpy as np\n"
+        "import autograd.numpy as np, autodiff.numpy as anp\n"
         "from autograd import grad\n"
-        "print(np.__name__, sys.argv, __file__)\n"
+        "print(np.__name__, np.sum is anp.sum, sys.argv, __file__)\n"
         "print(grad(lambda x: neighbour.VALUE * x**2)(1.5))\n"
     )
     result = subprocess.run([sys.executable, "-m", "autodiff.compat.autograd", "-", "a"],
                             input=program, cwd=tmp_path, capture_output=True, text=True,
                             timeout=60)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.splitlines() == ["autodiff.numpy ['-', 'a'] <stdin>", "9.0"]
+    assert result.stdout.splitlines() == ["autograd.numpy True ['-', 'a'] <stdin>", "9.0"]
 
 
 def test_hessian_vector_product_is_the_hessian_times_the_tensor_either_way():
