@@ -127,7 +127,9 @@ PROGRAMS = {
         assert npr.randn is autodiff.numpy.random.randn and np.sum is autodiff.numpy.sum
         assert np.random is npr and np.linalg.inv is autodiff.numpy.linalg.inv
         assert autograd.numpy.fft.fft is autodiff.numpy.fft.fft
+        # and autodiff's own modules keep their specs (an alias's import does not rewrite them)
         assert autodiff.scipy.stats.__spec__.name == "autodiff.scipy.stats"
+        assert autodiff.numpy.__spec__.name == "autodiff.numpy"
         assert norm.logpdf == autodiff.scipy.stats.norm.logpdf  # (norm: a module, as autograd's)
         cov = np.array([[2.0, 0.3], [0.3, 0.5]])
         x, mean = np.array([0.4, -1.2]), np.array([0.1, 0.2])
