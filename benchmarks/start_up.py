@@ -1,7 +1,7 @@
 """Short programs' whole processes, autograd against autodiff: CPU time and instructions.
 
-    python -m benchmarks.start_up --examples <autograd>/examples [--rounds 25]
-        [--only define_gradient.py,tanh.py] [--instructions [--seeds 5]]
+    python -m benchmarks.start_up --examples <autograd>/examples [--rounds 25] [--control]
+        [--only define_gradient.py,tanh.py] [--instructions [--seeds 5]] [--simulate]
 
 A short program (autograd's define_gradient.py, tanh.py, ...) lasts well under a second,
 so its start-up (imports, first calls, shutdown) is most of it, and the margins between
@@ -22,6 +22,17 @@ autodiff.compat.autograd program.py``, and this script reports:
   ``--seeds N`` counts each program under the hash seeds 0 .. N-1 and reports the
   medians, their ratio, the largest of the N ratios of one seed's two counts, and each
   seed's counts.
+* **A control** (``--control``): autograd runs a second time as a third system in the
+  same rounds, and its ratio to the first is printed beside autodiff's: the spread of a
+  system against itself, which a ratio must clear to mean anything (on a 2-core
+  virtual machine, up to ~4% over 60 rounds).
+* **A simulated processor** (``--simulate``, valgrind's cachegrind with its cache and
+  branch simulation, hash seed 0): autodiff's instructions, instruction- and data-cache
+  misses and mispredicted branches less autograd's, and a cost in cycles weighing them
+  1, 10, 10 and 15 (an L1 miss served by L2, a mispredicted branch: rough figures for a
+  current x86 core; cachegrind's predictor is simpler than a processor's).  Two programs
+  can run the same instructions and differ by their mispredictions: Python code run
+  once is dispatched by branches not yet predicted.
 
 The programs are looked for in ``--examples`` and in ``benchmarks/autograd_fresh/``
 (programs of the same kind written for these measurements).  Prints a Markdown table.
@@ -40,6 +51,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 from benchmarks._harness import child_environment
 from benchmarks.autograd_examples import PRELUDE
@@ -50,29 +62,42 @@ SHORT = ("define_gradient.py", "fixed_points.py", "logistic_regression.py", "ros
 SYSTEMS = ("autograd", "autodiff")
 
 
-def _command(system: str, program: str, instructions: bool) -> list[str]:
+CONTROL = "autograd again"  # autograd's command, run as a third system (``--control``)
+TOOLS = {
+    "callgrind": ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"],
+    "cachegrind": ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
+                   "--cachegrind-out-file=/dev/null"],
+}  # fmt: skip
+# cachegrind's summary lines, and the cycles each event is weighed at (``--simulate``)
+EVENTS = {"instructions": (r"I\s+refs:\s+([\d,]+)", 1),
+          "I1 misses": (r"I1\s+misses:\s+([\d,]+)", 10),
+          "D1 misses": (r"D1\s+misses:\s+([\d,]+)", 10),
+          "mispredicted branches": (r"Mispredicts:\s+([\d,]+)", 15)}  # fmt: skip
+
+
+def _command(system: str, program: str, tool: str | None) -> list[str]:
     mode = ["-m", "autodiff.compat.autograd"] if system == "autodiff" else []
-    command = [sys.executable, *mode, program]
-    if instructions:
-        command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command]
-    return command
+    return [*TOOLS.get(tool or "", []), sys.executable, *mode, program]
 
 
-def _run(system: str, program: str, work: pathlib.Path, prelude: str, instructions=False,
-         seed=0):  # fmt: skip
-    """CPU seconds of one whole process, or (``instructions``) its instruction count
-    under the hash seed ``seed``."""
+def _run(system: str, program: str, work: pathlib.Path, prelude: str,
+         tool: str | None = None, seed: int = 0) -> Any:  # fmt: skip
+    """CPU seconds of one whole process; under ``tool`` "callgrind" its instruction count,
+    under "cachegrind" its counts of :data:`EVENTS`, with the hash seed ``seed``."""
     env = child_environment(MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([prelude, str(HERE.parent)])
-    if instructions:
+    if tool:
         env["PYTHONHASHSEED"] = str(seed)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(_command(system, program, instructions), cwd=work, env=env,
+    done = subprocess.run(_command(system, program, tool), cwd=work, env=env,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"{system} {program}: {done.stderr[-1000:]}")
-    if instructions:
+    if tool == "callgrind":
         return int(re.search(r"Collected : (\d+)", done.stderr).group(1))  # type: ignore
+    if tool == "cachegrind":
+        return {event: int(re.search(pattern, done.stderr).group(1).replace(",", ""))  # type: ignore
+                for event, (pattern, _) in EVENTS.items()}  # fmt: skip
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
@@ -82,13 +107,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--examples", required=True, type=pathlib.Path,
                         help="autograd's examples/ (a checkout of HIPS/autograd)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument("--control", action="store_true",
+                        help="autograd again in the same rounds (its own spread)")  # fmt: skip
     parser.add_argument("--only", default="", help="comma-separated program names")
     parser.add_argument("--instructions", action="store_true", help="count them (valgrind)")
     parser.add_argument("--seeds", type=int, default=1,
                         help="count under the hash seeds 0 .. N-1 (medians)")  # fmt: skip
+    parser.add_argument("--simulate", action="store_true",
+                        help="cache misses, mispredicted branches (cachegrind)")  # fmt: skip
     args = parser.parse_args(argv)
     fresh = sorted(p.name for p in (HERE / "autograd_fresh").glob("*.py"))
     programs = args.only.split(",") if args.only else [*SHORT, *fresh]
+    timed = (*SYSTEMS, CONTROL) if args.control else SYSTEMS
     with tempfile.TemporaryDirectory() as tmp:
         prelude = pathlib.Path(tmp) / "prelude"
         prelude.mkdir()
@@ -100,29 +130,43 @@ def main(argv: list[str] | None = None) -> None:
         for program in programs:  # warm-up: byte code written, as an installation's is
             for system in SYSTEMS:
                 _run(system, program, work, str(prelude))
-        cpu: dict = {(s, p): [] for s in SYSTEMS for p in programs}
+        cpu: dict = {(s, p): [] for s in timed for p in programs}
         for _ in range(args.rounds):
             for program in programs:
-                for system in random.sample(SYSTEMS, 2):
+                for system in random.sample(timed, len(timed)):
                     cpu[system, program].append(_run(system, program, work, str(prelude)))
         counts = {}
         if args.instructions:
-            counts = {(s, p): [_run(s, p, work, str(prelude), instructions=True, seed=k)
+            counts = {(s, p): [_run(s, p, work, str(prelude), "callgrind", seed=k)
                                for k in range(args.seeds)]
                       for s in SYSTEMS for p in programs}  # fmt: skip
-    header = "| program |" + (" autograd CPU s | autodiff CPU s | ratio |" if args.rounds else "")
+        simulated = {}
+        if args.simulate:
+            simulated = {(s, p): _run(s, p, work, str(prelude), "cachegrind")
+                         for s in SYSTEMS for p in programs}  # fmt: skip
     print(f"{args.rounds} rounds, load average {os.getloadavg()[0]:.1f}\n")
+    if args.rounds or counts:
+        _print_counts(programs, cpu if args.rounds else {}, counts, args)
+    if simulated:
+        _print_simulated(programs, simulated)
+
+
+def _print_counts(programs: list[str], cpu: dict, counts: dict, args: argparse.Namespace) -> None:
+    control = " autograd again / autograd |" if args.control else ""
+    header = "| program |" + (f" autograd CPU s | autodiff CPU s | ratio |{control}" if cpu else "")
     m = " median" if args.seeds > 1 else ""
     seeds = " | ratio | worst seed |" if args.seeds > 1 else " | ratio |"
     print(header + (f" autograd{m} M instr. | autodiff{m} M instr.{seeds}" if counts else ""))
-    three = "---:|---:|---:|"
+    three = "---:|---:|---:|" + ("---:|" if args.control else "")
     worst = "---:|" if args.seeds > 1 else ""
-    print("|---|" + (three if args.rounds else "") + (three + worst if counts else ""))
+    print("|---|" + (three if cpu else "") + ("---:|---:|---:|" + worst if counts else ""))
     for program in programs:
         row = f"| {program} |"
-        if args.rounds:
+        if cpu:
             a, b = (statistics.median(cpu[s, program]) for s in SYSTEMS)
             row += f" {a:.3f} | {b:.3f} | {b / a:.3f} |"
+            if args.control:
+                row += f" {statistics.median(cpu[CONTROL, program]) / a:.3f} |"
         if counts:
             i, j = (statistics.median(counts[s, program]) / 1e6 for s in SYSTEMS)
             row += f" {i:,.0f} | {j:,.0f} | {j / i:.4f} |"
@@ -135,6 +179,20 @@ def main(argv: list[str] | None = None) -> None:
         for program in programs:
             each = zip(*(counts[s, program] for s in SYSTEMS))
             print(f"- {program}: " + ", ".join(f"{a / 1e6:,.1f} / {b / 1e6:,.1f}" for a, b in each))
+
+
+def _print_simulated(programs: list[str], simulated: dict) -> None:
+    """autodiff's counts less autograd's, in millions, and the weighted cycles' ratio."""
+    events = list(EVENTS)
+    print("\nSimulated (cachegrind, hash seed 0): autodiff less autograd, M; cycles weighed "
+          + ", ".join(f"{e} x{w}" for e, (_, w) in EVENTS.items()) + "\n")  # fmt: skip
+    print("| program | " + " | ".join(events) + " | weighed cycles, ratio |")
+    print("|---|" + "---:|" * (len(events) + 1))
+    for program in programs:
+        a, b = (simulated[s, program] for s in SYSTEMS)
+        cycles = [sum(c[e] * w for e, (_, w) in EVENTS.items()) for c in (a, b)]
+        diffs = " | ".join(f"{(b[e] - a[e]) / 1e6:+,.2f}" for e in events)
+        print(f"| {program} | {diffs} | {cycles[1] / cycles[0]:.4f} |")
 
 
 if __name__ == "__main__":
