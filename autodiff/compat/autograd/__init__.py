@@ -445,7 +445,7 @@ class _FlattenModule(types.ModuleType):
         return flatten(value)
 
 
-class _Alias(types.ModuleType):
+def _alias(name: str, module: types.ModuleType) -> types.ModuleType:
     """``autograd.numpy`` for ``autodiff.numpy`` (and each of ``_ALIASES``): the module's
     namespace, copied, in a package of its own with an empty ``__path__``.  Not the module
     itself: the standard path finder, asked before the import hook, would find a
@@ -453,26 +453,25 @@ class _Alias(types.ModuleType):
     name (``autograd.numpy.random``, and ``autograd.scipy.stats`` as a module, so that
     ``import autograd.scipy.stats.multivariate_normal`` failed); and importing a module
     under a second name rewrites its ``__spec__``.  Names the module loads at first use
-    (``autograd.numpy.linalg``) are read from it at their first read here."""
+    (``autograd.numpy.linalg``) are read from it at their first read here.  A plain
+    module, not a subclass: the closure search passes over modules by their exact type."""
+    alias = types.ModuleType(name, module.__doc__)
+    own = ("__name__", "__doc__", "__file__", "__path__", "__spec__", "__loader__",
+           "__package__", "__cached__", "__getattr__", "__dir__")  # fmt: skip
+    alias.__dict__.update((k, v) for k, v in vars(module).items() if k not in own)
 
-    def __init__(self, name: str, module: types.ModuleType) -> None:
-        super().__init__(name, module.__doc__)
-        own = ("__name__", "__doc__", "__file__", "__path__", "__spec__", "__loader__",
-               "__package__", "__cached__", "__getattr__", "__dir__")  # fmt: skip
-        self.__dict__.update((k, v) for k, v in vars(module).items() if k not in own)
-        self.__path__: list[str] = []
+    def __getattr__(attribute: str) -> Any:  # (PEP 562: the module's own)
+        if attribute.startswith("__"):  # (``__file__``: this module has none)
+            raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
+        value = getattr(module, attribute)
+        setattr(alias, attribute, value)
+        return value
 
-        def __getattr__(attribute: str) -> Any:  # (PEP 562: the module's own)
-            if attribute.startswith("__"):  # (``__file__``: this module has none)
-                raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
-            value = getattr(module, attribute)
-            setattr(self, attribute, value)
-            return value
+    def __dir__() -> list[str]:
+        return sorted(set(vars(alias)) | set(dir(module)))
 
-        def __dir__() -> list[str]:
-            return sorted(set(vars(self)) | set(dir(module)))
-
-        self.__dict__.update(__getattr__=__getattr__, __dir__=__dir__)
+    alias.__dict__.update(__getattr__=__getattr__, __dir__=__dir__, __path__=[])
+    return alias
 
 
 def _module(name: str) -> types.ModuleType | None:
@@ -480,7 +479,7 @@ def _module(name: str) -> types.ModuleType | None:
     if not name:
         return importlib.import_module("autodiff.compat.autograd")
     if name in _ALIASES:
-        return _Alias(f"autograd.{name}", load(_ALIASES[name]))
+        return _alias(f"autograd.{name}", load(_ALIASES[name]))
     if name in _SUBMODULES:
         kind = _FlattenModule if name == "misc.flatten" else types.ModuleType
         module = kind(f"autograd.{name}")
