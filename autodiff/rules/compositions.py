@@ -48,9 +48,8 @@ def scalar_if_0d(x: Any) -> Any:
     >>> type(scalar_if_0d(np.array(2.5))).__name__, scalar_if_0d(np.ones(2))
     ('float64', array([1., 1.]))
     """
-    if type(x) is np.ndarray and not x.shape:
-        return x[()]
-    return x[()] if isinstance(x, Tracer) and not x.shape else x
+    is_0d = (type(x) is np.ndarray or isinstance(x, Tracer)) and not x.shape
+    return x[()] if is_0d else x
 
 
 def _holds_tracer(obj: Any) -> bool:
