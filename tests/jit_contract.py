@@ -5,7 +5,7 @@ like ``f(x)`` in everything a NumPy user can observe, checked beyond the values.
 which interprets the staged graph; the second, which compiles it; a warm third) and
 checks, each time:
 
-* the results equal ``eager``'s: structure, shapes, dtypes, values (NaNs where
+* the results equal ``eager``'s: structure, shapes, dtypes, scalar or array, values (NaNs where
   ``eager`` has them, and the sign of every zero: a rewrite must be exact);
 * every result is an array of its own: it shares memory with no argument and no other
   result (``np.shares_memory``);
@@ -41,11 +41,16 @@ def arrays_of(tree: Any) -> list:
 
 
 def assert_exact(got: Any, want: Any, rtol: float = 1e-12, what: str = "") -> None:
-    """Same structure, shapes, dtypes and values, NaNs where ``want`` has them; where
-    ``want`` is exactly zero, ``got`` is a zero of the same sign."""
+    """Same structure, shapes, dtypes and values, NaNs where ``want`` has them; a NumPy
+    scalar where ``want`` has one, an array where it has one; where ``want`` is exactly
+    zero, ``got`` is a zero of the same sign."""
     assert optree.tree_structure(got) == optree.tree_structure(want), what
-    for g, w in zip(optree.tree_leaves(got), optree.tree_leaves(want), strict=True):
+    leaves = zip(optree.tree_leaves(got), optree.tree_leaves(want), strict=True)
+    for i, (g, w) in enumerate(leaves):
         assert np.shape(g) == np.shape(w), what
+        assert isinstance(g, np.ndarray) == isinstance(w, np.ndarray), (  # a scalar or an array
+            f"{what}: result {i} is {type(g).__name__}, not {type(w).__name__}"
+        )
         assert np.result_type(g) == np.result_type(w), what
         np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-12, equal_nan=True, err_msg=what)
         w_arr, g_arr = np.asarray(w), np.asarray(g)

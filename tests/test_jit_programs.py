@@ -47,13 +47,12 @@ def check_with_jit(case):
     depths = {k for k in range(len(case.layers) + 1) if rng.random() < 0.5}
     depths = depths or {int(rng.integers(len(case.layers) + 1))}
     args = case.arguments()
-    want = np.asarray(case.functions(programs.AutodiffTransforms, programs.AUTODIFF,
-                                     np.float64)[-1](*args))  # fmt: skip
+    eager = case.functions(programs.AutodiffTransforms, programs.AUTODIFF, np.float64)[-1](*args)
     fn = jitted_stack(case, depths)
     if len(case.layers) in depths:  # jit outermost: its whole contract (tests/jit_contract.py)
-        check_calls(fn, want, args, rtol=1e-9)
+        check_calls(fn, eager, args, rtol=1e-9)  # (a scalar where f answers one)
         return
-    got = np.asarray(fn(*args))
+    want, got = np.asarray(eager), np.asarray(fn(*args))
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12,
                                err_msg=f"jit at depths {sorted(depths)}")  # fmt: skip

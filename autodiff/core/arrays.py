@@ -23,7 +23,6 @@ __all__ = [
     "batch_size_of",
     "broadcast_shapes",
     "dtype_of",
-    "array_if_scalar",
     "eye_like",
     "fresh",
     "is_complex",
@@ -59,18 +58,6 @@ def ndim_of(x: Any) -> int:
     (0, 2)
     """
     return len(shape_of(x))
-
-
-def array_if_scalar(ans: Any) -> Any:
-    """A NumPy scalar as a 0-d array, for compositions whose NumPy namesake always
-    answers an array (``full_like``, ``tensordot``) but whose last step is a ufunc, which
-    answers a scalar for a 0-d result; anything else as it is.
-
-    >>> import numpy as np
-    >>> array_if_scalar(np.float64(2.5)), array_if_scalar(np.ones(1))
-    (array(2.5), array([1.]))
-    """
-    return np.asarray(ans) if isinstance(ans, np.generic) else ans
 
 
 def fresh(ans: Any, *args: Any) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.core.arrays import array_if_scalar, array_like, dtype_of, ndim_of, shape_of
+from autodiff.core.arrays import array_like, dtype_of, ndim_of, shape_of
 from autodiff.core.overrides import register_numpy
 from autodiff.core.tracer import Tracer
 from autodiff.rules import compositions as _comp
@@ -27,7 +27,7 @@ from autodiff.rules import elementwise as _elt
 from autodiff.rules import indexing as _idx
 from autodiff.rules import shape as _shp
 from autodiff.rules.compositions import _holds_tracer, _traced_array, asarray
-from autodiff.rules.creation import zeros_like
+from autodiff.rules.creation import as_output, zeros_like
 
 __all__ = [
     "arange", "array", "asanyarray", "ascontiguousarray", "asfortranarray", "copy", "empty",
@@ -46,7 +46,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     """
     target = np.dtype(dtype) if dtype is not None else a.dtype
     ans = _elt.astype(zeros_like(a, dtype=target, shape=shape) + fill_value, target)
-    return array_if_scalar(ans)  # (the sum of two 0-d arrays is a scalar)
+    return as_output(ans)  # (the sum of two 0-d arrays is a scalar; NumPy's is an array)
 
 
 @register_numpy(np.empty_like)

@@ -12,16 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from autodiff.core.arrays import (
-    array_if_scalar,
-    dtype_of,
-    ndim_of,
-    shape_of,
-)
+from autodiff.core.arrays import dtype_of, ndim_of, shape_of
 from autodiff.core.overrides import register_numpy
 from autodiff.rules import compositions as _comp
 from autodiff.rules import elementwise as _elt
 from autodiff.rules import shape as _shp
+from autodiff.rules.creation import as_output
 from autodiff.rules.products import LABELS, einsum, jax_options, matmul
 
 __all__ = ["dot", "inner", "kron", "outer", "tensordot", "vdot", "vecdot", "matvec", "vecmat"]
@@ -211,7 +207,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     out += "".join(c for j, c in enumerate(lb) if j not in axes_b)
     ans = einsum(f"{la},{lb}->{out}", a, b, precision=precision,
                  preferred_element_type=preferred_element_type)  # fmt: skip
-    return array_if_scalar(ans)  # NumPy's reshapes a dot product: a 0-d array
+    return as_output(ans)  # NumPy's reshapes a dot product: a 0-d array
 
 
 @register_numpy(np.kron)

@@ -530,7 +530,7 @@ def _quantiles(a, q, axis, keepdims, method, *, skip_nan, weights=None, scale=1)
     out_kept = out_kept if keepdims else kept_shape
     if q_shape:
         result = _comp.moveaxis(result, -1, 0)
-    return _shp.reshape(result, (*q_shape, *out_kept))
+    return _comp.scalar_if_0d(_shp.reshape(result, (*q_shape, *out_kept)))  # as NumPy's
 
 
 def _weighted_inverted_cdf(x, order, weights, qs, q_dtype, n):

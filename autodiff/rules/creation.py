@@ -99,7 +99,9 @@ as_array_p.def_taylor(linear_taylor(as_array_p))
 def as_output(x: Any) -> Any:
     """A result leaf as a transform returns it: a NumPy scalar (what a ufunc gives for
     0-d operands) as a 0-d array, and a 0-d value ``jit`` stages as one when the jitted
-    function runs (``as_array_p``); other leaves as they are.
+    function runs (``as_array_p``); other leaves as they are.  Also the last step of the
+    compositions whose NumPy namesake always answers an array (``full_like``,
+    ``tensordot``) but whose last step is a ufunc, which answers a scalar for 0-d operands.
 
     >>> import numpy as np
     >>> type(as_output(np.float64(1.5))).__name__, as_output(2.0)

@@ -121,14 +121,16 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     if dtype is not None:
         a = _elt.astype(a, dtype)
     axis = normalize_axes(axis, ndim_of(a))
-    out = sum_p.bind(a, axis=axis, keepdims=bool(keepdims)) if _reduces(a, axis, keepdims) else a
-    return _in_dtype(out, dtype)
+    if not _reduces(a, axis, keepdims):
+        return _in_dtype(_comp.scalar_if_0d(a), dtype)
+    return _in_dtype(sum_p.bind(a, axis=axis, keepdims=bool(keepdims)), dtype)
 
 
 def _reduces(a, axis, keepdims):
     """Whether a sum or product over ``axis`` is a primitive: a traced value summed
-    over no axis is itself; a plain array goes to NumPy, whose answer is a new array
-    (or, for a 0-d one, a scalar), never the argument."""
+    over no axis is itself (a 0-d one indexed with ``()``: NumPy's answer is a scalar,
+    and so ``jit``'s); a plain array goes to NumPy, whose answer is a new array (or, for
+    a 0-d one, a scalar), never the argument."""
     return bool(axis) or keepdims or not isinstance(a, Tracer)
 
 
@@ -311,8 +313,9 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     if dtype is not None:
         a = _elt.astype(a, dtype)
     axis = normalize_axes(axis, ndim_of(a))
-    out = prod_p.bind(a, axis=axis, keepdims=bool(keepdims)) if _reduces(a, axis, keepdims) else a
-    return _in_dtype(out, dtype)
+    if not _reduces(a, axis, keepdims):
+        return _in_dtype(_comp.scalar_if_0d(a), dtype)
+    return _in_dtype(prod_p.bind(a, axis=axis, keepdims=bool(keepdims)), dtype)
 
 
 # --- cumsum ----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from autodiff.core.arrays import (  # noqa: E402
 )
 from autodiff.core.numpy_args import wrap_namespace as _wrap_namespace  # noqa: E402
 from autodiff.core.tracer import Tracer  # noqa: E402
+from autodiff.rules.compositions import scalar_if_0d  # noqa: E402
 from autodiff.rules.elementwise import (  # noqa: E402
     absolute,
     exp,
@@ -77,7 +78,8 @@ def multigammaln(a, d):
         halves = halves.astype(np.float32)
     total = sum(gammaln(expand_dims(a, -1) - halves), axis=-1)
     total = total + 0.25 * d * (d - 1) * math.log(math.pi)
-    return total if inspectable else where(greater(a, bound), total, math.nan)
+    # (where answers a 0-d array; SciPy, and the plain path, a scalar)
+    return total if inspectable else scalar_if_0d(where(greater(a, bound), total, math.nan))
 
 
 def _stable_max(a: Any, axes: tuple[int, ...]) -> Any:
