@@ -443,6 +443,12 @@ CONVENTIONS: list[tuple[str, str, str, str]] = [
     ),
     ("`polydiv`", "under `vmap`", "keeps `len(v) - 1` coefficients", "—"),
     (
+        "`polymul`",
+        "an operand's leading zeros",
+        "dropped from plain arrays, as NumPy's; kept on traced values (the same polynomial)",
+        "a zero leading coefficient still has a derivative",
+    ),
+    (
         "`polyfit`",
         "rank deficient",
         "solves with the pseudo-inverse: the minimum-norm fit",

@@ -257,6 +257,45 @@ def test_polynomial_arguments_as_numpy_checks_them():
         anp.poly(np.ones((2, 3)))
 
 
+def test_polynomial_arithmetic_answers_a_poly1d_where_an_argument_is_one_as_numpy():
+    p, q = np.poly1d([1.0, 2.0]), [3.0, 0.0, 5.0]
+    calls = {
+        "polyadd": ((p, q), (q, p)),
+        "polysub": ((p, q), (q, p)),
+        "polymul": ((p, q), (q, p), (p, p)),
+        "polydiv": ((q, p), (p, q)),
+        "polyder": ((p,), (np.poly1d([2.0, 0.0, 1.0, 4.0]), 2)),
+        "polyint": ((p,), (p, 2), (p, 0)),
+    }
+    for name, arguments in calls.items():
+        for args in arguments:
+            got, want = getattr(anp, name)(*args), getattr(np, name)(*args)
+            for g, w in zip(
+                *((r if isinstance(r, tuple) else (r,)) for r in (got, want)), strict=True
+            ):
+                assert type(g) is type(w) is np.poly1d, (name, args, type(g))
+                _close(g.coeffs, w.coeffs)
+    # a traced answer stays an array: a poly1d holds plain coefficients
+    b = rng.normal(size=3)
+    got = grad(lambda b: anp.polymul(p, b).sum())(b)
+    _close(got, np.full(3, p.coeffs.sum()))
+
+
+def test_polymul_drops_plain_operands_leading_zeros_as_numpy_and_keeps_traced_ones():
+    for a1, a2 in (([0, 0, 1], [0, 2]), ([0.0, 1.0, 2.0], [1.0, 1.0]), ([], [1.0, 2.0]),
+                   ([0, 0], [1, 2]), ([0.0], [0.0, 0.0, 3.0])):  # fmt: skip
+        _close(anp.polymul(a1, a2), np.polymul(a1, a2))
+    # traced: a leading coefficient at 0 still has a derivative (d/da0 of the sum: sum(b))
+    a, b = np.array([0.0, 1.0, 2.0]), rng.normal(size=2)
+    _close(grad(lambda a: anp.polymul(a, b).sum())(a), np.full(3, b.sum()))
+    _close(grad(lambda a: anp.polymul(a, b).sum())(np.zeros(3)), np.full(3, b.sum()))
+
+
+def test_polyint_of_order_zero_is_the_coefficients_as_they_are():
+    for p in ([1, 2, 3], np.array([1.5, 2.0], np.float32), np.array([1 + 1j, 2])):
+        _close(anp.polyint(p, 0), np.polyint(p, 0))
+
+
 # --- interp -------------------------------------------------------------------------------
 
 

@@ -13,10 +13,18 @@ values are read where they are at hand: on plain NumPy arrays and under ``grad``
 Under ``vmap`` (one result for many examples) and on other array libraries (where
 reading a value would force a computation) ``polydiv`` keeps the remainder's leading
 zeros and ``polyfit`` does not warn; ``poly`` decides for the whole batch, or raises.
+The leading zeros ``polymul`` drops from its operands are dropped from plain arrays
+only: a traced coefficient that is zero still has a derivative (a model whose leading
+coefficient starts at 0 would otherwise never move it), so the product keeps them (the
+same polynomial, with leading zeros).
+
+Given a ``np.poly1d``, the arithmetic answers one, as NumPy's does (``_as_given``); an
+answer that holds traced values stays an array (a poly1d holds plain coefficients).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any
@@ -96,6 +104,21 @@ def _operands(*xs):
     """``as_operands``, with NumPy's ``poly1d`` objects as their coefficient arrays
     (results are arrays: a poly1d cannot hold traced values)."""
     return _elt.as_operands(*(x.coeffs if isinstance(x, np.poly1d) else x for x in xs))
+
+
+def _as_given(func):
+    """``func``, answering ``np.poly1d`` objects where an argument is one (NumPy's
+    ``truepoly``): one, or a pair for ``polydiv``; a traced answer stays an array."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        ans = func(*args, **kwargs)
+        if not any(isinstance(a, np.poly1d) for a in args):
+            return ans
+        wrap = lambda r: np.poly1d(r) if isinstance(r, np.ndarray) else r
+        return tuple(map(wrap, ans)) if isinstance(ans, tuple) else wrap(ans)
+
+    return wrapper
 
 
 def _coefficients(p, name):
@@ -230,6 +253,7 @@ def _aligned(a1, a2):
 
 
 @register_numpy(np.polyadd)
+@_as_given
 def polyadd(a1, a2):
     """Like numpy.polyadd: the sum of two polynomials (coefficients, highest power first).
 
@@ -242,6 +266,7 @@ def polyadd(a1, a2):
 
 
 @register_numpy(np.polysub)
+@_as_given
 def polysub(a1, a2):
     """Like numpy.polysub: the difference of two polynomials.
 
@@ -254,18 +279,33 @@ def polysub(a1, a2):
 
 
 @register_numpy(np.polymul)
+@_as_given
 def polymul(a1, a2):
-    """Like numpy.polymul: the product of two polynomials (their convolution).
+    """Like numpy.polymul: the product of two polynomials (their convolution).  NumPy
+    first drops each operand's leading zeros (an all-zero one is ``[0]``): so does this
+    function on plain arrays; traced ones keep them (see the module's docstring).
 
     >>> import numpy as np, autodiff.numpy as anp
     >>> anp.polymul(np.array([1.0, 2.0, 3.0]), np.array([9.0, 5.0, 1.0]))
     array([ 9., 23., 38., 17.,  3.])
+    >>> anp.polymul(np.array([0.0, 1.0, 2.0]), np.array([1.0, 1.0]))
+    array([1., 3., 2.])
     """
     a1, a2 = _shape.atleast_1d(*_operands(a1, a2))
-    return convolve(a1, a2)
+    return convolve(_without_leading_zeros(a1), _without_leading_zeros(a2))
+
+
+def _without_leading_zeros(a):
+    """A plain array ``a`` without its leading zeros, ``[0]`` if it is all zeros (NumPy's
+    ``poly1d``); anything else as it is."""
+    if type(a) is not np.ndarray:
+        return a
+    nonzero = np.flatnonzero(a)
+    return a[nonzero[0] :] if nonzero.size else np.zeros(1, a.dtype)
 
 
 @register_numpy(np.polydiv)
+@_as_given
 def polydiv(u, v):
     """Like numpy.polydiv: quotient and remainder of the division of ``u`` by ``v``.
 
@@ -315,6 +355,7 @@ def _falling(n, m, count, dtype, like):
 
 
 @register_numpy(np.polyder)
+@_as_given
 def polyder(p, m=1):
     """Like numpy.polyder: the coefficients of the ``m``-th derivative of ``p``.
 
@@ -334,6 +375,7 @@ def polyder(p, m=1):
 
 
 @register_numpy(np.polyint)
+@_as_given
 def polyint(p, m=1, k=None):
     """Like numpy.polyint: the coefficients of the ``m``-th antiderivative of ``p``,
     with integration constants ``k`` (the lowest coefficients: one per order, or one
@@ -347,10 +389,10 @@ def polyint(p, m=1, k=None):
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
     p = _coefficients(p, "polyint")
+    if m == 0:  # NumPy's answer: p as it is, its dtype kept
+        return p
     dtype = np.result_type(dtype_of(p), 1.0)
     p = _elt.astype(p, dtype)
-    if m == 0:
-        return p
     if k is None:
         k = _comp.constant_like([0] * m, dtype, p)
     if not isinstance(k, Tracer) and array_library(k) is None:  # constants in p's library
