@@ -2,6 +2,7 @@
 
     python -m benchmarks.start_up --examples <autograd>/examples [--rounds 25] [--control]
         [--only define_gradient.py,tanh.py] [--instructions [--seeds 5]] [--simulate]
+        [--modules]
 
 A short program (autograd's define_gradient.py, tanh.py, ...) lasts well under a second,
 so its start-up (imports, first calls, shutdown) is most of it, and the margins between
@@ -33,6 +34,10 @@ autodiff.compat.autograd program.py``, and this script reports:
   current x86 core; cachegrind's predictor is simpler than a processor's).  Two programs
   can run the same instructions and differ by their mispredictions: Python code run
   once is dispatched by branches not yet predicted.
+* **Modules** (``--modules``): how many modules each process loads beyond those the
+  prelude loads by itself (matplotlib, NumPy), and the size of their byte code (what
+  the interpreter finds, reads and unmarshals for each: a few hundred thousand
+  instructions per module, and more the more code it holds).
 
 The programs are looked for in ``--examples`` and in ``benchmarks/autograd_fresh/``
 (programs of the same kind written for these measurements).  Prints a Markdown table.
@@ -75,16 +80,31 @@ EVENTS = {"instructions": (r"I\s+refs:\s+([\d,]+)", 1),
           "mispredicted branches": (r"Mispredicts:\s+([\d,]+)", 15)}  # fmt: skip
 
 
+# Appended to the prelude for ``--modules``: at exit, every module loaded, with the size
+# of its byte code (0 for built-in and extension modules).
+MODULES_AT_EXIT = r"""
+import atexit as _atexit, os as _os, sys as _sys
+def _modules_at_exit(path=_os.environ["START_UP_MODULES"]):
+    with open(path, "w") as out:
+        for name, module in sorted(_sys.modules.items()):
+            cached = getattr(module, "__cached__", None)
+            size = _os.path.getsize(cached) if cached and _os.path.exists(cached) else 0
+            out.write(f"{name} {size}\n")
+_atexit.register(_modules_at_exit)
+"""
+
+
 def _command(system: str, program: str, tool: str | None) -> list[str]:
     mode = ["-m", "autodiff.compat.autograd"] if system == "autodiff" else []
     return [*TOOLS.get(tool or "", []), sys.executable, *mode, program]
 
 
 def _run(system: str, program: str, work: pathlib.Path, prelude: str,
-         tool: str | None = None, seed: int = 0) -> Any:  # fmt: skip
+         tool: str | None = None, seed: int = 0, **extra: str) -> Any:  # fmt: skip
     """CPU seconds of one whole process; under ``tool`` "callgrind" its instruction count,
     under "cachegrind" its counts of :data:`EVENTS`, with the hash seed ``seed``."""
-    env = child_environment(MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env = child_environment(MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                            **extra)  # fmt: skip
     env["PYTHONPATH"] = os.pathsep.join([prelude, str(HERE.parent)])
     if tool:
         env["PYTHONHASHSEED"] = str(seed)
@@ -115,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="count under the hash seeds 0 .. N-1 (medians)")  # fmt: skip
     parser.add_argument("--simulate", action="store_true",
                         help="cache misses, mispredicted branches (cachegrind)")  # fmt: skip
+    parser.add_argument("--modules", action="store_true",
+                        help="modules loaded beyond the prelude's; their byte code")  # fmt: skip
     args = parser.parse_args(argv)
     fresh = sorted(p.name for p in (HERE / "autograd_fresh").glob("*.py"))
     programs = args.only.split(",") if args.only else [*SHORT, *fresh]
@@ -144,11 +166,14 @@ def main(argv: list[str] | None = None) -> None:
         if args.simulate:
             simulated = {(s, p): _run(s, p, work, str(prelude), "cachegrind")
                          for s in SYSTEMS for p in programs}  # fmt: skip
+        loaded = _loaded_modules(programs, work, prelude) if args.modules else {}
     print(f"{args.rounds} rounds, load average {os.getloadavg()[0]:.1f}\n")
     if args.rounds or counts:
         _print_counts(programs, cpu if args.rounds else {}, counts, args)
     if simulated:
         _print_simulated(programs, simulated)
+    if loaded:
+        _print_modules(programs, loaded)
 
 
 def _print_counts(programs: list[str], cpu: dict, counts: dict, args: argparse.Namespace) -> None:
@@ -179,6 +204,39 @@ def _print_counts(programs: list[str], cpu: dict, counts: dict, args: argparse.N
         for program in programs:
             each = zip(*(counts[s, program] for s in SYSTEMS))
             print(f"- {program}: " + ", ".join(f"{a / 1e6:,.1f} / {b / 1e6:,.1f}" for a, b in each))
+
+
+def _loaded_modules(programs: list[str], work: pathlib.Path, prelude: pathlib.Path) -> dict:
+    """``{(system, program): {module: byte code size}}`` for the modules each process
+    loads that the prelude alone (an empty program) does not."""
+    (prelude / "sitecustomize.py").write_text(PRELUDE + MODULES_AT_EXIT)
+    listing = prelude.parent / "modules.txt"
+    (work / "_empty.py").write_text("")
+
+    def modules(system: str, program: str) -> dict[str, int]:
+        _run(system, program, work, str(prelude), START_UP_MODULES=str(listing))
+        return {name: int(size) for name, size in map(str.split, listing.read_text().splitlines())}
+
+    base = modules("autograd", "_empty.py")
+    loaded = {}
+    for system in SYSTEMS:
+        for program in programs:
+            mine = modules(system, program)
+            loaded[system, program] = {m: mine[m] for m in mine if m not in base}
+    (prelude / "sitecustomize.py").write_text(PRELUDE)
+    return loaded
+
+
+def _print_modules(programs: list[str], loaded: dict) -> None:
+    print("\nModules loaded beyond the prelude's (matplotlib, NumPy), and their byte code, KB\n")
+    print("| program | autograd: modules | KB | autodiff: modules | KB |")
+    print("|---|---:|---:|---:|---:|")
+    for program in programs:
+        row = f"| {program} |"
+        for system in SYSTEMS:
+            sizes = loaded[system, program]
+            row += f" {len(sizes)} | {sum(sizes.values()) / 1e3:,.0f} |"
+        print(row)
 
 
 def _print_simulated(programs: list[str], simulated: dict) -> None:
