@@ -147,6 +147,26 @@ def test_rewrites_are_exact_in_ieee_arithmetic():
         check_calls(jit(lambda z: z * 1.0), lambda z: z * 1.0, (z,))
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.bool_, np.uint8, np.float32])
+def test_a_sum_or_product_over_no_axis_has_numpys_type_and_dtype(dtype):
+    """A traced value over no axis is no primitive: it still answers NumPy's scalar and
+    NumPy's dtype (of int32s or bools, the default integer type), under jit and vmap."""
+    reductions = {
+        "sum": anp.sum,
+        "prod": anp.prod,
+        "sum, axis=()": lambda x: anp.sum(x, axis=()),
+        "prod, axis=(), dtype": lambda x: anp.prod(x, axis=(), dtype=np.int16),
+    }
+    for shape in [(), (2, 3)]:
+        x = (np.arange(int(np.prod(shape))) % 3).reshape(shape).astype(dtype)
+        for name, f in reductions.items():
+            check_calls(jit(f), f, (x,))
+            batch = np.stack([x, x + np.ones_like(x)])
+            got, want = vmap(f)(batch), np.stack([f(b) for b in batch])
+            assert got.dtype == want.dtype, (name, shape, got.dtype, want.dtype)
+            np.testing.assert_array_equal(got, want)
+
+
 def test_triangles_are_numpys_beside_nan_inf_and_negative_values():
     m = np.array([[np.nan, np.inf, -1.0], [-2.0, 3.0, -np.inf], [1.0, -5.0, np.nan]])
     for a, b in ((anp.tril(m), np.tril(m)), (anp.triu(m, 1), np.triu(m, 1))):

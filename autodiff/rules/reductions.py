@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from autodiff.core.arrays import ndim_of, normalize_axes, shape_of
+from autodiff.core.arrays import dtype_of, ndim_of, normalize_axes, shape_of
 from autodiff.core.lowering import Reduction
 from autodiff.core.overrides import register_numpy
 from autodiff.core.primitive import Primitive
@@ -122,16 +122,25 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
         a = _elt.astype(a, dtype)
     axis = normalize_axes(axis, ndim_of(a))
     if not _reduces(a, axis, keepdims):
-        return _in_dtype(_comp.scalar_if_0d(a), dtype)
+        return _over_no_axis(a, np.sum, dtype)
     return _in_dtype(sum_p.bind(a, axis=axis, keepdims=bool(keepdims)), dtype)
 
 
 def _reduces(a, axis, keepdims):
-    """Whether a sum or product over ``axis`` is a primitive: a traced value summed
-    over no axis is itself (a 0-d one indexed with ``()``: NumPy's answer is a scalar,
-    and so ``jit``'s); a plain array goes to NumPy, whose answer is a new array (or, for
-    a 0-d one, a scalar), never the argument."""
+    """Whether a sum or product over ``axis`` is a primitive: a traced value over no
+    axis is not (``_over_no_axis``); a plain array goes to NumPy, whose answer is a new
+    array (or, for a 0-d one, a scalar), never the argument."""
     return bool(axis) or keepdims or not isinstance(a, Tracer)
+
+
+def _over_no_axis(a, reduce, dtype):
+    """A traced value summed or multiplied (``reduce``: NumPy's) over no axis: itself, in
+    the dtype NumPy's answer has (of int32s or bools, the default integer type; with
+    ``dtype=``, ``a`` is in it already), and a 0-d one as the scalar NumPy answers
+    (indexed with ``()``, so that ``jit`` answers one too)."""
+    if dtype is None:
+        a = _elt.astype(a, reduce(np.zeros(0, dtype_of(a))).dtype)
+    return _comp.scalar_if_0d(a)
 
 
 def _in_dtype(out, dtype):
@@ -314,7 +323,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
         a = _elt.astype(a, dtype)
     axis = normalize_axes(axis, ndim_of(a))
     if not _reduces(a, axis, keepdims):
-        return _in_dtype(_comp.scalar_if_0d(a), dtype)
+        return _over_no_axis(a, np.prod, dtype)
     return _in_dtype(prod_p.bind(a, axis=axis, keepdims=bool(keepdims)), dtype)
 
 
